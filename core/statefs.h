@@ -1,0 +1,687 @@
+/*
+ * statefs.h - the statefs engine's one public header.
+ *
+ * statefs keeps the operational state of data tools in one SQLite file that
+ * many processes share: scoped key/value entries, counters, append-logs, work
+ * queues, and the typed families of the VGI Go SDK (worker, scan-worker,
+ * aggregate, window and transaction state), whose on-disk schema it shares.
+ * The file is encrypted at rest unless the caller asks for plaintext.
+ *
+ * This header is the contract. Everything above core/ (the FUSE view, the
+ * daemon, statectl) includes only this file.
+ *
+ * Conventions, for every function below unless its comment says otherwise:
+ *
+ *  - Status. Functions return an int status: SFS_OK (0) or one of the
+ *    sfs_status codes. sfs_strerror() names a code; sfs_errdetail() gives the
+ *    detail of the last failure on the calling thread ("page 7 of state.db
+ *    failed authentication"). Output parameters are written only on SFS_OK
+ *    (SFS_NOTFOUND leaves them untouched unless stated).
+ *
+ *  - Byte strings. Scopes, namespaces, keys and values are byte strings
+ *    passed as sfs_slice (pointer + length, borrowed for the duration of the
+ *    call). A required slice with ptr == NULL is SFS_INVALID; an empty string
+ *    is a slice with a non-NULL ptr and len 0 (use sfs_str("")). Optional
+ *    slices (scan bounds) use SFS_NONE, ptr == NULL, for "no bound": an empty
+ *    but present bound is different from no bound. Keys compare bytewise
+ *    (memcmp, shorter prefix first), as SQLite compares BLOBs.
+ *
+ *  - Memory. Every sfs_buf and sfs_list returned belongs to the caller and is
+ *    released with sfs_buf_free() / sfs_list_free(). Borrowed pointers inside
+ *    a list live until that list is freed.
+ *
+ *  - Threads. A store handle may be used from any number of threads at once;
+ *    calls on one handle are serialised inside the engine. Callbacks (export,
+ *    progress) run on the calling thread while the store is busy: they must
+ *    not call back into the same store. A handle must not be used in a child
+ *    after fork(); open a new one there.
+ *
+ *  - Durability. A call that returns SFS_OK has committed: its effect survives
+ *    a crash of the process. sfs_store_sync() makes everything committed
+ *    before it survive a power loss too.
+ *
+ *  - Processes. Any number of processes may open the same file. Every
+ *    read-modify-write is atomic across processes; waiting for another
+ *    process's lock is bounded by the busy timeout (SFS_BUSY after it).
+ */
+#ifndef STATEFS_H
+#define STATEFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SFS_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------------
+ * Status codes
+ */
+typedef enum sfs_status {
+	SFS_OK = 0,
+	SFS_NOTFOUND,      /* no such key, entry, item or claim; an empty queue */
+	SFS_INVALID,       /* bad argument: NULL where bytes are needed, bad flag */
+	SFS_TOOBIG,        /* key or value larger than the store's limit */
+	SFS_OVERFLOW,      /* counter arithmetic left int64; nothing changed */
+	SFS_EXISTS,        /* target exists (rename without replace, init) */
+	SFS_NOTEMPTY,      /* a scope or namespace still holds entries */
+	SFS_BUSY,          /* another process held the lock past the timeout */
+	SFS_READONLY,      /* the store was opened read-only */
+	SFS_IO,            /* operating-system I/O error (detail says which) */
+	SFS_FULL,          /* no space left on the device */
+	SFS_CORRUPT,       /* a page failed authentication, or the file is damaged */
+	SFS_WRONGKEY,      /* the key does not open this store */
+	SFS_NOKEY,         /* the store is encrypted and no key was given */
+	SFS_NOTENCRYPTED,  /* a key was given but the store is plaintext */
+	SFS_FORMAT,        /* not a statefs store, or an unsupported format */
+	SFS_KEYPERM,       /* key file readable by others or not owned by us */
+	SFS_NOMEM,
+	SFS_CLAIMLOST,     /* the claim expired; its items went back to the queue */
+	SFS_CANCELLED,     /* a progress callback asked to stop */
+	SFS_INTERNAL,      /* a bug in statefs; the detail says where */
+	SFS_STATUS_MAX     /* not a status: one past the last one */
+} sfs_status;
+
+/* The name of a status as a plain sentence fragment ("no such key").
+ * Static string, never NULL, also for unknown codes. */
+const char *sfs_strerror(int status);
+
+/* The detail of the last failure on this thread, or "" when there is none.
+ * Never contains key material. Valid until the next sfs_* call on this
+ * thread. */
+const char *sfs_errdetail(void);
+
+/* Diagnostics. The engine says nothing unless a logger is set: it is a
+ * library. level is a syslog(3) priority. The logger may be called from any
+ * thread; set it before opening stores. fn == NULL restores silence. */
+typedef void (*sfs_log_fn)(int level, const char *msg, void *ctx);
+void sfs_set_logger(sfs_log_fn fn, void *ctx);
+
+/* ------------------------------------------------------------------------
+ * Byte strings and returned memory
+ */
+typedef struct sfs_slice {
+	const void *ptr;
+	size_t len;
+} sfs_slice;
+
+#define SFS_NONE ((sfs_slice){ NULL, 0 })
+
+static inline sfs_slice sfs_bytes(const void *ptr, size_t len)
+{
+	sfs_slice s = { ptr, len };
+	return s;
+}
+
+/* A NUL-terminated string as a slice (without the NUL); NULL gives SFS_NONE. */
+static inline sfs_slice sfs_str(const char *s)
+{
+	sfs_slice r = { s, s ? strlen(s) : 0 };
+	return r;
+}
+
+/* A buffer owned by the caller. ptr may be non-NULL when len is 0 (an empty
+ * value); the engine NUL-terminates every buffer it returns (ptr[len] == 0)
+ * so text can be printed directly. */
+typedef struct sfs_buf {
+	void *ptr;
+	size_t len;
+} sfs_buf;
+
+/* Releases b->ptr and zeroes *b. NULL and empty buffers are fine. */
+void sfs_buf_free(sfs_buf *b);
+
+/* One row of a listing. Which fields mean something depends on the call
+ * that filled the list; each call's comment says. */
+typedef struct sfs_item {
+	sfs_buf key;       /* key, name, stream id or queue id */
+	sfs_buf value;     /* value; ptr == NULL when not loaded or absent */
+	uint64_t size;     /* the value's length, also when it was not loaded */
+	int64_t id;        /* log/queue id, or worker/group/partition id */
+	int64_t n;         /* counter value (counter scans) */
+	int64_t mtime_ns;  /* last write through statefs, ns since the epoch;
+	                      0 when unknown (written by another SDK) */
+} sfs_item;
+
+typedef struct sfs_list {
+	sfs_item *items;
+	size_t n;
+} sfs_list;
+
+/* Releases every item and the array, and zeroes *l. NULL is fine. */
+void sfs_list_free(sfs_list *l);
+
+/* ------------------------------------------------------------------------
+ * Keys (encryption at rest)
+ *
+ * An sfs_key holds a 32-byte root key, or a passphrase that is stretched with
+ * Argon2id when a store is opened (the salt lives in the store's header). Key
+ * material lives in sodium_malloc'd, locked memory and is wiped when the key
+ * is destroyed. No function here ever writes key material to a log, an error
+ * detail or argv.
+ */
+typedef struct sfs_key sfs_key;
+
+/* A new random 32-byte key. */
+int sfs_key_generate(sfs_key **out);
+
+/* A 32-byte key given as base64 (standard or URL-safe alphabet, padding
+ * optional) or as 64 hex digits; surrounding whitespace is ignored. Anything
+ * else, including a key of another length, is SFS_INVALID. */
+int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
+
+/* Reads STATEFS_KEY (as sfs_key_from_text), then wipes the value in place
+ * and removes it from the environment, also on error. SFS_NOTFOUND when the
+ * variable is not set. Not thread-safe (it edits the environment). */
+int sfs_key_from_env(sfs_key **out);
+
+/* Reads a key file: a regular file owned by the effective user (or root),
+ * not readable or writable by group or others (else SFS_KEYPERM, with the
+ * mode in the detail), holding 32 raw bytes, or the key as text. */
+int sfs_key_from_file(const char *path, sfs_key **out);
+
+/* A passphrase, stretched with Argon2id when a store is opened or created.
+ * The passphrase is copied; the caller should wipe its own copy. */
+int sfs_key_from_passphrase(const void *pass, size_t len, sfs_key **out);
+
+/* Writes a raw key to a new file with mode 0600, creating missing parent
+ * directories with mode 0700. SFS_EXISTS if the file exists (never
+ * overwrites); SFS_INVALID for a passphrase key. The file is fsynced. */
+int sfs_key_write_file(const sfs_key *key, const char *path);
+
+/* The key as standard base64 with padding, NUL-terminated, into out
+ * (outlen >= 45). Meant for `statectl keygen` printing to a pipe; the caller
+ * wipes out afterwards. SFS_INVALID for a passphrase key. */
+int sfs_key_to_text(const sfs_key *key, char *out, size_t outlen);
+
+/* Wipes and frees. NULL is fine. */
+void sfs_key_destroy(sfs_key *key);
+
+/* ------------------------------------------------------------------------
+ * Opening a store
+ */
+enum {
+	SFS_OPEN_CREATE = 1u << 0,    /* create the file if it does not exist */
+	SFS_OPEN_READONLY = 1u << 1,  /* no writes; SFS_READONLY on any */
+	SFS_OPEN_PLAINTEXT = 1u << 2, /* no encryption (development, Go SDK stores) */
+	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if the file exists */
+};
+
+typedef struct sfs_open_opts {
+	/* The store file. NULL: the default store (sfs_default_path).
+	 * ":memory:": a process-local store that vanishes on close. */
+	const char *path;
+	unsigned flags;          /* SFS_OPEN_* */
+	/* The key; borrowed for the duration of sfs_store_open only. Required
+	 * unless SFS_OPEN_PLAINTEXT; must be NULL with it. */
+	const sfs_key *key;
+	int busy_timeout_ms;     /* 0: 30000 */
+	uint64_t max_value;      /* largest value accepted; 0: SFS_DEFAULT_MAX_VALUE */
+	int64_t lease_ms;        /* claim lease; 0: ten minutes */
+} sfs_open_opts;
+
+#define SFS_DEFAULT_MAX_VALUE (64u * 1024 * 1024)
+#define SFS_MAX_NAME (64u * 1024) /* largest scope, namespace or key accepted */
+
+typedef struct sfs_store sfs_store;
+
+/* Opens (and with SFS_OPEN_CREATE creates) a store. Errors, each with a
+ * sentence in sfs_errdetail(): SFS_NOTFOUND (no file and no CREATE),
+ * SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED (a key for a
+ * plaintext store), SFS_FORMAT (not a store, or a newer format), SFS_BUSY,
+ * SFS_IO. A plaintext store written by the VGI Go SDK opens with
+ * SFS_OPEN_PLAINTEXT; missing statefs tables are added unless read-only. */
+int sfs_store_open(const sfs_open_opts *opts, sfs_store **out);
+
+/* Closes and frees the handle; NULL is fine. Outstanding lists stay valid. */
+void sfs_store_close(sfs_store *s);
+
+/* Makes every commit so far survive power loss. */
+int sfs_store_sync(sfs_store *s);
+
+/* A number that changes whenever any process commits a change to the store
+ * (including this handle). Cheap: no disk I/O when nothing changed. Used to
+ * drop caches and to wake waiters. */
+int sfs_store_version(sfs_store *s, uint64_t *out);
+
+/* The path this handle opened (":memory:" for memory stores). Borrowed; valid
+ * until close. */
+const char *sfs_store_path(const sfs_store *s);
+
+/* The default store: $XDG_STATE_HOME/statefs/state.db, else
+ * ~/.local/state/statefs/state.db. *out is malloc'd; free() it. */
+int sfs_default_path(char **out);
+
+/* The default key file: $XDG_CONFIG_HOME/statefs/key, else
+ * ~/.config/statefs/key. *out is malloc'd; free() it. */
+int sfs_default_keyfile(char **out);
+
+/* How the daemon and statectl open a store, in one place so both follow the
+ * same rules:
+ *   store: cfg->db, else $STATEFS_DB, else the default store;
+ *   key:   cfg->keyfile, else $STATEFS_KEY, else $STATEFS_KEY_FILE, else the
+ *          default key file; none of them with cfg->plaintext.
+ * When the store does not exist and cfg->create is set, it is created; if no
+ * key was found either, a new key file is written at the default key path
+ * first, and *notice (if not NULL) receives a malloc'd sentence telling the
+ * user where the key is and to back it up apart from the store. *notice is
+ * set to NULL when there is nothing to say. */
+typedef struct sfs_config {
+	const char *db;
+	const char *keyfile;
+	int plaintext;
+	int readonly;
+	int create;
+	int busy_timeout_ms;
+	uint64_t max_value;
+	int64_t lease_ms;
+	const sfs_key *key;      /* a key the caller already has (passphrase
+	                            prompt); overrides keyfile and environment */
+} sfs_config;
+
+int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
+                          char **notice);
+
+/* ------------------------------------------------------------------------
+ * Scoped key/value state: function_state(scope_id, ns, key, value)
+ */
+
+/* Puts (inserts or replaces) a value. */
+int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+               sfs_slice value);
+
+/* Gets a value into *out. SFS_NOTFOUND when absent; an empty value is
+ * SFS_OK with out->len == 0. */
+int sfs_kv_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+               sfs_buf *out);
+
+/* Size and last write time of a value without reading it. SFS_NOTFOUND when
+ * absent. mtime_ns may be NULL. */
+int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                uint64_t *size, int64_t *mtime_ns);
+
+/* Deletes one key. SFS_NOTFOUND when it was absent (nothing changed). */
+int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key);
+
+typedef struct sfs_scan_opts {
+	sfs_slice start;   /* inclusive lower bound; SFS_NONE: open */
+	sfs_slice end;     /* exclusive upper bound; SFS_NONE: open */
+	int reverse;       /* descending; never changes which bound is which */
+	long limit;        /* at most this many rows; <= 0: no limit */
+	int keys_only;     /* leave value.ptr NULL; size still set */
+} sfs_scan_opts;
+
+/* The entries of (scope, ns) in [start, end), ordered by key, into *out:
+ * item.key, item.value (unless keys_only), item.size, item.mtime_ns.
+ * opts == NULL scans everything ascending. */
+int sfs_kv_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                const sfs_scan_opts *opts, sfs_list *out);
+
+/* Deletes every key of (scope, ns) in [start, end) (SFS_NONE: open) and
+ * stores how many went in *count (may be NULL). */
+int sfs_kv_delete_range(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                        sfs_slice start, sfs_slice end, uint64_t *count);
+
+/* Deletes the whole namespace; *count (may be NULL) gets the number of keys. */
+int sfs_kv_delete_ns(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                     uint64_t *count);
+
+/* Reads and removes every entry of (scope, ns) in one transaction, ordered
+ * by key. An empty namespace gives an empty list. */
+int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out);
+
+/* Replaces the namespace atomically with exactly the n given entries (the
+ * stream engine's RestoreAll): keys not in the input disappear. */
+int sfs_kv_restore(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                   const sfs_slice *keys, const sfs_slice *values, size_t n);
+
+enum {
+	SFS_RENAME_NOREPLACE = 1u << 0, /* SFS_EXISTS instead of replacing */
+};
+
+/* Moves a key to another (scope, ns, key) atomically, replacing the target
+ * unless SFS_RENAME_NOREPLACE. SFS_NOTFOUND if the source is absent. Renaming
+ * a key onto itself is SFS_OK and changes nothing. */
+int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                  sfs_slice to_scope, sfs_slice to_ns, sfs_slice to_key,
+                  unsigned flags);
+
+/* ------------------------------------------------------------------------
+ * Directories: scopes and namespaces as listable, creatable things.
+ *
+ * A family is one of the state kinds that has scopes and namespaces. A scope
+ * or namespace exists while it holds an entry of that family or was created
+ * explicitly (and not yet removed): explicit ones persist when empty.
+ */
+typedef enum sfs_family {
+	SFS_FAM_KV = 1,     /* function_state */
+	SFS_FAM_COUNTER,    /* function_counter */
+	SFS_FAM_LOG,        /* function_state_log */
+	SFS_FAM_QUEUE,      /* work_queue; scope = queue id, no namespaces */
+	SFS_FAM_DIR,        /* an explicit empty directory (export rows only) */
+} sfs_family;
+
+/* Scopes of a family, ascending, strictly after `after` (SFS_NONE: from the
+ * start), at most limit (<= 0: all), as item.key. Explicit empty scopes
+ * included. For SFS_FAM_QUEUE these are the queue ids holding items. */
+int sfs_scope_list(sfs_store *s, sfs_family fam, sfs_slice after, long limit,
+                   sfs_list *out);
+
+/* Namespaces of a scope in a family, as item.key; as sfs_scope_list. */
+int sfs_ns_list(sfs_store *s, sfs_family fam, sfs_slice scope,
+                sfs_slice after, long limit, sfs_list *out);
+
+/* Whether a scope (ns == SFS_NONE) or namespace exists in a family:
+ * SFS_OK or SFS_NOTFOUND. */
+int sfs_dir_exists(sfs_store *s, sfs_family fam, sfs_slice scope,
+                   sfs_slice ns);
+
+/* Creates an explicit (persisting) empty scope (ns == SFS_NONE) or
+ * namespace. SFS_EXISTS if it exists. */
+int sfs_dir_create(sfs_store *s, sfs_family fam, sfs_slice scope,
+                   sfs_slice ns);
+
+/* Removes an empty scope or namespace: SFS_NOTEMPTY if it holds entries
+ * (or, for a scope, namespaces), SFS_NOTFOUND if it does not exist. */
+int sfs_dir_remove(sfs_store *s, sfs_family fam, sfs_slice scope,
+                   sfs_slice ns);
+
+/* Renames a scope (ns == SFS_NONE, to_ns ignored) or a namespace, with
+ * everything in it, atomically. An existing target is replaced only if it is
+ * empty (SFS_NOTEMPTY otherwise, SFS_EXISTS with SFS_RENAME_NOREPLACE). */
+int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
+                   sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
+                   unsigned flags);
+
+/* ------------------------------------------------------------------------
+ * Counters: function_counter(scope_id, ns, key, n). Independent of a
+ * key/value entry with the same name.
+ */
+
+/* The counter's value, 0 when absent; *exists (may be NULL) says which. */
+int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                    int64_t *value, int *exists);
+
+/* Adds delta atomically (an absent counter starts at 0) and stores the new
+ * value in *value (may be NULL). SFS_OVERFLOW if the result leaves int64;
+ * then nothing changed. */
+int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                    int64_t delta, int64_t *value);
+
+/* Sets the counter, creating it if absent. */
+int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                    int64_t value);
+
+/* Deletes the counter. SFS_NOTFOUND when it was absent (nothing changed). */
+int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key);
+
+/* The counters of (scope, ns), as sfs_kv_scan: item.key, item.n, item.mtime_ns. */
+int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                     const sfs_scan_opts *opts, sfs_list *out);
+
+/* ------------------------------------------------------------------------
+ * Append-logs: function_state_log(id, scope_id, ns, key, value). Ids are
+ * global to the store, strictly increasing and never reused (not after a
+ * clear, not after a restart). The Go SDK's log uses ns "log".
+ */
+
+/* Appends one entry; *id (may be NULL) gets its id. */
+int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                   sfs_slice value, int64_t *id);
+
+/* Entries of (scope, ns, key) with id > after_id (-1: from the start),
+ * ascending by id, at most limit (<= 0: all): item.id, item.value (unless
+ * keys_only), item.size, item.mtime_ns. */
+int sfs_log_scan(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 int64_t after_id, long limit, int keys_only, sfs_list *out);
+
+/* One entry by id: SFS_NOTFOUND unless it exists under (scope, ns, key). */
+int sfs_log_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                int64_t id, sfs_buf *out);
+
+/* Size and time of one entry, as sfs_kv_stat. */
+int sfs_log_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 int64_t id, uint64_t *size, int64_t *mtime_ns);
+
+/* The distinct keys of (scope, ns) holding entries, ascending, strictly
+ * after `after`, at most limit, as item.key. */
+int sfs_log_keys(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice after,
+                 long limit, sfs_list *out);
+
+/* Deletes one entry. SFS_NOTFOUND when it was absent. */
+int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                   int64_t id);
+
+/* Deletes the entries of a scope: of one namespace (ns given), of one key
+ * (ns and key given), or all of the scope (both SFS_NONE). *count may be
+ * NULL. The Go SDK's StateLogClear is ns = "log", key = SFS_NONE. */
+int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                  uint64_t *count);
+
+/* ------------------------------------------------------------------------
+ * Work queues: work_queue(id, execution_id, work_item). FIFO per queue id;
+ * ids are global, strictly increasing and never reused. A queue exists while
+ * it holds items; there is no registration.
+ */
+
+/* Appends n items in one transaction; *first_id (may be NULL) gets the id of
+ * the first (the rest follow in order). n == 0 touches nothing. */
+int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
+                   size_t n, int64_t *first_id);
+
+/* Removes and returns the oldest item atomically: two callers, in any
+ * processes, never get the same item. SFS_NOTFOUND when the queue is empty
+ * or was never used. *id may be NULL. */
+int sfs_queue_pop(sfs_store *s, sfs_slice queue, sfs_buf *item, int64_t *id);
+
+/* Removes and returns every item in one transaction, in FIFO order:
+ * item.id, item.value, item.size, item.mtime_ns. */
+int sfs_queue_drain(sfs_store *s, sfs_slice queue, sfs_list *out);
+
+/* Pending items with id > after_id (-1: from the head), FIFO order, at most
+ * limit (<= 0: all), without removing them: as sfs_queue_drain, value NULL
+ * when keys_only. */
+int sfs_queue_scan(sfs_store *s, sfs_slice queue, int64_t after_id, long limit,
+                   int keys_only, sfs_list *out);
+
+/* One pending item by id, without removing it. */
+int sfs_queue_peek(sfs_store *s, sfs_slice queue, int64_t id, sfs_buf *item);
+
+/* Size and enqueue time of one pending item. */
+int sfs_queue_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
+                   int64_t *mtime_ns);
+
+/* Removes one pending item by id. SFS_NOTFOUND when it is not pending. */
+int sfs_queue_delete(sfs_store *s, sfs_slice queue, int64_t id);
+
+/* Removes every pending item; *count (may be NULL) gets how many. */
+int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count);
+
+/* The number of pending items. */
+int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len);
+
+/* ------------------------------------------------------------------------
+ * The VGI Go SDK's typed families, stored in function_state under reserved
+ * namespaces with the SDK's key encodings, so either side reads the other's
+ * state. int64 ids are keys of 8 bytes, big-endian two's complement (so
+ * negative ids sort after positive ones, as in the SDK).
+ */
+#define SFS_NS_WORKER "worker"
+#define SFS_NS_SCAN_WORKER "scan_worker"
+#define SFS_NS_AGG "agg"
+#define SFS_NS_AGG_CONST "agg_const"
+#define SFS_NS_WIN "win"
+#define SFS_NS_TXN "txn"
+#define SFS_NS_LOG "log"
+
+/* Encodes an id as its 8-byte key (out must hold 8 bytes). */
+void sfs_id_encode(int64_t id, unsigned char out[8]);
+/* Decodes an 8-byte key; SFS_INVALID when the key is not 8 bytes long. */
+int sfs_id_decode(sfs_slice key, int64_t *id);
+
+/* Worker state: one value per worker id (the Go SDK uses the PID). */
+int sfs_worker_put(sfs_store *s, sfs_slice exec, int64_t worker_id,
+                   sfs_slice value);
+/* All worker values, ordered by key bytes, without removing them:
+ * item.id, item.value. */
+int sfs_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out);
+/* All worker values, removed in the same transaction (WorkerCollect). */
+int sfs_worker_collect(sfs_store *s, sfs_slice exec, sfs_list *out);
+
+/* Scan-worker state: one value per stream id. */
+int sfs_scan_worker_put(sfs_store *s, sfs_slice exec, sfs_slice stream_id,
+                        sfs_slice value);
+/* item.key = stream id, item.value; ordered by stream id. */
+int sfs_scan_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out);
+
+/* Aggregate state. _get fills a list parallel to ids: item.id = the group
+ * id and item.value = its state, or, for a group with no state, item.id = 0
+ * and item.value.ptr = NULL (the SDK's zero entry). */
+int sfs_agg_get(sfs_store *s, sfs_slice exec, const int64_t *ids, size_t n,
+                sfs_list *out);
+/* Puts n states in one transaction; n == 0 touches nothing. */
+int sfs_agg_put(sfs_store *s, sfs_slice exec, const int64_t *ids,
+                const sfs_slice *values, size_t n);
+int sfs_agg_clear(sfs_store *s, sfs_slice exec);
+
+/* Aggregate constant arguments, per function name. _get: SFS_NOTFOUND if
+ * none were stashed. */
+int sfs_agg_const_put(sfs_store *s, sfs_slice exec, sfs_slice function,
+                      sfs_slice args);
+int sfs_agg_const_get(sfs_store *s, sfs_slice exec, sfs_slice function,
+                      sfs_buf *out);
+
+/* Window partitions, per partition id. _get: SFS_NOTFOUND when absent;
+ * _delete: SFS_NOTFOUND when absent. */
+int sfs_win_put(sfs_store *s, sfs_slice exec, int64_t partition,
+                sfs_slice value);
+int sfs_win_get(sfs_store *s, sfs_slice exec, int64_t partition, sfs_buf *out);
+int sfs_win_delete(sfs_store *s, sfs_slice exec, int64_t partition);
+int sfs_win_clear(sfs_store *s, sfs_slice exec);
+
+/* Transaction state: the scope is the transaction's opaque data. _get fills
+ * a list parallel to keys: item.key = the key, item.value.ptr = NULL when
+ * absent. _put writes n pairs in one transaction. */
+int sfs_txn_get(sfs_store *s, sfs_slice txn, const sfs_slice *keys, size_t n,
+                sfs_list *out);
+int sfs_txn_put(sfs_store *s, sfs_slice txn, const sfs_slice *keys,
+                const sfs_slice *values, size_t n);
+int sfs_txn_clear(sfs_store *s, sfs_slice txn);
+
+/* Deletes every key/value, log and counter row of a scope, all namespaces,
+ * in one transaction, and stores the exact number of rows in *count (may be
+ * NULL). Work queues are untouched. A second call gives 0. */
+int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count);
+
+/*
+ * The stream engine's keyed state maps onto the same tables, with the owner
+ * ("op-0", "worker-3") as the scope and the state's name as the namespace:
+ *   ValueState Get/Set/Clear  -> sfs_kv_get / sfs_kv_put / sfs_kv_delete
+ *   ValueState Keys           -> sfs_kv_scan with keys_only
+ *   ValueState SnapshotAll    -> sfs_kv_scan
+ *   ValueState RestoreAll     -> sfs_kv_restore
+ *   ListState Append/GetAll   -> sfs_log_append / sfs_log_scan
+ *   ListState Clear           -> sfs_log_clear with the key
+ *   ListState Keys            -> sfs_log_keys
+ * Appends after a reopen or a restore extend a list, because log ids come
+ * from the store, not from the process.
+ */
+
+/* ------------------------------------------------------------------------
+ * Whole-store operations
+ */
+
+/* Called with work done and total work (same unit, total may grow); a
+ * nonzero return cancels the operation with SFS_CANCELLED. */
+typedef int (*sfs_progress_fn)(uint64_t done, uint64_t total, void *ctx);
+
+/* Writes a consistent copy of the live store to path while other processes
+ * keep writing. The copy is written beside path and renamed into place after
+ * an fsync, so a crash never leaves a half-written file under path. The copy
+ * is encrypted with the store's key (plaintext for a plaintext store).
+ * SFS_EXISTS if path exists. progress may be NULL. */
+int sfs_checkpoint(sfs_store *s, const char *path, sfs_progress_fn progress,
+                   void *ctx);
+
+/* Brings the live store back to exactly the state of a checkpoint made by
+ * sfs_checkpoint (same key), in one transaction that other processes see as
+ * any other commit. The checkpoint is verified first; on any failure the
+ * live store is unchanged. */
+int sfs_restore(sfs_store *s, const char *path, sfs_progress_fn progress,
+                void *ctx);
+
+typedef struct sfs_info {
+	const char *path;        /* borrowed from the store */
+	int schema_version;      /* statefs schema version */
+	int encrypted;
+	const char *cipher;      /* "xchacha20poly1305", or "none" */
+	int crypt_format;        /* on-disk encryption format, 0 for plaintext */
+	const char *kdf;         /* "raw", "argon2id", or "none" */
+	uint64_t page_size;
+	uint64_t page_count;
+	uint64_t file_size;      /* main file, bytes */
+	uint64_t wal_size;       /* -wal file, bytes */
+	uint64_t kv_rows;
+	uint64_t counter_rows;
+	uint64_t log_rows;
+	uint64_t queue_rows;     /* pending items */
+	uint64_t claimed_rows;   /* items under a claim */
+	uint64_t dead_rows;      /* dead letters */
+} sfs_info;
+
+int sfs_store_info(sfs_store *s, sfs_info *out);
+
+/* Reads every page (authenticating each one in an encrypted store) and runs
+ * SQLite's integrity check. SFS_CORRUPT with the first problem in the
+ * detail. progress counts pages. */
+int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx);
+
+/* Re-encrypts the store at path from old_key to new_key. No other process may
+ * have the store open (SFS_BUSY otherwise). Crash-safe: an interruption at
+ * any point leaves a store that opens with the old key or with the new one.
+ * progress counts pages. */
+int sfs_rekey(const char *path, const sfs_key *old_key,
+              const sfs_key *new_key, sfs_progress_fn progress, void *ctx);
+
+/* ------------------------------------------------------------------------
+ * Export and import: every row of every family, for moving state between
+ * machines. Rows carry bytes; the caller chooses the text encoding.
+ */
+typedef struct sfs_row {
+	sfs_family family;
+	sfs_slice scope;     /* queue id for SFS_FAM_QUEUE */
+	sfs_slice ns;        /* SFS_NONE for queues and scope-only dirs */
+	sfs_slice key;       /* SFS_NONE for queues and dirs */
+	sfs_slice value;     /* value, entry or item; SFS_NONE for counters, dirs */
+	int64_t id;          /* log and queue rows */
+	int64_t n;           /* counter rows */
+	int64_t mtime_ns;
+} sfs_row;
+
+/* Calls fn for every row, from one consistent snapshot, in a fixed order
+ * (family, then scope, ns, key, id). The row's slices are borrowed for the
+ * duration of the call. A nonzero return from fn stops the export and is
+ * returned. progress (may be NULL) counts rows. */
+int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
+               void *ctx, sfs_progress_fn progress, void *pctx);
+
+/* Import in one transaction: begin, any number of rows, then commit or
+ * abort. Rows that already exist identically change nothing (an import is
+ * idempotent); log and queue rows keep their ids. The store is locked for
+ * writing between begin and commit/abort: use the import from one thread
+ * and do not call other functions of the store meanwhile. */
+typedef struct sfs_import sfs_import;
+int sfs_import_begin(sfs_store *s, sfs_import **out);
+int sfs_import_row(sfs_import *imp, const sfs_row *row);
+int sfs_import_commit(sfs_import *imp); /* frees imp, also on failure */
+void sfs_import_abort(sfs_import *imp); /* frees imp; NULL is fine */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STATEFS_H */
