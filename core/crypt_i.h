@@ -67,4 +67,41 @@ const char *crypt_last_error(void);
 int crypt_verify_file(const char *path, const crypt_vfs *v,
                       sfs_progress_fn progress, void *ctx);
 
+/* ---- Inside the encryption layer (key.c, crypt_*.c, rekey.c, config.c) */
+
+#define CRYPT_SALT_BYTES 16
+#define CRYPT_FORMAT 1          /* the on-disk format this code writes */
+
+/* The kdf byte of every page trailer: how the root key comes from the key. */
+enum {
+	CRYPT_KDF_RAW = 0,          /* the 32-byte key is the root key */
+	CRYPT_KDF_INTERACTIVE = 1,  /* Argon2id, libsodium's INTERACTIVE limits */
+	CRYPT_KDF_MODERATE = 2,     /* Argon2id, MODERATE (what new files get) */
+	CRYPT_KDF_SENSITIVE = 3,    /* Argon2id, SENSITIVE */
+};
+
+/* The kdf byte a file created with key gets. */
+int crypt_key_kdf(const sfs_key *key);
+int crypt_key_is_passphrase(const sfs_key *key);
+/* A copy in new locked memory (with the derivation cache). */
+int crypt_key_dup(const sfs_key *key, sfs_key **out);
+/* The root key of a file with this salt and kdf byte into root[32] (the
+ * caller wipes it). SFS_WRONGKEY when the key's type does not fit the kdf
+ * byte (a raw key for a passphrase store or the reverse), without a detail;
+ * SFS_NOMEM when Argon2id cannot get its memory. Thread-safe. */
+int crypt_key_root(const sfs_key *key, const unsigned char *salt, int kdf,
+                   unsigned char root[32]);
+
+/* Counters of the VFS, process-wide, for tests and the benchmark. Pages are
+ * counted per file kind (db, wal, journal). */
+enum { CRYPT_FILE_DB, CRYPT_FILE_WAL, CRYPT_FILE_JOURNAL, CRYPT_FILE_KINDS };
+typedef struct crypt_stats {
+	uint64_t encrypted[CRYPT_FILE_KINDS];  /* pages encrypted (written) */
+	uint64_t decrypted[CRYPT_FILE_KINDS];  /* pages authenticated (read) */
+	uint64_t auth_failed;                  /* pages that failed */
+	uint64_t temp_refused;                 /* temp file opens refused */
+} crypt_stats;
+void crypt_stats_get(crypt_stats *out);
+void crypt_stats_reset(void);
+
 #endif /* STATEFS_CRYPT_I_H */

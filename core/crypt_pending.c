@@ -10,16 +10,6 @@
 
 #define PENDING(name) sfs_err(SFS_INTERNAL, "%s is not built yet", name)
 
-int sfs_key_generate(sfs_key **out) { (void)out; return PENDING("sfs_key_generate"); }
-int sfs_key_from_text(const char *t, size_t n, sfs_key **out) { (void)t; (void)n; (void)out; return PENDING("sfs_key_from_text"); }
-int sfs_key_from_env(sfs_key **out) { (void)out; return SFS_NOTFOUND; }
-int sfs_key_from_file(const char *p, sfs_key **out) { (void)p; (void)out; return PENDING("sfs_key_from_file"); }
-int sfs_key_from_passphrase(const void *p, size_t n, sfs_key **out) { (void)p; (void)n; (void)out; return PENDING("sfs_key_from_passphrase"); }
-int sfs_key_write_file(const sfs_key *k, const char *p) { (void)k; (void)p; return PENDING("sfs_key_write_file"); }
-int sfs_key_to_text(const sfs_key *k, char *o, size_t n) { (void)k; (void)o; (void)n; return PENDING("sfs_key_to_text"); }
-void sfs_key_destroy(sfs_key *k) { (void)k; }
-int sfs_default_keyfile(char **out) { (void)out; return PENDING("sfs_default_keyfile"); }
-int sfs_store_open_config(const sfs_config *c, sfs_store **o, char **n) { (void)c; (void)o; (void)n; return PENDING("sfs_store_open_config"); }
 int sfs_rekey(const char *p, const sfs_key *a, const sfs_key *b, sfs_progress_fn f, void *c) { (void)p; (void)a; (void)b; (void)f; (void)c; return PENDING("sfs_rekey"); }
 
 int crypt_preflight(const char *p, const sfs_key *k, crypt_kind *kind) { (void)p; (void)k; (void)kind; return PENDING("crypt_preflight"); }
@@ -30,3 +20,6 @@ int crypt_db_setup(sqlite3 *db) { (void)db; return PENDING("crypt_db_setup"); }
 void crypt_vfs_describe(const crypt_vfs *v, const char **c, int *f, const char **k) { (void)v; *c = "none"; *f = 0; *k = "none"; }
 const char *crypt_last_error(void) { return NULL; }
 int crypt_verify_file(const char *p, const crypt_vfs *v, sfs_progress_fn f, void *c) { (void)p; (void)v; (void)f; (void)c; return PENDING("crypt_verify_file"); }
+/* Real ones are in config.c, which joins the build once sfs_store_open exists. */
+int sfs_default_keyfile(char **out) { (void)out; return PENDING("sfs_default_keyfile"); }
+int sfs_store_open_config(const sfs_config *c, sfs_store **o, char **n) { (void)c; (void)o; (void)n; return PENDING("sfs_store_open_config"); }

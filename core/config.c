@@ -1,0 +1,290 @@
+/*
+ * config.c - how the daemon and statectl find a store and its key.
+ *
+ * One function, sfs_store_open_config, so that every tool follows the same
+ * rules (statefs.h): the store is cfg->db, $STATEFS_DB or the default store;
+ * the key is cfg->key, cfg->keyfile, $STATEFS_KEY, $STATEFS_KEY_FILE or the
+ * default key file, in that order. The first run (no store, no key
+ * anywhere, create asked for) writes a new random key file under
+ * $XDG_CONFIG_HOME/statefs/ (apart from the data under $XDG_STATE_HOME) and
+ * then creates the store, and hands back a sentence saying where the key is.
+ *
+ * STATEFS_KEY is always wiped from the environment once seen, even when
+ * another source wins, so children of the daemon never inherit it.
+ * Plaintext is never chosen implicitly: a plaintext store opened without
+ * cfg->plaintext is refused with a sentence saying how to open it.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crypt_i.h"
+#include "err_i.h"
+
+/* $XDG_<var> if absolute (the XDG spec ignores relative values), else
+ * $HOME/<fallback>, else the passwd entry's home; + "/statefs/<leaf>". */
+static int xdg_path(const char *var, const char *fallback, const char *leaf,
+                    char **out)
+{
+	const char *base = getenv(var), *home;
+	char *p;
+	int n;
+
+	if (base && base[0] == '/') {
+		n = asprintf(&p, "%s/statefs/%s", base, leaf);
+	} else {
+		home = getenv("HOME");
+		if (!home || home[0] != '/') {
+			struct passwd *pw = getpwuid(geteuid());
+			home = pw ? pw->pw_dir : NULL;
+		}
+		if (!home || home[0] != '/')
+			return sfs_err(SFS_NOTFOUND, "neither %s nor HOME is set, "
+			               "and the user has no home directory", var);
+		n = asprintf(&p, "%s/%s/statefs/%s", home, fallback, leaf);
+	}
+	if (n < 0)
+		return sfs_err(SFS_NOMEM, "out of memory");
+	*out = p;
+	return SFS_OK;
+}
+
+int sfs_default_keyfile(char **out)
+{
+	if (!out)
+		return sfs_err(SFS_INVALID, "sfs_default_keyfile: out is NULL");
+	return xdg_path("XDG_CONFIG_HOME", ".config", "key", out);
+}
+
+/* Where the key came from, for sentences. */
+struct key_choice {
+	sfs_key *owned;            /* a key we loaded and must destroy */
+	const sfs_key *key;        /* the key to use, or NULL */
+	char *default_file;        /* the default key file's path */
+	int default_missing;       /* no source at all: default file absent */
+};
+
+static void choice_free(struct key_choice *c)
+{
+	sfs_key_destroy(c->owned);
+	free(c->default_file);
+}
+
+static int load_keyfile(const char *path, const char *what,
+                        struct key_choice *c)
+{
+	int rc = sfs_key_from_file(path, &c->owned);
+
+	if (rc == SFS_NOTFOUND)
+		return sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not "
+		               "exist", path, what);
+	if (rc == SFS_OK)
+		c->key = c->owned;
+	return rc;
+}
+
+/* Picks the key by the rules above. STATEFS_KEY is consumed either way. */
+static int choose_key(const sfs_config *cfg, struct key_choice *c)
+{
+	sfs_key *env_key = NULL;
+	const char *kf;
+	int env_rc = SFS_NOTFOUND, rc;
+	char env_detail[512] = "";
+
+	if (getenv("STATEFS_KEY")) {
+		env_rc = sfs_key_from_env(&env_key);
+		if (env_rc)
+			snprintf(env_detail, sizeof(env_detail), "%s",
+			         sfs_errdetail());
+	}
+	sfs_err_clear();
+	if (cfg->plaintext) {
+		sfs_key_destroy(env_key);
+		return SFS_OK;
+	}
+	if (cfg->key) {
+		sfs_key_destroy(env_key);
+		c->key = cfg->key;
+		return SFS_OK;
+	}
+	if (cfg->keyfile) {
+		sfs_key_destroy(env_key);
+		return load_keyfile(cfg->keyfile, "given as an option", c);
+	}
+	if (env_rc != SFS_NOTFOUND) {
+		if (env_rc)
+			return sfs_err(env_rc, "%s", env_detail);
+		c->owned = env_key;
+		c->key = env_key;
+		return SFS_OK;
+	}
+	kf = getenv("STATEFS_KEY_FILE");
+	if (kf && *kf)
+		return load_keyfile(kf, "from STATEFS_KEY_FILE", c);
+	rc = sfs_default_keyfile(&c->default_file);
+	if (rc)
+		return rc;
+	rc = sfs_key_from_file(c->default_file, &c->owned);
+	if (rc == SFS_NOTFOUND) {
+		c->default_missing = 1;
+		sfs_err_clear();
+		return SFS_OK;
+	}
+	if (rc == SFS_OK)
+		c->key = c->owned;
+	return rc;
+}
+
+static int store_exists(const char *path, int *exists)
+{
+	struct stat st;
+	int saverr;
+
+	if (stat(path, &st) == 0) {
+		*exists = st.st_size > 0;
+		return SFS_OK;
+	}
+	saverr = errno;
+	if (saverr == ENOENT) {
+		*exists = 0;
+		return SFS_OK;
+	}
+	return sfs_err(SFS_IO, "cannot stat %s: %s", path, strerror(saverr));
+}
+
+/* First run: writes a new key at the default path; two first runs racing
+ * end up with the same key (the loser reads the winner's file). */
+static int first_run_key(struct key_choice *c, char **notice,
+                         const char *db)
+{
+	sfs_key *k = NULL;
+	int rc;
+
+	rc = sfs_key_generate(&k);
+	if (rc)
+		return rc;
+	rc = sfs_key_write_file(k, c->default_file);
+	if (rc == SFS_EXISTS) {
+		sfs_key_destroy(k);
+		rc = sfs_key_from_file(c->default_file, &k);
+		if (rc)
+			return rc;
+		c->owned = k;
+		c->key = k;
+		return SFS_OK;
+	}
+	if (rc) {
+		sfs_key_destroy(k);
+		return rc;
+	}
+	c->owned = k;
+	c->key = k;
+	if (notice &&
+	    asprintf(notice, "statefs: created a new encrypted store at %s and "
+	             "its key at %s. Back up the key file apart from the "
+	             "store: without it the store cannot be read.", db,
+	             c->default_file) < 0)
+		*notice = NULL;
+	return SFS_OK;
+}
+
+/* An existing store and no key: say which kind of store it is and where we
+ * looked, instead of letting the open fail vaguely. */
+static int explain_no_key(const char *db, const struct key_choice *c)
+{
+	crypt_kind kind;
+	int rc = crypt_preflight(db, NULL, &kind);
+
+	if (rc == SFS_NOKEY)
+		return sfs_err(SFS_NOKEY, "%s is encrypted and no key was "
+		               "found: none given, STATEFS_KEY and "
+		               "STATEFS_KEY_FILE are not set, and the default "
+		               "key file %s does not exist", db,
+		               c->default_file);
+	if (rc)
+		return rc;
+	if (kind == CRYPT_KIND_PLAIN)
+		return sfs_err(SFS_NOTENCRYPTED, "%s is a plaintext store: open "
+		               "it in plaintext mode explicitly, or encrypt it "
+		               "first", db);
+	return SFS_OK;
+}
+
+int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
+                          char **notice)
+{
+	struct key_choice c = { 0 };
+	sfs_open_opts o = { 0 };
+	char *dflt = NULL;
+	const char *db;
+	int rc, exists = 0, memory;
+
+	if (notice)
+		*notice = NULL;
+	if (!cfg || !out)
+		return sfs_err(SFS_INVALID, "sfs_store_open_config: NULL "
+		               "argument");
+	sfs_err_clear();
+	db = cfg->db && *cfg->db ? cfg->db : getenv("STATEFS_DB");
+	if (!db || !*db) {
+		rc = sfs_default_path(&dflt);
+		if (rc)
+			return rc;
+		db = dflt;
+	}
+	memory = strcmp(db, ":memory:") == 0;
+	rc = choose_key(cfg, &c);
+	if (rc)
+		goto out;
+	if (!memory) {
+		rc = store_exists(db, &exists);
+		if (rc)
+			goto out;
+	}
+
+	o.path = db;
+	o.busy_timeout_ms = cfg->busy_timeout_ms;
+	o.max_value = cfg->max_value;
+	o.lease_ms = cfg->lease_ms;
+	if (cfg->readonly)
+		o.flags |= SFS_OPEN_READONLY;
+	else if (cfg->create)
+		o.flags |= SFS_OPEN_CREATE;
+	if (cfg->plaintext || memory) {
+		/* A memory store never reaches a disk: nothing to encrypt. */
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	} else if (c.key) {
+		o.key = c.key;
+	} else if (exists) {
+		rc = explain_no_key(db, &c);
+		if (rc == SFS_OK)
+			rc = sfs_err(SFS_NOKEY, "no key was found for %s: none "
+			             "given, STATEFS_KEY and STATEFS_KEY_FILE are "
+			             "not set, and the default key file %s does "
+			             "not exist", db, c.default_file);
+		goto out;
+	} else if (cfg->create && !cfg->readonly) {
+		rc = first_run_key(&c, notice, db);
+		if (rc)
+			goto out;
+		o.key = c.key;
+	} else {
+		rc = sfs_err(SFS_NOTFOUND, "the store %s does not exist", db);
+		goto out;
+	}
+	rc = sfs_store_open(&o, out);
+out:
+	choice_free(&c);
+	free(dflt);
+	if (rc && notice && *notice) {
+		/* The key file stays (it is valid and may be reused), but the
+		 * store was not created: say that instead. */
+		free(*notice);
+		*notice = NULL;
+	}
+	return rc;
+}

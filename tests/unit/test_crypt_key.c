@@ -1,0 +1,377 @@
+/*
+ * test_crypt_key.c - key sources and key hygiene (core/key.c, config.c).
+ *
+ * Runs in the unit suite, so also under ASan+UBSan. The environment test
+ * re-executes this binary with STATEFS_KEY in its *initial* environment,
+ * because only that block is what /proc/self/environ shows; a setenv()
+ * value would live on the heap and prove nothing.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "crypt_i.h"
+#include "statefs.h"
+
+/* A fixed key, and the same key in each accepted text form. */
+static unsigned char raw_key[32];
+static char hex_key[65], b64_key[45], b64_nopad[44], url_key[45];
+
+static char tmpdir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (sodium_init() < 0)
+		return -1;
+	for (int i = 0; i < 32; i++)
+		raw_key[i] = (unsigned char)(0xf0 + i * 7);
+	sodium_bin2hex(hex_key, sizeof(hex_key), raw_key, 32);
+	sodium_bin2base64(b64_key, sizeof(b64_key), raw_key, 32,
+	                  sodium_base64_VARIANT_ORIGINAL);
+	sodium_bin2base64(b64_nopad, sizeof(b64_nopad), raw_key, 32,
+	                  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
+	sodium_bin2base64(url_key, sizeof(url_key), raw_key, 32,
+	                  sodium_base64_VARIANT_URLSAFE);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sfs-key-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 16];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The key's text form, for comparing keys without reaching inside. */
+static void text_of(const sfs_key *k, char out[45])
+{
+	assert_int_equal(sfs_key_to_text(k, out, 45), SFS_OK);
+}
+
+static void write_file(const char *path, const void *data, size_t n,
+                       mode_t mode)
+{
+	int fd;
+
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void test_generate_is_random(void **state)
+{
+	sfs_key *a, *b;
+	char ta[45], tb[45];
+	(void)state;
+
+	assert_int_equal(sfs_key_generate(&a), SFS_OK);
+	assert_int_equal(sfs_key_generate(&b), SFS_OK);
+	text_of(a, ta);
+	text_of(b, tb);
+	assert_int_equal(strlen(ta), 44);
+	assert_string_not_equal(ta, tb);
+	sfs_key_destroy(a);
+	sfs_key_destroy(b);
+	sfs_key_destroy(NULL);
+}
+
+static void test_text_forms(void **state)
+{
+	const char *forms[] = { hex_key, b64_key, b64_nopad, url_key };
+	char spaced[128], t[45];
+	sfs_key *k;
+	(void)state;
+
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(sfs_key_from_text(forms[i], strlen(forms[i]),
+		                                   &k), SFS_OK);
+		text_of(k, t);
+		assert_string_equal(t, b64_key);
+		sfs_key_destroy(k);
+	}
+	snprintf(spaced, sizeof(spaced), "  \t%s\n\n", hex_key);
+	assert_int_equal(sfs_key_from_text(spaced, strlen(spaced), &k), SFS_OK);
+	text_of(k, t);
+	assert_string_equal(t, b64_key);
+	sfs_key_destroy(k);
+}
+
+static void test_text_refused(void **state)
+{
+	char bad[128];
+	sfs_key *k = NULL;
+	(void)state;
+
+	/* 31 bytes as hex, 33 bytes as base64, a bad alphabet, a
+	 * passphrase-like string, the empty string. */
+	snprintf(bad, sizeof(bad), "%.62s", hex_key);
+	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_INVALID);
+	assert_null(strstr(sfs_errdetail(), bad));
+	assert_non_null(strstr(sfs_errdetail(), "32-byte key"));
+	assert_int_equal(sfs_key_from_text("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+	                                   48, &k), SFS_INVALID);
+	snprintf(bad, sizeof(bad), "%s", b64_key);
+	bad[5] = '!';
+	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_INVALID);
+	assert_null(strstr(sfs_errdetail(), bad));
+	assert_int_equal(sfs_key_from_text("correct horse battery staple",
+	                                   28, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_text("", 0, &k), SFS_INVALID);
+	assert_null(k);
+	assert_int_equal(sfs_key_from_text(NULL, 3, &k), SFS_INVALID);
+}
+
+static void test_file_modes(void **state)
+{
+	char path[PATH_MAX], line[64], t[45];
+	sfs_key *k = NULL;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/key", tmpdir);
+	snprintf(line, sizeof(line), "%s\n", b64_key);
+	write_file(path, line, strlen(line), 0644);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_KEYPERM);
+	assert_non_null(strstr(sfs_errdetail(), "0644"));
+	assert_non_null(strstr(sfs_errdetail(), path));
+	assert_null(strstr(sfs_errdetail(), b64_key));
+	assert_null(k);
+
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_KEYPERM);
+	assert_non_null(strstr(sfs_errdetail(), "0640"));
+	assert_int_equal(chmod(path, 0602), 0);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_KEYPERM);
+
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_OK);
+	text_of(k, t);
+	assert_string_equal(t, b64_key);
+	sfs_key_destroy(k);
+
+	assert_int_equal(chmod(path, 0400), 0);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_OK);
+	sfs_key_destroy(k);
+
+	/* 32 raw bytes. */
+	write_file(path, raw_key, 32, 0600);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_OK);
+	text_of(k, t);
+	assert_string_equal(t, b64_key);
+	sfs_key_destroy(k);
+
+	/* Hex text, no newline. */
+	write_file(path, hex_key, 64, 0600);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_OK);
+	sfs_key_destroy(k);
+
+	/* Garbage, empty, a directory, a missing file: *out untouched. */
+	k = NULL;
+	write_file(path, "not a key\n", 10, 0600);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_INVALID);
+	write_file(path, "", 0, 0600);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(tmpdir, &k), SFS_KEYPERM);
+	snprintf(path, sizeof(path), "%s/absent", tmpdir);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_NOTFOUND);
+	assert_null(k);
+}
+
+static void test_write_file(void **state)
+{
+	char path[PATH_MAX], dir[128], t1[45], t2[45];
+	sfs_key *k, *back, *pass;
+	struct stat st;
+	(void)state;
+
+	snprintf(dir, sizeof(dir), "%s/cfg/statefs", tmpdir);
+	snprintf(path, sizeof(path), "%s/key", dir);
+	assert_int_equal(sfs_key_generate(&k), SFS_OK);
+	assert_int_equal(sfs_key_write_file(k, path), SFS_OK);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(sfs_key_from_file(path, &back), SFS_OK);
+	text_of(k, t1);
+	text_of(back, t2);
+	assert_string_equal(t1, t2);
+	/* Never overwrites. */
+	assert_int_equal(sfs_key_write_file(back, path), SFS_EXISTS);
+	sfs_key_destroy(back);
+	sfs_key_destroy(k);
+
+	assert_int_equal(sfs_key_from_passphrase("hunter2", 7, &pass), SFS_OK);
+	snprintf(path, sizeof(path), "%s/passkey", tmpdir);
+	assert_int_equal(sfs_key_write_file(pass, path), SFS_INVALID);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(sfs_key_to_text(pass, t1, sizeof(t1)), SFS_INVALID);
+	sfs_key_destroy(pass);
+}
+
+static void test_passphrase_root(void **state)
+{
+	unsigned char salt[16] = { 1, 2, 3 }, other[16] = { 9 };
+	unsigned char r1[32], r2[32], r3[32];
+	sfs_key *p, *q, *raw;
+	(void)state;
+
+	assert_int_equal(sfs_key_from_passphrase("", 0, &p), SFS_INVALID);
+	assert_int_equal(sfs_key_from_passphrase("pw", 2, &p), SFS_OK);
+	assert_int_equal(crypt_key_kdf(p), CRYPT_KDF_MODERATE);
+	assert_true(crypt_key_is_passphrase(p));
+	/* INTERACTIVE keeps the test fast; the profile is the file's. */
+	assert_int_equal(crypt_key_root(p, salt, CRYPT_KDF_INTERACTIVE, r1),
+	                 SFS_OK);
+	assert_int_equal(crypt_key_root(p, salt, CRYPT_KDF_INTERACTIVE, r2),
+	                 SFS_OK);
+	assert_memory_equal(r1, r2, 32);
+	assert_int_equal(crypt_key_root(p, other, CRYPT_KDF_INTERACTIVE, r3),
+	                 SFS_OK);
+	assert_memory_not_equal(r1, r3, 32);
+	/* A copy carries the cache and gives the same root. */
+	assert_int_equal(crypt_key_dup(p, &q), SFS_OK);
+	assert_int_equal(crypt_key_root(q, salt, CRYPT_KDF_INTERACTIVE, r2),
+	                 SFS_OK);
+	assert_memory_equal(r1, r2, 32);
+	/* A passphrase never opens a raw-key file and the reverse. */
+	assert_int_equal(crypt_key_root(p, salt, CRYPT_KDF_RAW, r2),
+	                 SFS_WRONGKEY);
+	assert_int_equal(sfs_key_from_text(b64_key, strlen(b64_key), &raw),
+	                 SFS_OK);
+	assert_int_equal(crypt_key_root(raw, salt, CRYPT_KDF_MODERATE, r2),
+	                 SFS_WRONGKEY);
+	assert_int_equal(crypt_key_root(raw, salt, CRYPT_KDF_RAW, r2), SFS_OK);
+	assert_memory_equal(r2, raw_key, 32);
+	sfs_key_destroy(raw);
+	sfs_key_destroy(q);
+	sfs_key_destroy(p);
+}
+
+/* Does /proc/self/environ contain s? */
+static int environ_has(const char *s)
+{
+	char buf[65536];
+	size_t n = 0, len = strlen(s);
+	ssize_t r;
+	int fd = open("/proc/self/environ", O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	for (size_t i = 0; i + len <= n; i++)
+		if (memcmp(buf + i, s, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* The re-executed child: exit 0 when from_env reads and wipes the key. */
+static int env_child(const char *expect_status)
+{
+	sfs_key *k = NULL;
+	char t[45];
+	const char *val = getenv("STATEFS_KEY");
+	char copy[256];
+	int rc;
+
+	if (!val || strlen(val) >= sizeof(copy))
+		return 10;
+	snprintf(copy, sizeof(copy), "%s", val);
+	if (environ_has(copy) != 1)
+		return 11;
+	rc = sfs_key_from_env(&k);
+	if (rc != atoi(expect_status))
+		return 12;
+	if (getenv("STATEFS_KEY"))
+		return 13;
+	if (environ_has(copy) != 0)
+		return 14;
+	if (strstr(sfs_errdetail(), copy))
+		return 15;
+	if (rc == SFS_OK) {
+		sfs_key_to_text(k, t, sizeof(t));
+		if (strcmp(t, b64_key) != 0)
+			return 16;
+		sfs_key_destroy(k);
+	}
+	return 0;
+}
+
+static void run_env_child(const char *value, int expect)
+{
+	char var[256], status[16];
+	char *argv[] = { "/proc/self/exe", "--env-child", status, NULL };
+	char *envp[] = { var, NULL };
+	int st;
+	pid_t pid;
+
+	snprintf(var, sizeof(var), "STATEFS_KEY=%s", value);
+	snprintf(status, sizeof(status), "%d", expect);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_env(void **state)
+{
+	sfs_key *k = NULL;
+	char bad[80];
+	(void)state;
+
+	unsetenv("STATEFS_KEY");
+	assert_int_equal(sfs_key_from_env(&k), SFS_NOTFOUND);
+	run_env_child(b64_key, SFS_OK);
+	run_env_child(hex_key, SFS_OK);
+	/* Wrong length and wrong alphabet: refused, and wiped all the same. */
+	snprintf(bad, sizeof(bad), "%.40s", b64_key);
+	run_env_child(bad, SFS_INVALID);
+	snprintf(bad, sizeof(bad), "%s", hex_key);
+	bad[10] = 'g';
+	run_env_child(bad, SFS_INVALID);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_generate_is_random),
+		cmocka_unit_test(test_text_forms),
+		cmocka_unit_test(test_text_refused),
+		cmocka_unit_test(test_file_modes),
+		cmocka_unit_test(test_write_file),
+		cmocka_unit_test(test_passphrase_root),
+		cmocka_unit_test(test_env),
+	};
+
+	if (argc == 3 && strcmp(argv[1], "--env-child") == 0) {
+		if (setup(NULL) != 0)
+			return 20;
+		rmdir(tmpdir);
+		return env_child(argv[2]);
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
