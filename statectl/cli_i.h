@@ -1,0 +1,298 @@
+/*
+ * cli_i.h - what the files of statectl share (private to statectl/).
+ *
+ * statectl is a thin client of the engine: main.c parses the global options
+ * and walks the command table (table.c) to one handler; the handler parses
+ * its own arguments with args.c, opens the store with store.c, makes one or
+ * two engine calls and reports through output.c. Handlers live in cmd_*.c,
+ * one file per command family. The table is data, so a new family (claims:
+ * `queue claim|heartbeat|ack|...`) is a new cmd_*.c plus rows in table.c.
+ *
+ * Conventions: a handler returns an exit code (CLI_EXIT_*). It prints its
+ * result on stdout (JSON with --json, text for people otherwise) and every
+ * error on stderr through cli_fail*, which also picks the exit code, so that
+ * the mapping from engine status to exit code lives in one place.
+ */
+#ifndef STATECTL_CLI_I_H
+#define STATECTL_CLI_I_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "statefs.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLI_PRINTF(f, a)
+#endif
+
+/* Exit codes, documented in statectl(1) and docs/statectl.md. Stable: scripts
+ * test them. */
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_NOTFOUND = 1,   /* no such key/entry/item; an empty queue */
+	CLI_EXIT_USAGE = 2,      /* unknown command or option, bad argument */
+	CLI_EXIT_KEY = 3,        /* wrong key, no key, unsafe key file, key for a plaintext store */
+	CLI_EXIT_CORRUPT = 4,    /* verification or authentication failed */
+	CLI_EXIT_NOSTORE = 5,    /* no store at the path, or not a statefs store */
+	CLI_EXIT_EXISTS = 6,     /* would overwrite (init, keygen, checkpoint), or not empty */
+	CLI_EXIT_BUSY = 7,       /* another process held the store past the timeout */
+	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input */
+	CLI_EXIT_SYSTEM = 9,     /* I/O error, disk full, read-only, out of memory */
+	CLI_EXIT_INTERNAL = 10,  /* a bug in statefs or statectl */
+	CLI_EXIT_CLAIMLOST = 11, /* a claim expired before it was acked (issue 6) */
+	CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C during a long operation */
+};
+
+enum cli_progress_mode {
+	CLI_PROGRESS_AUTO = 0,   /* a bar when stderr is a terminal */
+	CLI_PROGRESS_ALWAYS,     /* a bar whatever stderr is, from the start */
+	CLI_PROGRESS_NEVER,
+};
+
+/* Options, by id. The global ones are accepted anywhere on the line; the
+ * others only by commands whose table row lists them. */
+enum cli_optid {
+	OPT_DB,
+	OPT_KEY_FILE,
+	OPT_PLAINTEXT,
+	OPT_PASSPHRASE,
+	OPT_JSON,
+	OPT_PROGRESS,
+	OPT_NO_PROGRESS,
+	OPT_HELP,
+	OPT_VERSION,
+	OPT_GLOBAL_LAST = OPT_VERSION,
+	OPT_START,
+	OPT_END,
+	OPT_REVERSE,
+	OPT_LIMIT,
+	OPT_KEYS_ONLY,
+	OPT_ALL,
+	OPT_AFTER,
+	OPT_LINES,
+	OPT_NULL,
+	OPT_GENERATE,
+	OPT_NEW_KEY_FILE,
+	OPT_NEW_PASSPHRASE,
+	OPT_FAMILY,
+	OPT_COUNT,
+};
+
+#define CLI_OPT(id) (1ull << (id))
+
+/* What main() knows when it calls a handler. */
+typedef struct cli {
+	/* global options */
+	const char *db;          /* --db, NULL: the engine's rules */
+	const char *keyfile;     /* --key-file */
+	int plaintext;           /* --plaintext */
+	int passphrase;          /* --passphrase: prompt on the terminal */
+	int json;                /* --json */
+	int progress;            /* enum cli_progress_mode */
+	/* the command being run, for usage messages */
+	const struct cli_cmd *cmd;
+	char cmdname[48];        /* "queue push" */
+} cli;
+
+/* A command's own arguments, after parsing. Strings point into argv. */
+typedef struct cli_args {
+	char **pos;              /* positional arguments */
+	int npos;
+	const char *start;       /* --start, NULL when not given */
+	const char *end;         /* --end */
+	int reverse;
+	int keys_only;
+	int all;
+	long limit;              /* --limit, 0: none */
+	int64_t after;           /* --after, -1: from the start */
+	int lines;               /* --lines: one item per line of stdin */
+	int nul;                 /* --null: items separated by NUL */
+	int generate;            /* --generate */
+	const char *new_key_file;/* --new-key-file */
+	int new_passphrase;      /* --new-passphrase */
+	const char *family;      /* --family */
+} cli_args;
+
+typedef int (*cli_run_fn)(cli *c, cli_args *a);
+
+/* One row of the command table. A row with `sub` is a family (counter, log,
+ * queue): its next word picks the row in `sub`. */
+typedef struct cli_cmd {
+	const char *name;
+	const char *synopsis;    /* arguments after the name, for usage */
+	const char *summary;     /* one line for --help */
+	uint64_t opts;           /* CLI_OPT() bits of the command options it takes */
+	int min_pos, max_pos;    /* positional arguments; max -1: any number */
+	cli_run_fn run;
+	const struct cli_cmd *sub; /* NULL-name terminated */
+} cli_cmd;
+
+/* table.c */
+extern const cli_cmd cli_commands[];
+const cli_cmd *cli_cmd_find(const cli_cmd *table, const char *name);
+
+/* args.c */
+/* Parses the global options at argv[*i...] up to the first word that is not
+ * one; returns CLI_EXIT_OK or an exit code after printing the error. */
+int cli_parse_global(cli *c, int argc, char **argv, int *i);
+/* Parses a command's options and positional arguments (rest of the line). */
+int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
+                      cli_args *a);
+int cli_parse_i64(const char *text, int64_t *out);
+void cli_print_help(FILE *f, const cli_cmd *family);
+void cli_print_command_help(FILE *f, const cli *c, const cli_cmd *cmd);
+void cli_print_usage_line(FILE *f, const cli *c, const cli_cmd *cmd);
+/* The global options and those in mask, one "--name" per line. */
+void cli_print_option_names(FILE *f, uint64_t mask);
+
+/* output.c */
+int cli_exit_for_status(int status);
+/* "statectl: <sentence>" on stderr (a JSON object with --json); returns
+ * the exit code given. */
+int cli_fail(const cli *c, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* "statectl: <context>: <what the engine said>"; the exit code follows the
+ * status. */
+int cli_fail_status(const cli *c, int status, const char *fmt, ...)
+	CLI_PRINTF(3, 4);
+/* A usage error: the sentence, the command's usage line, "see statectl
+ * --help". Returns CLI_EXIT_USAGE. */
+int cli_usage(const cli *c, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* Prints obj as one line of JSON on stdout and releases it. */
+int cli_out_json(json_t *obj);
+/* Sets obj[name] to the bytes as a JSON string when they are valid UTF-8,
+ * else obj[name + "_b64"] to their base64. */
+int cli_json_set_bytes(json_t *obj, const char *name, const void *p,
+                       size_t n);
+/* Reads back what cli_json_set_bytes wrote. *present is 0 when neither
+ * field is there. The buffer is malloc'd (NUL-terminated); free() it. */
+int cli_json_get_bytes(json_t *obj, const char *name, void **p, size_t *n,
+                       int *present, const char **err);
+/* Writes bytes for people: printable UTF-8 as is, the rest as \n, \t, \\,
+ * \xNN. */
+void cli_out_human(FILE *f, const void *p, size_t n);
+/* Writes bytes unchanged to stdout. */
+int cli_out_raw(const void *p, size_t n);
+/* Prints a count: the number alone, or {scope, ns, key, count}. */
+struct cli_name;
+int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
+                  uint64_t count);
+/* Checks that everything reached stdout; call before exiting 0. */
+int cli_out_finish(const cli *c, int code);
+
+/* names.c: scopes, namespaces and keys on the command line and in messages,
+ * in the filesystem's name codec. */
+typedef struct cli_name { /* a decoded name */
+	sfs_slice s;             /* the bytes; valid while the cli_name lives */
+	void *mem;               /* owned decoding, if any */
+} cli_name;
+/* Decodes a name given on the command line. what: "scope", "key"... */
+int cli_name_parse(const cli *c, const char *arg, const char *what,
+                   cli_name *out);
+void cli_name_free(cli_name *n);
+/* The name as it would appear under the mount, quoted for a message:
+ * malloc'd, free() it. Never NULL (exits on allocation failure). */
+char *cli_name_show(const void *p, size_t n);
+/* The name as it appears under the mount, unquoted, for plain listings. */
+void cli_name_print(FILE *f, const void *p, size_t n);
+/* Decodes n names from args: scope, namespace, key (in that order). On
+ * failure the ones decoded are freed. */
+int cli_names_parse(const cli *c, char **args, int n, cli_name *out);
+void cli_names_free(cli_name *nm, int n);
+/* "key 'k' in scope 's' namespace 'n'" (n == 3; noun replaces "key" when
+ * not NULL), "namespace 'n' of scope 's'" (2), "scope 's'" (1): malloc'd. */
+char *cli_names_where(const cli_name *nm, int n, const char *noun);
+/* Sets "scope", "ns", "key" (the first n) on a JSON object. */
+void cli_names_json(json_t *obj, const cli_name *nm, int n);
+
+/* cmd_kv.c: shared with the other families */
+/* A value from argument i, or stdin when it is absent or "-". *mem is the
+ * buffer read from stdin, if any: free() it. */
+int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
+                  void **mem);
+/* --start and --end as names; SFS_NONE when not given. */
+int cli_bounds_parse(const cli *c, const cli_args *a, cli_name *start,
+                     cli_name *end);
+
+/* store.c */
+enum { CLI_STORE_READ = 0, CLI_STORE_WRITE = 1 };
+/* Opens the store by the engine's rules (sfs_store_open_config), with the
+ * passphrase prompt when --passphrase was given. Prints the error. */
+int cli_store_open(cli *c, int mode, sfs_store **out);
+/* The store path the rules pick (--db, $STATEFS_DB, the default): malloc'd. */
+int cli_store_path(const cli *c, char **out);
+/* The key by the same rules as sfs_store_open_config, for commands that need
+ * the key itself (rekey). *source gets a malloc'd path of the key file it
+ * came from, or NULL (environment, passphrase). Prints the error. */
+int cli_key_load(cli *c, sfs_key **out, char **source);
+/* Prompts twice (confirm != 0) or once on the terminal, without echo. */
+int cli_passphrase_key(const cli *c, const char *prompt, int confirm,
+                       sfs_key **out);
+
+/* progress.c */
+typedef struct cli_progress {
+	const char *label;
+	const char *unit;
+	int on;                  /* 0 no bar, 1 after a delay, 2 at once */
+	int drawn;               /* something is on the line */
+	int64_t start_ns;
+	int64_t last_ns;
+	uint64_t done, total;
+	uint64_t shown;           /* done when last drawn */
+} cli_progress;
+void cli_progress_begin(cli_progress *p, const cli *c, const char *label,
+                        const char *unit);
+/* An sfs_progress_fn; ctx is the cli_progress. Returns nonzero after
+ * Ctrl-C, which cancels the engine call. */
+int cli_progress_cb(uint64_t done, uint64_t total, void *ctx);
+void cli_progress_end(cli_progress *p);
+/* Whether Ctrl-C was pressed since cli_progress_begin. */
+int cli_interrupted(void);
+
+/* util (output.c): reading all of a stream, binary-safe. */
+int cli_read_all(FILE *f, void **p, size_t *n);
+void *cli_xmalloc(size_t n);
+char *cli_xstrdup(const char *s);
+
+/* Command handlers, by file. */
+/* cmd_admin.c */
+int cmd_init(cli *c, cli_args *a);
+int cmd_keygen(cli *c, cli_args *a);
+int cmd_info(cli *c, cli_args *a);
+int cmd_verify(cli *c, cli_args *a);
+int cmd_rekey(cli *c, cli_args *a);
+int cmd_checkpoint(cli *c, cli_args *a);
+int cmd_restore(cli *c, cli_args *a);
+/* cmd_kv.c */
+int cmd_get(cli *c, cli_args *a);
+int cmd_put(cli *c, cli_args *a);
+int cmd_del(cli *c, cli_args *a);
+int cmd_scan(cli *c, cli_args *a);
+int cmd_delete_range(cli *c, cli_args *a);
+int cmd_drain(cli *c, cli_args *a);
+int cmd_exec_clear(cli *c, cli_args *a);
+int cmd_ls(cli *c, cli_args *a);
+/* cmd_counter.c */
+int cmd_counter_get(cli *c, cli_args *a);
+int cmd_counter_add(cli *c, cli_args *a);
+int cmd_counter_set(cli *c, cli_args *a);
+int cmd_counter_del(cli *c, cli_args *a);
+int cmd_counter_scan(cli *c, cli_args *a);
+/* cmd_log.c */
+int cmd_log_append(cli *c, cli_args *a);
+int cmd_log_scan(cli *c, cli_args *a);
+int cmd_log_clear(cli *c, cli_args *a);
+/* cmd_queue.c */
+int cmd_queue_push(cli *c, cli_args *a);
+int cmd_queue_pop(cli *c, cli_args *a);
+int cmd_queue_len(cli *c, cli_args *a);
+int cmd_queue_clear(cli *c, cli_args *a);
+int cmd_queue_scan(cli *c, cli_args *a);
+/* cmd_transfer.c */
+int cmd_export(cli *c, cli_args *a);
+int cmd_import(cli *c, cli_args *a);
+
+#endif /* STATECTL_CLI_I_H */

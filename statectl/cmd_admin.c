@@ -1,0 +1,460 @@
+/*
+ * cmd_admin.c - commands about the store itself: init, keygen, info,
+ * verify, rekey, checkpoint and restore.
+ *
+ * Nothing here overwrites a store, a key file or a checkpoint: init, keygen
+ * and checkpoint refuse an existing target (exit 6). A key is printed only
+ * to a pipe (keygen without a path), never to a terminal, and never written
+ * anywhere but a 0600 file that the engine creates.
+ *
+ * rekey with --generate and no --new-key-file writes the new key beside the
+ * old key file (KEYFILE.new), re-encrypts, and only then renames it over the
+ * old one: if the machine dies in between, both files are there, and the
+ * store opens with one of them (the engine's rekey is crash-safe).
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cli_i.h"
+
+static int exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+/* mkdir -p of path's parent directory, mode 0700 for what it creates. */
+static int make_parent(const char *path)
+{
+	char *copy = cli_xstrdup(path), *dir = dirname(copy), *p;
+	int rc = 0;
+
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			rc = -1;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		rc = -1;
+	free(copy);
+	return rc;
+}
+
+/* The key file path the rules pick when no key is given: --key-file, else
+ * $STATEFS_KEY_FILE, else the default. malloc'd. */
+static int key_path(const cli *c, char **out)
+{
+	const char *env = getenv("STATEFS_KEY_FILE");
+
+	if (c->keyfile) {
+		*out = cli_xstrdup(c->keyfile);
+		return SFS_OK;
+	}
+	if (env && *env) {
+		*out = cli_xstrdup(env);
+		return SFS_OK;
+	}
+	return sfs_default_keyfile(out);
+}
+
+/* init */
+int cmd_init(cli *c, cli_args *a)
+{
+	sfs_open_opts o;
+	sfs_store *s = NULL;
+	sfs_key *key = NULL;
+	char *path = NULL, *kpath = NULL;
+	const char *ksrc = NULL;
+	int rc = CLI_EXIT_OK, st, wrote = 0;
+	json_t *j;
+
+	(void)a;
+	if ((st = cli_store_path(c, &path)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot find the default store");
+	if (exists(path)) {
+		rc = cli_fail(c, CLI_EXIT_EXISTS, "a store already exists at %s "
+		              "(statectl init never overwrites one)", path);
+		goto out;
+	}
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.flags = SFS_OPEN_CREATE | SFS_OPEN_EXCL;
+	if (c->plaintext) {
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	} else if (c->passphrase) {
+		if ((rc = cli_passphrase_key(c, "New passphrase: ", 1, &key)))
+			goto out;
+		ksrc = "the passphrase";
+	} else if ((st = sfs_key_from_env(&key)) == SFS_OK) {
+		ksrc = "STATEFS_KEY";
+	} else if (st != SFS_NOTFOUND) {
+		rc = cli_fail_status(c, st, "cannot use STATEFS_KEY");
+		goto out;
+	} else {
+		if ((st = key_path(c, &kpath)) != SFS_OK) {
+			rc = cli_fail_status(c, st, "cannot find the default key file");
+			goto out;
+		}
+		if (exists(kpath)) {
+			rc = cli_fail(c, CLI_EXIT_EXISTS, "a key file already exists "
+			              "at %s (statectl init never overwrites one; give "
+			              "--key-file with a new path for the new store's "
+			              "key)", kpath);
+			goto out;
+		}
+		if ((st = sfs_key_generate(&key)) != SFS_OK) {
+			rc = cli_fail_status(c, st, "cannot generate a key");
+			goto out;
+		}
+		if ((st = sfs_key_write_file(key, kpath)) != SFS_OK) {
+			rc = cli_fail_status(c, st, "cannot write the key file %s",
+			                     kpath);
+			goto out;
+		}
+		wrote = 1;
+		ksrc = kpath;
+	}
+	o.key = key;
+	if (make_parent(path) < 0) {
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot create the directory of "
+		              "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if ((st = sfs_store_open(&o, &s)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot create the store %s", path);
+		goto out;
+	}
+	if ((st = sfs_store_sync(s)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot sync the new store %s", path);
+		goto out;
+	}
+	wrote = 0; /* the store exists: keep its key */
+	if (c->json) {
+		j = json_pack("{s:s, s:b}", "path", path, "encrypted", !c->plaintext);
+		if (kpath)
+			json_object_set_new(j, "key_file", json_string(kpath));
+		rc = cli_out_json(j);
+	} else if (c->plaintext) {
+		printf("created the plaintext store %s\n", path);
+	} else {
+		printf("created the encrypted store %s\n", path);
+		if (kpath)
+			printf("its key is in %s: back it up apart from the store; "
+			       "without it the store cannot be read\n", kpath);
+		else
+			printf("it opens with %s\n", ksrc);
+	}
+out:
+	if (wrote && unlink(kpath) < 0)
+		fprintf(stderr, "statectl: could not remove the unused key file "
+		        "%s: %s\n", kpath, strerror(errno));
+	sfs_store_close(s);
+	sfs_key_destroy(key);
+	free(kpath);
+	free(path);
+	return rc;
+}
+
+/* keygen [PATH] */
+int cmd_keygen(cli *c, cli_args *a)
+{
+	sfs_key *key = NULL;
+	char text[64], line[80];
+	int rc = CLI_EXIT_OK, st;
+
+	if (a->npos == 0 && isatty(STDOUT_FILENO))
+		return cli_usage(c, "keygen will not print a key to a terminal: "
+		                    "give a PATH, or pipe it");
+	if ((st = sfs_key_generate(&key)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot generate a key");
+	if (a->npos == 1) {
+		st = sfs_key_write_file(key, a->pos[0]);
+		if (st == SFS_EXISTS)
+			rc = cli_fail(c, CLI_EXIT_EXISTS, "%s exists (keygen never "
+			              "overwrites a file)", a->pos[0]);
+		else if (st != SFS_OK)
+			rc = cli_fail_status(c, st, "cannot write the key file %s",
+			                     a->pos[0]);
+		else if (c->json)
+			rc = cli_out_json(json_pack("{s:s}", "path", a->pos[0]));
+		else
+			printf("wrote a new key to %s\n", a->pos[0]);
+		goto out;
+	}
+	if ((st = sfs_key_to_text(key, text, sizeof(text))) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot encode the key");
+		goto out;
+	}
+	/* written with write(2) from a buffer we wipe, not through jansson
+	 * or stdio, whose copies would be freed unwiped; base64 needs no JSON
+	 * escaping */
+	snprintf(line, sizeof(line), c->json ? "{\"key\":\"%s\"}\n" : "%s\n",
+	         text);
+	fflush(stdout);
+	if (write(STDOUT_FILENO, line, strlen(line)) != (ssize_t)strlen(line))
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the key: %s",
+		              strerror(errno));
+out:
+	sodium_memzero(text, sizeof(text));
+	sodium_memzero(line, sizeof(line));
+	sfs_key_destroy(key);
+	return rc;
+}
+
+/* info */
+int cmd_info(cli *c, cli_args *a)
+{
+	sfs_store *s = NULL;
+	sfs_info in;
+	json_t *j;
+	int rc, st;
+
+	(void)a;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		return rc;
+	if ((st = sfs_store_info(s, &in)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot read the store's information");
+		goto out;
+	}
+	if (c->json) {
+		j = json_pack("{s:s, s:i, s:b, s:s, s:i, s:s, s:I, s:I, s:I, s:I, "
+		              "s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		              "path", in.path, "schema_version", in.schema_version,
+		              "encrypted", in.encrypted, "cipher", in.cipher,
+		              "crypt_format", in.crypt_format, "kdf", in.kdf,
+		              "page_size", (json_int_t)in.page_size,
+		              "page_count", (json_int_t)in.page_count,
+		              "file_size", (json_int_t)in.file_size,
+		              "wal_size", (json_int_t)in.wal_size, "rows",
+		              "kv", (json_int_t)in.kv_rows,
+		              "counter", (json_int_t)in.counter_rows,
+		              "log", (json_int_t)in.log_rows,
+		              "queue", (json_int_t)in.queue_rows,
+		              "claimed", (json_int_t)in.claimed_rows,
+		              "dead", (json_int_t)in.dead_rows);
+		rc = cli_out_json(j);
+		goto out;
+	}
+	printf("path:         %s\n", in.path);
+	printf("format:       schema %d\n", in.schema_version);
+	if (in.encrypted)
+		printf("encryption:   %s (format %d, key: %s)\n", in.cipher,
+		       in.crypt_format, in.kdf);
+	else
+		printf("encryption:   none (plaintext)\n");
+	printf("size:         %llu bytes (%llu pages of %llu), WAL %llu bytes\n",
+	       (unsigned long long)in.file_size,
+	       (unsigned long long)in.page_count,
+	       (unsigned long long)in.page_size,
+	       (unsigned long long)in.wal_size);
+	printf("key/value:    %llu\n", (unsigned long long)in.kv_rows);
+	printf("counters:     %llu\n", (unsigned long long)in.counter_rows);
+	printf("log entries:  %llu\n", (unsigned long long)in.log_rows);
+	printf("queue items:  %llu pending, %llu claimed, %llu dead\n",
+	       (unsigned long long)in.queue_rows,
+	       (unsigned long long)in.claimed_rows,
+	       (unsigned long long)in.dead_rows);
+out:
+	sfs_store_close(s);
+	return rc;
+}
+
+/* verify */
+int cmd_verify(cli *c, cli_args *a)
+{
+	sfs_store *s = NULL;
+	cli_progress p;
+	const char *path;
+	int rc, st;
+
+	(void)a;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		return rc;
+	path = sfs_store_path(s);
+	cli_progress_begin(&p, c, "verify", "pages");
+	st = sfs_store_verify(s, cli_progress_cb, &p);
+	cli_progress_end(&p);
+	if (st == SFS_CORRUPT)
+		rc = cli_fail_status(c, st, "%s failed verification", path);
+	else if (st != SFS_OK)
+		rc = cli_fail_status(c, st, "cannot verify %s", path);
+	else if (c->json)
+		rc = cli_out_json(json_pack("{s:s, s:b, s:I}", "path", path, "ok", 1,
+		                            "pages", (json_int_t)p.total));
+	else
+		printf("%s: ok (%llu pages authenticated, integrity check "
+		       "passed)\n", path, (unsigned long long)p.total);
+	sfs_store_close(s);
+	return rc;
+}
+
+/* Where rekey takes the new key from; sets *written when it wrote a file. */
+static int new_key(cli *c, const cli_args *a, const char *oldsrc,
+                   sfs_key **out, char **newpath)
+{
+	int st;
+
+	*newpath = NULL;
+	if (a->new_passphrase + (a->generate || a->new_key_file) != 1)
+		return cli_usage(c, "rekey needs --generate [--new-key-file PATH], "
+		                    "--new-key-file PATH or --new-passphrase");
+	if (a->new_passphrase)
+		return cli_passphrase_key(c, "New passphrase: ", 1, out);
+	if (!a->generate) {
+		st = sfs_key_from_file(a->new_key_file, out);
+		if (st == SFS_OK)
+			return CLI_EXIT_OK;
+		if (st == SFS_NOTFOUND)
+			return cli_fail(c, CLI_EXIT_KEY, "no key file at %s (to "
+			                "generate one there, add --generate)",
+			                a->new_key_file);
+		return cli_fail_status(c, st, "cannot read the new key file %s",
+		                       a->new_key_file);
+	}
+	if (a->new_key_file) {
+		*newpath = cli_xstrdup(a->new_key_file);
+	} else if (oldsrc) {
+		if (asprintf(newpath, "%s.new", oldsrc) < 0)
+			return cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+	} else {
+		return cli_usage(c, "the old key did not come from a file: say "
+		                    "where the new one goes with --new-key-file PATH");
+	}
+	if ((st = sfs_key_generate(out)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot generate a key");
+	st = sfs_key_write_file(*out, *newpath);
+	if (st == SFS_OK)
+		return CLI_EXIT_OK;
+	sfs_key_destroy(*out);
+	*out = NULL;
+	if (st == SFS_EXISTS)
+		st = cli_fail(c, CLI_EXIT_EXISTS, "%s exists (left over from an "
+		              "interrupted rekey? the store opens with the old key "
+		              "or that one; move it away first)", *newpath);
+	else
+		st = cli_fail_status(c, st, "cannot write the key file %s",
+		                     *newpath);
+	free(*newpath);
+	*newpath = NULL;
+	return st;
+}
+
+/* rekey (--generate [--new-key-file PATH] | --new-key-file PATH |
+ *        --new-passphrase) */
+int cmd_rekey(cli *c, cli_args *a)
+{
+	sfs_key *oldk = NULL, *newk = NULL;
+	char *path = NULL, *oldsrc = NULL, *newpath = NULL;
+	const char *final = NULL;
+	cli_progress p;
+	json_t *j;
+	int rc, st;
+
+	if (c->plaintext)
+		return cli_usage(c, "a plaintext store has no key to change");
+	if ((st = cli_store_path(c, &path)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot find the default store");
+	if (!exists(path)) {
+		rc = cli_fail(c, CLI_EXIT_NOSTORE, "no store at %s", path);
+		goto out;
+	}
+	if ((rc = cli_key_load(c, &oldk, &oldsrc)))
+		goto out;
+	if ((rc = new_key(c, a, oldsrc, &newk, &newpath)))
+		goto out;
+	cli_progress_begin(&p, c, "rekey", "pages");
+	st = sfs_rekey(path, oldk, newk, cli_progress_cb, &p);
+	cli_progress_end(&p);
+	if (st != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot rekey %s", path);
+		if (newpath)
+			fprintf(stderr, "statectl: the new key stays in %s in case "
+			        "the store needs it\n", newpath);
+		goto out;
+	}
+	final = newpath ? newpath : a->new_key_file;
+	if (a->generate && !a->new_key_file) {
+		/* the new key takes the old key file's place */
+		if (rename(newpath, oldsrc) < 0) {
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "the store now opens with "
+			              "the key in %s, but it could not replace %s: %s",
+			              newpath, oldsrc, strerror(errno));
+			goto out;
+		}
+		final = oldsrc;
+	}
+	if (c->json) {
+		j = json_pack("{s:s, s:I}", "path", path, "pages",
+		              (json_int_t)p.total);
+		if (final)
+			json_object_set_new(j, "key_file", json_string(final));
+		rc = cli_out_json(j);
+	} else {
+		printf("%s is now encrypted with the new key", path);
+		if (final)
+			printf(", which is in %s", final);
+		printf(".\nThe old key no longer opens it; checkpoints made before "
+		       "still need the old key.\n");
+	}
+out:
+	sfs_key_destroy(oldk);
+	sfs_key_destroy(newk);
+	free(newpath);
+	free(oldsrc);
+	free(path);
+	return rc;
+}
+
+/* checkpoint PATH; restore PATH */
+static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
+{
+	sfs_store *s = NULL;
+	cli_progress p;
+	const char *target = a->pos[0], *path;
+	json_t *j;
+	int rc, st;
+
+	if (!restore && exists(target))
+		return cli_fail(c, CLI_EXIT_EXISTS, "%s exists (checkpoint never "
+		                "overwrites a file)", target);
+	if (restore && !exists(target))
+		return cli_fail(c, CLI_EXIT_NOTFOUND, "no checkpoint at %s", target);
+	if ((rc = cli_store_open(c, restore ? CLI_STORE_WRITE : CLI_STORE_READ,
+	                         &s)))
+		return rc;
+	path = sfs_store_path(s);
+	cli_progress_begin(&p, c, restore ? "restore" : "checkpoint", "pages");
+	st = restore ? sfs_restore(s, target, cli_progress_cb, &p)
+	             : sfs_checkpoint(s, target, cli_progress_cb, &p);
+	cli_progress_end(&p);
+	if (st != SFS_OK) {
+		if (restore)
+			rc = cli_fail_status(c, st, "cannot restore %s from %s "
+			                     "(the store is unchanged)", path, target);
+		else
+			rc = cli_fail_status(c, st, "cannot checkpoint %s to %s", path,
+			                     target);
+	} else if (c->json) {
+		j = json_pack("{s:s, s:s}", "path", path, "checkpoint", target);
+		rc = cli_out_json(j);
+	} else if (restore) {
+		printf("restored %s from the checkpoint %s\n", path, target);
+	} else {
+		printf("wrote a checkpoint of %s to %s\n", path, target);
+	}
+	sfs_store_close(s);
+	return rc;
+}
+
+int cmd_checkpoint(cli *c, cli_args *a) { return checkpoint_or_restore(c, a, 0); }
+int cmd_restore(cli *c, cli_args *a) { return checkpoint_or_restore(c, a, 1); }

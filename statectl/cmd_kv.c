@@ -1,0 +1,436 @@
+/*
+ * cmd_kv.c - the key/value commands (get, put, del, scan, delete-range,
+ * drain), exec-clear, and ls, which looks around the store like `ls` looks
+ * around the mount.
+ *
+ * `get` writes the value's bytes unchanged (like `cat` on the mount), so
+ * `v=$(statectl get s n k)` and binary values both work; listings (scan,
+ * drain) are for people: one "KEY<TAB>VALUE" line per entry with the value
+ * escaped; --json gives the exact bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_i.h"
+
+/* Reads a value from argument i, or stdin when it is absent or "-".
+ * *mem is set when the bytes were read (free() it). */
+int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
+                  void **mem)
+{
+	size_t n;
+
+	*mem = NULL;
+	if (a->npos > i && strcmp(a->pos[i], "-") != 0) {
+		*out = sfs_str(a->pos[i]);
+		return CLI_EXIT_OK;
+	}
+	if (cli_read_all(stdin, mem, &n) < 0)
+		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
+	*out = sfs_bytes(*mem, n);
+	return CLI_EXIT_OK;
+}
+
+/* One "key<TAB>value" line, or the JSON entry, of a kv or drain list. */
+static int print_entries(const cli *c, const cli_name *nm, int nnames,
+                         const sfs_list *l, int keys_only)
+{
+	json_t *o, *arr, *e;
+
+	if (!c->json) {
+		for (size_t i = 0; i < l->n; i++) {
+			const sfs_item *it = &l->items[i];
+			cli_name_print(stdout, it->key.ptr, it->key.len);
+			if (keys_only) {
+				fputc('\n', stdout);
+				continue;
+			}
+			fputc('\t', stdout);
+			cli_out_human(stdout, it->value.ptr, it->value.len);
+			fputc('\n', stdout);
+		}
+		return CLI_EXIT_OK;
+	}
+	o = json_object();
+	cli_names_json(o, nm, nnames);
+	arr = json_array();
+	for (size_t i = 0; i < l->n; i++) {
+		const sfs_item *it = &l->items[i];
+		e = json_object();
+		cli_json_set_bytes(e, "key", it->key.ptr, it->key.len);
+		if (!keys_only)
+			cli_json_set_bytes(e, "value", it->value.ptr,
+			                   it->value.len);
+		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
+		if (it->mtime_ns)
+			json_object_set_new(e, "mtime_ns",
+			                    json_integer(it->mtime_ns));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "entries", arr);
+	return cli_out_json(o);
+}
+
+/* get SCOPE NS KEY */
+int cmd_get(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	sfs_buf v = { NULL, 0 };
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		goto out;
+	st = sfs_kv_get(s, nm[0].s, nm[1].s, nm[2].s, &v);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 3, NULL);
+		rc = st == SFS_NOTFOUND
+		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where)
+		   : cli_fail_status(c, st, "cannot read %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		cli_names_json(o, nm, 3);
+		cli_json_set_bytes(o, "value", v.ptr, v.len);
+		json_object_set_new(o, "size", json_integer((json_int_t)v.len));
+		rc = cli_out_json(o);
+	} else {
+		rc = cli_out_raw(v.ptr, v.len);
+	}
+out:
+	sfs_buf_free(&v);
+	sfs_store_close(s);
+	cli_names_free(nm, 3);
+	return rc;
+}
+
+/* put SCOPE NS KEY [VALUE|-] */
+int cmd_put(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	sfs_slice value;
+	void *mem = NULL;
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
+		return rc;
+	if ((rc = cli_value_arg(c, a, 3, &value, &mem)))
+		goto out;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_kv_put(s, nm[0].s, nm[1].s, nm[2].s, value);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 3, NULL);
+		rc = cli_fail_status(c, st, "cannot write %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		cli_names_json(o, nm, 3);
+		json_object_set_new(o, "size", json_integer((json_int_t)value.len));
+		rc = cli_out_json(o);
+	}
+out:
+	free(mem);
+	sfs_store_close(s);
+	cli_names_free(nm, 3);
+	return rc;
+}
+
+/* del SCOPE NS KEY */
+int cmd_del(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_kv_delete(s, nm[0].s, nm[1].s, nm[2].s);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 3, NULL);
+		rc = st == SFS_NOTFOUND
+		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where)
+		   : cli_fail_status(c, st, "cannot delete %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		cli_names_json(o, nm, 3);
+		json_object_set_new(o, "deleted", json_true());
+		rc = cli_out_json(o);
+	}
+out:
+	sfs_store_close(s);
+	cli_names_free(nm, 3);
+	return rc;
+}
+
+/* The --start/--end bounds as names (SFS_NONE when not given). */
+int cli_bounds_parse(const cli *c, const cli_args *a, cli_name *start,
+                     cli_name *end)
+{
+	int rc;
+
+	start->mem = end->mem = NULL;
+	start->s = end->s = SFS_NONE;
+	if (a->start && (rc = cli_name_parse(c, a->start, "key", start)))
+		return rc;
+	if (a->end && (rc = cli_name_parse(c, a->end, "key", end))) {
+		cli_name_free(start);
+		return rc;
+	}
+	return CLI_EXIT_OK;
+}
+
+/* scan SCOPE NS [--start K] [--end K] [--reverse] [--limit N] [--keys-only] */
+int cmd_scan(cli *c, cli_args *a)
+{
+	cli_name nm[2], start, end;
+	sfs_store *s = NULL;
+	sfs_scan_opts so;
+	sfs_list l = { NULL, 0 };
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
+		return rc;
+	if ((rc = cli_bounds_parse(c, a, &start, &end))) {
+		cli_names_free(nm, 2);
+		return rc;
+	}
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		goto out;
+	memset(&so, 0, sizeof(so));
+	so.start = start.s;
+	so.end = end.s;
+	so.reverse = a->reverse;
+	so.limit = a->limit;
+	so.keys_only = a->keys_only;
+	st = sfs_kv_scan(s, nm[0].s, nm[1].s, &so, &l);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 2, NULL);
+		rc = cli_fail_status(c, st, "cannot scan %s", where);
+		free(where);
+		goto out;
+	}
+	rc = print_entries(c, nm, 2, &l, a->keys_only);
+out:
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	cli_name_free(&start);
+	cli_name_free(&end);
+	cli_names_free(nm, 2);
+	return rc;
+}
+
+/* delete-range SCOPE NS [--start K] [--end K] [--all] */
+int cmd_delete_range(cli *c, cli_args *a)
+{
+	cli_name nm[2], start, end;
+	sfs_store *s = NULL;
+	uint64_t count = 0;
+	char *where;
+	int rc, st;
+
+	if (!a->start && !a->end && !a->all)
+		return cli_usage(c, "'delete-range' without --start or --end "
+		                    "deletes the whole namespace: say --all");
+	if (a->all && (a->start || a->end))
+		return cli_usage(c, "--all cannot be combined with --start or --end");
+	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
+		return rc;
+	if ((rc = cli_bounds_parse(c, a, &start, &end))) {
+		cli_names_free(nm, 2);
+		return rc;
+	}
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_kv_delete_range(s, nm[0].s, nm[1].s, start.s, end.s, &count);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 2, NULL);
+		rc = cli_fail_status(c, st, "cannot delete keys of %s", where);
+		free(where);
+		goto out;
+	}
+	rc = cli_out_count(c, nm, 2, count);
+out:
+	sfs_store_close(s);
+	cli_name_free(&start);
+	cli_name_free(&end);
+	cli_names_free(nm, 2);
+	return rc;
+}
+
+/* drain SCOPE NS */
+int cmd_drain(cli *c, cli_args *a)
+{
+	cli_name nm[2];
+	sfs_store *s = NULL;
+	sfs_list l = { NULL, 0 };
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_kv_drain(s, nm[0].s, nm[1].s, &l);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 2, NULL);
+		rc = cli_fail_status(c, st, "cannot drain %s", where);
+		free(where);
+		goto out;
+	}
+	rc = print_entries(c, nm, 2, &l, 0);
+out:
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	cli_names_free(nm, 2);
+	return rc;
+}
+
+/* exec-clear SCOPE */
+int cmd_exec_clear(cli *c, cli_args *a)
+{
+	cli_name nm[1];
+	sfs_store *s = NULL;
+	uint64_t count = 0;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 1, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_exec_clear(s, nm[0].s, &count);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 1, NULL);
+		rc = cli_fail_status(c, st, "cannot clear %s", where);
+		free(where);
+		goto out;
+	}
+	rc = cli_out_count(c, nm, 1, count);
+out:
+	sfs_store_close(s);
+	cli_names_free(nm, 1);
+	return rc;
+}
+
+static int family_parse(const cli *c, const char *name, sfs_family *out)
+{
+	static const struct { const char *name; sfs_family fam; } fams[] = {
+		{ "kv", SFS_FAM_KV }, { "counter", SFS_FAM_COUNTER },
+		{ "log", SFS_FAM_LOG }, { "queue", SFS_FAM_QUEUE },
+	};
+
+	if (!name) {
+		*out = SFS_FAM_KV;
+		return CLI_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		if (strcmp(fams[i].name, name) == 0) {
+			*out = fams[i].fam;
+			return CLI_EXIT_OK;
+		}
+	}
+	return cli_usage(c, "--family takes kv, counter, log or queue, not '%s'",
+	                 name);
+}
+
+/* The listing of ls: names, or (queue items) ids. */
+static int print_names(const cli *c, const sfs_list *l, int ids)
+{
+	json_t *o, *arr, *e;
+
+	if (!c->json) {
+		for (size_t i = 0; i < l->n; i++) {
+			if (ids)
+				printf("%lld", (long long)l->items[i].id);
+			else
+				cli_name_print(stdout, l->items[i].key.ptr,
+				               l->items[i].key.len);
+			fputc('\n', stdout);
+		}
+		return CLI_EXIT_OK;
+	}
+	o = json_object();
+	arr = json_array();
+	for (size_t i = 0; i < l->n; i++) {
+		e = json_object();
+		if (ids) {
+			json_object_set_new(e, "id", json_integer(l->items[i].id));
+			json_object_set_new(e, "size",
+			                    json_integer((json_int_t)l->items[i].size));
+		} else {
+			cli_json_set_bytes(e, "name", l->items[i].key.ptr,
+			                   l->items[i].key.len);
+		}
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "entries", arr);
+	return cli_out_json(o);
+}
+
+/* ls [--family F] [--limit N] [SCOPE [NS]] */
+int cmd_ls(cli *c, cli_args *a)
+{
+	cli_name nm[2];
+	sfs_store *s = NULL;
+	sfs_family fam = SFS_FAM_KV;
+	sfs_list l = { NULL, 0 };
+	sfs_scan_opts so;
+	int rc, st = SFS_OK, ids = 0;
+
+	if ((rc = family_parse(c, a->family, &fam)))
+		return rc;
+	if (fam == SFS_FAM_QUEUE && a->npos > 1)
+		return cli_usage(c, "queues have no namespaces: 'ls --family queue "
+		                    "[QUEUE]'");
+	if ((rc = cli_names_parse(c, a->pos, a->npos, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		goto out;
+	memset(&so, 0, sizeof(so));
+	so.limit = a->limit;
+	so.keys_only = 1;
+	if (a->npos == 0) {
+		st = sfs_scope_list(s, fam, SFS_NONE, a->limit, &l);
+	} else if (fam == SFS_FAM_QUEUE) {
+		st = sfs_queue_scan(s, nm[0].s, -1, a->limit, 1, &l);
+		ids = 1;
+	} else if (a->npos == 1) {
+		st = sfs_ns_list(s, fam, nm[0].s, SFS_NONE, a->limit, &l);
+	} else if (fam == SFS_FAM_KV) {
+		st = sfs_kv_scan(s, nm[0].s, nm[1].s, &so, &l);
+	} else if (fam == SFS_FAM_COUNTER) {
+		st = sfs_counter_scan(s, nm[0].s, nm[1].s, &so, &l);
+	} else {
+		st = sfs_log_keys(s, nm[0].s, nm[1].s, SFS_NONE, a->limit, &l);
+	}
+	if (st != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot list");
+		goto out;
+	}
+	rc = print_names(c, &l, ids);
+out:
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	cli_names_free(nm, a->npos);
+	return rc;
+}

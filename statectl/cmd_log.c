@@ -1,0 +1,138 @@
+/*
+ * cmd_log.c - `log append|scan|clear`: the append-logs, addressed by scope,
+ * namespace and key (the Go SDK's log uses namespace "log").
+ *
+ * Ids come from the store, not from this process, so `log append` run by
+ * many shells at once prints strictly increasing, never reused ids, and
+ * `log scan --after ID` is how a reader resumes where it stopped.
+ */
+#include <stdlib.h>
+
+#include "cli_i.h"
+
+/* log append SCOPE NS KEY [VALUE|-] */
+int cmd_log_append(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	sfs_slice value;
+	void *mem = NULL;
+	int64_t id = 0;
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
+		return rc;
+	if ((rc = cli_value_arg(c, a, 3, &value, &mem)))
+		goto out;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_log_append(s, nm[0].s, nm[1].s, nm[2].s, value, &id);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 3, "log");
+		rc = cli_fail_status(c, st, "cannot append to %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		cli_names_json(o, nm, 3);
+		json_object_set_new(o, "id", json_integer(id));
+		rc = cli_out_json(o);
+	} else {
+		printf("%lld\n", (long long)id);
+	}
+out:
+	free(mem);
+	sfs_store_close(s);
+	cli_names_free(nm, 3);
+	return rc;
+}
+
+/* log scan SCOPE NS KEY [--after ID] [--limit N] [--keys-only] */
+int cmd_log_scan(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	sfs_list l = { NULL, 0 };
+	json_t *o, *arr, *e;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		goto out;
+	st = sfs_log_scan(s, nm[0].s, nm[1].s, nm[2].s, a->after, a->limit,
+	                  a->keys_only, &l);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, 3, "log");
+		rc = cli_fail_status(c, st, "cannot read %s", where);
+		free(where);
+		goto out;
+	}
+	if (!c->json) {
+		for (size_t i = 0; i < l.n; i++) {
+			printf("%lld", (long long)l.items[i].id);
+			if (!a->keys_only) {
+				fputc('\t', stdout);
+				cli_out_human(stdout, l.items[i].value.ptr,
+				              l.items[i].value.len);
+			}
+			fputc('\n', stdout);
+		}
+		goto out;
+	}
+	o = json_object();
+	cli_names_json(o, nm, 3);
+	arr = json_array();
+	for (size_t i = 0; i < l.n; i++) {
+		e = json_object();
+		json_object_set_new(e, "id", json_integer(l.items[i].id));
+		if (!a->keys_only)
+			cli_json_set_bytes(e, "value", l.items[i].value.ptr,
+			                   l.items[i].value.len);
+		json_object_set_new(e, "size",
+		                    json_integer((json_int_t)l.items[i].size));
+		if (l.items[i].mtime_ns)
+			json_object_set_new(e, "mtime_ns",
+			                    json_integer(l.items[i].mtime_ns));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "entries", arr);
+	rc = cli_out_json(o);
+out:
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	cli_names_free(nm, 3);
+	return rc;
+}
+
+/* log clear SCOPE [NS [KEY]] */
+int cmd_log_clear(cli *c, cli_args *a)
+{
+	cli_name nm[3];
+	sfs_store *s = NULL;
+	uint64_t count = 0;
+	int rc, st, n = a->npos;
+	char *where;
+
+	if ((rc = cli_names_parse(c, a->pos, n, nm)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_log_clear(s, nm[0].s, n > 1 ? nm[1].s : SFS_NONE,
+	                   n > 2 ? nm[2].s : SFS_NONE, &count);
+	if (st != SFS_OK) {
+		where = cli_names_where(nm, n, "log");
+		rc = cli_fail_status(c, st, "cannot clear the logs of %s", where);
+		free(where);
+		goto out;
+	}
+	rc = cli_out_count(c, nm, n, count);
+out:
+	sfs_store_close(s);
+	cli_names_free(nm, n);
+	return rc;
+}

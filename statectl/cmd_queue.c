@@ -1,0 +1,253 @@
+/*
+ * cmd_queue.c - `queue push|pop|len|clear|scan`: the FIFO work queues.
+ *
+ * `pop` prints the item's bytes unchanged and exits 1 on an empty queue,
+ * so `while item=$(statectl queue pop q); do ...; done` ends when the work
+ * does. A pop is at-most-once: claims (issue 6) are for consumers that may
+ * crash. `push` with several items (arguments, or stdin split by --lines
+ * or --null) pushes them in one transaction.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_i.h"
+
+static void set_queue(json_t *o, const cli_name *q)
+{
+	cli_json_set_bytes(o, "queue", q->s.ptr, q->s.len);
+}
+
+/* Splits buf at sep into slices pointing into it. A final separator ends
+ * the last item rather than starting an empty one. */
+static sfs_slice *split(char *buf, size_t n, char sep, size_t *count)
+{
+	size_t k = 0, cap = 16, start = 0;
+	sfs_slice *v = cli_xmalloc(cap * sizeof(*v)), *nv;
+
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && buf[i] != sep)
+			continue;
+		if (i == n && start == n)
+			break;
+		if (k == cap) {
+			cap *= 2;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				fputs("statectl: out of memory\n", stderr);
+				exit(CLI_EXIT_SYSTEM);
+			}
+			v = nv;
+		}
+		v[k++] = sfs_bytes(buf + start, i - start);
+		start = i + 1;
+	}
+	*count = k;
+	return v;
+}
+
+/* queue push QUEUE [ITEM...] [--lines|--null] */
+int cmd_queue_push(cli *c, cli_args *a)
+{
+	cli_name q;
+	sfs_store *s = NULL;
+	sfs_slice *items = NULL;
+	size_t n = 0, len;
+	void *mem = NULL;
+	int64_t first = 0;
+	json_t *o, *ids;
+	char *where;
+	int rc, st;
+
+	if (a->lines && a->nul)
+		return cli_usage(c, "give --lines or --null, not both");
+	if ((a->lines || a->nul) && a->npos > 1)
+		return cli_usage(c, "--%s splits stdin: give no ITEM arguments",
+		                 a->lines ? "lines" : "null");
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+		return rc;
+	if (a->npos > 1) {
+		n = (size_t)a->npos - 1;
+		items = cli_xmalloc(n * sizeof(*items));
+		for (size_t i = 0; i < n; i++)
+			items[i] = sfs_str(a->pos[i + 1]);
+	} else {
+		if (cli_read_all(stdin, &mem, &len) < 0) {
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
+			goto out;
+		}
+		if (a->lines || a->nul) {
+			items = split(mem, len, a->nul ? '\0' : '\n', &n);
+		} else {
+			n = 1;
+			items = cli_xmalloc(sizeof(*items));
+			items[0] = sfs_bytes(mem, len);
+		}
+	}
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_queue_push(s, q.s, items, n, &first);
+	if (st != SFS_OK) {
+		where = cli_name_show(q.s.ptr, q.s.len);
+		rc = cli_fail_status(c, st, "cannot push to queue %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		set_queue(o, &q);
+		ids = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(ids, json_integer(first + (int64_t)i));
+		json_object_set_new(o, "ids", ids);
+		rc = cli_out_json(o);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%lld\n", (long long)(first + (int64_t)i));
+	}
+out:
+	free(items);
+	free(mem);
+	sfs_store_close(s);
+	cli_name_free(&q);
+	return rc;
+}
+
+/* queue pop QUEUE */
+int cmd_queue_pop(cli *c, cli_args *a)
+{
+	cli_name q;
+	sfs_store *s = NULL;
+	sfs_buf item = { NULL, 0 };
+	int64_t id = 0;
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	st = sfs_queue_pop(s, q.s, &item, &id);
+	if (st != SFS_OK) {
+		where = cli_name_show(q.s.ptr, q.s.len);
+		rc = st == SFS_NOTFOUND
+		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where)
+		   : cli_fail_status(c, st, "cannot pop from queue %s", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		set_queue(o, &q);
+		json_object_set_new(o, "id", json_integer(id));
+		cli_json_set_bytes(o, "value", item.ptr, item.len);
+		json_object_set_new(o, "size", json_integer((json_int_t)item.len));
+		rc = cli_out_json(o);
+	} else {
+		rc = cli_out_raw(item.ptr, item.len);
+	}
+out:
+	sfs_buf_free(&item);
+	sfs_store_close(s);
+	cli_name_free(&q);
+	return rc;
+}
+
+/* queue len QUEUE; queue clear QUEUE */
+static int len_or_clear(cli *c, cli_args *a, int clear)
+{
+	cli_name q;
+	sfs_store *s = NULL;
+	uint64_t n = 0;
+	json_t *o;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+		return rc;
+	if ((rc = cli_store_open(c, clear ? CLI_STORE_WRITE : CLI_STORE_READ,
+	                         &s)))
+		goto out;
+	st = clear ? sfs_queue_clear(s, q.s, &n) : sfs_queue_len(s, q.s, &n);
+	if (st != SFS_OK) {
+		where = cli_name_show(q.s.ptr, q.s.len);
+		rc = cli_fail_status(c, st, "cannot %s queue %s",
+		                     clear ? "clear" : "count", where);
+		free(where);
+		goto out;
+	}
+	if (c->json) {
+		o = json_object();
+		set_queue(o, &q);
+		json_object_set_new(o, clear ? "count" : "len",
+		                    json_integer((json_int_t)n));
+		rc = cli_out_json(o);
+	} else {
+		printf("%llu\n", (unsigned long long)n);
+	}
+out:
+	sfs_store_close(s);
+	cli_name_free(&q);
+	return rc;
+}
+
+int cmd_queue_len(cli *c, cli_args *a) { return len_or_clear(c, a, 0); }
+int cmd_queue_clear(cli *c, cli_args *a) { return len_or_clear(c, a, 1); }
+
+/* queue scan QUEUE [--after ID] [--limit N] [--keys-only] */
+int cmd_queue_scan(cli *c, cli_args *a)
+{
+	cli_name q;
+	sfs_store *s = NULL;
+	sfs_list l = { NULL, 0 };
+	json_t *o, *arr, *e;
+	char *where;
+	int rc, st;
+
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+		return rc;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		goto out;
+	st = sfs_queue_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
+	if (st != SFS_OK) {
+		where = cli_name_show(q.s.ptr, q.s.len);
+		rc = cli_fail_status(c, st, "cannot list queue %s", where);
+		free(where);
+		goto out;
+	}
+	if (!c->json) {
+		for (size_t i = 0; i < l.n; i++) {
+			printf("%lld", (long long)l.items[i].id);
+			if (!a->keys_only) {
+				fputc('\t', stdout);
+				cli_out_human(stdout, l.items[i].value.ptr,
+				              l.items[i].value.len);
+			}
+			fputc('\n', stdout);
+		}
+		goto out;
+	}
+	o = json_object();
+	set_queue(o, &q);
+	arr = json_array();
+	for (size_t i = 0; i < l.n; i++) {
+		e = json_object();
+		json_object_set_new(e, "id", json_integer(l.items[i].id));
+		if (!a->keys_only)
+			cli_json_set_bytes(e, "value", l.items[i].value.ptr,
+			                   l.items[i].value.len);
+		json_object_set_new(e, "size",
+		                    json_integer((json_int_t)l.items[i].size));
+		if (l.items[i].mtime_ns)
+			json_object_set_new(e, "mtime_ns",
+			                    json_integer(l.items[i].mtime_ns));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(o, "entries", arr);
+	rc = cli_out_json(o);
+out:
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	cli_name_free(&q);
+	return rc;
+}

@@ -1,0 +1,392 @@
+/*
+ * cmd_transfer.c - export and import: the whole store as JSON Lines.
+ *
+ * Format, version 1 (docs/statectl.md has the full description):
+ *   line 1: {"format":"statefs-export","version":1}
+ *   then one object per row, in the engine's export order:
+ *   {"family":"kv","scope":..,"ns":..,"key":..,"value":..,"mtime_ns":..}
+ * Byte fields (scope, ns, key, value) are JSON strings when the bytes are
+ * valid UTF-8, else base64 under the same name with "_b64" appended. id (log
+ * and queue rows) and n (counters) are integers. A field is left out when
+ * the row does not have it; the header has no date, so exporting the same
+ * state twice gives the same bytes, which is what the round-trip test and
+ * `diff` between two exports rely on.
+ *
+ * An export holds the store's contents decrypted: a file written by
+ * `export FILE` is created with mode 0600, and never overwrites.
+ *
+ * Import is one engine transaction: any bad line aborts it and the store is
+ * unchanged; rows that already exist identically change nothing, so running
+ * the same import twice is harmless. Unknown fields are refused rather than
+ * dropped, so that a newer export is never half-read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_i.h"
+
+#define EXPORT_FORMAT "statefs-export"
+#define EXPORT_VERSION 1
+
+static const struct {
+	const char *name;
+	sfs_family fam;
+} families[] = {
+	{ "kv", SFS_FAM_KV },
+	{ "counter", SFS_FAM_COUNTER },
+	{ "log", SFS_FAM_LOG },
+	{ "queue", SFS_FAM_QUEUE },
+	{ "dir", SFS_FAM_DIR },
+};
+
+static const char *family_name(sfs_family f)
+{
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		if (families[i].fam == f)
+			return families[i].name;
+	return NULL;
+}
+
+/* Sets a byte field; for the families where the field always exists, a
+ * NULL pointer is an empty string. */
+static void set_field(json_t *o, const char *name, sfs_slice s, int always)
+{
+	if (s.ptr)
+		cli_json_set_bytes(o, name, s.ptr, s.len);
+	else if (always)
+		cli_json_set_bytes(o, name, "", 0);
+}
+
+static json_t *row_to_json(const sfs_row *r)
+{
+	const char *fam = family_name(r->family);
+	int named = r->family == SFS_FAM_KV || r->family == SFS_FAM_COUNTER ||
+	            r->family == SFS_FAM_LOG;
+	json_t *o;
+
+	if (!fam)
+		return NULL;
+	o = json_object();
+	json_object_set_new(o, "family", json_string(fam));
+	set_field(o, "scope", r->scope, 1);
+	set_field(o, "ns", r->ns, named);
+	set_field(o, "key", r->key, named);
+	if (r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE || r->id)
+		json_object_set_new(o, "id", json_integer(r->id));
+	if (r->family == SFS_FAM_COUNTER || r->n)
+		json_object_set_new(o, "n", json_integer(r->n));
+	set_field(o, "value", r->value, r->family == SFS_FAM_KV ||
+	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE);
+	if (r->mtime_ns)
+		json_object_set_new(o, "mtime_ns", json_integer(r->mtime_ns));
+	return o;
+}
+
+typedef struct export_ctx {
+	FILE *out;
+	uint64_t rows;
+	int bad_family;          /* a family this statectl does not know */
+	int write_error;         /* errno of a failed write */
+} export_ctx;
+
+static int export_row(const sfs_row *row, void *ctx)
+{
+	export_ctx *x = ctx;
+	json_t *o = row_to_json(row);
+
+	if (!o) {
+		x->bad_family = (int)row->family;
+		return -1;
+	}
+	if (json_dumpf(o, x->out, JSON_COMPACT) < 0 || fputc('\n', x->out) == EOF) {
+		x->write_error = errno ? errno : EIO;
+		json_decref(o);
+		return -1;
+	}
+	json_decref(o);
+	x->rows++;
+	return 0;
+}
+
+/* export [FILE] */
+int cmd_export(cli *c, cli_args *a)
+{
+	sfs_store *s = NULL;
+	export_ctx x;
+	cli_progress p;
+	const char *file = a->npos ? a->pos[0] : NULL;
+	int rc, st, fd = -1;
+
+	memset(&x, 0, sizeof(x));
+	x.out = stdout;
+	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+		return rc;
+	if (file) {
+		fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			rc = errno == EEXIST
+			   ? cli_fail(c, CLI_EXIT_EXISTS, "%s exists (export never "
+			              "overwrites a file)", file)
+			   : cli_fail(c, CLI_EXIT_SYSTEM, "cannot create %s: %s", file,
+			              strerror(errno));
+			goto out;
+		}
+		x.out = fdopen(fd, "w");
+		if (!x.out) {
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
+			              strerror(errno));
+			close(fd);
+			unlink(file);
+			goto out;
+		}
+	}
+	fprintf(x.out, "{\"format\":\"%s\",\"version\":%d}\n", EXPORT_FORMAT,
+	        EXPORT_VERSION);
+	cli_progress_begin(&p, c, "export", "rows");
+	st = sfs_export(s, export_row, &x, cli_progress_cb, &p);
+	cli_progress_end(&p);
+	if (st == SFS_OK && (fflush(x.out) != 0 || ferror(x.out)))
+		x.write_error = errno ? errno : EIO;
+	if (st == SFS_OK && file && !x.write_error && fsync(fileno(x.out)) < 0)
+		x.write_error = errno;
+	if (x.write_error)
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the export: %s",
+		              strerror(x.write_error));
+	else if (x.bad_family)
+		rc = cli_fail(c, CLI_EXIT_INTERNAL, "the store has rows of family "
+		              "%d, which this statectl cannot export", x.bad_family);
+	else if (st != SFS_OK)
+		rc = cli_fail_status(c, st, "cannot export %s", sfs_store_path(s));
+	if (file) {
+		if (fclose(x.out) != 0 && rc == CLI_EXIT_OK)
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
+			              strerror(errno));
+		if (rc != CLI_EXIT_OK)
+			unlink(file);
+		else if (c->json)
+			rc = cli_out_json(json_pack("{s:s, s:I}", "path", file, "rows",
+			                            (json_int_t)x.rows));
+		else
+			printf("exported %llu rows to %s\n",
+			       (unsigned long long)x.rows, file);
+	}
+out:
+	sfs_store_close(s);
+	return rc;
+}
+
+/* The decoded byte fields of one row, alive while the row is imported. */
+typedef struct row_mem {
+	void *p[4];
+} row_mem;
+
+static void row_mem_free(row_mem *m)
+{
+	for (int i = 0; i < 4; i++)
+		free(m->p[i]);
+}
+
+static int int_field(json_t *o, const char *name, int64_t *out,
+                     const char **err)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v)) {
+		*err = "an id, n or mtime_ns field is not an integer";
+		return -1;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Parses one export line into row; the bytes live in m. */
+static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
+{
+	static const char *const bytes[] = { "scope", "ns", "key", "value" };
+	static const char *const known[] = {
+		"family", "scope", "scope_b64", "ns", "ns_b64", "key", "key_b64",
+		"value", "value_b64", "id", "n", "mtime_ns",
+	};
+	sfs_slice *slots[] = { &row->scope, &row->ns, &row->key, &row->value };
+	const char *fam, *field;
+	json_t *v;
+	size_t n;
+	int present, ok;
+
+	memset(row, 0, sizeof(*row));
+	memset(m, 0, sizeof(*m));
+	if (!json_is_object(o)) {
+		*err = "not a JSON object";
+		return -1;
+	}
+	json_object_foreach(o, field, v) {
+		ok = 0;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(field, known[i]) == 0;
+		if (!ok) {
+			*err = "unknown field (an export from a newer statectl?)";
+			return -1;
+		}
+	}
+	fam = json_string_value(json_object_get(o, "family"));
+	if (!fam) {
+		*err = "no family";
+		return -1;
+	}
+	row->family = 0;
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		if (strcmp(families[i].name, fam) == 0)
+			row->family = families[i].fam;
+	if (!row->family) {
+		*err = "unknown family";
+		return -1;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (cli_json_get_bytes(o, bytes[i], &m->p[i], &n, &present, err) < 0)
+			return -1;
+		*slots[i] = present ? sfs_bytes(m->p[i], n) : SFS_NONE;
+	}
+	if (int_field(o, "id", &row->id, err) < 0 ||
+	    int_field(o, "n", &row->n, err) < 0 ||
+	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* Checks the first line. */
+static int check_header(const cli *c, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *h = json_loadb(line, len, 0, &jerr);
+	const char *fmt = json_string_value(json_object_get(h, "format"));
+	json_t *ver = json_object_get(h, "version");
+	int rc = CLI_EXIT_OK;
+
+	if (!fmt || strcmp(fmt, EXPORT_FORMAT) != 0 || !json_is_integer(ver))
+		rc = cli_fail(c, CLI_EXIT_DATA, "line 1: not a statefs export "
+		              "(it starts with a {\"format\":\"%s\",\"version\":N} "
+		              "line)", EXPORT_FORMAT);
+	else if (json_integer_value(ver) != EXPORT_VERSION)
+		rc = cli_fail(c, CLI_EXIT_DATA, "line 1: export format version "
+		              "%lld; this statectl reads version %d",
+		              (long long)json_integer_value(ver), EXPORT_VERSION);
+	json_decref(h);
+	return rc;
+}
+
+/* import [FILE] */
+int cmd_import(cli *c, cli_args *a)
+{
+	const char *file = a->npos ? a->pos[0] : NULL;
+	FILE *in = stdin;
+	sfs_store *s = NULL;
+	sfs_import *imp = NULL;
+	cli_progress p;
+	struct stat sb;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t lineno = 0, rows = 0, bytes = 0, total = 0;
+	json_error_t jerr;
+	const char *err;
+	json_t *o;
+	sfs_row row;
+	row_mem m;
+	int rc, st, progress_on = 0;
+
+	if (file && !(in = fopen(file, "re")))
+		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
+		                                   : CLI_EXIT_SYSTEM,
+		                "cannot read %s: %s", file, strerror(errno));
+	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
+		total = (uint64_t)sb.st_size;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	if ((st = sfs_import_begin(s, &imp)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot start the import");
+		goto out;
+	}
+	cli_progress_begin(&p, c, "import", "bytes");
+	progress_on = 1;
+	while ((len = getline(&line, &cap, in)) >= 0) {
+		lineno++;
+		bytes += (uint64_t)len;
+		if (cli_progress_cb(bytes, total > bytes ? total : bytes, &p)) {
+			rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing "
+			              "was imported");
+			goto out;
+		}
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = 0;
+		if (lineno == 1) {
+			if ((rc = check_header(c, line, (size_t)len)))
+				goto out;
+			continue;
+		}
+		if (len == 0)
+			continue;
+		o = json_loadb(line, (size_t)len, JSON_ALLOW_NUL |
+		               JSON_REJECT_DUPLICATES, &jerr);
+		if (!o) {
+			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: not valid JSON "
+			              "(%s); nothing was imported",
+			              (unsigned long long)lineno, jerr.text);
+			goto out;
+		}
+		if (json_to_row(o, &row, &m, &err) < 0) {
+			json_decref(o);
+			row_mem_free(&m);
+			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: %s; nothing was "
+			              "imported", (unsigned long long)lineno, err);
+			goto out;
+		}
+		json_decref(o);
+		st = sfs_import_row(imp, &row);
+		row_mem_free(&m);
+		if (st != SFS_OK) {
+			rc = cli_fail_status(c, st, "line %llu: cannot import the "
+			                     "row; nothing was imported",
+			                     (unsigned long long)lineno);
+			goto out;
+		}
+		rows++;
+	}
+	if (ferror(in)) {
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
+		              "imported", file ? file : "stdin", strerror(errno));
+		goto out;
+	}
+	if (lineno == 0) {
+		rc = cli_fail(c, CLI_EXIT_DATA, "the input is empty, not a statefs "
+		              "export");
+		goto out;
+	}
+	st = sfs_import_commit(imp);
+	imp = NULL;
+	if (st != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot commit the import; nothing was "
+		                     "imported");
+		goto out;
+	}
+	if (c->json)
+		rc = cli_out_json(json_pack("{s:s, s:I}", "path", sfs_store_path(s),
+		                            "rows", (json_int_t)rows));
+	else
+		printf("imported %llu rows into %s\n", (unsigned long long)rows,
+		       sfs_store_path(s));
+out:
+	if (progress_on)
+		cli_progress_end(&p);
+	sfs_import_abort(imp);
+	sfs_store_close(s);
+	free(line);
+	if (in != stdin)
+		fclose(in);
+	return rc;
+}

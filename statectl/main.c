@@ -1,0 +1,160 @@
+/*
+ * main.c - statectl's entry: process hardening, global options, and the
+ * walk down the command table to one handler.
+ *
+ * Keys live in this process's memory, so core dumps are off before anything
+ * else happens (a crash must not write the key to disk), and the process is
+ * made non-dumpable so that another process of the same user cannot ptrace
+ * it or read /proc/PID/mem.
+ *
+ * Two words are not in the command table: `help [COMMAND [SUB]]`, and the
+ * undocumented-in-help `--list-commands [FAMILY]` / `--list-options COMMAND
+ * [SUB]` that the bash completion calls, so completion follows the table.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include <sodium.h>
+
+#include "cli_i.h"
+
+static void harden(void)
+{
+	struct rlimit rl = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &rl);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* For bash completion: the names in a table, one per line. */
+static int list_commands(int argc, char **argv)
+{
+	const cli_cmd *table = cli_commands, *fam;
+
+	if (argc > 2) {
+		fam = cli_cmd_find(cli_commands, argv[2]);
+		if (!fam || !fam->sub)
+			return CLI_EXIT_NOTFOUND;
+		table = fam->sub;
+	}
+	for (const cli_cmd *c = table; c->name; c++)
+		printf("%s\n", c->name);
+	if (table == cli_commands)
+		printf("help\n");
+	return CLI_EXIT_OK;
+}
+
+/* For bash completion: the options of a command, one per line. */
+static int list_options(int argc, char **argv)
+{
+	const cli_cmd *cmd = argc > 2 ? cli_cmd_find(cli_commands, argv[2]) : NULL;
+	cli c;
+
+	if (cmd && cmd->sub)
+		cmd = argc > 3 ? cli_cmd_find(cmd->sub, argv[3]) : NULL;
+	memset(&c, 0, sizeof(c));
+	c.cmd = cmd;
+	cli_print_option_names(stdout, cmd ? cmd->opts : 0);
+	return CLI_EXIT_OK;
+}
+
+/* Finds the command named at argv[*i] (and its subcommand), sets c->cmd. */
+static int resolve(cli *c, int argc, char **argv, int *i, const cli_cmd **out)
+{
+	const cli_cmd *cmd, *fam;
+	int rc;
+
+	cmd = cli_cmd_find(cli_commands, argv[*i]);
+	if (!cmd)
+		return cli_usage(c, "unknown command '%s'", argv[*i]);
+	++*i;
+	if (cmd->sub) {
+		fam = cmd;
+		c->cmd = fam;
+		snprintf(c->cmdname, sizeof(c->cmdname), "%s", fam->name);
+		if ((rc = cli_parse_global(c, argc, argv, i)))
+			return rc;
+		if (*i >= argc)
+			return cli_usage(c, "'%s' needs a command: %s", fam->name,
+			                 fam->synopsis);
+		cmd = cli_cmd_find(fam->sub, argv[*i]);
+		if (!cmd)
+			return cli_usage(c, "unknown command '%s %s'", fam->name,
+			                 argv[*i]);
+		++*i;
+		snprintf(c->cmdname, sizeof(c->cmdname), "%s %s", fam->name,
+		         cmd->name);
+	} else {
+		snprintf(c->cmdname, sizeof(c->cmdname), "%s", cmd->name);
+	}
+	c->cmd = cmd;
+	*out = cmd;
+	return CLI_EXIT_OK;
+}
+
+/* `statectl help [COMMAND [SUB]]` */
+static int help(cli *c, int argc, char **argv, int i)
+{
+	const cli_cmd *cmd;
+	int rc;
+
+	if (i >= argc) {
+		cli_print_help(stdout, NULL);
+		return CLI_EXIT_OK;
+	}
+	if ((rc = resolve(c, argc, argv, &i, &cmd)))
+		return rc == CLI_EXIT_USAGE && c->cmd && c->cmd->sub && i >= argc
+		     ? (cli_print_help(stdout, c->cmd), CLI_EXIT_OK) : rc;
+	cli_print_command_help(stdout, c, cmd);
+	return CLI_EXIT_OK;
+}
+
+static int run(int argc, char **argv)
+{
+	cli c;
+	cli_args a;
+	const cli_cmd *cmd;
+	int i = 1, rc;
+
+	memset(&c, 0, sizeof(c));
+	memset(&a, 0, sizeof(a));
+	if (argc > 1 && strcmp(argv[1], "--list-commands") == 0)
+		return list_commands(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--list-options") == 0)
+		return list_options(argc, argv);
+	if ((rc = cli_parse_global(&c, argc, argv, &i)))
+		return rc;
+	if (i >= argc) {
+		cli_print_help(stderr, NULL);
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(argv[i], "help") == 0) {
+		if (argc > i + 1 && argv[i + 1][0] == '-')
+			return cli_usage(&c, "'help' takes a command name");
+		return help(&c, argc, argv, i + 1);
+	}
+	if ((rc = resolve(&c, argc, argv, &i, &cmd)))
+		return rc;
+	rc = cli_parse_command(&c, cmd, argc - i, argv + i, &a);
+	if (rc == CLI_EXIT_OK)
+		rc = cmd->run(&c, &a);
+	free(a.pos);
+	return cli_out_finish(&c, rc);
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	harden();
+	if (sodium_init() < 0) {
+		fputs("statectl: cannot initialise libsodium\n", stderr);
+		return CLI_EXIT_INTERNAL;
+	}
+	rc = run(argc, argv);
+	if (rc < 0) /* --help or --version printed */
+		rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_SYSTEM;
+	return rc;
+}

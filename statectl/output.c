@@ -1,0 +1,344 @@
+/*
+ * output.c - everything statectl writes: results (JSON or text), errors and
+ * their exit codes, bytes in JSON, and reading a whole stream.
+ *
+ * Results go to stdout, errors to stderr, always: with --json an error is
+ * one JSON object on stderr ({"error": sentence, "status": name, "exit": N})
+ * so that stdout stays either empty or one valid document. The engine's
+ * status becomes an exit code in cli_exit_for_status() and nowhere else.
+ *
+ * Bytes in JSON: a UTF-8 string when the bytes are valid UTF-8 (jansson
+ * checks, rejecting overlong forms and surrogates), else base64 in a field
+ * named with "_b64" appended. A reader that ignores "_b64" fields therefore
+ * never mistakes base64 for text. The export format uses the same rule.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "cli_i.h"
+
+void *cli_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p) {
+		fputs("statectl: out of memory\n", stderr);
+		exit(CLI_EXIT_SYSTEM);
+	}
+	return p;
+}
+
+char *cli_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(cli_xmalloc(n), s, n);
+}
+
+int cli_exit_for_status(int status)
+{
+	switch (status) {
+	case SFS_OK: return CLI_EXIT_OK;
+	case SFS_NOTFOUND: return CLI_EXIT_NOTFOUND;
+	case SFS_INVALID:
+	case SFS_TOOBIG:
+	case SFS_OVERFLOW: return CLI_EXIT_DATA;
+	case SFS_EXISTS:
+	case SFS_NOTEMPTY: return CLI_EXIT_EXISTS;
+	case SFS_BUSY: return CLI_EXIT_BUSY;
+	case SFS_READONLY:
+	case SFS_IO:
+	case SFS_FULL:
+	case SFS_NOMEM: return CLI_EXIT_SYSTEM;
+	case SFS_CORRUPT: return CLI_EXIT_CORRUPT;
+	case SFS_FORMAT: return CLI_EXIT_NOSTORE;
+	case SFS_WRONGKEY:
+	case SFS_NOKEY:
+	case SFS_NOTENCRYPTED:
+	case SFS_KEYPERM: return CLI_EXIT_KEY;
+	case SFS_CLAIMLOST: return CLI_EXIT_CLAIMLOST;
+	case SFS_CANCELLED: return CLI_EXIT_INTERRUPTED;
+	default: return CLI_EXIT_INTERNAL;
+	}
+}
+
+/* A short machine name for an exit code, for JSON errors. */
+static const char *exit_name(int code)
+{
+	switch (code) {
+	case CLI_EXIT_NOTFOUND: return "not_found";
+	case CLI_EXIT_USAGE: return "usage";
+	case CLI_EXIT_KEY: return "key";
+	case CLI_EXIT_CORRUPT: return "corrupt";
+	case CLI_EXIT_NOSTORE: return "no_store";
+	case CLI_EXIT_EXISTS: return "exists";
+	case CLI_EXIT_BUSY: return "busy";
+	case CLI_EXIT_DATA: return "data";
+	case CLI_EXIT_SYSTEM: return "system";
+	case CLI_EXIT_CLAIMLOST: return "claim_lost";
+	case CLI_EXIT_INTERRUPTED: return "interrupted";
+	default: return "internal";
+	}
+}
+
+static int emit_error(const cli *c, int code, const char *msg)
+{
+	json_t *o;
+	char *s;
+
+	fflush(stdout);
+	if (c && c->json) {
+		o = json_pack("{s:s, s:s, s:i}", "error", msg, "status",
+		              exit_name(code), "exit", code);
+		s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		fprintf(stderr, "%s\n", s ? s : "{\"error\":\"out of memory\"}");
+		free(s);
+		json_decref(o);
+	} else {
+		fprintf(stderr, "statectl: %s\n", msg);
+	}
+	return code;
+}
+
+int cli_fail(const cli *c, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return emit_error(c, code, msg);
+}
+
+int cli_fail_status(const cli *c, int status, const char *fmt, ...)
+{
+	char ctx[768], msg[1536];
+	const char *detail = sfs_errdetail();
+	const char *what = sfs_strerror(status);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx, sizeof(ctx), fmt, ap);
+	va_end(ap);
+	if (detail && *detail && strcmp(detail, what) != 0)
+		snprintf(msg, sizeof(msg), "%s: %s (%s)", ctx, what, detail);
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", ctx, what);
+	return emit_error(c, cli_exit_for_status(status), msg);
+}
+
+int cli_usage(const cli *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	emit_error(c, CLI_EXIT_USAGE, msg);
+	if (c && !c->json) {
+		if (c->cmd && !c->cmd->sub)
+			cli_print_usage_line(stderr, c, c->cmd);
+		fputs("see statectl --help\n", stderr);
+	}
+	return CLI_EXIT_USAGE;
+}
+
+int cli_out_json(json_t *obj)
+{
+	int rc;
+
+	if (!obj) {
+		fputs("statectl: out of memory\n", stderr);
+		return CLI_EXIT_SYSTEM;
+	}
+	rc = json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(obj);
+	if (rc < 0 || fputc('\n', stdout) == EOF)
+		return CLI_EXIT_SYSTEM;
+	return CLI_EXIT_OK;
+}
+
+int cli_json_set_bytes(json_t *obj, const char *name, const void *p,
+                       size_t n)
+{
+	json_t *v = json_stringn(p ? (const char *)p : "", n);
+	char field[64];
+	char *b64;
+	size_t blen;
+
+	if (v)
+		return json_object_set_new(obj, name, v);
+	/* not UTF-8: base64 with padding, the standard alphabet */
+	blen = sodium_base64_encoded_len(n, sodium_base64_VARIANT_ORIGINAL);
+	b64 = cli_xmalloc(blen);
+	sodium_bin2base64(b64, blen, p, n, sodium_base64_VARIANT_ORIGINAL);
+	snprintf(field, sizeof(field), "%s_b64", name);
+	v = json_string(b64);
+	free(b64);
+	return json_object_set_new(obj, field, v);
+}
+
+int cli_json_get_bytes(json_t *obj, const char *name, void **p, size_t *n,
+                       int *present, const char **err)
+{
+	char field[64];
+	json_t *v = json_object_get(obj, name);
+	json_t *b;
+	const char *text;
+	unsigned char *out;
+	size_t len, outlen;
+
+	snprintf(field, sizeof(field), "%s_b64", name);
+	b = json_object_get(obj, field);
+	*present = 0;
+	if (v && b) {
+		*err = "has both the text and the base64 form of a field";
+		return -1;
+	}
+	if (!v && !b)
+		return 0;
+	if (!json_is_string(v ? v : b)) {
+		*err = "a byte field is not a string";
+		return -1;
+	}
+	text = json_string_value(v ? v : b);
+	len = json_string_length(v ? v : b);
+	if (v) {
+		out = cli_xmalloc(len + 1);
+		memcpy(out, text, len);
+		outlen = len;
+	} else {
+		out = cli_xmalloc(len / 4 * 3 + 4);
+		if (sodium_base642bin(out, len / 4 * 3 + 3, text, len, NULL,
+		                      &outlen, NULL,
+		                      sodium_base64_VARIANT_ORIGINAL) != 0) {
+			free(out);
+			*err = "a _b64 field is not valid base64";
+			return -1;
+		}
+	}
+	out[outlen] = 0;
+	*p = out;
+	*n = outlen;
+	*present = 1;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes) that is not a
+ * control character, or 0. */
+static size_t printable_utf8(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] >= 0x20 && p[0] < 0x7f)
+		return 1;
+	if (p[0] < 0xc2 || p[0] > 0xf4)
+		return 0;
+	len = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+	if (len > n)
+		return 0;
+	cp = p[0] & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    (cp >= 0x80 && cp < 0xa0))
+		return 0;
+	return len;
+}
+
+void cli_out_human(FILE *f, const void *ptr, size_t n)
+{
+	const unsigned char *p = ptr;
+	size_t i = 0, k;
+
+	while (i < n) {
+		if (p[i] == '\\') {
+			fputs("\\\\", f);
+			i++;
+		} else if ((k = printable_utf8(p + i, n - i)) > 0) {
+			fwrite(p + i, 1, k, f);
+			i += k;
+		} else {
+			switch (p[i]) {
+			case '\n': fputs("\\n", f); break;
+			case '\t': fputs("\\t", f); break;
+			case '\r': fputs("\\r", f); break;
+			default: fprintf(f, "\\x%02x", p[i]); break;
+			}
+			i++;
+		}
+	}
+}
+
+int cli_out_raw(const void *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, stdout) != n)
+		return CLI_EXIT_SYSTEM;
+	return CLI_EXIT_OK;
+}
+
+int cli_out_finish(const cli *c, int code)
+{
+	int saverr;
+
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return code;
+	saverr = errno;
+	if (code != CLI_EXIT_OK)
+		return code;
+	return cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
+	                strerror(saverr));
+}
+
+int cli_read_all(FILE *f, void **p, size_t *n)
+{
+	size_t cap = 65536, len = 0, got;
+	char *buf = cli_xmalloc(cap + 1), *nb;
+
+	while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += got;
+		if (len == cap) {
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return -1;
+			}
+			buf = nb;
+		}
+	}
+	if (ferror(f)) {
+		free(buf);
+		return -1;
+	}
+	buf[len] = 0;
+	*p = buf;
+	*n = len;
+	return 0;
+}
+
+int cli_out_count(const cli *c, const cli_name *nm, int nnames,
+                  uint64_t count)
+{
+	json_t *o;
+
+	if (!c->json) {
+		printf("%llu\n", (unsigned long long)count);
+		return CLI_EXIT_OK;
+	}
+	o = json_object();
+	cli_names_json(o, nm, nnames);
+	json_object_set_new(o, "count", json_integer((json_int_t)count));
+	return cli_out_json(o);
+}

@@ -1,0 +1,256 @@
+/*
+ * store.c - opening the store and finding the key, by the rules the daemon
+ * follows too (sfs_store_open_config): --db, else $STATEFS_DB, else the
+ * default store; --key-file, else $STATEFS_KEY, else $STATEFS_KEY_FILE,
+ * else the default key file; none with --plaintext. --passphrase asks on
+ * the terminal instead.
+ *
+ * Only `init` creates a store: a typo in --db must not leave a new empty
+ * store behind, so every other command reports a missing store as such
+ * ("create one with statectl init"). Checking for the file first is also
+ * what tells a missing store from a missing key file, which the engine
+ * reports with the same status.
+ *
+ * Passphrases are read from /dev/tty with echo off, never from argv or the
+ * environment, and wiped right after the key is derived from them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cli_i.h"
+
+#define PASS_MAX 1024
+
+int cli_store_path(const cli *c, char **out)
+{
+	const char *env = getenv("STATEFS_DB");
+
+	if (c->db) {
+		*out = cli_xstrdup(c->db);
+		return SFS_OK;
+	}
+	if (env && *env) {
+		*out = cli_xstrdup(env);
+		return SFS_OK;
+	}
+	return sfs_default_path(out);
+}
+
+/* The terminal's settings while echo is off, to restore after Ctrl-C. */
+static int tty_fd = -1;
+static struct termios tty_saved;
+
+static void restore_tty(int sig)
+{
+	tcsetattr(tty_fd, TCSAFLUSH, &tty_saved);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Reads one line from the terminal without echo into buf (wiped by the
+ * caller). Returns its length, or -1 with errno. */
+static ssize_t read_secret(const char *prompt, char *buf, size_t cap)
+{
+	struct termios t;
+	struct sigaction sa, old_int, old_term;
+	size_t len = 0;
+	ssize_t got;
+	char ch;
+	int saverr = 0;
+
+	tty_fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+	if (tty_fd < 0)
+		return -1;
+	if (tcgetattr(tty_fd, &tty_saved) < 0) {
+		saverr = errno;
+		close(tty_fd);
+		errno = saverr;
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = restore_tty;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	t = tty_saved;
+	t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+	t.c_lflag |= ICANON;
+	if (write(tty_fd, prompt, strlen(prompt)) < 0 ||
+	    tcsetattr(tty_fd, TCSAFLUSH, &t) < 0) {
+		saverr = errno;
+		goto out;
+	}
+	for (;;) {
+		got = read(tty_fd, &ch, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			saverr = errno;
+			break;
+		}
+		if (got == 0 || ch == '\n')
+			break;
+		if (len + 1 < cap)
+			buf[len++] = ch;
+	}
+	sodium_memzero(&ch, sizeof(ch));
+	tcsetattr(tty_fd, TCSAFLUSH, &tty_saved);
+	if (write(tty_fd, "\n", 1) < 0) {
+		/* the newline is cosmetic */
+	}
+out:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	close(tty_fd);
+	tty_fd = -1;
+	if (saverr) {
+		errno = saverr;
+		return -1;
+	}
+	buf[len] = 0;
+	return (ssize_t)len;
+}
+
+int cli_passphrase_key(const cli *c, const char *prompt, int confirm,
+                       sfs_key **out)
+{
+	char *a = sodium_malloc(PASS_MAX), *b = sodium_malloc(PASS_MAX);
+	ssize_t na, nb = 0;
+	int st, code = CLI_EXIT_OK;
+
+	if (!a || !b) {
+		code = cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+		goto out;
+	}
+	na = read_secret(prompt, a, PASS_MAX);
+	if (na < 0) {
+		code = cli_fail(c, CLI_EXIT_KEY,
+		                "cannot read a passphrase from the terminal: %s",
+		                strerror(errno));
+		goto out;
+	}
+	if (na == 0) {
+		code = cli_fail(c, CLI_EXIT_KEY, "the passphrase is empty");
+		goto out;
+	}
+	if (confirm) {
+		nb = read_secret("Again: ", b, PASS_MAX);
+		if (nb != na || sodium_memcmp(a, b, (size_t)na) != 0) {
+			code = cli_fail(c, CLI_EXIT_KEY,
+			                "the passphrases do not match");
+			goto out;
+		}
+	}
+	st = sfs_key_from_passphrase(a, (size_t)na, out);
+	if (st != SFS_OK)
+		code = cli_fail_status(c, st, "cannot use the passphrase");
+out:
+	sodium_free(a); /* sodium_free wipes */
+	sodium_free(b);
+	return code;
+}
+
+/* Reads a key file, with a sentence naming it on failure. */
+static int key_file(const cli *c, const char *path, sfs_key **out)
+{
+	int st = sfs_key_from_file(path, out);
+
+	if (st == SFS_OK)
+		return CLI_EXIT_OK;
+	if (st == SFS_NOTFOUND)
+		return cli_fail(c, CLI_EXIT_KEY, "no key file at %s", path);
+	return cli_fail_status(c, st, "cannot read the key file %s", path);
+}
+
+int cli_key_load(cli *c, sfs_key **out, char **source)
+{
+	const char *env;
+	char *path = NULL;
+	int st, code;
+
+	*source = NULL;
+	if (c->passphrase)
+		return cli_passphrase_key(c, "Passphrase: ", 0, out);
+	if (c->keyfile) {
+		if ((code = key_file(c, c->keyfile, out)) == CLI_EXIT_OK)
+			*source = cli_xstrdup(c->keyfile);
+		return code;
+	}
+	st = sfs_key_from_env(out);
+	if (st == SFS_OK)
+		return CLI_EXIT_OK;
+	if (st != SFS_NOTFOUND)
+		return cli_fail_status(c, st, "cannot use STATEFS_KEY");
+	env = getenv("STATEFS_KEY_FILE");
+	if (env && *env) {
+		if ((code = key_file(c, env, out)) == CLI_EXIT_OK)
+			*source = cli_xstrdup(env);
+		return code;
+	}
+	if ((st = sfs_default_keyfile(&path)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot find the default key file");
+	code = key_file(c, path, out);
+	if (code == CLI_EXIT_OK)
+		*source = path;
+	else
+		free(path);
+	return code;
+}
+
+int cli_store_open(cli *c, int mode, sfs_store **out)
+{
+	sfs_config cfg;
+	sfs_key *key = NULL;
+	char *path = NULL, *notice = NULL;
+	struct stat sb;
+	int st, code;
+
+	if ((st = cli_store_path(c, &path)) != SFS_OK)
+		return cli_fail_status(c, st, "cannot find the default store");
+	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) < 0) {
+		code = errno == ENOENT
+		     ? cli_fail(c, CLI_EXIT_NOSTORE,
+		                "no store at %s (create one with 'statectl init')",
+		                path)
+		     : cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
+		                path, strerror(errno));
+		free(path);
+		return code;
+	}
+	if (c->passphrase &&
+	    (code = cli_passphrase_key(c, "Passphrase: ", 0, &key))) {
+		free(path);
+		return code;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = path;
+	cfg.keyfile = c->keyfile;
+	cfg.plaintext = c->plaintext;
+	cfg.readonly = mode == CLI_STORE_READ;
+	cfg.key = key;
+	st = sfs_store_open_config(&cfg, out, &notice);
+	sfs_key_destroy(key);
+	if (notice) {
+		fprintf(stderr, "statectl: %s\n", notice);
+		free(notice);
+	}
+	if (st == SFS_OK) {
+		free(path);
+		return CLI_EXIT_OK;
+	}
+	if (st == SFS_NOTFOUND) /* the store is there, so: the key file */
+		code = cli_fail_status(c, SFS_NOKEY, "cannot open the store %s",
+		                       path);
+	else
+		code = cli_fail_status(c, st, "cannot open the store %s", path);
+	free(path);
+	return code;
+}

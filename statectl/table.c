@@ -1,0 +1,111 @@
+/*
+ * table.c - statectl's command table: every command, its synopsis, the
+ * options it takes and the handler that runs it.
+ *
+ * Help, usage lines, argument counting and bash completion all come from
+ * here (completion asks `statectl --list-commands`), so a command is added
+ * in one place. Families (counter, log, queue) have a sub-table; the claim
+ * commands of issue 6 (queue claim|heartbeat|ack|nack|dead|requeue|gc) are
+ * rows to add to queue_commands, with their handlers in a cmd_claim.c.
+ */
+#include <string.h>
+
+#include "cli_i.h"
+
+#define SCAN_OPTS (CLI_OPT(OPT_START) | CLI_OPT(OPT_END) | \
+                   CLI_OPT(OPT_REVERSE) | CLI_OPT(OPT_LIMIT) | \
+                   CLI_OPT(OPT_KEYS_ONLY))
+
+static const cli_cmd counter_commands[] = {
+	{ "get", "SCOPE NS KEY", "print a counter (0 when absent)",
+	  0, 3, 3, cmd_counter_get, NULL },
+	{ "add", "SCOPE NS KEY [DELTA]", "add DELTA (default 1) atomically; print the new value",
+	  0, 3, 4, cmd_counter_add, NULL },
+	{ "set", "SCOPE NS KEY VALUE", "set a counter",
+	  0, 4, 4, cmd_counter_set, NULL },
+	{ "del", "SCOPE NS KEY", "delete a counter",
+	  0, 3, 3, cmd_counter_del, NULL },
+	{ "scan", "SCOPE NS", "list the counters of a namespace",
+	  SCAN_OPTS & ~CLI_OPT(OPT_KEYS_ONLY), 2, 2, cmd_counter_scan, NULL },
+	{ NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
+};
+
+static const cli_cmd log_commands[] = {
+	{ "append", "SCOPE NS KEY [VALUE]", "append an entry (VALUE or stdin); print its id",
+	  0, 3, 4, cmd_log_append, NULL },
+	{ "scan", "SCOPE NS KEY", "list entries after --after ID, at most --limit N",
+	  CLI_OPT(OPT_AFTER) | CLI_OPT(OPT_LIMIT) | CLI_OPT(OPT_KEYS_ONLY),
+	  3, 3, cmd_log_scan, NULL },
+	{ "clear", "SCOPE [NS [KEY]]", "delete the entries of a scope, namespace or key; print the count",
+	  0, 1, 3, cmd_log_clear, NULL },
+	{ NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
+};
+
+static const cli_cmd queue_commands[] = {
+	{ "push", "QUEUE [ITEM...]", "push items (arguments, or stdin); print their ids",
+	  CLI_OPT(OPT_LINES) | CLI_OPT(OPT_NULL), 1, -1, cmd_queue_push, NULL },
+	{ "pop", "QUEUE", "remove and print the oldest item (exit 1 when empty)",
+	  0, 1, 1, cmd_queue_pop, NULL },
+	{ "len", "QUEUE", "print the number of pending items",
+	  0, 1, 1, cmd_queue_len, NULL },
+	{ "clear", "QUEUE", "remove every pending item; print the count",
+	  0, 1, 1, cmd_queue_clear, NULL },
+	{ "scan", "QUEUE", "list pending items without removing them",
+	  CLI_OPT(OPT_AFTER) | CLI_OPT(OPT_LIMIT) | CLI_OPT(OPT_KEYS_ONLY),
+	  1, 1, cmd_queue_scan, NULL },
+	{ NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
+};
+
+const cli_cmd cli_commands[] = {
+	{ "init", "", "create a new store and a new key (never overwrites either)",
+	  0, 0, 0, cmd_init, NULL },
+	{ "keygen", "[PATH]", "write a new key file (mode 0600), or print a key to a pipe",
+	  0, 0, 1, cmd_keygen, NULL },
+	{ "info", "", "show the store: path, format, encryption, size, rows",
+	  0, 0, 0, cmd_info, NULL },
+	{ "verify", "", "authenticate every page and check the store's integrity",
+	  0, 0, 0, cmd_verify, NULL },
+	{ "rekey", "", "re-encrypt the store under a new key",
+	  CLI_OPT(OPT_GENERATE) | CLI_OPT(OPT_NEW_KEY_FILE) |
+	  CLI_OPT(OPT_NEW_PASSPHRASE), 0, 0, cmd_rekey, NULL },
+	{ "ls", "[SCOPE [NS]]", "list scopes, the namespaces of a scope, or the keys of a namespace",
+	  CLI_OPT(OPT_FAMILY) | CLI_OPT(OPT_LIMIT), 0, 2, cmd_ls, NULL },
+	{ "get", "SCOPE NS KEY", "print a value (its bytes, unchanged)",
+	  0, 3, 3, cmd_get, NULL },
+	{ "put", "SCOPE NS KEY [VALUE]", "store VALUE (or stdin when absent or -)",
+	  0, 3, 4, cmd_put, NULL },
+	{ "del", "SCOPE NS KEY", "delete a key",
+	  0, 3, 3, cmd_del, NULL },
+	{ "scan", "SCOPE NS", "list the entries of a namespace in [--start, --end)",
+	  SCAN_OPTS, 2, 2, cmd_scan, NULL },
+	{ "delete-range", "SCOPE NS", "delete the keys in [--start, --end) (or --all); print the count",
+	  CLI_OPT(OPT_START) | CLI_OPT(OPT_END) | CLI_OPT(OPT_ALL),
+	  2, 2, cmd_delete_range, NULL },
+	{ "drain", "SCOPE NS", "read and remove every entry of a namespace at once",
+	  0, 2, 2, cmd_drain, NULL },
+	{ "counter", "get|add|set|del|scan ...", "counters",
+	  0, 0, 0, NULL, counter_commands },
+	{ "log", "append|scan|clear ...", "append-logs",
+	  0, 0, 0, NULL, log_commands },
+	{ "queue", "push|pop|len|clear|scan ...", "work queues",
+	  0, 0, 0, NULL, queue_commands },
+	{ "exec-clear", "SCOPE", "delete every key/value, log and counter row of a scope; print the count",
+	  0, 1, 1, cmd_exec_clear, NULL },
+	{ "checkpoint", "PATH", "write a consistent copy of the live store to PATH",
+	  0, 1, 1, cmd_checkpoint, NULL },
+	{ "restore", "PATH", "bring the store back to the state of checkpoint PATH",
+	  0, 1, 1, cmd_restore, NULL },
+	{ "export", "[FILE]", "write every row as JSON Lines (to FILE or stdout)",
+	  0, 0, 1, cmd_export, NULL },
+	{ "import", "[FILE]", "read an export (from FILE or stdin) in one transaction",
+	  0, 0, 1, cmd_import, NULL },
+	{ NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
+};
+
+const cli_cmd *cli_cmd_find(const cli_cmd *table, const char *name)
+{
+	for (const cli_cmd *c = table; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
