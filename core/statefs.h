@@ -592,6 +592,62 @@ int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count);
  */
 
 /* ------------------------------------------------------------------------
+ * Names: byte strings as file names (the codec the mount and statectl share)
+ *
+ * Scopes, namespaces and keys are byte strings; file names are not. One
+ * codec turns each into a name and back, so a path seen under the mount can
+ * be pasted into a command. Per kind it is a bijection: every byte string
+ * has exactly one name, and a name decodes to at most one byte string (any
+ * other spelling is SFS_INVALID, never an alias).
+ *
+ *   text      printable UTF-8 stays as it is ("user 42", "café"); other
+ *             bytes (C0/C1 controls, DEL, invalid UTF-8) and '/' '%' become
+ *             %XX with upper-case hex: "a/b" -> "a%2Fb", "x\n" -> "x%0A".
+ *   hex       when that would be longer than hex, "%x" and lower-case hex:
+ *             16 random bytes -> "%x9f03..."; the empty string is "%x".
+ *   reserved  ".", "..", the special files (.drain .pop .wait .claim) and,
+ *             for SFS_NAME_SCOPE, the root's directories (exec queue
+ *             counter) get their first byte escaped: ".pop" -> "%2Epop",
+ *             scope "exec" -> "%65xec".
+ *   id        SFS_NAME_ID (keys of the typed namespaces worker, agg, win):
+ *             an 8-byte key is the decimal int64 it encodes ("42", "-1");
+ *             another key whose text looks like a decimal number gets its
+ *             first byte escaped ("123" as 3 bytes -> "%3123").
+ *   long      an encoding over SFS_NAME_MAX bytes is cut (never inside an
+ *             escape or a character) and ends in "%~" plus 32 hex digits of
+ *             a BLAKE2b-128 hash of the whole string. Such a name is found,
+ *             not decoded: sfs_name_decode gives the byte prefix and sets
+ *             *hashed; the string it names is the one starting with that
+ *             prefix whose sfs_name_encode is the name.
+ * Thread-safe; no store needed.
+ */
+#define SFS_NAME_MAX 255 /* longest name the codec produces (NAME_MAX) */
+
+typedef enum sfs_name_kind {
+	SFS_NAME_KEY = 0, /* a key or a namespace */
+	SFS_NAME_SCOPE,   /* a scope or a queue id (also escapes exec, queue, counter) */
+	SFS_NAME_ID,      /* a key of a typed namespace: 8-byte ids in decimal */
+} sfs_name_kind;
+
+/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", else
+ * SFS_NAME_KEY. */
+sfs_name_kind sfs_name_key_kind(sfs_slice ns);
+
+/* Writes the name of bytes into out, NUL-terminated; *len (may be NULL)
+ * gets its length (1..SFS_NAME_MAX). SFS_INVALID for a NULL slice or an
+ * unknown kind; SFS_NOMEM. */
+int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
+                    char out[SFS_NAME_MAX + 1], size_t *len);
+
+/* Decodes the name (len bytes, no NUL needed) into *out, a buffer the
+ * caller frees with sfs_buf_free. *hashed (may be NULL) is set to 1 for a
+ * long name, whose *out is only the byte prefix (see above), else 0.
+ * SFS_INVALID when the name is not the codec's name of any byte string
+ * (wrong escapes, lower-case %xx, a non-canonical spelling, '/', empty). */
+int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
+                    sfs_buf *out, int *hashed);
+
+/* ------------------------------------------------------------------------
  * Whole-store operations
  */
 
