@@ -187,21 +187,28 @@ int cli_out_finish(const cli *c, int code);
  * in the filesystem's name codec. */
 typedef struct cli_name { /* a decoded name */
 	sfs_slice s;             /* the bytes; valid while the cli_name lives */
-	void *mem;               /* owned decoding, if any */
+	sfs_buf mem;             /* owns them */
+	sfs_name_kind kind;
+	int hashed;              /* a long name: s is only its prefix */
+	const char *text;        /* the name as given */
 } cli_name;
 /* Decodes a name given on the command line. what: "scope", "key"... */
 int cli_name_parse(const cli *c, const char *arg, const char *what,
-                   cli_name *out);
+                   sfs_name_kind kind, cli_name *out);
 void cli_name_free(cli_name *n);
-/* The name as it would appear under the mount, quoted for a message:
+/* The name as it appears under the mount, quoted for a message:
  * malloc'd, free() it. Never NULL (exits on allocation failure). */
-char *cli_name_show(const void *p, size_t n);
+char *cli_name_show(const void *p, size_t n, sfs_name_kind kind);
 /* The name as it appears under the mount, unquoted, for plain listings. */
-void cli_name_print(FILE *f, const void *p, size_t n);
+void cli_name_print(FILE *f, const void *p, size_t n, sfs_name_kind kind);
 /* Decodes n names from args: scope, namespace, key (in that order). On
  * failure the ones decoded are freed. */
 int cli_names_parse(const cli *c, char **args, int n, cli_name *out);
 void cli_names_free(cli_name *nm, int n);
+/* Finds the strings that long (hashed) names among nm stand for, in the
+ * given family of the open store. Exit 1 when one names nothing. */
+int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
+                      cli_name *nm, int n);
 /* "key 'k' in scope 's' namespace 'n'" (n == 3; noun replaces "key" when
  * not NULL), "namespace 'n' of scope 's'" (2), "scope 's'" (1): malloc'd. */
 char *cli_names_where(const cli_name *nm, int n, const char *noun);
@@ -213,15 +220,19 @@ void cli_names_json(json_t *obj, const cli_name *nm, int n);
  * buffer read from stdin, if any: free() it. */
 int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
                   void **mem);
-/* --start and --end as names; SFS_NONE when not given. */
-int cli_bounds_parse(const cli *c, const cli_args *a, cli_name *start,
-                     cli_name *end);
+/* --start and --end as key names of namespace ns; SFS_NONE when not
+ * given. */
+int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
+                     cli_name *start, cli_name *end);
 
 /* store.c */
 enum { CLI_STORE_READ = 0, CLI_STORE_WRITE = 1 };
 /* Opens the store by the engine's rules (sfs_store_open_config), with the
  * passphrase prompt when --passphrase was given. Prints the error. */
 int cli_store_open(cli *c, int mode, sfs_store **out);
+/* cli_store_open, then cli_names_resolve of the names given. */
+int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
+                         cli_name *nm, int n);
 /* The store path the rules pick (--db, $STATEFS_DB, the default): malloc'd. */
 int cli_store_path(const cli *c, char **out);
 /* The key by the same rules as sfs_store_open_config, for commands that need

@@ -54,8 +54,9 @@ static int counter_cmd(cli *c, cli_args *a, int op)
 		return rc;
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, op == 'g' ? CLI_STORE_READ : CLI_STORE_WRITE,
-	                         &s)))
+	if ((rc = cli_store_open_names(c, op == 'g' ? CLI_STORE_READ
+	                                            : CLI_STORE_WRITE,
+	                               &s, SFS_FAM_COUNTER, nm, 3)))
 		goto out;
 	switch (op) {
 	case 'g': st = sfs_counter_get(s, nm[0].s, nm[1].s, nm[2].s, &v, &exists); break;
@@ -117,11 +118,12 @@ int cmd_counter_scan(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
 		return rc;
-	if ((rc = cli_bounds_parse(c, a, &start, &end))) {
+	if ((rc = cli_bounds_parse(c, a, nm[1].s, &start, &end))) {
 		cli_names_free(nm, 2);
 		return rc;
 	}
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 SFS_FAM_COUNTER, nm, 2)))
 		goto out;
 	so.start = start.s;
 	so.end = end.s;
@@ -136,7 +138,8 @@ int cmd_counter_scan(cli *c, cli_args *a)
 	}
 	if (!c->json) {
 		for (size_t i = 0; i < l.n; i++) {
-			cli_name_print(stdout, l.items[i].key.ptr, l.items[i].key.len);
+			cli_name_print(stdout, l.items[i].key.ptr, l.items[i].key.len,
+			               sfs_name_key_kind(nm[1].s));
 			printf("\t%lld\n", (long long)l.items[i].n);
 		}
 		goto out;

@@ -40,7 +40,8 @@ static int print_entries(const cli *c, const cli_name *nm, int nnames,
 	if (!c->json) {
 		for (size_t i = 0; i < l->n; i++) {
 			const sfs_item *it = &l->items[i];
-			cli_name_print(stdout, it->key.ptr, it->key.len);
+			cli_name_print(stdout, it->key.ptr, it->key.len,
+			               sfs_name_key_kind(nm[1].s));
 			if (keys_only) {
 				fputc('\n', stdout);
 				continue;
@@ -83,7 +84,8 @@ int cmd_get(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 SFS_FAM_KV, nm, 3)))
 		goto out;
 	st = sfs_kv_get(s, nm[0].s, nm[1].s, nm[2].s, &v);
 	if (st != SFS_OK) {
@@ -125,7 +127,8 @@ int cmd_put(cli *c, cli_args *a)
 		return rc;
 	if ((rc = cli_value_arg(c, a, 3, &value, &mem)))
 		goto out;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_KV, nm, 3)))
 		goto out;
 	st = sfs_kv_put(s, nm[0].s, nm[1].s, nm[2].s, value);
 	if (st != SFS_OK) {
@@ -158,7 +161,8 @@ int cmd_del(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_KV, nm, 3)))
 		goto out;
 	st = sfs_kv_delete(s, nm[0].s, nm[1].s, nm[2].s);
 	if (st != SFS_OK) {
@@ -182,18 +186,25 @@ out:
 }
 
 /* The --start/--end bounds as names (SFS_NONE when not given). */
-int cli_bounds_parse(const cli *c, const cli_args *a, cli_name *start,
-                     cli_name *end)
+int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
+                     cli_name *start, cli_name *end)
 {
+	sfs_name_kind kind = sfs_name_key_kind(ns);
 	int rc;
 
-	start->mem = end->mem = NULL;
-	start->s = end->s = SFS_NONE;
-	if (a->start && (rc = cli_name_parse(c, a->start, "key", start)))
+	memset(start, 0, sizeof(*start));
+	memset(end, 0, sizeof(*end));
+	if (a->start && (rc = cli_name_parse(c, a->start, "key", kind, start)))
 		return rc;
-	if (a->end && (rc = cli_name_parse(c, a->end, "key", end))) {
+	if (a->end && (rc = cli_name_parse(c, a->end, "key", kind, end))) {
 		cli_name_free(start);
 		return rc;
+	}
+	if (start->hashed || end->hashed) {
+		cli_name_free(start);
+		cli_name_free(end);
+		return cli_usage(c, "a long name (ending in %%~ and a hash) cannot "
+		                    "be a bound: give its prefix");
 	}
 	return CLI_EXIT_OK;
 }
@@ -210,11 +221,12 @@ int cmd_scan(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
 		return rc;
-	if ((rc = cli_bounds_parse(c, a, &start, &end))) {
+	if ((rc = cli_bounds_parse(c, a, nm[1].s, &start, &end))) {
 		cli_names_free(nm, 2);
 		return rc;
 	}
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 SFS_FAM_KV, nm, 2)))
 		goto out;
 	memset(&so, 0, sizeof(so));
 	so.start = start.s;
@@ -255,11 +267,12 @@ int cmd_delete_range(cli *c, cli_args *a)
 		return cli_usage(c, "--all cannot be combined with --start or --end");
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
 		return rc;
-	if ((rc = cli_bounds_parse(c, a, &start, &end))) {
+	if ((rc = cli_bounds_parse(c, a, nm[1].s, &start, &end))) {
 		cli_names_free(nm, 2);
 		return rc;
 	}
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_KV, nm, 2)))
 		goto out;
 	st = sfs_kv_delete_range(s, nm[0].s, nm[1].s, start.s, end.s, &count);
 	if (st != SFS_OK) {
@@ -288,7 +301,8 @@ int cmd_drain(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_KV, nm, 2)))
 		goto out;
 	st = sfs_kv_drain(s, nm[0].s, nm[1].s, &l);
 	if (st != SFS_OK) {
@@ -316,7 +330,8 @@ int cmd_exec_clear(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 1, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_KV, nm, 1)))
 		goto out;
 	st = sfs_exec_clear(s, nm[0].s, &count);
 	if (st != SFS_OK) {
@@ -354,7 +369,8 @@ static int family_parse(const cli *c, const char *name, sfs_family *out)
 }
 
 /* The listing of ls: names, or (queue items) ids. */
-static int print_names(const cli *c, const sfs_list *l, int ids)
+static int print_names(const cli *c, const sfs_list *l, int ids,
+                       sfs_name_kind kind)
 {
 	json_t *o, *arr, *e;
 
@@ -364,7 +380,7 @@ static int print_names(const cli *c, const sfs_list *l, int ids)
 				printf("%lld", (long long)l->items[i].id);
 			else
 				cli_name_print(stdout, l->items[i].key.ptr,
-				               l->items[i].key.len);
+				               l->items[i].key.len, kind);
 			fputc('\n', stdout);
 		}
 		return CLI_EXIT_OK;
@@ -404,7 +420,8 @@ int cmd_ls(cli *c, cli_args *a)
 		                    "[QUEUE]'");
 	if ((rc = cli_names_parse(c, a->pos, a->npos, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 fam, nm, a->npos)))
 		goto out;
 	memset(&so, 0, sizeof(so));
 	so.limit = a->limit;
@@ -427,7 +444,9 @@ int cmd_ls(cli *c, cli_args *a)
 		rc = cli_fail_status(c, st, "cannot list");
 		goto out;
 	}
-	rc = print_names(c, &l, ids);
+	rc = print_names(c, &l, ids, a->npos == 0 ? SFS_NAME_SCOPE
+	                             : a->npos == 1 ? SFS_NAME_KEY
+	                             : sfs_name_key_kind(nm[1].s));
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

@@ -26,7 +26,8 @@ int cmd_log_append(cli *c, cli_args *a)
 		return rc;
 	if ((rc = cli_value_arg(c, a, 3, &value, &mem)))
 		goto out;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_LOG, nm, 3)))
 		goto out;
 	st = sfs_log_append(s, nm[0].s, nm[1].s, nm[2].s, value, &id);
 	if (st != SFS_OK) {
@@ -62,7 +63,8 @@ int cmd_log_scan(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 SFS_FAM_LOG, nm, 3)))
 		goto out;
 	st = sfs_log_scan(s, nm[0].s, nm[1].s, nm[2].s, a->after, a->limit,
 	                  a->keys_only, &l);
@@ -120,7 +122,8 @@ int cmd_log_clear(cli *c, cli_args *a)
 
 	if ((rc = cli_names_parse(c, a->pos, n, nm)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_LOG, nm, n)))
 		goto out;
 	st = sfs_log_clear(s, nm[0].s, n > 1 ? nm[1].s : SFS_NONE,
 	                   n > 2 ? nm[2].s : SFS_NONE, &count);

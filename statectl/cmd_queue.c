@@ -63,7 +63,7 @@ int cmd_queue_push(cli *c, cli_args *a)
 	if ((a->lines || a->nul) && a->npos > 1)
 		return cli_usage(c, "--%s splits stdin: give no ITEM arguments",
 		                 a->lines ? "lines" : "null");
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
 		return rc;
 	if (a->npos > 1) {
 		n = (size_t)a->npos - 1;
@@ -83,11 +83,12 @@ int cmd_queue_push(cli *c, cli_args *a)
 			items[0] = sfs_bytes(mem, len);
 		}
 	}
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_QUEUE, &q, 1)))
 		goto out;
 	st = sfs_queue_push(s, q.s, items, n, &first);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len);
+		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
 		rc = cli_fail_status(c, st, "cannot push to queue %s", where);
 		free(where);
 		goto out;
@@ -123,13 +124,14 @@ int cmd_queue_pop(cli *c, cli_args *a)
 	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
+	                                 SFS_FAM_QUEUE, &q, 1)))
 		goto out;
 	st = sfs_queue_pop(s, q.s, &item, &id);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len);
+		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
 		rc = st == SFS_NOTFOUND
 		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where)
 		   : cli_fail_status(c, st, "cannot pop from queue %s", where);
@@ -163,14 +165,14 @@ static int len_or_clear(cli *c, cli_args *a, int clear)
 	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
 		return rc;
-	if ((rc = cli_store_open(c, clear ? CLI_STORE_WRITE : CLI_STORE_READ,
-	                         &s)))
+	if ((rc = cli_store_open_names(c, clear ? CLI_STORE_WRITE : CLI_STORE_READ, &s,
+	                                 SFS_FAM_QUEUE, &q, 1)))
 		goto out;
 	st = clear ? sfs_queue_clear(s, q.s, &n) : sfs_queue_len(s, q.s, &n);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len);
+		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
 		rc = cli_fail_status(c, st, "cannot %s queue %s",
 		                     clear ? "clear" : "count", where);
 		free(where);
@@ -204,13 +206,14 @@ int cmd_queue_scan(cli *c, cli_args *a)
 	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", &q)))
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
 		return rc;
-	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
+	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
+	                                 SFS_FAM_QUEUE, &q, 1)))
 		goto out;
 	st = sfs_queue_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len);
+		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
 		rc = cli_fail_status(c, st, "cannot list queue %s", where);
 		free(where);
 		goto out;

@@ -1,38 +1,75 @@
 /*
- * names.c - scopes, namespaces and keys as words on the command line.
+ * names.c - scopes, namespaces, keys and queue names as words on the
+ * command line, in the filesystem's name codec (statefs.h, "Names").
  *
- * A name on the command line is written as the filesystem shows it, so a
- * path seen under the mount pastes into a command; the codec is the
- * engine's (the "Names" section of statefs.h). Messages and plain listings
- * show names in the same form, so what statectl prints pastes back too.
+ * A name on the command line is written as the mount shows it, so a path
+ * seen there pastes into a command ("a%2Fb" is the key "a/b", "%x00ff" the
+ * two bytes 00 ff, "42" in namespace "worker" the 8-byte id 42); listings
+ * and messages print names the same way, so they paste back. The kind of a
+ * key depends on its namespace (sfs_name_key_kind), so names are decoded in
+ * order: scope, namespace, key.
+ *
+ * A name too long for a file name ends in "%~" and a hash: it names a string
+ * without spelling it out, so it can only be found among what the store
+ * holds. Such names are decoded to their prefix here and looked up by
+ * cli_names_resolve() once the store is open.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_i.h"
 
-int cli_name_parse(const cli *c, const char *arg, const char *what,
-                   cli_name *out)
+static const char *kind_hint(sfs_name_kind kind)
 {
-	(void)c;
-	(void)what;
-	out->mem = NULL;
-	out->s = sfs_str(arg);
+	switch (kind) {
+	case SFS_NAME_SCOPE:
+		return "write '/' as %2F and '%' as %25; the scopes exec, queue "
+		       "and counter are %65xec, %71ueue and %63ounter";
+	case SFS_NAME_ID:
+		return "in this namespace a key is a decimal id, or as under the "
+		       "mount";
+	default:
+		return "write '/' as %2F and '%' as %25, as under the mount";
+	}
+}
+
+int cli_name_parse(const cli *c, const char *arg, const char *what,
+                   sfs_name_kind kind, cli_name *out)
+{
+	int st;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	out->text = arg;
+	st = sfs_name_decode(arg, strlen(arg), kind, &out->mem, &out->hashed);
+	if (st == SFS_INVALID)
+		return cli_usage(c, "'%s' is not a valid %s name (%s)", arg, what,
+		                 kind_hint(kind));
+	if (st != SFS_OK)
+		return cli_fail_status(c, st, "cannot read the %s name '%s'", what,
+		                       arg);
+	out->s = sfs_bytes(out->mem.ptr, out->mem.len);
 	return CLI_EXIT_OK;
 }
 
 void cli_name_free(cli_name *n)
 {
-	free(n->mem);
-	n->mem = NULL;
+	sfs_buf_free(&n->mem);
+	n->s = SFS_NONE;
 }
 
-void cli_name_print(FILE *f, const void *p, size_t n)
+void cli_name_print(FILE *f, const void *p, size_t n, sfs_name_kind kind)
 {
-	cli_out_human(f, p, n);
+	char name[SFS_NAME_MAX + 1];
+	size_t len;
+
+	if (sfs_name_encode(sfs_bytes(p ? p : "", n), kind, name, &len) == SFS_OK)
+		fwrite(name, 1, len, f);
+	else
+		cli_out_human(f, p, n); /* only on allocation failure */
 }
 
-char *cli_name_show(const void *p, size_t n)
+char *cli_name_show(const void *p, size_t n, sfs_name_kind kind)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -43,7 +80,7 @@ char *cli_name_show(const void *p, size_t n)
 		exit(CLI_EXIT_SYSTEM);
 	}
 	fputc('\'', f);
-	cli_name_print(f, p, n);
+	cli_name_print(f, p, n, kind);
 	fputc('\'', f);
 	if (fclose(f) != 0 || !buf) {
 		fputs("statectl: out of memory\n", stderr);
@@ -57,10 +94,16 @@ static const char *const json_fields[] = { "scope", "ns", "key" };
 
 int cli_names_parse(const cli *c, char **args, int n, cli_name *out)
 {
+	sfs_name_kind kind;
 	int rc;
 
 	for (int i = 0; i < n; i++) {
-		if ((rc = cli_name_parse(c, args[i], labels[i], &out[i]))) {
+		kind = i == 0 ? SFS_NAME_SCOPE
+		     : i == 1 ? SFS_NAME_KEY
+		              : sfs_name_key_kind(out[1].s);
+		if (i == 2 && out[1].hashed)
+			kind = SFS_NAME_KEY; /* resolved later; ids are short */
+		if ((rc = cli_name_parse(c, args[i], labels[i], kind, &out[i]))) {
 			cli_names_free(out, i);
 			return rc;
 		}
@@ -74,13 +117,87 @@ void cli_names_free(cli_name *nm, int n)
 		cli_name_free(&nm[i]);
 }
 
+/* Whether the encoding of bytes is exactly the name text. */
+static int same_name(const sfs_buf *bytes, sfs_name_kind kind,
+                     const char *text)
+{
+	char name[SFS_NAME_MAX + 1];
+
+	return sfs_name_encode(sfs_bytes(bytes->ptr, bytes->len), kind, name,
+	                       NULL) == SFS_OK && strcmp(name, text) == 0;
+}
+
+/* The candidates for a hashed name at position i: every scope, namespace
+ * or key there (the store has no index on the hash; long names are rare). */
+static int candidates(sfs_store *s, sfs_family fam, const cli_name *nm,
+                      int i, sfs_list *out)
+{
+	sfs_scan_opts so = { SFS_NONE, SFS_NONE, 0, 0, 1 };
+	unsigned char end[SFS_NAME_MAX];
+	size_t k = nm[i].s.len < sizeof(end) ? nm[i].s.len : sizeof(end);
+
+	/* keys in [prefix, the prefix's successor) */
+	so.start = nm[i].s;
+	memcpy(end, nm[i].s.ptr, k);
+	while (k > 0 && end[k - 1] == 0xff)
+		k--;
+	if (k > 0) {
+		end[k - 1]++;
+		so.end = sfs_bytes(end, k);
+	}
+	if (i == 0)
+		return sfs_scope_list(s, fam, SFS_NONE, 0, out);
+	if (i == 1)
+		return sfs_ns_list(s, fam, nm[0].s, SFS_NONE, 0, out);
+	switch (fam) {
+	case SFS_FAM_COUNTER: return sfs_counter_scan(s, nm[0].s, nm[1].s, &so, out);
+	case SFS_FAM_LOG: return sfs_log_keys(s, nm[0].s, nm[1].s, SFS_NONE, 0, out);
+	default: return sfs_kv_scan(s, nm[0].s, nm[1].s, &so, out);
+	}
+}
+
+int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
+                      cli_name *nm, int n)
+{
+	sfs_list l = { NULL, 0 };
+	sfs_buf found;
+	int st;
+
+	for (int i = 0; i < n; i++) {
+		if (!nm[i].hashed)
+			continue;
+		if (i == 2)
+			nm[i].kind = sfs_name_key_kind(nm[1].s);
+		if ((st = candidates(s, fam, nm, i, &l)) != SFS_OK)
+			return cli_fail_status(c, st, "cannot look up the name '%s'",
+			                       nm[i].text);
+		found.ptr = NULL;
+		for (size_t k = 0; k < l.n && !found.ptr; k++) {
+			if (same_name(&l.items[k].key, nm[i].kind, nm[i].text)) {
+				found = l.items[k].key;
+				l.items[k].key.ptr = NULL; /* taken */
+				l.items[k].key.len = 0;
+			}
+		}
+		sfs_list_free(&l);
+		if (!found.ptr)
+			return cli_fail(c, CLI_EXIT_NOTFOUND, "no %s is named '%s'",
+			                labels[i], nm[i].text);
+		sfs_buf_free(&nm[i].mem);
+		nm[i].mem = found;
+		nm[i].s = sfs_bytes(found.ptr, found.len);
+		nm[i].hashed = 0;
+	}
+	return CLI_EXIT_OK;
+}
+
 char *cli_names_where(const cli_name *nm, int n, const char *noun)
 {
 	char *s[3] = { NULL, NULL, NULL }, *out = NULL;
 	int len = -1;
 
 	for (int i = 0; i < n && i < 3; i++)
-		s[i] = cli_name_show(nm[i].s.ptr, nm[i].s.len);
+		s[i] = cli_name_show(nm[i].s.ptr, nm[i].s.len, nm[i].kind);
 	if (n >= 3)
 		len = asprintf(&out, "%s %s in scope %s namespace %s",
 		               noun ? noun : "key", s[2], s[0], s[1]);

@@ -254,3 +254,15 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	free(path);
 	return code;
 }
+
+int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
+                         cli_name *nm, int n)
+{
+	int rc = cli_store_open(c, mode, out);
+
+	if (rc == CLI_EXIT_OK && (rc = cli_names_resolve(c, *out, fam, nm, n))) {
+		sfs_store_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
