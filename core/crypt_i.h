@@ -92,6 +92,11 @@ int crypt_key_dup(const sfs_key *key, sfs_key **out);
 int crypt_key_root(const sfs_key *key, const unsigned char *salt, int kdf,
                    unsigned char root[32]);
 
+/* Is pv a VFS made by crypt_vfs_open? */
+int crypt_vfs_is(sqlite3_vfs *pv);
+/* The VFS's copy of its key; borrowed until crypt_vfs_close. */
+const sfs_key *crypt_vfs_key(const crypt_vfs *v);
+
 /* Counters of the VFS, process-wide, for tests and the benchmark. Pages are
  * counted per file kind (db, wal, journal). */
 enum { CRYPT_FILE_DB, CRYPT_FILE_WAL, CRYPT_FILE_JOURNAL, CRYPT_FILE_KINDS };
