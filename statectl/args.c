@@ -29,6 +29,7 @@ static const cli_optdef optdefs[] = {
 	{ "plaintext", OPT_PLAINTEXT, NULL, "the store is not encrypted (no key)" },
 	{ "passphrase", OPT_PASSPHRASE, NULL, "ask for a passphrase on the terminal instead of a key" },
 	{ "json", OPT_JSON, NULL, "machine-readable output: one JSON document on stdout" },
+	{ "raw", OPT_RAW, NULL, "names are bytes as given, not written as under the mount" },
 	{ "progress", OPT_PROGRESS, NULL, "always draw progress bars on stderr" },
 	{ "no-progress", OPT_NO_PROGRESS, NULL, "never draw progress bars" },
 	{ "help", OPT_HELP, NULL, "show help (also -h)" },
@@ -97,6 +98,7 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_PLAINTEXT: c->plaintext = 1; break;
 	case OPT_PASSPHRASE: c->passphrase = 1; break;
 	case OPT_JSON: c->json = 1; break;
+	case OPT_RAW: c->raw = 1; break;
 	case OPT_PROGRESS: c->progress = CLI_PROGRESS_ALWAYS; break;
 	case OPT_NO_PROGRESS: c->progress = CLI_PROGRESS_NEVER; break;
 	case OPT_START: a->start = arg; break;

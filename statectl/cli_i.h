@@ -61,6 +61,7 @@ enum cli_optid {
 	OPT_PLAINTEXT,
 	OPT_PASSPHRASE,
 	OPT_JSON,
+	OPT_RAW,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
 	OPT_HELP,
@@ -92,6 +93,7 @@ typedef struct cli {
 	int plaintext;           /* --plaintext */
 	int passphrase;          /* --passphrase: prompt on the terminal */
 	int json;                /* --json */
+	int raw;                 /* --raw: names are bytes as given */
 	int progress;            /* enum cli_progress_mode */
 	/* the command being run, for usage messages */
 	const struct cli_cmd *cmd;
@@ -187,11 +189,14 @@ int cli_out_finish(const cli *c, int code);
  * in the filesystem's name codec. */
 typedef struct cli_name { /* a decoded name */
 	sfs_slice s;             /* the bytes; valid while the cli_name lives */
-	sfs_buf mem;             /* owns them */
+	sfs_buf mem;             /* owns them (decoded) */
+	void *copy;              /* or owns them (resolved), malloc'd */
 	sfs_name_kind kind;
 	int hashed;              /* a long name: s is only its prefix */
 	const char *text;        /* the name as given */
 } cli_name;
+/* Takes --raw into account for everything below (call once). */
+void cli_names_init(const cli *c);
 /* Decodes a name given on the command line. what: "scope", "key"... */
 int cli_name_parse(const cli *c, const char *arg, const char *what,
                    sfs_name_kind kind, cli_name *out);

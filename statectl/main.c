@@ -138,8 +138,10 @@ static int run(int argc, char **argv)
 	if ((rc = resolve(&c, argc, argv, &i, &cmd)))
 		return rc;
 	rc = cli_parse_command(&c, cmd, argc - i, argv + i, &a);
-	if (rc == CLI_EXIT_OK)
+	if (rc == CLI_EXIT_OK) {
+		cli_names_init(&c);
 		rc = cmd->run(&c, &a);
+	}
 	free(a.pos);
 	return cli_out_finish(&c, rc);
 }

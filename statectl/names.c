@@ -13,6 +13,11 @@
  * without spelling it out, so it can only be found among what the store
  * holds. Such names are decoded to their prefix here and looked up by
  * cli_names_resolve() once the store is open.
+ *
+ * --raw turns the codec off: names are the bytes given (any string without
+ * a NUL, however long, with '/' and '%' as themselves), for scripts that
+ * pass names they did not make; listings then print names escaped for
+ * people (cli_out_human) instead.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +38,13 @@ static const char *kind_hint(sfs_name_kind kind)
 	}
 }
 
+static int raw;                  /* --raw */
+
+void cli_names_init(const cli *c)
+{
+	raw = c->raw;
+}
+
 int cli_name_parse(const cli *c, const char *arg, const char *what,
                    sfs_name_kind kind, cli_name *out)
 {
@@ -41,6 +53,10 @@ int cli_name_parse(const cli *c, const char *arg, const char *what,
 	memset(out, 0, sizeof(*out));
 	out->kind = kind;
 	out->text = arg;
+	if (raw) {
+		out->s = sfs_str(arg);
+		return CLI_EXIT_OK;
+	}
 	st = sfs_name_decode(arg, strlen(arg), kind, &out->mem, &out->hashed);
 	if (st == SFS_INVALID)
 		return cli_usage(c, "'%s' is not a valid %s name (%s)", arg, what,
@@ -55,6 +71,8 @@ int cli_name_parse(const cli *c, const char *arg, const char *what,
 void cli_name_free(cli_name *n)
 {
 	sfs_buf_free(&n->mem);
+	free(n->copy);
+	n->copy = NULL;
 	n->s = SFS_NONE;
 }
 
@@ -63,7 +81,9 @@ void cli_name_print(FILE *f, const void *p, size_t n, sfs_name_kind kind)
 	char name[SFS_NAME_MAX + 1];
 	size_t len;
 
-	if (sfs_name_encode(sfs_bytes(p ? p : "", n), kind, name, &len) == SFS_OK)
+	if (raw)
+		cli_out_human(f, p, n);
+	else if (sfs_name_encode(sfs_bytes(p ? p : "", n), kind, name, &len) == SFS_OK)
 		fwrite(name, 1, len, f);
 	else
 		cli_out_human(f, p, n); /* only on allocation failure */
@@ -160,7 +180,7 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
                       cli_name *nm, int n)
 {
 	sfs_list l = { NULL, 0 };
-	sfs_buf found;
+	const sfs_buf *found;
 	int st;
 
 	for (int i = 0; i < n; i++) {
@@ -171,22 +191,22 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
 		if ((st = candidates(s, fam, nm, i, &l)) != SFS_OK)
 			return cli_fail_status(c, st, "cannot look up the name '%s'",
 			                       nm[i].text);
-		found.ptr = NULL;
-		for (size_t k = 0; k < l.n && !found.ptr; k++) {
-			if (same_name(&l.items[k].key, nm[i].kind, nm[i].text)) {
-				found = l.items[k].key;
-				l.items[k].key.ptr = NULL; /* taken */
-				l.items[k].key.len = 0;
-			}
-		}
-		sfs_list_free(&l);
-		if (!found.ptr)
+		found = NULL;
+		for (size_t k = 0; k < l.n && !found; k++)
+			if (same_name(&l.items[k].key, nm[i].kind, nm[i].text))
+				found = &l.items[k].key;
+		if (!found) {
+			sfs_list_free(&l);
 			return cli_fail(c, CLI_EXIT_NOTFOUND, "no %s is named '%s'",
 			                labels[i], nm[i].text);
+		}
+		/* the list's strings live only as long as the list */
 		sfs_buf_free(&nm[i].mem);
-		nm[i].mem = found;
-		nm[i].s = sfs_bytes(found.ptr, found.len);
+		nm[i].copy = cli_xmalloc(found->len + 1);
+		memcpy(nm[i].copy, found->ptr, found->len);
+		nm[i].s = sfs_bytes(nm[i].copy, found->len);
 		nm[i].hashed = 0;
+		sfs_list_free(&l);
 	}
 	return CLI_EXIT_OK;
 }

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# cli_admin.sh: the store commands (init, keygen, info, verify, rekey,
+# checkpoint, restore), help and usage, the store/key rules (--db,
+# STATEFS_DB, STATEFS_KEY, STATEFS_KEY_FILE, the default store), progress
+# bars, and the error exits: missing key, wrong key, unknown command, bad
+# argument, corrupt file.
+# Environment: see lib.sh. Exit: 0 pass, 1 fail.
+. "$(dirname "$0")/lib.sh"
+
+# --- help, version, usage
+expect_exit 0 "$STATECTL" --help
+expect_match "$out" "usage: statectl" "help"
+expect_match "$out" "delete-range" "help lists commands"
+expect_exit 0 "$STATECTL" help scan
+expect_match "$out" "--start KEY" "help COMMAND lists its options"
+expect_exit 0 "$STATECTL" queue --help
+expect_match "$out" "push" "family help"
+expect_exit 0 "$STATECTL" scan --help
+expect_match "$out" "--reverse" "COMMAND --help"
+expect_exit 0 "$STATECTL" --version
+expect_match "$out" '^statectl [0-9]+\.[0-9]+\.[0-9]+$' "version"
+expect_exit 2 "$STATECTL"
+expect_exit 2 "$STATECTL" frobnicate
+expect_eq "$err" $'statectl: unknown command \'frobnicate\'\nsee statectl --help' "unknown command"
+expect_exit 2 "$STATECTL" --json frobnicate
+jqe "$err" '.status == "usage" and .exit == 2'
+expect_exit 2 "$STATECTL" get s n
+expect_match "$err" "'get' needs SCOPE NS KEY" "missing argument"
+expect_match "$err" "see statectl --help" "usage errors point to help"
+expect_exit 2 "$STATECTL" get s n k extra
+expect_match "$err" "too many arguments" "extra argument"
+expect_exit 2 "$STATECTL" get --limit 3 s n k
+expect_match "$err" "'get' does not take --limit" "option of another command"
+expect_exit 2 "$STATECTL" --bogus get s n k
+expect_exit 2 "$STATECTL" scan s n --limit
+expect_match "$err" "--limit needs N" "option without its value"
+expect_exit 2 "$STATECTL" scan s n --limit=-1
+expect_exit 2 "$STATECTL" --json=yes info
+expect_exit 2 "$STATECTL" --plaintext --key-file x info
+expect_exit 0 "$STATECTL" --list-commands
+expect_match "$out" $'(^|\n)queue\n' "--list-commands for completion"
+expect_exit 0 "$STATECTL" --list-options queue pop
+expect_match "$out" "--json" "--list-options"
+
+# --- no store yet
+expect_exit 5 sc info
+expect_match "$err" "no store at $DB \\(create one with 'statectl init'\\)" "missing store"
+[ ! -e "$DB" ] || fail "a read must not create a store"
+
+# --- init
+expect_exit 0 sc init
+if [ "$mode" = encrypted ]; then
+	expect_match "$out" "key is in $KEY" "init says where the key is"
+	[ "$(stat -c %a "$KEY")" = 600 ] || fail "key file mode"
+else
+	expect_match "$out" "plaintext store" "plaintext init"
+fi
+expect_exit 6 sc init
+expect_match "$err" "already exists" "init never overwrites a store"
+if [ "$mode" = encrypted ]; then
+	expect_exit 6 "$STATECTL" --db "$T/other.db" --key-file "$KEY" init
+	expect_match "$err" "a key file already exists" "init never overwrites a key"
+	[ ! -e "$T/other.db" ] || fail "no store without its new key"
+fi
+jopts=(--plaintext)
+[ "$mode" = encrypted ] && jopts=(--key-file "$T/jkey")
+expect_exit 0 "$STATECTL" --json --db "$T/j.db" "${jopts[@]}" init
+jqe "$out" ".path == \"$T/j.db\" and .encrypted == $([ "$mode" = plain ] && echo false || echo true)"
+
+# the default store and key file (XDG dirs in the scratch home)
+expect_exit 0 "$STATECTL" init
+expect_match "$out" "$XDG_STATE_HOME/statefs/state.db" "default store"
+[ -f "$XDG_CONFIG_HOME/statefs/key" ] || fail "default key file"
+"$STATECTL" put s n k default-store
+expect_eq "$("$STATECTL" get s n k)" default-store "default store and key"
+expect_eq "$(STATEFS_DB=$DB "$STATECTL" "${modeopts[@]}" queue len none)" 0 "STATEFS_DB"
+
+# --- info
+sc put s n k v
+sc counter add s n c >/dev/null
+sc log append s n k v >/dev/null
+sc queue push q a b >/dev/null
+expect_exit 0 sc info
+expect_match "$out" "path: +$DB" "info path"
+expect_match "$out" "queue items: +2 pending" "info rows"
+expect_exit 0 sc --json info
+jqe "$out" ".path == \"$DB\" and .rows.kv == 1 and .rows.counter == 1 and .rows.log == 1 and .rows.queue == 2 and .page_size > 0 and .file_size > 0"
+if [ "$mode" = encrypted ]; then
+	jqe "$out" '.encrypted == true and .cipher != "none"'
+else
+	jqe "$out" '.encrypted == false and .cipher == "none"'
+fi
+
+# --- verify
+expect_exit 0 sc verify
+expect_match "$out" "ok" "verify"
+expect_exit 0 sc --json verify
+jqe "$out" '.ok == true and .pages > 0'
+
+# --- keygen
+expect_exit 0 "$STATECTL" keygen "$T/k2"
+[ "$(stat -c %a "$T/k2")" = 600 ] || fail "keygen mode 0600"
+expect_exit 6 "$STATECTL" keygen "$T/k2"
+expect_exit 0 "$STATECTL" keygen
+expect_match "$out" '^[A-Za-z0-9+/]{43}=$' "keygen prints base64 to a pipe"
+expect_exit 0 "$STATECTL" --json keygen
+jqe "$out" '(.key | length) == 44'
+expect_exit 0 "$STATECTL" --json keygen "$T/k3"
+jqe "$out" ".path == \"$T/k3\""
+
+# --- progress: quiet when piped, a bar with --progress, none with --no-progress
+expect_exit 0 sc verify
+expect_eq "$err" "" "no progress bar when stderr is not a terminal"
+expect_exit 0 sc --progress verify
+expect_match "$err" 'verify \[#+\] 100% [0-9]+/[0-9]+ pages' "--progress draws a bar"
+expect_exit 0 sc --progress --no-progress verify
+expect_eq "$err" "" "--no-progress"
+# on a terminal (script(1) gives one), the bar is drawn and erased
+if command -v script >/dev/null; then
+	script -qec "$(printf '%q ' "$STATECTL" --db "$DB" "${modeopts[@]}" --progress export) >/dev/null" /dev/null >"$T/tty" </dev/null
+	grep -q $'\r''export \[' "$T/tty" || fail "a terminal gets a redrawn bar"
+	grep -q $'\e\[K' "$T/tty" || fail "the bar is erased at the end"
+fi
+
+# --- checkpoint and restore (the consistency under writers is cli_checkpoint.sh)
+expect_exit 0 sc checkpoint "$T/ck1"
+expect_match "$out" "wrote a checkpoint" "checkpoint"
+expect_exit 6 sc checkpoint "$T/ck1"
+expect_match "$err" "never overwrites" "checkpoint never overwrites"
+sc put s n k changed
+sc put s n new x
+expect_exit 0 sc --json restore "$T/ck1"
+jqe "$out" ".checkpoint == \"$T/ck1\""
+expect_eq "$(sc get s n k)" v "restore brings the value back"
+expect_exit 1 sc get s n new
+expect_exit 1 sc restore "$T/no-such-checkpoint"
+expect_exit 0 sc --json checkpoint "$T/ck2"
+jqe "$out" ".checkpoint == \"$T/ck2\" and .path == \"$DB\""
+expect_exit 0 "$STATECTL" --db "$T/ck2" "${modeopts[@]}" verify
+
+# --- key errors
+if [ "$mode" = encrypted ]; then
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/k2" get s n k
+	expect_match "$err" "wrong key" "wrong key"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/missing" get s n k
+	expect_match "$err" "$T/missing" "missing key file named"
+	expect_exit 3 env XDG_CONFIG_HOME="$T/empty" "$STATECTL" --db "$DB" get s n k
+	expect_exit 3 "$STATECTL" --db "$DB" --plaintext get s n k
+	expect_exit 3 "$STATECTL" --json --db "$DB" --key-file "$T/k2" get s n k
+	jqe "$err" '.status == "key" and .exit == 3'
+	cp "$KEY" "$T/loose"; chmod 644 "$T/loose"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/loose" get s n k
+	# the key from the environment, as text; removed once read
+	keytext=$(base64 -w0 <"$KEY" 2>/dev/null)
+	[ "$(stat -c %s "$KEY")" = 32 ] || keytext=$(tr -d '\n' <"$KEY")
+	expect_eq "$(STATEFS_KEY=$keytext "$STATECTL" --db "$DB" get s n k)" v "STATEFS_KEY"
+	expect_eq "$(STATEFS_KEY_FILE=$KEY "$STATECTL" --db "$DB" get s n k)" v "STATEFS_KEY_FILE"
+else
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$XDG_CONFIG_HOME/statefs/key" get s n k
+fi
+
+# --- rekey (encrypted only)
+if [ "$mode" = encrypted ]; then
+	expect_exit 2 sc rekey
+	expect_match "$err" "rekey needs" "rekey needs a new key"
+	cp "$DB" "$T/pre-rekey.db"
+	expect_exit 0 sc rekey --generate
+	expect_match "$out" "new key, which is in $KEY" "generated key replaces the key file"
+	[ ! -e "$KEY.new" ] || fail "the .new key file was renamed into place"
+	[ "$(stat -c %a "$KEY")" = 600 ] || fail "new key file mode"
+	expect_eq "$(sc get s n k)" v "the store opens with the new key"
+	expect_exit 0 sc --json rekey --new-key-file "$T/k2"
+	jqe "$out" ".key_file == \"$T/k2\" and .pages > 0"
+	expect_exit 3 sc get s n k
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k2" get s n k)" v "opens with the given key"
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k2" rekey --generate --new-key-file "$T/k4"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "generated into --new-key-file"
+	[ -f "$T/k2" ] || fail "an explicit --new-key-file leaves the old key file alone"
+	expect_exit 2 sc --plaintext rekey --generate
+else
+	expect_exit 2 sc rekey --generate
+	expect_match "$err" "plaintext store has no key" "no rekey in plaintext"
+fi
+
+# --- a corrupt file: flip bytes in the middle of a copy of the store
+copyopts=(--plaintext)
+[ "$mode" = encrypted ] && copyopts=(--key-file "$T/k4")
+"$STATECTL" --db "$DB" "${copyopts[@]}" put s n big "$(head -c 20000 /dev/zero | tr '\0' x)"
+"$STATECTL" --db "$DB" "${copyopts[@]}" checkpoint "$T/good.db" >/dev/null
+cp "$T/good.db" "$T/bad.db"
+# a whole page in the middle: in a plaintext store only the structure is
+# checked (a b-tree page type, an overflow chain pointer), so overwrite all
+ps=$("$STATECTL" --db "$T/good.db" "${copyopts[@]}" --json info | jq .page_size)
+pages=$(( $(stat -c %s "$T/bad.db") / ps ))
+[ "$pages" -ge 4 ] || fail "the store is too small to corrupt a middle page"
+head -c "$ps" /dev/zero | tr '\0' '\125' |
+	dd of="$T/bad.db" bs="$ps" seek=$((pages / 2)) conv=notrunc status=none
+expect_exit 0 "$STATECTL" --db "$T/good.db" "${copyopts[@]}" verify
+expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" verify
+expect_match "$err" "failed verification" "verify names the problem"
+expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" --json verify
+jqe "$err" '.status == "corrupt" and .exit == 4'
+printf 'this is not a statefs store at all, just text.......' >"$T/notastore.db"
+head -c 8192 /dev/zero >>"$T/notastore.db"
+expect_exit 5 "$STATECTL" --db "$T/notastore.db" "${copyopts[@]}" info
+
+echo "cli_admin ($mode): ok"

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# cli_export.sh: export and import. A store holding every family, binary
+# names and values (every byte 0x00..0xff, invalid UTF-8), typed namespaces
+# and empty directories is exported, imported into a new store, and
+# exported again: the two exports must be byte-identical. Import is
+# idempotent, keeps ids, and a bad line changes nothing.
+# Environment: see lib.sh; HELPER, the tests' engine helper. Exit: 0 pass,
+# 1 fail.
+. "$(dirname "$0")/lib.sh"
+: "${HELPER:?HELPER must name the test helper}"
+make_store
+hkey=-; [ "$mode" = encrypted ] && hkey=$KEY
+
+"$HELPER" fill "$DB" "$hkey"
+sc put s n k 'plain text'
+sc counter add s n c 5 >/dev/null
+sc log append s n k entry >/dev/null
+sc queue push q item >/dev/null
+
+# --- the export
+expect_exit 0 sc export
+printf '%s\n' "$out" >"$T/e1"
+sc export >"$T/e1b"
+cmp "$T/e1" "$T/e1b" || fail "two exports of the same state differ"
+expect_eq "$(head -n1 "$T/e1")" '{"format":"statefs-export","version":1}' "versioned header"
+# every line after the header is one JSON object with a known family
+tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir"))' >/dev/null ||
+	fail "rows with families"
+for fam in kv counter log queue dir; do
+	tail -n +2 "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
+		fail "the export has no $fam row"
+done
+# the all-bytes value is base64 and decodes to 0x00..0xff
+tail -n +2 "$T/e1" | jq -r -s '.[] | select(.family == "kv" and .ns == "ns") | .value_b64' |
+	base64 -d | od -An -tx1 | tr -d ' \n' >"$T/allhex"
+expect_eq "$(cat "$T/allhex")" "$(printf '%02x' $(seq 0 255))" "every byte round-trips through value_b64"
+tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .key == "café" and .value == "crème\n")' >/dev/null ||
+	fail "valid UTF-8 stays text"
+tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .key == "a\u0000bé")' >/dev/null ||
+	fail "valid UTF-8 with a NUL stays text"
+tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .family == "kv" and .key == "" and .value == "")' >/dev/null ||
+	fail "empty key and value"
+tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .family == "counter" and .n == -9223372036854775808)' >/dev/null ||
+	fail "INT64_MIN counter"
+tail -n +2 "$T/e1" | jq -e -s '[.[] | select(.family == "log" or .family == "queue") | .id | type] | all(. == "number")' >/dev/null ||
+	fail "log and queue rows carry ids"
+
+# --- export to a file: 0600, never overwrites, --json summary
+expect_exit 0 sc export "$T/e.jsonl"
+expect_match "$out" "^exported [0-9]+ rows to $T/e.jsonl$" "export FILE message"
+[ "$(stat -c %a "$T/e.jsonl")" = 600 ] || fail "export file mode 0600"
+cmp "$T/e1" "$T/e.jsonl" || fail "export FILE equals export to stdout"
+expect_exit 6 sc export "$T/e.jsonl"
+expect_exit 0 sc --json export "$T/e2.jsonl"
+jqe "$out" ".path == \"$T/e2.jsonl\" and .rows == $(($(wc -l <"$T/e1") - 1))"
+
+# --- the round trip: import into a new store, export again, identical
+DB2=$T/second.db
+opts2=(--plaintext)
+[ "$mode" = encrypted ] && opts2=(--key-file "$T/key2")
+sc2() { "$STATECTL" --db "$DB2" "${opts2[@]}" "$@"; }
+sc2 init >/dev/null
+expect_exit 0 sc2 import "$T/e1"
+expect_match "$out" "^imported $(($(wc -l <"$T/e1") - 1)) rows into $DB2$" "import message"
+sc2 export >"$T/e2"
+cmp "$T/e1" "$T/e2" || { diff "$T/e1" "$T/e2" | head -20 >&2; fail "the second export differs"; }
+# idempotent: again from stdin, and into the original store
+expect_exit 0 sc2 --json import <"$T/e1"
+jqe "$out" ".rows == $(($(wc -l <"$T/e1") - 1))"
+sc2 export >"$T/e3"
+cmp "$T/e1" "$T/e3" || fail "a second import changed the store"
+sc import "$T/e1" >/dev/null
+sc export >"$T/e4"
+cmp "$T/e1" "$T/e4" || fail "importing a store's own export changed it"
+# ids are kept and never reused after an import
+maxlog=$(tail -n +2 "$T/e1" | jq -s '[.[] | select(.family == "log") | .id] | max')
+newid=$(sc2 log append s n k after-import)
+[ "$newid" -gt "$maxlog" ] || fail "a log id after import ($newid) is not above the imported ones ($maxlog)"
+maxq=$(tail -n +2 "$T/e1" | jq -s '[.[] | select(.family == "queue") | .id] | max')
+newq=$(sc2 queue push q after-import)
+[ "$newq" -gt "$maxq" ] || fail "a queue id after import is reused"
+# the imported binary value reads back byte for byte through get
+sc2 --json scan bin text |
+	jq -e '.entries | length == 3' >/dev/null || fail "imported namespace"
+
+# --- bad input changes nothing (one transaction) and exits 8
+sc2 export >"$T/before"
+bad() { # NAME, then the input on stdin
+	local name=$1 got=0
+	sc2 import >"$T/.out" 2>"$T/.err" || got=$?
+	[ "$got" -eq 8 ] || { cat "$T/.err" >&2; fail "import of $name exits 8, not $got"; }
+	sc2 export >"$T/after"
+	cmp -s "$T/before" "$T/after" || fail "import of $name changed the store"
+}
+{ head -n 3 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"new","value":"x"}'; echo '{not json'; } | bad "a broken line"
+grep -q 'line 5: not valid JSON' "$T/.err" || fail "the error names the line"
+{ head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","colour":"red"}'; } | bad "an unknown field"
+grep -q 'unknown field' "$T/.err" || fail "unknown field sentence"
+{ head -n 1 "$T/e1"; echo '{"family":"nope","scope":"s"}'; } | bad "an unknown family"
+{ head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value_b64":"@@@"}'; } | bad "bad base64"
+{ head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","value_b64":"eA=="}'; } | bad "both forms of a field"
+echo '{"format":"statefs-export","version":2}' | bad "a newer version"
+grep -q 'version 2' "$T/.err" || fail "version sentence"
+echo '{"family":"kv"}' | bad "no header"
+printf '' | bad "empty input"
+tail -n +2 "$T/e1" | bad "rows without the header"
+expect_exit 1 sc2 import "$T/no-such-file"
+
+echo "cli_export ($mode): ok"

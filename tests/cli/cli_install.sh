@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# cli_install.sh: `meson install --destdir` puts every artefact in place
+# (statectl, the daemon, the library with its header and pkg-config file,
+# the man pages, bash completion, the systemd user units); the installed
+# header and library build a program; the man pages render without
+# warnings; the installed completion completes commands, options and names
+# from the store.
+# Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
+# Environment: see lib.sh. Exit: 0 pass, 1 fail.
+. "$(dirname "$0")/lib.sh"
+build=$1 src=$2
+
+opt() { meson introspect --buildoptions "$build" | jq -r ".[] | select(.name == \"$1\") | .value"; }
+prefix=$(opt prefix) bindir=$(opt bindir) libdir=$(opt libdir)
+includedir=$(opt includedir) mandir=$(opt mandir) datadir=$(opt datadir)
+abs() { case $1 in /*) echo "$1" ;; *) echo "$prefix/$1" ;; esac; }
+D=$T/dest
+meson install -C "$build" --destdir "$D" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
+	{ cat "$T/install.log" >&2; fail "meson install failed"; }
+
+want() { [ -e "$D$1" ] || { find "$D" -type f >&2; fail "not installed: $1"; }; }
+want "$(abs "$bindir")/statectl"
+# the daemon, as soon as the build has one
+if [ -e "$build/mountd/statefs" ]; then
+	want "$(abs "$bindir")/statefs"
+fi
+want "$(abs "$includedir")/statefs.h"
+ls "$D$(abs "$libdir")"/libstatefs.so.0* >/dev/null 2>&1 || fail "not installed: libstatefs.so.0"
+want "$(abs "$libdir")/libstatefs.so"
+pc=$D$(abs "$libdir")/pkgconfig/statefs.pc
+want "$(abs "$libdir")/pkgconfig/statefs.pc"
+want "$(abs "$mandir")/man1/statectl.1"
+want "$(abs "$mandir")/man1/statefs.1"
+comp=$(find "$D" -path '*bash-completion/completions/statectl' | head -n1)
+[ -n "$comp" ] || fail "bash completion not installed"
+units=$(find "$D" -path '*systemd/user/statefs@.service' | head -n1)
+[ -n "$units" ] || fail "systemd user unit template not installed"
+[ -e "$(dirname "$units")/statefs.service" ] || fail "statefs.service not installed"
+grep -q "^ExecStart=$(abs "$bindir")/statefs -f %f$" "$units" || fail "the unit runs the installed daemon"
+
+# the installed header, library and pkg-config file build a program
+cat >"$T/use.c" <<'EOF'
+#include <statefs.h>
+#include <stdio.h>
+int main(void)
+{
+	sfs_open_opts o = { ":memory:", SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT, NULL, 0, 0, 0 };
+	sfs_store *s;
+	int64_t v = 0;
+	if (sfs_store_open(&o, &s) || sfs_counter_add(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), 41, &v) ||
+	    sfs_counter_add(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), 1, &v))
+		return 1;
+	printf("%lld\n", (long long)v);
+	sfs_store_close(s);
+	return 0;
+}
+EOF
+flags=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs statefs) ||
+	fail "pkg-config cannot read statefs.pc"
+cc -o "$T/use" "$T/use.c" $flags || fail "a program does not build against the installed files"
+expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/use")" 42 "the installed library works"
+# the installed statectl runs against the installed library
+expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
+
+# man pages render without warnings, from the source and installed
+for page in "$src/docs/man/statectl.1" "$src/docs/man/statefs.1" "$D$(abs "$mandir")/man1/statectl.1"; do
+	MANWIDTH=80 man --warnings -l "$page" >"$T/man.txt" 2>"$T/man.err" || fail "man -l $page failed"
+	[ ! -s "$T/man.err" ] || { cat "$T/man.err" >&2; fail "man $page warns"; }
+	[ "$(wc -l <"$T/man.txt")" -gt 30 ] || fail "man $page rendered almost nothing"
+	groff -man -ww -z "$page" 2>"$T/groff.err" || fail "groff failed on $page"
+	[ ! -s "$T/groff.err" ] || { cat "$T/groff.err" >&2; fail "groff warns on $page"; }
+done
+grep -q 'EXIT STATUS' "$T/man.txt" || fail "statectl(1) documents the exit status"
+
+# the systemd units parse cleanly (verified as system units: a user
+# manager needs a login session, and the syntax is the same)
+if command -v systemd-analyze >/dev/null; then
+	udir=$(dirname "$units")
+	sed "s|$(abs "$bindir")/statefs|/bin/true|" "$udir/statefs.service" >"$T/statefs.service"
+	sed "s|$(abs "$bindir")/statefs|/bin/true|" "$udir/statefs@.service" >"$T/statefs@home-u-statefs.service"
+	systemd-analyze verify --man=no "$T/statefs.service" \
+		"$T/statefs@home-u-statefs.service" >"$T/sd.out" 2>&1 ||
+		{ cat "$T/sd.out" >&2; fail "systemd-analyze verify failed"; }
+	[ ! -s "$T/sd.out" ] || { cat "$T/sd.out" >&2; fail "systemd-analyze warns about the units"; }
+fi
+
+# bash completion, as installed, with the statectl under test
+complete_line() { # WORDS... (the last is the word being completed)
+	bash -c '
+		. "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_statectl
+		printf "%s\n" "${COMPREPLY[@]}"' complete "$comp" "$@"
+}
+expect_eq "$(complete_line "$STATECTL" qu)" queue "completes a command"
+expect_eq "$(complete_line "$STATECTL" queue p | sort | tr '\n' ' ')" "pop push " "completes a subcommand"
+expect_match "$(complete_line "$STATECTL" scan --s)" "--start" "completes an option"
+expect_eq "$(complete_line "$STATECTL" ls --family q)" queue "completes --family"
+make_store
+sc put alpha ns1 key1 v
+sc put alpine ns2 key2 v
+sc queue push jobs x >/dev/null
+expect_eq "$(complete_line "$STATECTL" --db "$DB" "${modeopts[@]}" get al | sort | tr '\n' ' ')" "alpha alpine " "completes scopes from the store"
+expect_eq "$(complete_line "$STATECTL" --db "$DB" "${modeopts[@]}" get alpha '')" ns1 "completes namespaces"
+expect_eq "$(complete_line "$STATECTL" --db "$DB" "${modeopts[@]}" get alpha ns1 k)" key1 "completes keys"
+expect_eq "$(complete_line "$STATECTL" --db "$DB" "${modeopts[@]}" queue pop j)" jobs "completes queue names"
+
+echo "cli_install ($mode): ok"

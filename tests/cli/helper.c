@@ -1,0 +1,157 @@
+/*
+ * helper.c - what the cli tests need done through the engine directly,
+ * because no command does it or because it must be fast.
+ *
+ *   helper fill DB KEYFILE|-
+ *       writes rows of every family with binary names and values (every
+ *       byte 0x00..0xff, invalid UTF-8, NUL inside valid UTF-8), the typed
+ *       namespaces, and explicit empty directories, for the export
+ *       round trip.
+ *   helper writer DB KEYFILE|- ID STOPFILE
+ *       loops until STOPFILE exists, each round in this order: one log
+ *       entry (scope "ck", ns "wID", key "log", value = round number), +1 on
+ *       counter (ck, wID, n), one item (round number) on queue "qID". Any
+ *       moment of the store therefore has, per writer, Q <= C <= L <= Q + 1
+ *       (L log entries, C the counter, Q queue items), entries and items
+ *       numbered 1..L and 1..Q. Prints the rounds it made.
+ * KEYFILE "-" opens the store in plaintext. Exit: 0, or 1 with a message.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "statefs.h"
+
+static sfs_store *open_store(const char *db, const char *keyfile)
+{
+	sfs_config cfg;
+	sfs_store *s;
+	int st;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = db;
+	if (strcmp(keyfile, "-") == 0)
+		cfg.plaintext = 1;
+	else
+		cfg.keyfile = keyfile;
+	st = sfs_store_open_config(&cfg, &s, NULL);
+	if (st != SFS_OK) {
+		fprintf(stderr, "helper: open %s: %s (%s)\n", db, sfs_strerror(st),
+		        sfs_errdetail());
+		exit(1);
+	}
+	return s;
+}
+
+static void check(int st, const char *what)
+{
+	if (st != SFS_OK) {
+		fprintf(stderr, "helper: %s: %s (%s)\n", what, sfs_strerror(st),
+		        sfs_errdetail());
+		exit(1);
+	}
+}
+
+static int fill(sfs_store *s)
+{
+	unsigned char all[256], inv[] = { 'k', 0xff, 0xfe, 0xc3 };
+	const char nul_utf8[] = "a\0b\xc3\xa9"; /* valid UTF-8 with a NUL */
+	sfs_slice items[3];
+	int64_t ids[2] = { 7, -7 };
+	sfs_slice vals[2];
+	unsigned char id8[8];
+
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	/* key/value: every byte as key and value, invalid UTF-8, NULs */
+	check(sfs_kv_put(s, sfs_bytes(all, 256), sfs_str("ns"),
+	                 sfs_bytes(all, 256), sfs_bytes(all, 256)), "kv all");
+	check(sfs_kv_put(s, sfs_str("bin"), sfs_bytes(inv, 4),
+	                 sfs_bytes(inv, 4), sfs_bytes(inv, 3)), "kv invalid");
+	check(sfs_kv_put(s, sfs_str("bin"), sfs_str("text"),
+	                 sfs_bytes(nul_utf8, 5), sfs_bytes(nul_utf8, 5)), "kv nul");
+	check(sfs_kv_put(s, sfs_str("bin"), sfs_str("text"), sfs_str(""),
+	                 sfs_str("")), "kv empty");
+	check(sfs_kv_put(s, sfs_str("bin"), sfs_str("text"), sfs_str("café"),
+	                 sfs_str("crème\n")), "kv utf8");
+	/* typed namespaces */
+	check(sfs_worker_put(s, sfs_str("exec1"), 4242, sfs_bytes(all, 16)),
+	      "worker");
+	vals[0] = sfs_str("g7");
+	vals[1] = sfs_bytes(all + 250, 6);
+	check(sfs_agg_put(s, sfs_str("exec1"), ids, vals, 2), "agg");
+	sfs_id_encode(-1, id8);
+	check(sfs_win_put(s, sfs_str("exec1"), -1, sfs_bytes(id8, 8)), "win");
+	/* counters */
+	check(sfs_counter_set(s, sfs_bytes(all, 256), sfs_bytes(inv, 4),
+	                      sfs_bytes(all + 128, 128), INT64_MIN), "counter min");
+	check(sfs_counter_set(s, sfs_str("c"), sfs_str("n"), sfs_str("max"),
+	                      INT64_MAX), "counter max");
+	check(sfs_counter_set(s, sfs_str("c"), sfs_str("n"), sfs_str("zero"), 0),
+	      "counter zero");
+	/* logs */
+	for (int i = 0; i < 3; i++)
+		check(sfs_log_append(s, sfs_str("l"), sfs_str(SFS_NS_LOG),
+		                     sfs_bytes(inv, 4), sfs_bytes(all, 256), NULL),
+		      "log");
+	check(sfs_log_append(s, sfs_bytes(all, 10), sfs_str("n"), sfs_str("k"),
+	                     sfs_str(""), NULL), "log empty");
+	/* queues */
+	items[0] = sfs_bytes(all, 256);
+	items[1] = sfs_str("");
+	items[2] = sfs_bytes(nul_utf8, 5);
+	check(sfs_queue_push(s, sfs_bytes(inv, 4), items, 3, NULL), "queue");
+	check(sfs_queue_push(s, sfs_str("q"), items + 1, 2, NULL), "queue 2");
+	/* explicit empty directories */
+	check(sfs_dir_create(s, SFS_FAM_KV, sfs_str("emptyscope"), SFS_NONE),
+	      "dir scope");
+	check(sfs_dir_create(s, SFS_FAM_KV, sfs_str("bin"), sfs_bytes(all, 3)),
+	      "dir ns");
+	check(sfs_dir_create(s, SFS_FAM_COUNTER, sfs_str("cdir"), SFS_NONE),
+	      "dir counter");
+	check(sfs_dir_create(s, SFS_FAM_LOG, sfs_str("ldir"), sfs_str("lns")),
+	      "dir log");
+	return 0;
+}
+
+static int writer(sfs_store *s, const char *id, const char *stopfile)
+{
+	char ns[32], queue[32], num[32];
+	long round;
+
+	snprintf(ns, sizeof(ns), "w%s", id);
+	snprintf(queue, sizeof(queue), "q%s", id);
+	for (round = 1; access(stopfile, F_OK) != 0; round++) {
+		snprintf(num, sizeof(num), "%ld", round);
+		check(sfs_log_append(s, sfs_str("ck"), sfs_str(ns), sfs_str("log"),
+		                     sfs_str(num), NULL), "append");
+		check(sfs_counter_add(s, sfs_str("ck"), sfs_str(ns), sfs_str("n"), 1,
+		                      NULL), "add");
+		sfs_slice item = sfs_str(num);
+		check(sfs_queue_push(s, sfs_str(queue), &item, 1, NULL), "push");
+	}
+	printf("%ld\n", round - 1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	sfs_store *s;
+	int rc;
+
+	if (argc >= 4 && strcmp(argv[1], "fill") == 0) {
+		s = open_store(argv[2], argv[3]);
+		rc = fill(s);
+	} else if (argc >= 6 && strcmp(argv[1], "writer") == 0) {
+		s = open_store(argv[2], argv[3]);
+		rc = writer(s, argv[4], argv[5]);
+	} else {
+		fprintf(stderr, "usage: helper fill DB KEYFILE|-\n"
+		                "       helper writer DB KEYFILE|- ID STOPFILE\n");
+		return 2;
+	}
+	sfs_store_close(s);
+	return rc;
+}

@@ -1,0 +1,93 @@
+# lib.sh: what the cli tests share. Sourced, not run.
+#
+# Environment (set by tests/cli/meson.build):
+#   STATECTL          the statectl binary under test
+#   STATEFS_TEST_MODE plain | encrypted (default encrypted)
+# Gives each test a scratch HOME (so the default store and key file live
+# there, never in the real home), removed on exit, and:
+#   sc ARGS...            statectl on the test store ($DB) with the mode's key
+#   expect_exit N CMD...  runs CMD, fails unless it exits N; its stdout is in
+#                         $out, its stderr in $err
+#   expect_eq GOT WANT WHAT
+#   fail MESSAGE
+set -euo pipefail
+
+: "${STATECTL:?STATECTL must name the statectl binary}"
+mode=${STATEFS_TEST_MODE:-encrypted}
+case $mode in
+plain|encrypted) ;;
+*) echo "unknown STATEFS_TEST_MODE '$mode'" >&2; exit 1 ;;
+esac
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/statectl-test.XXXXXX")
+cleanup_hooks=()
+cleanup() {
+	local rc=$? h
+	for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
+	rm -rf "$T"
+	exit $rc
+}
+trap cleanup EXIT
+export HOME=$T/home XDG_STATE_HOME=$T/home/.local/state \
+	XDG_CONFIG_HOME=$T/home/.config
+mkdir -p "$HOME"
+unset STATEFS_DB STATEFS_KEY STATEFS_KEY_FILE
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# The test store and how to open it, by mode.
+DB=$T/store.db
+KEY=$T/key
+if [ "$mode" = plain ]; then
+	modeopts=(--plaintext)
+else
+	modeopts=(--key-file "$KEY")
+fi
+
+sc() {
+	"$STATECTL" --db "$DB" "${modeopts[@]}" "$@"
+}
+
+# Creates the test store (and in encrypted mode its key file).
+make_store() {
+	"$STATECTL" --db "$DB" "${modeopts[@]}" init >/dev/null
+}
+
+out= err=
+expect_exit() {
+	local want=$1 got=0
+	shift
+	"$@" >"$T/.out" 2>"$T/.err" || got=$?
+	out=$(cat "$T/.out") err=$(cat "$T/.err")
+	if [ "$got" -ne "$want" ]; then
+		echo "command: $*" >&2
+		echo "stdout: $out" >&2
+		echo "stderr: $err" >&2
+		fail "exit $got, wanted $want"
+	fi
+}
+
+expect_eq() {
+	if [ "$1" != "$2" ]; then
+		printf 'got:  %q\nwant: %q\n' "$1" "$2" >&2
+		fail "$3"
+	fi
+}
+
+expect_match() { # TEXT REGEX WHAT
+	if ! [[ $1 =~ $2 ]]; then
+		printf 'got:  %q\nwant: /%s/\n' "$1" "$2" >&2
+		fail "$3"
+	fi
+}
+
+# jq over a string, exiting nonzero (with -e) when the filter is false.
+jqe() { # JSON FILTER
+	printf '%s' "$1" | jq -e "$2" >/dev/null || {
+		echo "json: $1" >&2
+		fail "jq '$2' is false"
+	}
+}
