@@ -128,10 +128,6 @@ static int head_read(const char *path, head *h, crypt_kind *kind)
 	if (n < (ssize_t)h->P)
 		return sfs_err(SFS_CORRUPT, "page 1 of %s is incomplete (%zd of "
 		               "%u bytes)", path, n, h->P);
-	if (h->page1[h->P - 8] != CRYPT_FORMAT)
-		return sfs_err(SFS_FORMAT, "%s uses encryption format %d; this "
-		               "statefs reads format %d (a newer statefs wrote "
-		               "it?)", path, h->page1[h->P - 8], CRYPT_FORMAT);
 	*kind = CRYPT_KIND_ENCRYPTED;
 	return SFS_OK;
 }
@@ -142,18 +138,26 @@ static int head_key(const char *path, head *h, const sfs_key *key,
 {
 	int kdf = h->page1[h->P - 7], rc, r;
 
-	rc = cp_derive(key, h->page1, kdf, fk);
+	/* A raw key ignores the kdf byte (see crypt_vfs.c main_ready). */
+	rc = cp_derive(key, h->page1,
+	               crypt_key_is_passphrase(key) ? kdf : CRYPT_KDF_RAW, fk);
 	if (rc == SFS_WRONGKEY)
-		return sfs_err(SFS_WRONGKEY, "wrong key: %s was created with %s",
-		               path, kdf == CRYPT_KDF_RAW ?
-		               "a key, and a passphrase was given" :
-		               "a passphrase, and a key was given");
+		return sfs_err(SFS_WRONGKEY, "wrong key: %s was created with a "
+		               "key, and a passphrase was given", path);
 	if (rc)
 		return rc;
-	if (memcmp(h->page1 + h->P - CP_KCV_BYTES, fk->kcv, CP_KCV_BYTES) != 0)
-		return sfs_err(SFS_WRONGKEY, "wrong key: the key given does not "
-		               "open %s", path);
 	r = cp_open(fk, CP_DB, 1, NULL, h->page1, h->P);
+	if (r == CP_OTHERKEY)
+		return sfs_err(SFS_WRONGKEY, "wrong key: the %s given does not "
+		               "open %s%s", crypt_key_is_passphrase(key) ?
+		               "passphrase" : "key", path,
+		               !crypt_key_is_passphrase(key) &&
+		               kdf != CRYPT_KDF_RAW ?
+		               " (it was created with a passphrase)" : "");
+	if (r == CP_BADFMT)
+		return sfs_err(SFS_FORMAT, "%s uses encryption format %d; this "
+		               "statefs reads format %d (a newer statefs wrote "
+		               "it?)", path, h->page1[h->P - 8], CRYPT_FORMAT);
 	if (r)
 		return sfs_err(SFS_CORRUPT, "page 1 of %s %s", path,
 		               cp_reason(r));

@@ -64,6 +64,10 @@ const char *crypt_last_error(void);
 /* Authenticates every page of the main file and every frame of the WAL of
  * the store at path, without SQLite. SFS_CORRUPT names the first bad page.
  * progress counts pages. */
+/* Forgets the message above (call at the start of an operation, so that a
+ * later failure never shows an older message). */
+void crypt_clear_error(void);
+
 int crypt_verify_file(const char *path, const crypt_vfs *v,
                       sfs_progress_fn progress, void *ctx);
 

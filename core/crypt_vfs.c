@@ -93,6 +93,11 @@ const char *crypt_last_error(void)
 	return last_error[0] ? last_error : NULL;
 }
 
+void crypt_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
 SFS_PRINTF(2, 3)
 static int fail(int sqlite_rc, const char *fmt, ...)
 {
@@ -172,10 +177,8 @@ static int main_read_head(cfile *m, unsigned char hdr[24], unsigned char
 	rc = m->real->pMethods->xRead(m->real, trailer, 8, P - 8);
 	if (rc)
 		return rc == SQLITE_IOERR_SHORT_READ ? SQLITE_IOERR_DATA : rc;
-	if (trailer[0] != CRYPT_FORMAT)
-		return fail(SQLITE_IOERR_DATA, "%s uses encryption format %d; "
-		            "this statefs reads format %d", m->zname, trailer[0],
-		            CRYPT_FORMAT);
+	/* The format byte is checked when page 1 is opened, which tells
+	 * another format from a damaged byte. */
 	*have = 1;
 	return SQLITE_OK;
 }
@@ -194,12 +197,14 @@ static int main_ready(cfile *m)
 	if (rc)
 		return rc;
 	if (have) {
-		rc = main_derive(m, hdr, trailer[1]);
+		/* A raw key ignores the kdf byte, so a damaged kdf byte reads
+		 * as a damaged page 1, not as "wrong key". Whether the key is
+		 * right shows when page 1 is opened. */
+		rc = main_derive(m, hdr,
+		                 crypt_key_is_passphrase(m->vfs->key) ?
+		                 trailer[1] : CRYPT_KDF_RAW);
 		if (rc)
 			return rc;
-		if (memcmp(trailer + 2, m->fk->kcv, CP_KCV_BYTES) != 0)
-			return fail(SQLITE_IOERR_DATA, "wrong key for %s",
-			            m->zname);
 		m->P = cp_page_size(hdr);
 		m->salt = SALT_KNOWN;
 		return SQLITE_OK;
@@ -219,6 +224,13 @@ static int main_ready(cfile *m)
 
 static int db_page_error(cfile *f, uint32_t pgno, int r)
 {
+	if (pgno == 1 && r == CP_OTHERKEY)
+		return fail(SQLITE_IOERR_DATA, "wrong key for %s (page 1 was "
+		            "encrypted under a different key)", f->zname);
+	if (pgno == 1 && r == CP_BADFMT)
+		return fail(SQLITE_IOERR_DATA, "%s uses another encryption "
+		            "format than %d (a newer statefs wrote it?)",
+		            f->zname, CRYPT_FORMAT);
 	return fail(SQLITE_IOERR_DATA, "page %u of %s %s", pgno, f->zname,
 	            cp_reason(r));
 }

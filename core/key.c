@@ -55,15 +55,19 @@ struct sfs_key {
 static int key_alloc(enum key_type type, size_t len, sfs_key **out)
 {
 	sfs_key *k;
+	size_t size;
 
 	if (sodium_init() < 0)
 		return sfs_err(SFS_INTERNAL, "libsodium failed to initialise");
-	k = sodium_malloc(sizeof(*k) + len);
+	/* sodium_malloc puts the block against its guard page, so only a
+	 * size that is a multiple of 16 comes back aligned. */
+	size = (sizeof(*k) + len + 15) & ~(size_t)15;
+	k = sodium_malloc(size);
 	if (!k)
 		return sfs_err(SFS_NOMEM,
 		               "cannot allocate locked memory for a key "
 		               "(RLIMIT_MEMLOCK too low?)");
-	memset(k, 0, sizeof(*k) + len);
+	memset(k, 0, size);
 	k->type = type;
 	k->kdf = type == KEY_RAW ? CRYPT_KDF_RAW : CRYPT_KDF_MODERATE;
 	k->len = len;
