@@ -265,6 +265,8 @@ void cli_progress_begin(cli_progress *p, const cli *c, const char *label,
  * Ctrl-C, which cancels the engine call. */
 int cli_progress_cb(uint64_t done, uint64_t total, void *ctx);
 void cli_progress_end(cli_progress *p);
+/* Erases a bar on the terminal so that a message can be written. */
+void cli_progress_clear(void);
 /* Whether Ctrl-C was pressed since cli_progress_begin. */
 int cli_interrupted(void);
 

@@ -104,9 +104,15 @@ static int help(cli *c, int argc, char **argv, int i)
 		cli_print_help(stdout, NULL);
 		return CLI_EXIT_OK;
 	}
+	cmd = cli_cmd_find(cli_commands, argv[i]);
+	if (cmd && cmd->sub && i + 1 >= argc) { /* help FAMILY */
+		cli_print_help(stdout, cmd);
+		return CLI_EXIT_OK;
+	}
 	if ((rc = resolve(c, argc, argv, &i, &cmd)))
-		return rc == CLI_EXIT_USAGE && c->cmd && c->cmd->sub && i >= argc
-		     ? (cli_print_help(stdout, c->cmd), CLI_EXIT_OK) : rc;
+		return rc;
+	if (i < argc)
+		return cli_usage(c, "'help' takes one command");
 	cli_print_command_help(stdout, c, cmd);
 	return CLI_EXIT_OK;
 }

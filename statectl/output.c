@@ -91,6 +91,7 @@ static int emit_error(const cli *c, int code, const char *msg)
 	char *s;
 
 	fflush(stdout);
+	cli_progress_clear();
 	if (c && c->json) {
 		o = json_pack("{s:s, s:s, s:i}", "error", msg, "status",
 		              exit_name(code), "exit", code);

@@ -25,6 +25,7 @@
 #define INTERVAL_NS (100 * 1000000LL)
 
 static volatile sig_atomic_t interrupted;
+static cli_progress *active;     /* the bar on the screen, if any */
 static struct sigaction old_int;
 static int tty;                  /* stderr is a terminal */
 
@@ -61,6 +62,7 @@ void cli_progress_begin(cli_progress *p, const cli *c, const char *label,
 	      : c->progress == CLI_PROGRESS_AUTO && tty ? 1 : 0;
 	p->start_ns = now_ns();
 	interrupted = 0;
+	active = p;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sa.sa_flags = (int)SA_RESETHAND;
@@ -132,8 +134,17 @@ int cli_progress_cb(uint64_t done, uint64_t total, void *ctx)
 	return interrupted;
 }
 
+void cli_progress_clear(void)
+{
+	if (active && active->drawn && tty) {
+		fputs("\r\033[K", stderr);
+		active->drawn = 0;
+	}
+}
+
 void cli_progress_end(cli_progress *p)
 {
+	active = NULL;
 	if (p->on && p->drawn) {
 		if (tty) {
 			fputs("\r\033[K", stderr);
