@@ -83,8 +83,10 @@ static ssize_t read_secret(const char *prompt, char *buf, size_t cap)
 	t = tty_saved;
 	t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
 	t.c_lflag |= ICANON;
-	if (write(tty_fd, prompt, strlen(prompt)) < 0 ||
-	    tcsetattr(tty_fd, TCSAFLUSH, &t) < 0) {
+	/* echo off before the prompt: what is typed once the prompt shows is
+	 * never echoed nor discarded */
+	if (tcsetattr(tty_fd, TCSAFLUSH, &t) < 0 ||
+	    write(tty_fd, prompt, strlen(prompt)) < 0) {
 		saverr = errno;
 		goto out;
 	}

@@ -159,6 +159,49 @@ else
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$XDG_CONFIG_HOME/statefs/key" get s n k
 fi
 
+# --- passphrases, typed on a terminal (script(1) gives one); the typing
+# waits for the prompt, since turning echo off discards typed-ahead input
+if [ "$mode" = encrypted ] && command -v script >/dev/null; then
+	typed() { # PASSPHRASE... -- COMMAND...: types each at its prompt
+		local p n=0 i pid rc=0
+		local -a pw=()
+		while [ "$1" != -- ]; do pw+=("$1"); shift; done
+		shift
+		rm -f "$T/fifo"; mkfifo "$T/fifo"
+		timeout 30 script -qec "$(printf '%q ' "$@")" /dev/null <"$T/fifo" >"$T/.out" 2>&1 &
+		pid=$!
+		exec 7>"$T/fifo"
+		for p in "${pw[@]}"; do
+			n=$((n + 1))
+			for i in $(seq 300); do
+				[ "$(grep -o -E '(assphrase|Again): ' "$T/.out" | wc -l)" -ge "$n" ] && break
+				sleep 0.05
+			done
+			printf '%s\n' "$p" >&7
+		done
+		exec 7>&-
+		wait "$pid" || rc=$?
+		return $rc
+	}
+	P=(--db "$T/pp.db" --passphrase)
+	typed 'correct horse' 'correct horse' -- "$STATECTL" "${P[@]}" init ||
+		fail "init --passphrase"
+	grep -q "opens with the passphrase" "$T/.out" || fail "init names the passphrase"
+	typed 'correct horse' -- "$STATECTL" "${P[@]}" put a b c secret || fail "put with a passphrase"
+	typed 'correct horse' -- "$STATECTL" "${P[@]}" get a b c || fail "get with a passphrase"
+	grep -q secret "$T/.out" || fail "the value through a passphrase"
+	got=0; typed 'wrong horse' -- "$STATECTL" "${P[@]}" get a b c || got=$?
+	[ "$got" -eq 3 ] || fail "a wrong passphrase exits 3, not $got"
+	grep -q "wrong key" "$T/.out" || fail "wrong passphrase sentence"
+	! grep -q 'horse' "$T/.out" || fail "the passphrase was echoed"
+	got=0; typed one two -- "$STATECTL" --db "$T/pp2.db" --passphrase init || got=$?
+	[ "$got" -eq 3 ] || fail "mismatched passphrases exit 3"
+	grep -q "do not match" "$T/.out" || fail "mismatch sentence"
+	[ ! -e "$T/pp2.db" ] || fail "no store after a mismatch"
+	expect_exit 3 setsid -w "$STATECTL" "${P[@]}" get a b c </dev/null
+	expect_match "$err" "cannot read a passphrase from the terminal" "no terminal"
+fi
+
 # --- rekey (encrypted only)
 if [ "$mode" = encrypted ]; then
 	expect_exit 2 sc rekey
