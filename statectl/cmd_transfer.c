@@ -357,6 +357,11 @@ int cmd_import(cli *c, cli_args *a)
 		}
 		rows++;
 	}
+	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
+		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was "
+		              "imported");
+		goto out;
+	}
 	if (ferror(in)) {
 		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
 		              "imported", file ? file : "stdin", strerror(errno));

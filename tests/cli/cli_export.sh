@@ -106,4 +106,20 @@ printf '' | bad "empty input"
 tail -n +2 "$T/e1" | bad "rows without the header"
 expect_exit 1 sc2 import "$T/no-such-file"
 
+# Ctrl-C while the import waits for more input: exit 130, nothing imported
+rm -f "$T/fifo"; mkfifo "$T/fifo"
+"$STATECTL" --db "$DB2" "${opts2[@]}" --progress import <"$T/fifo" \
+	>"$T/.out" 2>"$T/.err" &
+pid=$!
+exec 8>"$T/fifo"
+cat "$T/e1" >&8
+for _ in $(seq 200); do grep -q 'import \[' "$T/.err" && break; sleep 0.05; done
+kill -INT "$pid"
+got=0; wait "$pid" || got=$?
+exec 8>&-
+[ "$got" -eq 130 ] || { cat "$T/.err" >&2; fail "an interrupted import exits 130, not $got"; }
+grep -q "interrupted; nothing was imported" "$T/.err" || fail "interrupted sentence"
+sc2 export >"$T/after"
+cmp -s "$T/before" "$T/after" || fail "an interrupted import changed the store"
+
 echo "cli_export ($mode): ok"

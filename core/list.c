@@ -1,0 +1,164 @@
+/*
+ * list.c - returned lists and buffers: the builder of list_i.h and the
+ * public sfs_buf_free / sfs_list_free.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_i.h"
+#include "list_i.h"
+
+void sfs_buf_free(sfs_buf *b)
+{
+	if (!b)
+		return;
+	free(b->ptr);
+	b->ptr = NULL;
+	b->len = 0;
+}
+
+void sfs_list_free(sfs_list *l)
+{
+	if (!l)
+		return;
+	free(l->items); /* the items and all their bytes: one block */
+	l->items = NULL;
+	l->n = 0;
+}
+
+int buf_copy(sfs_buf *out, const void *p, size_t n)
+{
+	unsigned char *m = malloc(n + 1);
+
+	if (!m)
+		return sfs_err(SFS_NOMEM, "allocating %zu bytes", n + 1);
+	if (n)
+		memcpy(m, p, n);
+	m[n] = '\0';
+	out->ptr = m;
+	out->len = n;
+	return SFS_OK;
+}
+
+sfs_item *listb_push(listb *lb)
+{
+	if (lb->nomem)
+		return NULL;
+	if (lb->n == lb->cap) {
+		size_t cap = lb->cap ? lb->cap * 2 : 16;
+		sfs_item *it = realloc(lb->items, cap * sizeof(*it));
+
+		if (!it) {
+			lb->nomem = 1;
+			return NULL;
+		}
+		lb->items = it;
+		lb->cap = cap;
+	}
+	memset(&lb->items[lb->n], 0, sizeof(lb->items[0]));
+	return &lb->items[lb->n++];
+}
+
+/* Copies n bytes plus a NUL into the byte array; returns offset+1, or 0 on
+ * allocation failure. */
+static size_t put_bytes(listb *lb, const void *p, size_t n)
+{
+	size_t off;
+
+	if (lb->nomem)
+		return 0;
+	if (lb->bcap - lb->len < n + 1) {
+		size_t cap = lb->bcap ? lb->bcap : 256;
+		unsigned char *b;
+
+		while (cap - lb->len < n + 1)
+			cap *= 2;
+		b = realloc(lb->bytes, cap);
+		if (!b) {
+			lb->nomem = 1;
+			return 0;
+		}
+		lb->bytes = b;
+		lb->bcap = cap;
+	}
+	off = lb->len;
+	if (n)
+		memcpy(lb->bytes + off, p, n);
+	lb->bytes[off + n] = '\0';
+	lb->len += n + 1;
+	return off + 1;
+}
+
+void listb_key(listb *lb, const void *p, size_t n)
+{
+	size_t off;
+
+	if (lb->nomem || lb->n == 0)
+		return;
+	off = put_bytes(lb, p, n);
+	lb->items[lb->n - 1].key.ptr = (void *)(uintptr_t)off;
+	lb->items[lb->n - 1].key.len = n;
+}
+
+void listb_value(listb *lb, const void *p, size_t n)
+{
+	size_t off;
+
+	if (lb->nomem || lb->n == 0)
+		return;
+	off = put_bytes(lb, p, n);
+	lb->items[lb->n - 1].value.ptr = (void *)(uintptr_t)off;
+	lb->items[lb->n - 1].value.len = n;
+}
+
+void listb_discard(listb *lb)
+{
+	free(lb->items);
+	free(lb->bytes);
+	memset(lb, 0, sizeof(*lb));
+}
+
+static void *rebase(unsigned char *base, void *off)
+{
+	uintptr_t o = (uintptr_t)off;
+
+	return o ? base + (o - 1) : NULL;
+}
+
+int listb_finish(listb *lb, sfs_list *out)
+{
+	size_t head = lb->n * sizeof(sfs_item);
+	unsigned char *block, *bytes;
+	sfs_item *items;
+
+	if (lb->nomem) {
+		listb_discard(lb);
+		return sfs_err(SFS_NOMEM, "building a list");
+	}
+	if (lb->n == 0) {
+		listb_discard(lb);
+		out->items = NULL;
+		out->n = 0;
+		return SFS_OK;
+	}
+	block = malloc(head + lb->len);
+	if (!block) {
+		listb_discard(lb);
+		return sfs_err(SFS_NOMEM, "allocating a list of %zu bytes",
+		               head + lb->len);
+	}
+	items = (sfs_item *)block;
+	bytes = block + head;
+	memcpy(items, lb->items, head);
+	if (lb->len)
+		memcpy(bytes, lb->bytes, lb->len);
+	for (size_t i = 0; i < lb->n; i++) {
+		items[i].key.ptr = rebase(bytes, items[i].key.ptr);
+		items[i].value.ptr = rebase(bytes, items[i].value.ptr);
+	}
+	out->items = items;
+	out->n = lb->n;
+	listb_discard(lb);
+	return SFS_OK;
+}

@@ -1,0 +1,347 @@
+/*
+ * sqlb_export.c - export every row of every family from one snapshot, and
+ * import such rows back in one transaction.
+ *
+ * Export order is fixed (statefs.h): family (KV, counters, logs, queues,
+ * directories), then scope, namespace, key, id, each served by the table's
+ * own index, so the same store always exports the same byte sequence.
+ * Import keeps what export gives: ids of log and queue rows, every mtime
+ * (0 stays 0: no time row), explicit directories. Importing an export into
+ * an empty store and exporting again reproduces the first export exactly;
+ * importing it twice changes nothing the second time. A log or queue id
+ * that already holds a different row is a conflict (SFS_EXISTS), never
+ * silently overwritten.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlb_i.h"
+
+/* --- export ------------------------------------------------------------- */
+
+static const char *const export_sql[] = {
+	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0"
+	" FROM function_state f LEFT JOIN statefs_kv_time t"
+	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
+	" ORDER BY f.scope_id, f.ns, f.key",
+	"SELECT f.scope_id, f.ns, f.key, f.n, t.mtime_ns, 0"
+	" FROM function_counter f LEFT JOIN statefs_counter_time t"
+	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
+	" ORDER BY f.scope_id, f.ns, f.key",
+	"SELECT l.scope_id, l.ns, l.key, l.value, t.mtime_ns, l.id"
+	" FROM function_state_log l LEFT JOIN statefs_log_time t ON t.id=l.id"
+	" ORDER BY l.scope_id, l.ns, l.key, l.id",
+	"SELECT q.execution_id, NULL, NULL, q.work_item, t.enqueued_ns, q.id"
+	" FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	" ORDER BY q.execution_id, q.id",
+	/* A directory's own family travels in row.n. */
+	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
+	" family FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
+};
+
+static const sfs_family export_fam[] = {
+	SFS_FAM_KV, SFS_FAM_COUNTER, SFS_FAM_LOG, SFS_FAM_QUEUE, SFS_FAM_DIR,
+};
+
+static sfs_slice col_opt(sqlite3_stmt *st, int i)
+{
+	size_t n;
+	const void *p;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return SFS_NONE;
+	p = sqlb_col(st, i, &n);
+	return sfs_bytes(p, n);
+}
+
+static int count_all(sfs_backend *b, uint64_t *total)
+{
+	static const char sql[] =
+		"SELECT (SELECT count(*) FROM function_state)"
+		" + (SELECT count(*) FROM function_counter)"
+		" + (SELECT count(*) FROM function_state_log)"
+		" + (SELECT count(*) FROM work_queue)"
+		" + (SELECT count(*) FROM statefs_dir)";
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "counting rows");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*total = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? SFS_OK : sqlb_fail(b, rc, "counting rows");
+}
+
+static int export_family(sfs_backend *b, int i,
+                         int (*fn)(const sfs_row *row, void *ctx), void *ctx,
+                         sfs_progress_fn progress, void *pctx,
+                         uint64_t *done, uint64_t total)
+{
+	sqlite3_stmt *st;
+	sfs_row row;
+	int rc, r = SFS_OK;
+
+	rc = sqlite3_prepare_v2(b->db, export_sql[i], -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "exporting");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&row, 0, sizeof(row));
+		row.family = export_fam[i];
+		row.scope = col_opt(st, 0);
+		row.ns = col_opt(st, 1);
+		row.key = col_opt(st, 2);
+		if (row.family == SFS_FAM_COUNTER)
+			row.n = sqlite3_column_int64(st, 3);
+		else
+			row.value = col_opt(st, 3);
+		row.mtime_ns = sqlite3_column_int64(st, 4);
+		row.id = sqlite3_column_int64(st, 5);
+		if (row.family == SFS_FAM_DIR)
+			row.n = sqlite3_column_int64(st, 6);
+		r = fn(&row, ctx);
+		if (r != 0)
+			break;
+		++*done;
+		if (progress && (*done % 256 == 0) &&
+		    progress(*done, total, pctx)) {
+			r = sfs_err(SFS_CANCELLED, "cancelled by the caller");
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	if (r != 0)
+		return r;
+	return rc == SQLITE_DONE ? SFS_OK : sqlb_fail(b, rc, "exporting");
+}
+
+int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
+                void *ctx, sfs_progress_fn progress, void *pctx)
+{
+	uint64_t total = 0, done = 0;
+	int r = sqlb_begin_read(b);
+
+	if (r != SFS_OK)
+		return r;
+	r = count_all(b, &total);
+	for (int i = 0; i < 5 && r == SFS_OK; i++)
+		r = export_family(b, i, fn, ctx, progress, pctx, &done, total);
+	sqlb_rollback(b); /* a read transaction: nothing to commit */
+	if (r == SFS_OK && progress && progress(done, total, pctx))
+		r = sfs_err(SFS_CANCELLED, "cancelled by the caller");
+	return r;
+}
+
+/* --- import ------------------------------------------------------------- */
+
+enum {
+	IM_KV, IM_KV_TIME, IM_KV_UNTIME,
+	IM_CTR, IM_CTR_TIME, IM_CTR_UNTIME,
+	IM_LOG, IM_LOG_SAME, IM_LOG_TIME, IM_LOG_UNTIME,
+	IM_Q, IM_Q_SAME, IM_Q_TIME, IM_Q_UNTIME,
+	IM_DIR,
+	IM_MAX
+};
+
+static const char *const import_sql[IM_MAX] = {
+	[IM_KV] = "INSERT INTO function_state (scope_id, ns, key, value)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET value=excluded.value"
+	        " WHERE value IS NOT excluded.value",
+	[IM_KV_TIME] = "INSERT INTO statefs_kv_time (scope_id, ns, key,"
+	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns,"
+	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns IS NOT excluded.mtime_ns",
+	[IM_KV_UNTIME] = "DELETE FROM statefs_kv_time WHERE scope_id=?1"
+	        " AND ns=?2 AND key=?3",
+	[IM_CTR] = "INSERT INTO function_counter (scope_id, ns, key, n)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET n=excluded.n WHERE n IS NOT excluded.n",
+	[IM_CTR_TIME] = "INSERT INTO statefs_counter_time (scope_id, ns, key,"
+	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns,"
+	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns IS NOT excluded.mtime_ns",
+	[IM_CTR_UNTIME] = "DELETE FROM statefs_counter_time WHERE scope_id=?1"
+	        " AND ns=?2 AND key=?3",
+	[IM_LOG] = "INSERT INTO function_state_log (id, scope_id, ns, key,"
+	        " value) VALUES (?5, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
+	[IM_LOG_SAME] = "SELECT scope_id=?1 AND ns=?2 AND key=?3 AND value=?4"
+	        " FROM function_state_log WHERE id=?5",
+	[IM_LOG_TIME] = "INSERT INTO statefs_log_time (id, mtime_ns)"
+	        " VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET"
+	        " mtime_ns=excluded.mtime_ns WHERE mtime_ns IS NOT"
+	        " excluded.mtime_ns",
+	[IM_LOG_UNTIME] = "DELETE FROM statefs_log_time WHERE id=?1",
+	[IM_Q] = "INSERT INTO work_queue (id, execution_id, work_item)"
+	        " VALUES (?5, ?1, ?4) ON CONFLICT (id) DO NOTHING",
+	[IM_Q_SAME] = "SELECT execution_id=?1 AND work_item=?4 AND ?2 IS ?2"
+	        " AND ?3 IS ?3 FROM work_queue WHERE id=?5",
+	[IM_Q_TIME] = "INSERT INTO statefs_queue_time (id, enqueued_ns)"
+	        " VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET"
+	        " enqueued_ns=excluded.enqueued_ns WHERE enqueued_ns IS NOT"
+	        " excluded.enqueued_ns",
+	[IM_Q_UNTIME] = "DELETE FROM statefs_queue_time WHERE id=?1",
+	[IM_DIR] = "INSERT OR IGNORE INTO statefs_dir (family, scope_id,"
+	        " has_ns, ns) VALUES (?1, ?2, ?3, ?4)",
+};
+
+struct sfs_import_be {
+	sfs_backend *b;
+	sqlite3_stmt *st[IM_MAX];
+};
+
+int sqlb_import_begin(sfs_backend *b, sfs_import_be **out)
+{
+	sfs_import_be *imp = calloc(1, sizeof(*imp));
+	int rc, status;
+
+	if (!imp)
+		return sfs_err(SFS_NOMEM, "allocating an import");
+	imp->b = b;
+	for (int i = 0; i < IM_MAX; i++) {
+		rc = sqlite3_prepare_v2(b->db, import_sql[i], -1, &imp->st[i],
+		                        NULL);
+		if (rc != SQLITE_OK) {
+			status = sqlb_fail(b, rc, "preparing an import");
+			sqlb_import_abort(imp);
+			return status;
+		}
+	}
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK) {
+		sqlb_import_abort(imp);
+		return status;
+	}
+	*out = imp;
+	return SFS_OK;
+}
+
+/* Binds ?1 scope, ?2 ns, ?3 key, ?4 value/n, ?5 id as far as present. */
+static void bind_row(sqlite3_stmt *st, const sfs_row *r, int counter)
+{
+	int n = sqlite3_bind_parameter_count(st);
+
+	if (n >= 1)
+		sqlb_bind(st, 1, r->scope);
+	if (n >= 2)
+		sqlb_bind(st, 2, r->ns.ptr ? r->ns : sfs_bytes("", 0));
+	if (n >= 3)
+		sqlb_bind(st, 3, r->key.ptr ? r->key : sfs_bytes("", 0));
+	if (n >= 4) {
+		if (counter)
+			sqlite3_bind_int64(st, 4, r->n);
+		else
+			sqlb_bind(st, 4, r->value);
+	}
+	if (n >= 5)
+		sqlite3_bind_int64(st, 5, r->id);
+}
+
+static int step(sfs_backend *b, sqlite3_stmt *st)
+{
+	return sqlb_run(b, st, "importing a row");
+}
+
+/* Writes or removes the time row of a keyed row (kv, counter). */
+static int keyed_time(sfs_import_be *imp, int put, int del,
+                      const sfs_row *r)
+{
+	sqlite3_stmt *st = imp->st[r->mtime_ns ? put : del];
+
+	sqlb_bind(st, 1, r->scope);
+	sqlb_bind(st, 2, r->ns);
+	sqlb_bind(st, 3, r->key);
+	if (r->mtime_ns)
+		sqlite3_bind_int64(st, 4, r->mtime_ns);
+	return step(imp->b, st);
+}
+
+/* Inserts a row with an id; an existing id must hold the same row. */
+static int id_row(sfs_import_be *imp, int ins, int same, int put, int del,
+                  const sfs_row *r)
+{
+	sfs_backend *b = imp->b;
+	sqlite3_stmt *st = imp->st[ins];
+	int status, rc, eq;
+
+	if (r->id <= 0)
+		return sfs_err(SFS_INVALID, "a log or queue row needs an id > 0");
+	bind_row(st, r, 0);
+	status = step(b, st);
+	if (status != SFS_OK)
+		return status;
+	if (sqlite3_changes(b->db) == 0) {
+		st = imp->st[same];
+		bind_row(st, r, 0);
+		rc = sqlite3_step(st);
+		eq = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW)
+			return sqlb_fail(b, rc, "importing a row");
+		if (!eq)
+			return sfs_err(SFS_EXISTS, "id %lld holds a different row",
+			               (long long)r->id);
+	}
+	st = imp->st[r->mtime_ns ? put : del];
+	sqlite3_bind_int64(st, 1, r->id);
+	if (r->mtime_ns)
+		sqlite3_bind_int64(st, 2, r->mtime_ns);
+	return step(b, st);
+}
+
+int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
+{
+	sfs_backend *b = imp->b;
+	sqlite3_stmt *st;
+	int status;
+
+	switch (r->family) {
+	case SFS_FAM_KV:
+		bind_row(imp->st[IM_KV], r, 0);
+		status = step(b, imp->st[IM_KV]);
+		return status ? status
+		              : keyed_time(imp, IM_KV_TIME, IM_KV_UNTIME, r);
+	case SFS_FAM_COUNTER:
+		bind_row(imp->st[IM_CTR], r, 1);
+		status = step(b, imp->st[IM_CTR]);
+		return status ? status
+		              : keyed_time(imp, IM_CTR_TIME, IM_CTR_UNTIME, r);
+	case SFS_FAM_LOG:
+		return id_row(imp, IM_LOG, IM_LOG_SAME, IM_LOG_TIME,
+		              IM_LOG_UNTIME, r);
+	case SFS_FAM_QUEUE:
+		return id_row(imp, IM_Q, IM_Q_SAME, IM_Q_TIME, IM_Q_UNTIME, r);
+	case SFS_FAM_DIR:
+		st = imp->st[IM_DIR];
+		sqlite3_bind_int64(st, 1, r->n);
+		sqlb_bind(st, 2, r->scope);
+		sqlite3_bind_int(st, 3, r->ns.ptr != NULL);
+		sqlb_bind(st, 4, r->ns.ptr ? r->ns : sfs_bytes("", 0));
+		return step(b, st);
+	}
+	return sfs_err(SFS_INVALID, "unknown family %d", (int)r->family);
+}
+
+static void import_free(sfs_import_be *imp)
+{
+	for (int i = 0; i < IM_MAX; i++)
+		sqlite3_finalize(imp->st[i]);
+	free(imp);
+}
+
+int sqlb_import_commit(sfs_import_be *imp)
+{
+	int status = sqlb_commit(imp->b);
+
+	import_free(imp);
+	return status;
+}
+
+void sqlb_import_abort(sfs_import_be *imp)
+{
+	if (!imp)
+		return;
+	sqlb_rollback(imp->b);
+	import_free(imp);
+}

@@ -1,0 +1,241 @@
+/*
+ * sqlb_i.h - the SQLite backend's shared internals (private).
+ *
+ * The backend is split by job: sqlb_store.c (connection, statement cache,
+ * transactions, status translation), sqlb_schema.c (DDL and versions),
+ * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
+ * directories, renames), sqlb_seq.c (logs and queues), sqlb_whole.c
+ * (exec clear, checkpoint, restore, info, verify) and sqlb_export.c.
+ *
+ * Concurrency rules every file follows (see docs/engine.md):
+ *  - One connection per handle; the caller's lock serialises calls.
+ *  - A write is a transaction opened with BEGIN IMMEDIATE (sqlb_begin_write),
+ *    so it holds the write lock before it reads anything and can never fail
+ *    with SQLITE_BUSY_SNAPSHOT; waiting for the lock is the busy timeout's
+ *    job. Reads of more than one statement run in one deferred transaction
+ *    (sqlb_begin_read) so they see one snapshot.
+ *  - Statements are prepared once per connection (SQLITE_PREPARE_PERSISTENT)
+ *    and reset after each use, also on error paths, so no read transaction
+ *    outlives the call that opened it.
+ */
+#ifndef STATEFS_SQLB_I_H
+#define STATEFS_SQLB_I_H
+
+#include <sqlite3.h>
+
+#include "backend_i.h"
+#include "crypt_i.h"
+#include "err_i.h"
+#include "list_i.h"
+
+#define SQLB_SCHEMA_VERSION 1
+
+/* Statement cache slots. Fixed statements have one slot; statements with
+ * variants (optional bounds, direction) reserve a range. */
+enum {
+	ST_BEGIN_WRITE,
+	ST_BEGIN_READ,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_DATA_VERSION,
+	/* kv */
+	ST_KV_PUT,
+	ST_KV_PUT_TIME,
+	ST_KV_GET,
+	ST_KV_STAT,
+	ST_KV_DEL,
+	ST_KV_DEL_TIME,
+	ST_KV_EXISTS,
+	ST_KV_SCAN,                   /* 16 variants: start, end, rev, keys */
+	ST_KV_DELRANGE = ST_KV_SCAN + 16,       /* 4: start, end */
+	ST_KV_DELRANGE_TIME = ST_KV_DELRANGE + 4, /* 4 */
+	ST_KV_MOVE = ST_KV_DELRANGE_TIME + 4,
+	ST_KV_MOVE_TIME,
+	/* counters */
+	ST_CTR_ADD,
+	ST_CTR_SET,
+	ST_CTR_TIME,
+	ST_CTR_GET,
+	ST_CTR_DEL,
+	ST_CTR_DEL_TIME,
+	ST_CTR_SCAN,                  /* 8 variants: start, end, rev */
+	/* logs */
+	ST_LOG_APPEND = ST_CTR_SCAN + 8,
+	ST_LOG_TIME,
+	ST_LOG_SCAN,                  /* 2 variants: keys_only */
+	ST_LOG_GET = ST_LOG_SCAN + 2,
+	ST_LOG_STAT,
+	ST_LOG_KEY_FIRST,
+	ST_LOG_KEY_NEXT,
+	ST_LOG_DEL,
+	ST_LOG_DEL_TIME,
+	ST_LOG_CLEAR,                 /* 3 variants: scope, ns, key */
+	ST_LOG_CLEAR_TIME = ST_LOG_CLEAR + 3,   /* 3 */
+	/* queues */
+	ST_Q_PUSH = ST_LOG_CLEAR_TIME + 3,
+	ST_Q_TIME,
+	ST_Q_POP,
+	ST_Q_DEL_TIME,
+	ST_Q_SCAN,                    /* 2 variants: keys_only */
+	ST_Q_PEEK = ST_Q_SCAN + 2,
+	ST_Q_STAT,
+	ST_Q_DEL,
+	ST_Q_CLEAR_TIME,
+	ST_Q_CLEAR,
+	ST_Q_LEN,
+	/* directories: [family] ranges are indexed by family - 1 */
+	ST_DIR_NEXT_SCOPE,            /* 8: 4 families x (first, next) */
+	ST_DIR_NEXT_NS = ST_DIR_NEXT_SCOPE + 8,   /* 8 */
+	ST_DIR_HAS_SCOPE = ST_DIR_NEXT_NS + 8,    /* 4 */
+	ST_DIR_HAS_NS = ST_DIR_HAS_SCOPE + 4,     /* 4 */
+	ST_DIR_EXPLICIT,
+	ST_DIR_INSERT,
+	ST_DIR_DELETE,
+	ST_DIR_HAS_NS_DIRS,
+	ST_MAX
+};
+
+struct sfs_backend {
+	sqlite3 *db;
+	crypt_vfs *vfs;            /* NULL for plaintext and memory stores */
+	char *path;
+	int memory;
+	int readonly;
+	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
+	uint64_t commits;          /* write commits made on this connection */
+	sqlite3_stmt *st[ST_MAX];
+};
+
+/* --- sqlb_store.c ------------------------------------------------------ */
+
+/* THE translation of SQLite result codes into sfs_status: every failure of
+ * a SQLite call in the engine goes through here. Sets the thread's detail to
+ * "<what>: <sqlite message>" (or the encryption layer's message for a page
+ * that failed authentication) and returns the status. */
+int sqlb_fail(sfs_backend *b, int rc, const char *what);
+
+/* The cached statement in slot, prepared from sql on first use; NULL with
+ * the detail set on failure (*status gets the code). */
+sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
+                        int *status);
+
+/* Steps a statement that returns no rows, resets it. SFS_OK or a status. */
+int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
+
+int sqlb_begin_write(sfs_backend *b);
+int sqlb_begin_read(sfs_backend *b);
+int sqlb_commit(sfs_backend *b);
+void sqlb_rollback(sfs_backend *b);
+
+/* Runs one SQL text that needs no caching (DDL, PRAGMAs). */
+int sqlb_exec(sfs_backend *b, const char *sql, const char *what);
+
+/* Binds a byte string (never NULL: an empty slice binds x''). */
+int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s);
+/* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
+const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
+
+/* --- sqlb_schema.c ----------------------------------------------------- */
+/* Creates missing tables (or, read-only, shadows our missing tables with
+ * empty temporary ones) and checks the schema version. */
+int sqlb_schema_init(sfs_backend *b);
+/* The tables restore and info act on: the SDK's four, then ours (statefs_*
+ * except statefs_meta), read from sqlite_schema of schema `db` ("main").
+ * *names is malloc'd, NULL-terminated, entries malloc'd. */
+int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
+void sqlb_schema_tables_free(char **names);
+
+/* --- the ops, by file ---------------------------------------------------- */
+int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, const sfs_slice *values,
+                     size_t n);
+int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                sfs_buf *out);
+int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, size_t n, sfs_list *out);
+int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 uint64_t *size, int64_t *mtime_ns);
+int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key);
+int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 const sfs_scan_opts *o, sfs_list *out);
+int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                         sfs_slice start, sfs_slice end, uint64_t *count);
+int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_list *out);
+int sqlb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    const sfs_slice *keys, const sfs_slice *values, size_t n);
+int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                   sfs_slice to_key, unsigned flags);
+int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t *value, int *exists);
+int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t delta, int64_t *value);
+int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t value);
+int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key);
+int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_scan_opts *o, sfs_list *out);
+
+int sqlb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
+                    long limit, sfs_list *out);
+int sqlb_ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                 sfs_slice after, long limit, sfs_list *out);
+int sqlb_dir_exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_create(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_remove(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_rename(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
+                    unsigned flags);
+
+int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, sfs_slice value, int64_t *id);
+int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t after_id, long limit, int keys_only,
+                  sfs_list *out);
+int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 int64_t id, sfs_buf *out);
+int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t id, uint64_t *size,
+                  int64_t *mtime_ns);
+int sqlb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice after, long limit, sfs_list *out);
+int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t id);
+int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, uint64_t *count);
+int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
+                    size_t n, int64_t *first_id);
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
+                   int64_t *id);
+int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out);
+int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out);
+int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                    sfs_buf *item);
+int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                    uint64_t *size, int64_t *mtime_ns);
+int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
+int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
+int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
+
+int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count);
+int sqlb_checkpoint(sfs_backend *b, const char *path,
+                    sfs_progress_fn progress, void *ctx);
+int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
+                 void *ctx);
+int sqlb_info(sfs_backend *b, sfs_info *out);
+int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
+int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
+                void *ctx, sfs_progress_fn progress, void *pctx);
+int sqlb_import_begin(sfs_backend *b, sfs_import_be **out);
+int sqlb_import_row(sfs_import_be *imp, const sfs_row *row);
+int sqlb_import_commit(sfs_import_be *imp);
+void sqlb_import_abort(sfs_import_be *imp);
+
+#endif /* STATEFS_SQLB_I_H */

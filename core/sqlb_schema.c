@@ -1,0 +1,312 @@
+/*
+ * sqlb_schema.c - the store's tables: the VGI Go SDK's four, with its exact
+ * DDL, and ours, prefixed statefs_, with a schema version.
+ *
+ * The SDK's tables are created with the SDK's own statements (whitespace
+ * aside) so the sqlite3 tool shows the same schema whichever side created
+ * the file, and a Go worker's CREATE TABLE IF NOT EXISTS finds nothing to
+ * do on ours. We never add columns to them: the SDK drops its tables when it
+ * finds an unexpected created_at column, and a Go worker must be able to
+ * write rows without knowing about us. What we need beyond the SDK lives in
+ * side tables written in the same transaction:
+ *
+ *   statefs_meta        name -> value; 'schema_version'
+ *   statefs_kv_time     last write time of a function_state row
+ *   statefs_counter_time  last write time of a function_counter row
+ *   statefs_log_time    write time of a function_state_log row, by id
+ *   statefs_queue_time  enqueue time of a work_queue row, by id
+ *   statefs_dir         explicit (persisting) scopes and namespaces
+ *
+ * A row the Go SDK wrote has no time row: its mtime reads as 0. A time row
+ * whose data row the SDK deleted is invisible (reads join on the data row)
+ * and is removed by the next statefs delete or clear of that key or scope.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlb_i.h"
+
+static const char sdk_ddl[] =
+	"CREATE TABLE IF NOT EXISTS work_queue (\n"
+	"\t\t\tid INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"\t\t\texecution_id BLOB NOT NULL,\n"
+	"\t\t\twork_item BLOB NOT NULL\n"
+	"\t\t);\n"
+	"CREATE INDEX IF NOT EXISTS idx_work_queue_execution ON work_queue(execution_id, id);\n"
+	"CREATE TABLE IF NOT EXISTS function_state (\n"
+	"\t\t\tscope_id BLOB NOT NULL,\n"
+	"\t\t\tns BLOB NOT NULL,\n"
+	"\t\t\tkey BLOB NOT NULL,\n"
+	"\t\t\tvalue BLOB NOT NULL,\n"
+	"\t\t\tPRIMARY KEY (scope_id, ns, key)\n"
+	"\t\t);\n"
+	"CREATE TABLE IF NOT EXISTS function_state_log (\n"
+	"\t\t\tid INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"\t\t\tscope_id BLOB NOT NULL,\n"
+	"\t\t\tns BLOB NOT NULL,\n"
+	"\t\t\tkey BLOB NOT NULL,\n"
+	"\t\t\tvalue BLOB NOT NULL\n"
+	"\t\t);\n"
+	"CREATE INDEX IF NOT EXISTS idx_function_state_log_lookup\n"
+	"\t\t\tON function_state_log(scope_id, ns, key, id);\n"
+	"CREATE TABLE IF NOT EXISTS function_counter (\n"
+	"\t\t\tscope_id BLOB NOT NULL,\n"
+	"\t\t\tns BLOB NOT NULL,\n"
+	"\t\t\tkey BLOB NOT NULL,\n"
+	"\t\t\tn INTEGER NOT NULL,\n"
+	"\t\t\tPRIMARY KEY (scope_id, ns, key)\n"
+	"\t\t);\n";
+
+/* After "CREATE TABLE " (or "CREATE TEMP TABLE " for read-only shadows). */
+static const char *const own_ddl[] = {
+	"IF NOT EXISTS statefs_meta ("
+	" name TEXT NOT NULL PRIMARY KEY, value ANY) WITHOUT ROWID",
+	"IF NOT EXISTS statefs_kv_time ("
+	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID",
+	"IF NOT EXISTS statefs_counter_time ("
+	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID",
+	"IF NOT EXISTS statefs_log_time ("
+	" id INTEGER PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
+	"IF NOT EXISTS statefs_queue_time ("
+	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL)",
+	/* family: an sfs_family; has_ns 0 is the scope itself (ns = x''),
+	 * which is not the namespace named "" (has_ns 1, ns = x''). */
+	"IF NOT EXISTS statefs_dir ("
+	" family INTEGER NOT NULL, scope_id BLOB NOT NULL,"
+	" has_ns INTEGER NOT NULL, ns BLOB NOT NULL,"
+	" PRIMARY KEY (family, scope_id, has_ns, ns)) WITHOUT ROWID",
+};
+
+#define N_OWN (sizeof(own_ddl) / sizeof(own_ddl[0]))
+
+static const char *const sdk_tables[] = {
+	"function_state", "function_counter", "function_state_log",
+	"work_queue",
+};
+
+/* 1 if table exists in main, 0 if not, negative status on failure. */
+static int has_table(sfs_backend *b, const char *name)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(b->db,
+	        "SELECT 1 FROM main.sqlite_schema WHERE type='table' AND name=?1",
+	        -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return -sqlb_fail(b, rc, "reading the schema");
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	return -sqlb_fail(b, rc, "reading the schema");
+}
+
+/* The schema version in statefs_meta: 0 when there is none. */
+static int read_version(sfs_backend *b, int64_t *v)
+{
+	sqlite3_stmt *st;
+	int rc, t = has_table(b, "statefs_meta");
+
+	*v = 0;
+	if (t <= 0)
+		return -t;
+	rc = sqlite3_prepare_v2(b->db,
+	        "SELECT value FROM main.statefs_meta WHERE name='schema_version'",
+	        -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "reading the schema version");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "reading the schema version");
+	return SFS_OK;
+}
+
+/* A database with tables but none of ours or the SDK's is someone else's
+ * file: refuse rather than add tables to it. */
+static int check_foreign(sfs_backend *b)
+{
+	sqlite3_stmt *st;
+	int rc, n_any = 0, n_ours = 0;
+
+	rc = sqlite3_prepare_v2(b->db,
+	        "SELECT name FROM main.sqlite_schema WHERE type='table'"
+	        " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "reading the schema");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		n_any++;
+		if (!name)
+			continue;
+		if (!strncmp(name, "statefs_", 8))
+			n_ours++;
+		for (size_t i = 0; i < 4; i++)
+			if (!strcmp(name, sdk_tables[i]))
+				n_ours++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "reading the schema");
+	if (n_any > 0 && n_ours == 0)
+		return sfs_err(SFS_FORMAT, "%s is a SQLite database but not a "
+		               "statefs or VGI state store", b->path);
+	return SFS_OK;
+}
+
+static int create_own(sfs_backend *b, const char *prefix)
+{
+	char sql[512];
+	int status;
+
+	for (size_t i = 0; i < N_OWN; i++) {
+		snprintf(sql, sizeof(sql), "CREATE %sTABLE %s", prefix, own_ddl[i]);
+		status = sqlb_exec(b, sql, "creating statefs tables");
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
+static int check_version(sfs_backend *b, int64_t v)
+{
+	if (v > SQLB_SCHEMA_VERSION)
+		return sfs_err(SFS_FORMAT, "%s has schema version %lld; this "
+		               "statefs reads up to %d", b->path, (long long)v,
+		               SQLB_SCHEMA_VERSION);
+	return SFS_OK;
+}
+
+/* Read-only: nothing may be written. The SDK's tables must exist; ours, if
+ * missing (a store only the Go SDK has written), are shadowed by empty
+ * temporary tables so every statement still prepares. */
+static int init_readonly(sfs_backend *b)
+{
+	int64_t v;
+	int status, t;
+
+	status = read_version(b, &v);
+	if (status != SFS_OK)
+		return status;
+	status = check_version(b, v);
+	if (status != SFS_OK)
+		return status;
+	for (size_t i = 0; i < 4; i++) {
+		t = has_table(b, sdk_tables[i]);
+		if (t < 0)
+			return -t;
+		if (t == 0)
+			return sfs_err(SFS_FORMAT, "%s has no table %s",
+			               b->path, sdk_tables[i]);
+	}
+	if (v == SQLB_SCHEMA_VERSION)
+		return SFS_OK;
+	return create_own(b, "TEMP ");
+}
+
+int sqlb_schema_init(sfs_backend *b)
+{
+	char sql[128];
+	int64_t v;
+	int status;
+
+	if (b->readonly)
+		return init_readonly(b);
+	/* The common case, an existing store at our version, takes no write
+	 * lock: many processes open at once. */
+	status = read_version(b, &v);
+	if (status != SFS_OK)
+		return status;
+	status = check_version(b, v);
+	if (status != SFS_OK || v == SQLB_SCHEMA_VERSION)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	status = read_version(b, &v); /* another process may have won */
+	if (status == SFS_OK)
+		status = check_version(b, v);
+	if (status == SFS_OK && v == 0)
+		status = check_foreign(b);
+	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
+		status = sqlb_exec(b, sdk_ddl, "creating the VGI tables");
+	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
+		status = create_own(b, "");
+	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION) {
+		snprintf(sql, sizeof(sql),
+		         "INSERT OR REPLACE INTO statefs_meta VALUES"
+		         " ('schema_version', %d)", SQLB_SCHEMA_VERSION);
+		status = sqlb_exec(b, sql, "writing the schema version");
+	}
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	status = sqlb_commit(b);
+	b->commits = 0; /* creating the schema is no change of state */
+	return status;
+}
+
+int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names)
+{
+	char sql[512];
+	sqlite3_stmt *st;
+	char **v = NULL;
+	size_t n = 0;
+	int rc;
+
+	/* The SDK's tables first (fixed order), then ours by name. */
+	snprintf(sql, sizeof(sql),
+	         "SELECT name FROM \"%s\".sqlite_schema WHERE type='table' AND"
+	         " (name IN ('function_state','function_counter',"
+	         "'function_state_log','work_queue') OR (name LIKE"
+	         " 'statefs\\_%%' ESCAPE '\\' AND name <> 'statefs_meta'))"
+	         " ORDER BY name LIKE 'statefs\\_%%' ESCAPE '\\', name", db);
+	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "listing tables");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char **nv = realloc(v, (n + 2) * sizeof(*v));
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		if (!nv || !name || !(nv[n] = strdup(name))) {
+			v = nv ? nv : v;
+			if (v)
+				v[n] = NULL;
+			sqlite3_finalize(st);
+			sqlb_schema_tables_free(v);
+			return sfs_err(SFS_NOMEM, "listing tables");
+		}
+		v = nv;
+		v[++n] = NULL;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		sqlb_schema_tables_free(v);
+		return sqlb_fail(b, rc, "listing tables");
+	}
+	if (!v && !(v = calloc(1, sizeof(*v))))
+		return sfs_err(SFS_NOMEM, "listing tables");
+	*names = v;
+	return SFS_OK;
+}
+
+void sqlb_schema_tables_free(char **names)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; names[i]; i++)
+		free(names[i]);
+	free(names);
+}

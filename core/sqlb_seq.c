@@ -1,0 +1,642 @@
+/*
+ * sqlb_seq.c - append-logs (function_state_log) and work queues
+ * (work_queue) over SQLite: the two families whose rows carry ids.
+ *
+ * Ids come from AUTOINCREMENT, i.e. from sqlite_sequence in the store, not
+ * from the process: they strictly increase across every scope and queue and
+ * are never reused, not after a clear (DELETE does not lower the sequence)
+ * and not after a restart. That is also why a list in the stream engine's
+ * mapping extends correctly after a reopen: the next append asks the store.
+ *
+ * Pop is the SDK's single DELETE ... RETURNING of the head, inside a write
+ * transaction that also drops the item's enqueue time: the write lock is
+ * held before the head is chosen, so two processes never get one item.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sqlb_i.h"
+#include "util_i.h"
+
+#define LOGEQ "scope_id=?1 AND ns=?2 AND key=?3"
+
+/* Reads rows of (id, value-or-NULL, size, time) into a list. */
+static int id_rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
+                        sfs_list *out)
+{
+	listb lb = LISTB_INIT;
+	sfs_item *it;
+	const void *p;
+	size_t n;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = sqlite3_column_int64(st, 0);
+		it->size = (uint64_t)sqlite3_column_int64(st, 2);
+		it->mtime_ns = sqlite3_column_int64(st, 3);
+		if (!keys_only) {
+			p = sqlb_col(st, 1, &n);
+			listb_value(&lb, p, n);
+		}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, "reading entries");
+	}
+	return listb_finish(&lb, out);
+}
+
+/* Steps a statement expected to return at most one BLOB into *out. */
+static int one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
+                    const char *what)
+{
+	const void *p;
+	size_t n;
+	int rc = sqlite3_step(st), status;
+
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(st, 0, &n);
+		status = buf_copy(out, p, n);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+/* Steps a (size, time) statement. */
+static int one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
+                    int64_t *mtime_ns)
+{
+	int rc = sqlite3_step(st), status = SFS_OK;
+
+	if (rc == SQLITE_ROW) {
+		*size = (uint64_t)sqlite3_column_int64(st, 0);
+		if (mtime_ns)
+			*mtime_ns = sqlite3_column_int64(st, 1);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, "reading an entry's size");
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+static void bind3(sqlite3_stmt *st, sfs_slice a, sfs_slice b, sfs_slice c)
+{
+	sqlb_bind(st, 1, a);
+	sqlb_bind(st, 2, b);
+	sqlb_bind(st, 3, c);
+}
+
+#define IN_WRITE_TX(b, expr)                                               \
+	do {                                                               \
+		int st_ = sqlb_begin_write(b);                             \
+		if (st_ != SFS_OK)                                         \
+			return st_;                                        \
+		st_ = (expr);                                              \
+		if (st_ != SFS_OK) {                                       \
+			sqlb_rollback(b);                                  \
+			return st_;                                        \
+		}                                                          \
+		return sqlb_commit(b);                                     \
+	} while (0)
+
+/* Inserts (id, time) into a time table; inside a write transaction. */
+static int put_time(sfs_backend *b, int slot, const char *sql, int64_t id,
+                    int64_t t)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, t);
+	return sqlb_run(b, st, "writing a time");
+}
+
+static int del_time(sfs_backend *b, int slot, const char *sql, int64_t id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, id);
+	return sqlb_run(b, st, "deleting a time");
+}
+
+/* --- logs --------------------------------------------------------------- */
+
+static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                         sfs_slice key, sfs_slice value, int64_t *id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_APPEND,
+	        "INSERT INTO function_state_log (scope_id, ns, key, value)"
+	        " VALUES (?1, ?2, ?3, ?4)", &status);
+
+	if (!st)
+		return status;
+	bind3(st, scope, ns, key);
+	sqlb_bind(st, 4, value);
+	status = sqlb_run(b, st, "appending");
+	if (status != SFS_OK)
+		return status;
+	*id = sqlite3_last_insert_rowid(b->db);
+	return put_time(b, ST_LOG_TIME, "INSERT OR REPLACE INTO statefs_log_time"
+	                " (id, mtime_ns) VALUES (?1, ?2)", *id, sfs_clock_ns());
+}
+
+int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, sfs_slice value, int64_t *id)
+{
+	int64_t v = 0;
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = log_append_tx(b, scope, ns, key, value, &v);
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	status = sqlb_commit(b);
+	if (status == SFS_OK && id)
+		*id = v;
+	return status;
+}
+
+int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t after_id, long limit, int keys_only,
+                  sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_SCAN + !!keys_only, keys_only ?
+	        "SELECT l.id, NULL, length(l.value), t.mtime_ns"
+	        " FROM function_state_log l LEFT JOIN statefs_log_time t"
+	        " ON t.id=l.id WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
+	        " AND l.id>?4 ORDER BY l.id LIMIT ?5" :
+	        "SELECT l.id, l.value, length(l.value), t.mtime_ns"
+	        " FROM function_state_log l LEFT JOIN statefs_log_time t"
+	        " ON t.id=l.id WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
+	        " AND l.id>?4 ORDER BY l.id LIMIT ?5", &status);
+
+	if (!st)
+		return status;
+	bind3(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, after_id);
+	sqlite3_bind_int64(st, 5, limit > 0 ? limit : -1);
+	return id_rows_into(b, st, keys_only, out);
+}
+
+int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 int64_t id, sfs_buf *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_GET,
+	        "SELECT value FROM function_state_log WHERE id=?4 AND " LOGEQ,
+	        &status);
+
+	if (!st)
+		return status;
+	bind3(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, id);
+	return one_blob(b, st, out, "reading a log entry");
+}
+
+int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t id, uint64_t *size,
+                  int64_t *mtime_ns)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_STAT,
+	        "SELECT length(l.value), t.mtime_ns FROM function_state_log l"
+	        " LEFT JOIN statefs_log_time t ON t.id=l.id WHERE l.id=?4"
+	        " AND l.scope_id=?1 AND l.ns=?2 AND l.key=?3", &status);
+
+	if (!st)
+		return status;
+	bind3(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, id);
+	return one_stat(b, st, size, mtime_ns);
+}
+
+/* The distinct keys, one index seek per key (a DISTINCT would visit every
+ * entry of every key). */
+int sqlb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice after, long limit, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *first = sqlb_stmt(b, ST_LOG_KEY_FIRST,
+	        "SELECT key FROM function_state_log WHERE scope_id=?1 AND ns=?2"
+	        " ORDER BY key LIMIT 1", &status);
+	sqlite3_stmt *next = first ? sqlb_stmt(b, ST_LOG_KEY_NEXT,
+	        "SELECT key FROM function_state_log WHERE scope_id=?1 AND ns=?2"
+	        " AND key>?3 ORDER BY key LIMIT 1", &status) : NULL;
+	listb lb = LISTB_INIT;
+	sfs_slice cur = after;
+	int rc = SQLITE_DONE;
+
+	if (!next)
+		return status;
+	status = sqlb_begin_read(b);
+	if (status != SFS_OK)
+		return status;
+	for (long i = 0; limit <= 0 || i < limit; i++) {
+		sqlite3_stmt *st = cur.ptr ? next : first;
+		const void *p;
+		size_t n;
+
+		sqlb_bind(st, 1, scope);
+		sqlb_bind(st, 2, ns);
+		if (cur.ptr)
+			sqlb_bind(st, 3, cur);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW) {
+			sqlite3_reset(st);
+			break;
+		}
+		p = sqlb_col(st, 0, &n);
+		if (!listb_push(&lb)) {
+			sqlite3_reset(st);
+			rc = SQLITE_DONE;
+			break;
+		}
+		listb_key(&lb, p, n);
+		sqlite3_reset(st);
+		if (lb.nomem)
+			break;
+		/* The key just copied is the next lower bound. */
+		cur.ptr = (const unsigned char *)lb.bytes +
+		          ((uintptr_t)lb.items[lb.n - 1].key.ptr - 1);
+		cur.len = n;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		status = sqlb_fail(b, rc, "listing log keys");
+		sqlb_rollback(b);
+		listb_discard(&lb);
+		return status;
+	}
+	sqlb_commit(b);
+	return listb_finish(&lb, out);
+}
+
+int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_DEL,
+	        "DELETE FROM function_state_log WHERE id=?4 AND " LOGEQ, &status);
+
+	if (!st)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	bind3(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, id);
+	status = sqlb_run(b, st, "deleting a log entry");
+	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
+		status = SFS_NOTFOUND;
+	if (status == SFS_OK)
+		status = del_time(b, ST_LOG_DEL_TIME,
+		                  "DELETE FROM statefs_log_time WHERE id=?1", id);
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	return sqlb_commit(b);
+}
+
+/* Variant 0: whole scope, 1: one namespace, 2: one key. */
+int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, uint64_t *count)
+{
+	static const char *const where[3] = {
+		"scope_id=?1", "scope_id=?1 AND ns=?2",
+		"scope_id=?1 AND ns=?2 AND key=?3",
+	};
+	int v = !ns.ptr ? 0 : !key.ptr ? 1 : 2;
+	int status = SFS_OK;
+	sqlite3_stmt *st = b->st[ST_LOG_CLEAR + v];
+	sqlite3_stmt *tst = b->st[ST_LOG_CLEAR_TIME + v];
+	char sql[256];
+	uint64_t c;
+
+	if (!tst) {
+		snprintf(sql, sizeof(sql), "DELETE FROM statefs_log_time WHERE id"
+		         " IN (SELECT id FROM function_state_log WHERE %s)",
+		         where[v]);
+		if (!(tst = sqlb_stmt(b, ST_LOG_CLEAR_TIME + v, sql, &status)))
+			return status;
+	}
+	if (!st) {
+		snprintf(sql, sizeof(sql),
+		         "DELETE FROM function_state_log WHERE %s", where[v]);
+		if (!(st = sqlb_stmt(b, ST_LOG_CLEAR + v, sql, &status)))
+			return status;
+	}
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	for (int i = 0; i < 2 && status == SFS_OK; i++) {
+		sqlite3_stmt *s = i ? st : tst;
+
+		sqlb_bind(s, 1, scope);
+		if (v >= 1)
+			sqlb_bind(s, 2, ns);
+		if (v == 2)
+			sqlb_bind(s, 3, key);
+		status = sqlb_run(b, s, "clearing a log");
+	}
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	c = (uint64_t)sqlite3_changes64(b->db);
+	if (c == 0)
+		sqlb_rollback(b);
+	else
+		status = sqlb_commit(b);
+	if (status == SFS_OK && count)
+		*count = c;
+	return status;
+}
+
+/* --- queues ------------------------------------------------------------- */
+
+static int queue_push_tx(sfs_backend *b, sfs_slice queue,
+                         const sfs_slice *items, size_t n, int64_t *first_id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PUSH,
+	        "INSERT INTO work_queue (execution_id, work_item) VALUES (?1, ?2)",
+	        &status);
+	int64_t now = sfs_clock_ns(), id;
+
+	if (!st)
+		return status;
+	for (size_t i = 0; i < n; i++) {
+		sqlb_bind(st, 1, queue);
+		sqlb_bind(st, 2, items[i]);
+		status = sqlb_run(b, st, "pushing");
+		if (status != SFS_OK)
+			return status;
+		id = sqlite3_last_insert_rowid(b->db);
+		if (i == 0)
+			*first_id = id;
+		status = put_time(b, ST_Q_TIME, "INSERT OR REPLACE INTO"
+		                  " statefs_queue_time (id, enqueued_ns)"
+		                  " VALUES (?1, ?2)", id, now);
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
+int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
+                    size_t n, int64_t *first_id)
+{
+	int64_t id = 0;
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = queue_push_tx(b, queue, items, n, &id);
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	status = sqlb_commit(b);
+	if (status == SFS_OK && first_id)
+		*first_id = id;
+	return status;
+}
+
+#define Q_DEL_TIME_SQL "DELETE FROM statefs_queue_time WHERE id=?1"
+
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
+                   int64_t *id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
+	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
+	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
+	        " RETURNING id, work_item", &status);
+	sfs_buf v = { NULL, 0 };
+	const void *p;
+	size_t n;
+	int64_t got = 0;
+	int rc;
+
+	if (!st)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, queue);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		got = sqlite3_column_int64(st, 0);
+		p = sqlb_col(st, 1, &n);
+		status = buf_copy(&v, p, n);
+		if (status == SFS_OK)
+			rc = sqlite3_step(st);
+	}
+	sqlite3_reset(st);
+	if (status == SFS_OK && rc == SQLITE_DONE && !v.ptr)
+		status = SFS_NOTFOUND;
+	else if (status == SFS_OK && rc != SQLITE_DONE)
+		status = sqlb_fail(b, rc, "popping");
+	if (status == SFS_OK)
+		status = del_time(b, ST_Q_DEL_TIME, Q_DEL_TIME_SQL, got);
+	if (status == SFS_OK)
+		status = sqlb_commit(b);
+	else
+		sqlb_rollback(b);
+	if (status != SFS_OK) {
+		sfs_buf_free(&v);
+		return status;
+	}
+	*item = v;
+	if (id)
+		*id = got;
+	return SFS_OK;
+}
+
+static sqlite3_stmt *q_scan_stmt(sfs_backend *b, int keys_only, int *status)
+{
+	return sqlb_stmt(b, ST_Q_SCAN + !!keys_only, keys_only ?
+	        "SELECT q.id, NULL, length(q.work_item), t.enqueued_ns"
+	        " FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3" :
+	        "SELECT q.id, q.work_item, length(q.work_item), t.enqueued_ns"
+	        " FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3",
+	        status);
+}
+
+int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = q_scan_stmt(b, keys_only, &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, after_id);
+	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
+	return id_rows_into(b, st, keys_only, out);
+}
+
+/* Deletes every item of a queue and their times; inside a write
+ * transaction. */
+static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *tst = sqlb_stmt(b, ST_Q_CLEAR_TIME,
+	        "DELETE FROM statefs_queue_time WHERE id IN"
+	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status);
+	sqlite3_stmt *st = tst ? sqlb_stmt(b, ST_Q_CLEAR,
+	        "DELETE FROM work_queue WHERE execution_id=?1", &status) : NULL;
+
+	if (!st)
+		return status;
+	sqlb_bind(tst, 1, queue);
+	status = sqlb_run(b, tst, "clearing a queue");
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, queue);
+	status = sqlb_run(b, st, "clearing a queue");
+	if (status == SFS_OK)
+		*count = (uint64_t)sqlite3_changes64(b->db);
+	return status;
+}
+
+int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = q_scan_stmt(b, 0, &status);
+	sfs_list l = { NULL, 0 };
+	uint64_t c = 0;
+
+	if (!st)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, INT64_MIN);
+	sqlite3_bind_int64(st, 3, -1);
+	status = id_rows_into(b, st, 0, &l);
+	if (status == SFS_OK && l.n)
+		status = queue_clear_tx(b, queue, &c);
+	if (status == SFS_OK && l.n)
+		status = sqlb_commit(b);
+	else
+		sqlb_rollback(b);
+	if (status != SFS_OK) {
+		sfs_list_free(&l);
+		return status;
+	}
+	*out = l;
+	return SFS_OK;
+}
+
+int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                    sfs_buf *item)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PEEK,
+	        "SELECT work_item FROM work_queue WHERE id=?2"
+	        " AND execution_id=?1", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	return one_blob(b, st, item, "reading a queue item");
+}
+
+int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                    uint64_t *size, int64_t *mtime_ns)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_STAT,
+	        "SELECT length(q.work_item), t.enqueued_ns FROM work_queue q"
+	        " LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	        " WHERE q.id=?2 AND q.execution_id=?1", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	return one_stat(b, st, size, mtime_ns);
+}
+
+static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_DEL,
+	        "DELETE FROM work_queue WHERE id=?2 AND execution_id=?1",
+	        &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	status = sqlb_run(b, st, "deleting a queue item");
+	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
+		return SFS_NOTFOUND;
+	if (status != SFS_OK)
+		return status;
+	return del_time(b, ST_Q_DEL_TIME, Q_DEL_TIME_SQL, id);
+}
+
+int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)
+{
+	IN_WRITE_TX(b, queue_delete_tx(b, queue, id));
+}
+
+int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
+{
+	uint64_t c = 0;
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = queue_clear_tx(b, queue, &c);
+	if (status == SFS_OK && c)
+		status = sqlb_commit(b);
+	else
+		sqlb_rollback(b);
+	if (status == SFS_OK && count)
+		*count = c;
+	return status;
+}
+
+int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_LEN,
+	        "SELECT count(*) FROM work_queue WHERE execution_id=?1", &status);
+	int rc;
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*len = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? SFS_OK : sqlb_fail(b, rc, "counting a queue");
+}

@@ -1,0 +1,61 @@
+/*
+ * store_i.h - the store handle and the argument checks every public entry
+ * point shares (private).
+ *
+ * A public function checks its arguments here, takes s->mu, calls one entry
+ * of the backend's ops table and releases the lock. The lock makes one handle
+ * usable from many threads; it is the only lock in the engine, so there is
+ * no lock order to keep. Callbacks (export, progress) run under it, which is
+ * why statefs.h forbids them to call back into the same store.
+ */
+#ifndef STATEFS_STORE_I_H
+#define STATEFS_STORE_I_H
+
+#include <pthread.h>
+
+#include "backend_i.h"
+#include "err_i.h"
+
+struct sfs_store {
+	pthread_mutex_t mu;
+	const sfs_backend_ops *ops;  /* immutable after open */
+	sfs_backend *be;             /* guarded by mu */
+	char *path;                  /* immutable after open */
+	unsigned flags;              /* SFS_OPEN_*, immutable */
+	uint64_t max_value;          /* immutable */
+	int64_t lease_ms;            /* immutable; for claims */
+	int importing;               /* guarded by mu: an import holds it */
+};
+
+static inline void store_lock(sfs_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+}
+
+static inline void store_unlock(sfs_store *s)
+{
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Argument checks. Each returns SFS_OK or a status with the detail set;
+ * `what` names the argument in the detail ("key", "scope"). */
+
+/* A scope, namespace or key: present, at most SFS_MAX_NAME bytes. */
+int chk_name(sfs_slice n, const char *what);
+/* An optional name (scan bound, `after`): SFS_NONE or a valid name. */
+int chk_opt_name(sfs_slice n, const char *what);
+/* A value: present, at most the store's max_value bytes. */
+int chk_value(const sfs_store *s, sfs_slice v, const char *what);
+/* The handle itself, and for writes, that it is not read-only. */
+int chk_store(const sfs_store *s);
+int chk_writable(const sfs_store *s);
+/* A family that has scopes (not SFS_FAM_DIR); for SFS_FAM_QUEUE, ns must be
+ * SFS_NONE. */
+int chk_family(sfs_family fam, sfs_slice ns);
+/* A required output pointer. */
+int chk_out(const void *p, const char *what);
+
+/* Normalises scan options (NULL = everything ascending) into *o. */
+int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o);
+
+#endif /* STATEFS_STORE_I_H */

@@ -1,0 +1,130 @@
+/*
+ * fixture.c - temporary stores for the unit tests (see fixture.h).
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static sfs_key *key;
+
+int tfx_encrypted(void)
+{
+	const char *m = getenv("STATEFS_TEST_MODE");
+
+	return m && !strcmp(m, "encrypted");
+}
+
+const sfs_key *tfx_key(void)
+{
+	if (!tfx_encrypted())
+		return NULL;
+	if (!key && sfs_key_generate(&key) != SFS_OK) {
+		fprintf(stderr, "sfs_key_generate: %s\n", sfs_errdetail());
+		abort();
+	}
+	return key;
+}
+
+int tfx_open(const char *path, unsigned flags, sfs_store **out)
+{
+	sfs_open_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.flags = flags;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	return sfs_store_open(&o, out);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int type,
+                  struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+void tfx_rmtree(const char *dir)
+{
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int tfx_setup(void **state)
+{
+	tfx *t = calloc(1, sizeof(*t));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!t)
+		return -1;
+	snprintf(t->dir, sizeof(t->dir), "%s/statefs-test-XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(t->dir)) {
+		free(t);
+		return -1;
+	}
+	snprintf(t->path, sizeof(t->path), "%s/store.db", t->dir);
+	if (tfx_open(t->path, SFS_OPEN_CREATE, &t->s) != SFS_OK) {
+		fprintf(stderr, "open %s: %s\n", t->path, sfs_errdetail());
+		tfx_rmtree(t->dir);
+		free(t);
+		return -1;
+	}
+	*state = t;
+	return 0;
+}
+
+int tfx_teardown(void **state)
+{
+	tfx *t = *state;
+
+	if (!t)
+		return 0;
+	sfs_store_close(t->s);
+	tfx_rmtree(t->dir);
+	free(t);
+	*state = NULL;
+	return 0;
+}
+
+void tfx_reopen(tfx *t)
+{
+	sfs_store_close(t->s);
+	t->s = NULL;
+	OK(tfx_open(t->path, 0, &t->s));
+}
+
+void tfx_keys(const sfs_list *l, const char *words)
+{
+	char *copy = strdup(words), *save = NULL, *w;
+	size_t i = 0;
+
+	assert_non_null(copy);
+	for (w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (i >= l->n)
+			fail_msg("list has %zu keys, want more (next: %s)", l->n, w);
+		if (l->items[i].key.len != strlen(w) ||
+		    memcmp(l->items[i].key.ptr, w, strlen(w)))
+			fail_msg("key %zu is '%.*s', want '%s'", i,
+			         (int)l->items[i].key.len,
+			         (const char *)l->items[i].key.ptr, w);
+		i++;
+	}
+	free(copy);
+	if (i != l->n)
+		fail_msg("list has %zu keys, want %zu (%s)", l->n, i, words);
+}
+
+void tfx_buf(const sfs_buf *b, const char *s)
+{
+	assert_non_null(b->ptr);
+	assert_int_equal(b->len, strlen(s));
+	assert_memory_equal(b->ptr, s, b->len);
+	assert_int_equal(((const char *)b->ptr)[b->len], '\0');
+}

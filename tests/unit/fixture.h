@@ -1,0 +1,63 @@
+/*
+ * fixture.h - what every unit test of the engine shares: a temporary
+ * directory with a store in it, opened plaintext or encrypted as
+ * STATEFS_TEST_MODE says ("plain", the default, or "encrypted": a key made
+ * with sfs_key_generate), and assertions that print the engine's detail.
+ */
+#ifndef STATEFS_TEST_FIXTURE_H
+#define STATEFS_TEST_FIXTURE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "statefs.h"
+
+typedef struct tfx {
+	char dir[256];    /* the test's temporary directory */
+	char path[320];   /* dir/store.db */
+	sfs_store *s;     /* open on path */
+} tfx;
+
+/* cmocka setup/teardown: a fresh directory and store per test. */
+int tfx_setup(void **state);
+int tfx_teardown(void **state);
+
+/* 1 when the tests run against encrypted stores. */
+int tfx_encrypted(void);
+/* The process's key (encrypted mode), else NULL. */
+const sfs_key *tfx_key(void);
+/* Opens path as the mode says, with extra flags; returns the status. */
+int tfx_open(const char *path, unsigned flags, sfs_store **out);
+/* Closes and reopens t->s. */
+void tfx_reopen(tfx *t);
+/* Removes a directory tree. */
+void tfx_rmtree(const char *dir);
+
+#define S(x) sfs_str(x)
+
+#define OK(expr)                                                           \
+	do {                                                               \
+		int r_ = (expr);                                           \
+		if (r_ != SFS_OK)                                          \
+			fail_msg("%s = %s: %s", #expr, sfs_strerror(r_),   \
+			         sfs_errdetail());                         \
+	} while (0)
+
+#define IS(code, expr)                                                     \
+	do {                                                               \
+		int r_ = (expr);                                           \
+		if (r_ != (code))                                          \
+			fail_msg("%s = %s, want %s: %s", #expr,            \
+			         sfs_strerror(r_), sfs_strerror(code),     \
+			         sfs_errdetail());                         \
+	} while (0)
+
+/* Asserts the list's keys, in order, are the space-separated words. */
+void tfx_keys(const sfs_list *l, const char *words);
+/* Asserts a buffer holds exactly the string. */
+void tfx_buf(const sfs_buf *b, const char *s);
+
+#endif

@@ -1,0 +1,459 @@
+/*
+ * test_store.c - opening and closing stores: flags and their errors, the
+ * default path, memory and read-only stores, the change counter, commits
+ * surviving a crashed process, and compatibility with the VGI Go SDK's
+ * plaintext store in both directions (a store the SDK's statements wrote
+ * opens here; the sqlite3 tool and the SDK's statements read ours).
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "fixture.h"
+
+static void test_open_flags(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_open_opts o;
+	sfs_store *s = (sfs_store *)0x1;
+
+	snprintf(path, sizeof(path), "%s/none.db", t->dir);
+	IS(SFS_NOTFOUND, tfx_open(path, 0, &s));
+	assert_ptr_equal(s, (sfs_store *)0x1); /* untouched on failure */
+	IS(SFS_EXISTS, tfx_open(t->path, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &s));
+	IS(SFS_INVALID, tfx_open(path, SFS_OPEN_EXCL, &s));
+	IS(SFS_INVALID, tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_READONLY, &s));
+	IS(SFS_INVALID, tfx_open(path, 1u << 20, &s));
+	IS(SFS_INVALID, sfs_store_open(NULL, &s));
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.flags = SFS_OPEN_CREATE;
+	IS(SFS_INVALID, sfs_store_open(&o, &s)); /* neither key nor PLAINTEXT */
+	IS(SFS_INVALID, sfs_store_open(&o, NULL));
+	o.flags |= SFS_OPEN_PLAINTEXT;
+	o.busy_timeout_ms = -1;
+	IS(SFS_INVALID, sfs_store_open(&o, &s));
+	o.busy_timeout_ms = 0;
+	o.lease_ms = -5;
+	IS(SFS_INVALID, sfs_store_open(&o, &s));
+	o.path = "";
+	o.lease_ms = 0;
+	IS(SFS_INVALID, sfs_store_open(&o, &s));
+	/* CREATE makes missing parents; the file is private */
+	snprintf(path, sizeof(path), "%s/a/b/new.db", t->dir);
+	OK(tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &s));
+	assert_string_equal(sfs_store_path(s), path);
+	sfs_store_close(s);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
+	sfs_store_close(NULL);
+}
+
+static void test_open_not_a_store(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sqlite3 *db;
+	sfs_store *s;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/text.db", t->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("this is not a database, just some text of a few bytes\n", f);
+	fclose(f);
+	IS(SFS_FORMAT, tfx_open(path, 0, &s));
+	/* someone else's SQLite database is refused, not modified */
+	snprintf(path, sizeof(path), "%s/foreign.db", t->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t"
+	                              " VALUES (1)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	if (tfx_encrypted())
+		IS(SFS_NOTENCRYPTED, tfx_open(path, 0, &s));
+	else
+		IS(SFS_FORMAT, tfx_open(path, 0, &s));
+}
+
+/* Encrypted stores: the key decides. */
+static void test_open_keys(void **state)
+{
+	tfx *t = *state;
+	sfs_open_opts o;
+	sfs_key *other;
+	sfs_store *s;
+
+	if (!tfx_encrypted())
+		skip();
+	sfs_store_close(t->s);
+	t->s = NULL;
+	memset(&o, 0, sizeof(o));
+	o.path = t->path;
+	o.flags = SFS_OPEN_PLAINTEXT;
+	IS(SFS_NOKEY, sfs_store_open(&o, &s));
+	OK(sfs_key_generate(&other));
+	o.flags = 0;
+	o.key = other;
+	IS(SFS_WRONGKEY, sfs_store_open(&o, &s));
+	sfs_key_destroy(other);
+	OK(tfx_open(t->path, 0, &t->s));
+}
+
+static void test_memory_store(void **state)
+{
+	sfs_open_opts o;
+	sfs_store *s, *s2;
+	sfs_buf b;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.path = ":memory:";
+	OK(sfs_store_open(&o, &s)); /* no key needed: nothing reaches a disk */
+	OK(sfs_store_open(&o, &s2));
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &b));
+	tfx_buf(&b, "v");
+	sfs_buf_free(&b);
+	IS(SFS_NOTFOUND, sfs_kv_get(s2, S("s"), S("n"), S("k"), &b));
+	OK(sfs_store_sync(s));
+	assert_string_equal(sfs_store_path(s), ":memory:");
+	sfs_store_close(s);
+	sfs_store_close(s2);
+}
+
+static void test_readonly(void **state)
+{
+	tfx *t = *state;
+	sfs_store *ro;
+	sfs_buf b;
+	int64_t v;
+
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
+	OK(sfs_kv_get(ro, S("s"), S("n"), S("k"), &b));
+	tfx_buf(&b, "v");
+	sfs_buf_free(&b);
+	IS(SFS_READONLY, sfs_kv_put(ro, S("s"), S("n"), S("k"), S("w")));
+	IS(SFS_READONLY, sfs_counter_add(ro, S("s"), S("n"), S("k"), 1, &v));
+	IS(SFS_READONLY, sfs_queue_pop(ro, S("q"), &b, NULL));
+	/* a read-only handle sees other handles' later commits */
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k2"), S("w")));
+	OK(sfs_kv_get(ro, S("s"), S("n"), S("k2"), &b));
+	tfx_buf(&b, "w");
+	sfs_buf_free(&b);
+	sfs_store_close(ro);
+}
+
+static void test_version(void **state)
+{
+	tfx *t = *state;
+	uint64_t v0, v1, v2, v3;
+	sfs_store *other;
+	sfs_buf b;
+
+	OK(sfs_store_version(t->s, &v0));
+	OK(sfs_store_version(t->s, &v1));
+	assert_int_equal(v0, v1);
+	/* reads and no-op writes change nothing */
+	IS(SFS_NOTFOUND, sfs_kv_get(t->s, S("s"), S("n"), S("k"), &b));
+	IS(SFS_NOTFOUND, sfs_kv_delete(t->s, S("s"), S("n"), S("k")));
+	OK(sfs_store_version(t->s, &v1));
+	assert_int_equal(v0, v1);
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	OK(sfs_store_version(t->s, &v2));
+	assert_true(v2 != v1);
+	/* another handle's commit (another connection, as another process) */
+	OK(tfx_open(t->path, 0, &other));
+	OK(sfs_counter_add(other, S("s"), S("n"), S("c"), 1, NULL));
+	OK(sfs_store_version(t->s, &v3));
+	assert_true(v3 != v2);
+	sfs_store_close(other);
+	IS(SFS_INVALID, sfs_store_version(t->s, NULL));
+}
+
+static void test_default_path(void **state)
+{
+	char *saved_x = getenv("XDG_STATE_HOME"), *saved_h = getenv("HOME");
+	char *x = saved_x ? strdup(saved_x) : NULL;
+	char *h = saved_h ? strdup(saved_h) : NULL;
+	char *p;
+
+	(void)state;
+	setenv("XDG_STATE_HOME", "/xdg/state", 1);
+	OK(sfs_default_path(&p));
+	assert_string_equal(p, "/xdg/state/statefs/state.db");
+	free(p);
+	setenv("XDG_STATE_HOME", "relative/ignored", 1);
+	setenv("HOME", "/home/u", 1);
+	OK(sfs_default_path(&p));
+	assert_string_equal(p, "/home/u/.local/state/statefs/state.db");
+	free(p);
+	unsetenv("XDG_STATE_HOME");
+	OK(sfs_default_path(&p));
+	assert_string_equal(p, "/home/u/.local/state/statefs/state.db");
+	free(p);
+	IS(SFS_INVALID, sfs_default_path(NULL));
+	if (x)
+		setenv("XDG_STATE_HOME", x, 1);
+	if (h)
+		setenv("HOME", h, 1);
+	else
+		unsetenv("HOME");
+	free(x);
+	free(h);
+}
+
+/* A successful call is committed: a child that writes and then dies
+ * without closing leaves its writes behind. */
+static void test_commit_survives_crash(void **state)
+{
+	tfx *t = *state;
+	int64_t v = 0;
+	sfs_buf b;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sfs_store *s;
+
+		if (tfx_open(t->path, 0, &s) != SFS_OK ||
+		    sfs_kv_put(s, S("c"), S("n"), S("k"), S("kept")) != SFS_OK ||
+		    sfs_counter_add(s, S("c"), S("n"), S("k"), 9, NULL) != SFS_OK)
+			_exit(3);
+		abort(); /* no close, no checkpoint */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	OK(sfs_kv_get(t->s, S("c"), S("n"), S("k"), &b));
+	tfx_buf(&b, "kept");
+	sfs_buf_free(&b);
+	OK(sfs_counter_get(t->s, S("c"), S("n"), S("k"), &v, NULL));
+	assert_int_equal(v, 9);
+	OK(sfs_store_sync(t->s));
+}
+
+/* The SDK's DDL and statements, verbatim (vgi/function_storage_sqlite.go). */
+static const char sdk_schema[] =
+	"PRAGMA busy_timeout=30000; PRAGMA journal_mode=WAL;"
+	"CREATE TABLE IF NOT EXISTS work_queue (id INTEGER PRIMARY KEY"
+	" AUTOINCREMENT, execution_id BLOB NOT NULL, work_item BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS idx_work_queue_execution ON"
+	" work_queue(execution_id, id);"
+	"CREATE TABLE IF NOT EXISTS function_state (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));"
+	"CREATE TABLE IF NOT EXISTS function_state_log (id INTEGER PRIMARY KEY"
+	" AUTOINCREMENT, scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT"
+	" NULL, value BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS idx_function_state_log_lookup ON"
+	" function_state_log(scope_id, ns, key, id);"
+	"CREATE TABLE IF NOT EXISTS function_counter (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));";
+
+static void sdk_exec(sqlite3 *db, const char *sql, const void *a, int na,
+                     const void *b, int nb, const void *c, int nc,
+                     const void *d, int nd)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (a)
+		sqlite3_bind_blob(st, 1, a, na, SQLITE_STATIC);
+	if (b)
+		sqlite3_bind_blob(st, 2, b, nb, SQLITE_STATIC);
+	if (c)
+		sqlite3_bind_blob(st, 3, c, nc, SQLITE_STATIC);
+	if (d)
+		sqlite3_bind_blob(st, 4, d, nd, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	assert_int_equal(rc, SQLITE_DONE);
+	sqlite3_finalize(st);
+}
+
+static void test_go_sdk_store_opens(void **state)
+{
+	tfx *t = *state;
+	unsigned char wid[8];
+	char path[400];
+	sqlite3 *db;
+	sfs_store *s;
+	sfs_buf b;
+	sfs_list l;
+	int64_t v, mt = -1;
+	uint64_t size;
+
+	snprintf(path, sizeof(path), "%s/go.db", t->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sdk_schema, NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sfs_id_encode(4242, wid);
+	sdk_exec(db, "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
+	         " value) VALUES (?, ?, ?, ?)", "exec", 4, "worker", 6, wid, 8,
+	         "wstate", 6);
+	sdk_exec(db, "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
+	         " value) VALUES (?, ?, ?, ?)", "att", 3, "cur", 3, "k", 1,
+	         "42", 2);
+	sdk_exec(db, "INSERT INTO function_counter (scope_id, ns, key, n) VALUES"
+	         " (?, ?, ?, 5) ON CONFLICT(scope_id, ns, key) DO UPDATE SET"
+	         " n = n + excluded.n RETURNING n", "att", 3, "c", 1, "k", 1,
+	         NULL, 0);
+	sdk_exec(db, "INSERT INTO function_state_log (scope_id, ns, key, value)"
+	         " VALUES (?, ?, ?, ?)", "exec", 4, "log", 3, "k", 1, "entry", 5);
+	sdk_exec(db, "INSERT INTO work_queue (execution_id, work_item) VALUES"
+	         " (?, ?)", "exec", 4, "item", 4, NULL, 0, NULL, 0);
+	sqlite3_close(db);
+
+	if (tfx_encrypted()) {
+		/* A key for a plaintext store is refused, not used. */
+		IS(SFS_NOTENCRYPTED, tfx_open(path, 0, &s));
+		return;
+	}
+	/* Read-only first: nothing may be added to the file. */
+	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
+	OK(sfs_kv_get(s, S("att"), S("cur"), S("k"), &b));
+	tfx_buf(&b, "42");
+	sfs_buf_free(&b);
+	OK(sfs_kv_stat(s, S("att"), S("cur"), S("k"), &size, &mt));
+	assert_int_equal(mt, 0); /* the SDK keeps no times */
+	sfs_store_close(s);
+
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_worker_scan(s, S("exec"), &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].id, 4242);
+	tfx_buf(&l.items[0].value, "wstate");
+	sfs_list_free(&l);
+	OK(sfs_counter_add(s, S("att"), S("c"), S("k"), 1, &v));
+	assert_int_equal(v, 6);
+	OK(sfs_log_scan(s, S("exec"), S("log"), S("k"), -1, 0, 0, &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].id, 1);
+	assert_int_equal(l.items[0].mtime_ns, 0);
+	sfs_list_free(&l);
+	OK(sfs_log_append(s, S("exec"), S("log"), S("k"), S("mine"), &v));
+	assert_int_equal(v, 2);
+	OK(sfs_queue_pop(s, S("exec"), &b, NULL));
+	tfx_buf(&b, "item");
+	sfs_buf_free(&b);
+	sfs_store_close(s);
+}
+
+/* What a Go worker sees of our plaintext store: its own statements work. */
+static void test_go_sdk_reads_ours(void **state)
+{
+	tfx *t = *state;
+	sqlite3_stmt *st;
+	sqlite3 *db;
+	int rc;
+
+	OK(sfs_kv_put(t->s, S("att"), S("cur"), S("k"), S("ours")));
+	OK(sfs_counter_add(t->s, S("att"), S("c"), S("k"), 11, NULL));
+	rc = sqlite3_open_v2(t->path, &db, SQLITE_OPEN_READWRITE, NULL);
+	assert_int_equal(rc, SQLITE_OK);
+	rc = sqlite3_exec(db, sdk_schema, NULL, NULL, NULL);
+	if (tfx_encrypted()) {
+		assert_int_equal(rc, SQLITE_NOTADB);
+		sqlite3_close(db);
+		return;
+	}
+	assert_int_equal(rc, SQLITE_OK); /* its CREATE IF NOT EXISTS: no-ops */
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM function_state"
+	                 " WHERE scope_id = ? AND ns = ? AND key = ?", -1, &st,
+	                 NULL), SQLITE_OK);
+	sqlite3_bind_blob(st, 1, "att", 3, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, "cur", 3, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, "k", 1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_bytes(st, 0), 4);
+	assert_memory_equal(sqlite3_column_blob(st, 0), "ours", 4);
+	assert_int_equal(sqlite3_column_type(st, 0), SQLITE_BLOB);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* The sqlite3 command-line tool shows the SDK's four tables with their
+ * columns on a plaintext store we created. */
+static void test_sqlite3_cli(void **state)
+{
+	tfx *t = *state;
+	char cmd[1024], out[4096];
+	size_t n;
+	FILE *p;
+
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	snprintf(cmd, sizeof(cmd), "sqlite3 -batch '%s' \"SELECT m.name || ':' "
+	         "|| group_concat(c.name, ',') FROM sqlite_schema m, "
+	         "pragma_table_info(m.name) c WHERE m.type='table' AND m.name IN "
+	         "('function_state','function_state_log','function_counter',"
+	         "'work_queue') GROUP BY m.name ORDER BY m.name; SELECT name FROM "
+	         "sqlite_schema WHERE type='index' AND name LIKE 'idx%%' ORDER BY "
+	         "name;\" 2>&1", t->path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	pclose(p);
+	if (tfx_encrypted()) {
+		assert_non_null(strstr(out, "not a database"));
+		return;
+	}
+	assert_string_equal(out,
+	        "function_counter:scope_id,ns,key,n\n"
+	        "function_state:scope_id,ns,key,value\n"
+	        "function_state_log:id,scope_id,ns,key,value\n"
+	        "work_queue:id,execution_id,work_item\n"
+	        "idx_function_state_log_lookup\n"
+	        "idx_work_queue_execution\n");
+}
+
+/* Handle used after the data changed under it by another connection. */
+static void test_two_handles(void **state)
+{
+	tfx *t = *state;
+	sfs_store *other;
+	sfs_buf b;
+
+	OK(tfx_open(t->path, 0, &other));
+	OK(sfs_kv_put(other, S("s"), S("n"), S("k"), S("from-other")));
+	OK(sfs_kv_get(t->s, S("s"), S("n"), S("k"), &b));
+	tfx_buf(&b, "from-other");
+	sfs_buf_free(&b);
+	sfs_store_close(other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tfx_setup, tfx_teardown)
+		T(test_open_flags),
+		T(test_open_not_a_store),
+		T(test_open_keys),
+		T(test_memory_store),
+		T(test_readonly),
+		T(test_version),
+		T(test_default_path),
+		T(test_commit_survives_crash),
+		T(test_go_sdk_store_opens),
+		T(test_go_sdk_reads_ours),
+		T(test_sqlite3_cli),
+		T(test_two_handles),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
