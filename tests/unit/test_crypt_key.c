@@ -265,6 +265,27 @@ static void test_passphrase_root(void **state)
 	sfs_key_destroy(p);
 }
 
+static void test_default_keyfile(void **state)
+{
+	char *p;
+	(void)state;
+
+	setenv("XDG_CONFIG_HOME", "/srv/cfg", 1);
+	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_string_equal(p, "/srv/cfg/statefs/key");
+	free(p);
+	/* A relative XDG value is ignored, as the XDG spec says. */
+	setenv("XDG_CONFIG_HOME", "relative", 1);
+	setenv("HOME", "/home/someone", 1);
+	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_string_equal(p, "/home/someone/.config/statefs/key");
+	free(p);
+	unsetenv("XDG_CONFIG_HOME");
+	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_string_equal(p, "/home/someone/.config/statefs/key");
+	free(p);
+}
+
 /* Does /proc/self/environ contain s? */
 static int environ_has(const char *s)
 {
@@ -364,6 +385,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_file_modes),
 		cmocka_unit_test(test_write_file),
 		cmocka_unit_test(test_passphrase_root),
+		cmocka_unit_test(test_default_keyfile),
 		cmocka_unit_test(test_env),
 	};
 

@@ -1,0 +1,224 @@
+/*
+ * test_crypt_config.c - sfs_store_open_config (core/config.c): the rules
+ * every tool uses to find a store and its key, and the first run that
+ * creates both. Each test points XDG_STATE_HOME and XDG_CONFIG_HOME at its
+ * own directories, so nothing outside the test directory is touched.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crypt_i.h"
+#include "statefs.h"
+
+static char dir[64];
+static char state_home[128], config_home[128];
+static char store[256], keyfile[256];
+static int seq;
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/sfs-cfg-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Fresh homes for one test; no key or store variables. */
+static int fresh(void **state)
+{
+	(void)state;
+	seq++;
+	snprintf(state_home, sizeof(state_home), "%s/%d/state", dir, seq);
+	snprintf(config_home, sizeof(config_home), "%s/%d/config", dir, seq);
+	snprintf(store, sizeof(store), "%s/statefs/state.db", state_home);
+	snprintf(keyfile, sizeof(keyfile), "%s/statefs/key", config_home);
+	setenv("XDG_STATE_HOME", state_home, 1);
+	setenv("XDG_CONFIG_HOME", config_home, 1);
+	unsetenv("STATEFS_DB");
+	unsetenv("STATEFS_KEY");
+	unsetenv("STATEFS_KEY_FILE");
+	return 0;
+}
+
+static void put_get(sfs_store *s, const char *val)
+{
+	sfs_buf b = { 0 };
+
+	assert_int_equal(sfs_kv_put(s, sfs_str("sc"), sfs_str("ns"),
+	                            sfs_str("k"), sfs_str(val)), SFS_OK);
+	assert_int_equal(sfs_kv_get(s, sfs_str("sc"), sfs_str("ns"),
+	                            sfs_str("k"), &b), SFS_OK);
+	assert_string_equal((char *)b.ptr, val);
+	sfs_buf_free(&b);
+}
+
+static void test_first_run(void **state)
+{
+	sfs_config cfg = { .create = 1 };
+	sfs_store *s = NULL;
+	char *notice = NULL;
+	crypt_kind kind;
+	struct stat st;
+	sfs_key *k;
+	(void)state;
+
+	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice), SFS_OK);
+	assert_non_null(notice);
+	assert_non_null(strstr(notice, keyfile));
+	assert_non_null(strstr(notice, store));
+	assert_non_null(strstr(notice, "Back up"));
+	free(notice);
+	put_get(s, "first");
+	sfs_store_close(s);
+
+	assert_int_equal(stat(keyfile, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(crypt_preflight(store, NULL, &kind), SFS_NOKEY);
+	assert_int_equal(sfs_key_from_file(keyfile, &k), SFS_OK);
+	assert_int_equal(crypt_preflight(store, k, &kind), SFS_OK);
+	sfs_key_destroy(k);
+
+	/* Second run: same key, nothing to say. */
+	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice), SFS_OK);
+	assert_null(notice);
+	put_get(s, "second");
+	sfs_store_close(s);
+
+	/* Without create, an existing store opens; a missing one does not. */
+	cfg.create = 0;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	sfs_store_close(s);
+	setenv("STATEFS_DB", "/nonexistent/statefs-test.db", 1);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice),
+	                 SFS_NOTFOUND);
+	assert_null(notice);
+	unsetenv("STATEFS_DB");
+}
+
+static void test_key_sources(void **state)
+{
+	sfs_config cfg = { .create = 1 };
+	sfs_store *s = NULL;
+	sfs_key *other;
+	char text[45], path[300];
+	(void)state;
+
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	sfs_store_close(s);
+
+	/* STATEFS_KEY wins over the default key file, and is wiped. */
+	assert_int_equal(sfs_key_generate(&other), SFS_OK);
+	assert_int_equal(sfs_key_to_text(other, text, sizeof(text)), SFS_OK);
+	setenv("STATEFS_KEY", text, 1);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	assert_non_null(strstr(sfs_errdetail(), "wrong key"));
+	assert_null(strstr(sfs_errdetail(), text));
+	assert_null(getenv("STATEFS_KEY"));
+
+	/* ... and is wiped even when an option names a key file. */
+	setenv("STATEFS_KEY", "not even a key", 1);
+	cfg.keyfile = keyfile;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	sfs_store_close(s);
+	assert_null(getenv("STATEFS_KEY"));
+	/* A bad STATEFS_KEY is an error when it is the source used. */
+	cfg.keyfile = NULL;
+	setenv("STATEFS_KEY", "not even a key", 1);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_INVALID);
+	assert_non_null(strstr(sfs_errdetail(), "STATEFS_KEY"));
+
+	/* STATEFS_KEY_FILE. */
+	snprintf(path, sizeof(path), "%s/%d/other.key", dir, seq);
+	assert_int_equal(sfs_key_write_file(other, path), SFS_OK);
+	setenv("STATEFS_KEY_FILE", path, 1);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	chmod(path, 0644);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_KEYPERM);
+	assert_non_null(strstr(sfs_errdetail(), "0644"));
+	unsetenv("STATEFS_KEY_FILE");
+
+	/* A caller's key overrides everything. */
+	cfg.key = other;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	cfg.key = NULL;
+
+	/* A missing key file given as an option. */
+	cfg.keyfile = "/nonexistent/statefs.key";
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOTFOUND);
+	assert_non_null(strstr(sfs_errdetail(), "/nonexistent/statefs.key"));
+	sfs_key_destroy(other);
+}
+
+static void test_no_key_sentences(void **state)
+{
+	sfs_config cfg = { .create = 1 };
+	sfs_store *s = NULL;
+	char plain[300];
+	(void)state;
+
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	sfs_store_close(s);
+	/* The key is gone: say where we looked, make nothing new. */
+	assert_int_equal(unlink(keyfile), 0);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOKEY);
+	assert_non_null(strstr(sfs_errdetail(), keyfile));
+	assert_non_null(strstr(sfs_errdetail(), "STATEFS_KEY"));
+	assert_int_equal(access(keyfile, F_OK), -1);
+
+	/* Encrypted store asked for in plaintext mode. */
+	cfg.plaintext = 1;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOKEY);
+	assert_non_null(strstr(sfs_errdetail(), "plaintext mode"));
+
+	/* A plaintext store: only in plaintext mode, never implicitly. */
+	snprintf(plain, sizeof(plain), "%s/%d/plain.db", dir, seq);
+	cfg.db = plain;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	put_get(s, "plain");
+	sfs_store_close(s);
+	cfg.plaintext = 0;
+	cfg.create = 0;
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL),
+	                 SFS_NOTENCRYPTED);
+	assert_non_null(strstr(sfs_errdetail(), "plaintext"));
+	/* Even with a key at hand. */
+	assert_int_equal(sfs_key_generate((sfs_key **)&cfg.key), SFS_OK);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL),
+	                 SFS_NOTENCRYPTED);
+	sfs_key_destroy((sfs_key *)cfg.key);
+
+	/* Read-only never creates. */
+	cfg.key = NULL;
+	cfg.db = NULL;
+	cfg.readonly = 1;
+	cfg.create = 1;
+	setenv("XDG_STATE_HOME", "/nonexistent-statefs", 1);
+	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOTFOUND);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_first_run, fresh),
+		cmocka_unit_test_setup(test_key_sources, fresh),
+		cmocka_unit_test_setup(test_no_key_sentences, fresh),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
