@@ -162,6 +162,15 @@ void sfs_list_free(sfs_list *l);
  * material lives in sodium_malloc'd, locked memory and is wiped when the key
  * is destroyed. No function here ever writes key material to a log, an error
  * detail or argv.
+ *
+ * What the library does: keys, derived page keys and key text read from
+ * files or the environment stay in locked memory and are wiped after use;
+ * an open store keeps its own copy (the caller's key may be destroyed right
+ * after sfs_store_open). What it cannot do for the caller: decrypted pages
+ * live in SQLite's page cache (ordinary heap) while a store is open, so a
+ * tool that opens stores should disable core dumps and ptrace early in
+ * main() (setrlimit(RLIMIT_CORE) to 0 and prctl(PR_SET_DUMPABLE, 0)); a
+ * library must not change those process-wide settings by itself.
  */
 typedef struct sfs_key sfs_key;
 
@@ -184,12 +193,17 @@ int sfs_key_from_env(sfs_key **out);
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.
- * The passphrase is copied; the caller should wipe its own copy. */
+ * The passphrase is copied; the caller should wipe its own copy. A new
+ * store gets libsodium's MODERATE limits (about 0.4 s and 256 MiB per
+ * open); the store's header records them, so opening uses what the
+ * creator chose. The salt is the store's own (each file has one). */
 int sfs_key_from_passphrase(const void *pass, size_t len, sfs_key **out);
 
 /* Writes a raw key to a new file with mode 0600, creating missing parent
  * directories with mode 0700. SFS_EXISTS if the file exists (never
- * overwrites); SFS_INVALID for a passphrase key. The file is fsynced. */
+ * overwrites, also when two processes race); SFS_INVALID for a passphrase
+ * key. The file holds the key as base64 and a newline (printable for a
+ * paper backup, usable as STATEFS_KEY); it and its directory are fsynced. */
 int sfs_key_write_file(const sfs_key *key, const char *path);
 
 /* The key as standard base64 with padding, NUL-terminated, into out
@@ -699,7 +713,13 @@ int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx);
 /* Re-encrypts the store at path from old_key to new_key. No other process may
  * have the store open (SFS_BUSY otherwise). Crash-safe: an interruption at
  * any point leaves a store that opens with the old key or with the new one.
- * progress counts pages. */
+ * progress counts pages; a nonzero return cancels (SFS_CANCELLED, the store
+ * unchanged). The store is copied (compacted) into path.rekey beside it,
+ * which is verified and renamed over path: it needs free space for one
+ * more copy. Running it again after an interruption finishes the job (a
+ * store already under new_key is SFS_OK). old_key == NULL encrypts a
+ * plaintext store; new_key == NULL writes a plaintext one (both NULL is
+ * SFS_INVALID). Afterwards old_key gets SFS_WRONGKEY. */
 int sfs_rekey(const char *path, const sfs_key *old_key,
               const sfs_key *new_key, sfs_progress_fn progress, void *ctx);
 
