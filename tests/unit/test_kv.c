@@ -631,6 +631,48 @@ static void test_dirs(void **state)
 	sfs_list_free(&l);
 }
 
+/* Every family keeps its own directories, scope-only and namespaced. */
+static void test_dirs_every_family(void **state)
+{
+	static const sfs_family fams[] = { SFS_FAM_KV, SFS_FAM_COUNTER,
+	                                   SFS_FAM_LOG, SFS_FAM_QUEUE };
+	tfx *t = *state;
+	sfs_list l;
+
+	for (size_t i = 0; i < 4; i++) {
+		sfs_family f = fams[i];
+		int has_ns = f != SFS_FAM_QUEUE;
+
+		OK(sfs_dir_create(t->s, f, S("d"), SFS_NONE));
+		IS(SFS_EXISTS, sfs_dir_create(t->s, f, S("d"), SFS_NONE));
+		if (has_ns) {
+			OK(sfs_dir_create(t->s, f, S("d"), S("n")));
+			IS(SFS_EXISTS, sfs_dir_create(t->s, f, S("d"), S("n")));
+			OK(sfs_dir_exists(t->s, f, S("d"), S("n")));
+			OK(sfs_ns_list(t->s, f, S("d"), SFS_NONE, 0, &l));
+			tfx_keys(&l, "n");
+			sfs_list_free(&l);
+			IS(SFS_NOTEMPTY, sfs_dir_remove(t->s, f, S("d"), SFS_NONE));
+			OK(sfs_dir_remove(t->s, f, S("d"), S("n")));
+		}
+		OK(sfs_scope_list(t->s, f, SFS_NONE, 0, &l));
+		tfx_keys(&l, "d");
+		sfs_list_free(&l);
+		OK(sfs_dir_remove(t->s, f, S("d"), SFS_NONE));
+		IS(SFS_NOTFOUND, sfs_dir_exists(t->s, f, S("d"), SFS_NONE));
+	}
+	/* data rows make scopes of their own family only */
+	OK(sfs_log_append(t->s, S("L"), S("n"), S("k"), S("v"), NULL));
+	OK(sfs_counter_add(t->s, S("C"), S("n"), S("k"), 1, NULL));
+	OK(sfs_scope_list(t->s, SFS_FAM_LOG, SFS_NONE, 0, &l));
+	tfx_keys(&l, "L");
+	sfs_list_free(&l);
+	OK(sfs_ns_list(t->s, SFS_FAM_COUNTER, S("C"), SFS_NONE, 0, &l));
+	tfx_keys(&l, "n");
+	sfs_list_free(&l);
+	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_KV, S("L"), SFS_NONE));
+}
+
 static void test_dir_rename(void **state)
 {
 	tfx *t = *state;
@@ -709,6 +751,7 @@ int main(void)
 		T(test_max_value),
 		T(test_scope_ns_list),
 		T(test_dirs),
+		T(test_dirs_every_family),
 		T(test_dir_rename),
 	};
 
