@@ -1,0 +1,499 @@
+/*
+ * multiproc.c - many processes on one store file (meson suite multiproc).
+ *
+ * Usage: multiproc TEST        run one test (the parent)
+ *        multiproc child ...   a worker process (the parent execs these)
+ * Tests: counter  8 processes x 1,000 adds of 1 end at exactly 8,000
+ *        queue    4 producers and 4 consumers deliver every item once
+ *        drain    a drainer racing 4 writers loses and duplicates nothing
+ *        checkpoint  checkpoints taken while 4 writers commit are
+ *                 consistent snapshots that restore
+ * Every child fails on any status but the expected ones: none may see
+ * SFS_BUSY. STATEFS_TEST_MODE=encrypted shares one key through a key file.
+ * Exit: 0 pass, 1 fail.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "statefs.h"
+
+#define S(x) sfs_str(x)
+
+static char dir[256], store[512], keyfile[320];
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "[%ld] %s: %s (%s)\n", (long)getpid(), what,
+	        sfs_strerror(rc), sfs_errdetail());
+	exit(1);
+}
+
+static int encrypted(void)
+{
+	const char *m = getenv("STATEFS_TEST_MODE");
+
+	return m && !strcmp(m, "encrypted");
+}
+
+static sfs_store *open_store(unsigned flags)
+{
+	sfs_open_opts o;
+	sfs_key *key = NULL;
+	sfs_store *s;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.path = store;
+	o.flags = flags;
+	if (encrypted()) {
+		rc = sfs_key_from_file(keyfile, &key);
+		if (rc)
+			die("key", rc);
+		o.key = key;
+	} else {
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	}
+	rc = sfs_store_open(&o, &s);
+	sfs_key_destroy(key);
+	if (rc)
+		die("open", rc);
+	return s;
+}
+
+/* --- children ----------------------------------------------------------- */
+
+static void child_counter(int n)
+{
+	sfs_store *s = open_store(0);
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("c"), 1, NULL)))
+			die("counter add", rc);
+	sfs_store_close(s);
+}
+
+static void child_produce(int id, int n)
+{
+	sfs_store *s = open_store(0);
+	char buf[32];
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		sfs_slice it;
+
+		snprintf(buf, sizeof(buf), "%d-%d", id, i);
+		it = S(buf);
+		if ((rc = sfs_queue_push(s, S("q"), &it, 1, NULL)))
+			die("push", rc);
+	}
+	/* after the last push committed: consumers may stop once all four
+	 * producers said so and the queue is empty */
+	if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("done"), 1, NULL)))
+		die("done", rc);
+	sfs_store_close(s);
+}
+
+static void child_consume(const char *out)
+{
+	sfs_store *s = open_store(0);
+	FILE *f = fopen(out, "w");
+	int64_t done;
+	sfs_buf b;
+	int rc;
+
+	if (!f)
+		die("fopen", SFS_IO);
+	for (;;) {
+		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
+		                          NULL)))
+			die("get", rc);
+		rc = sfs_queue_pop(s, S("q"), &b, NULL);
+		if (rc == SFS_OK) {
+			fprintf(f, "%s\n", (char *)b.ptr);
+			sfs_buf_free(&b);
+		} else if (rc == SFS_NOTFOUND) {
+			if (done == 4)
+				break; /* read before the pop: nothing can come */
+			usleep(200);
+		} else {
+			die("pop", rc);
+		}
+	}
+	fclose(f);
+	sfs_store_close(s);
+}
+
+static void child_write(int id, int n)
+{
+	sfs_store *s = open_store(0);
+	char k[32];
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%d-%d", id, i);
+		if ((rc = sfs_kv_put(s, S("mp"), S("inbox"), S(k), S("v"))))
+			die("put", rc);
+	}
+	if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("done"), 1, NULL)))
+		die("done", rc);
+	sfs_store_close(s);
+}
+
+static void child_drain(const char *out)
+{
+	sfs_store *s = open_store(0);
+	FILE *f = fopen(out, "w");
+	int64_t done;
+	int last = 0, rc;
+	sfs_list l;
+
+	if (!f)
+		die("fopen", SFS_IO);
+	while (!last) {
+		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
+		                          NULL)))
+			die("get", rc);
+		last = done == 4; /* one more drain after the writers ended */
+		if ((rc = sfs_kv_drain(s, S("mp"), S("inbox"), &l)))
+			die("drain", rc);
+		for (size_t i = 0; i < l.n; i++)
+			fprintf(f, "%s\n", (char *)l.items[i].key.ptr);
+		sfs_list_free(&l);
+	}
+	fclose(f);
+	sfs_store_close(s);
+}
+
+/* Writes pairs (a, b) that are always equal in one transaction, and a
+ * counter, until told to stop. */
+static void child_pairs(int id)
+{
+	sfs_store *s = open_store(0);
+	sfs_slice keys[2] = { S("a"), S("b") };
+	char scope[16], v[32];
+	int64_t stop = 0;
+	int rc;
+
+	snprintf(scope, sizeof(scope), "w%d", id);
+	for (long i = 0; !stop; i++) {
+		sfs_slice vals[2];
+
+		snprintf(v, sizeof(v), "%ld", i);
+		vals[0] = vals[1] = S(v);
+		if ((rc = sfs_txn_put(s, S(scope), keys, vals, 2)))
+			die("txn put", rc);
+		if ((rc = sfs_log_append(s, S(scope), S("log"), S("k"), S(v),
+		                         NULL)))
+			die("append", rc);
+		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("stop"), &stop,
+		                          NULL)))
+			die("get", rc);
+	}
+	sfs_store_close(s);
+}
+
+/* --- the parent ---------------------------------------------------------- */
+
+static pid_t spawn(const char *const *argv)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execv("/proc/self/exe", (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int reap(pid_t *pids, int n)
+{
+	int bad = 0, st;
+
+	for (int i = 0; i < n; i++) {
+		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "child %ld failed (status 0x%x)\n",
+			        (long)pids[i], st);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+/* Reads every line of the files into one sorted array and checks it holds
+ * exactly "<p>-<i>" for p < np, i < ni, once each. */
+static int cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int check_once(const char *prefix, int files, int np, int ni)
+{
+	size_t n = 0, cap = (size_t)np * ni + 16;
+	char **lines = calloc(cap, sizeof(*lines));
+	char path[400], line[64], want[32];
+	int bad = 0;
+
+	for (int f = 0; f < files; f++) {
+		FILE *fp;
+
+		snprintf(path, sizeof(path), "%s/%s%d", dir, prefix, f);
+		fp = fopen(path, "r");
+		if (!fp)
+			return 1;
+		while (fgets(line, sizeof(line), fp)) {
+			line[strcspn(line, "\n")] = 0;
+			if (n == cap) {
+				fprintf(stderr, "more items than pushed\n");
+				fclose(fp);
+				return 1;
+			}
+			lines[n++] = strdup(line);
+		}
+		fclose(fp);
+	}
+	qsort(lines, n, sizeof(*lines), cmp);
+	if (n != (size_t)np * ni) {
+		fprintf(stderr, "%zu items delivered, want %d\n", n, np * ni);
+		bad = 1;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(lines[i], lines[i - 1])) {
+			fprintf(stderr, "%s delivered twice\n", lines[i]);
+			bad = 1;
+		}
+	for (int p = 0; p < np && !bad; p++)
+		for (int i = 0; i < ni; i++) {
+			const char *k = want;
+
+			snprintf(want, sizeof(want), "%d-%d", p, i);
+			if (!bsearch(&k, lines, n, sizeof(*lines), cmp)) {
+				fprintf(stderr, "%s lost\n", want);
+				bad = 1;
+				break;
+			}
+		}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	return bad;
+}
+
+static int test_counter(void)
+{
+	const char *argv[] = { "multiproc", "child", "counter", "1000", NULL };
+	pid_t pids[8];
+	sfs_store *s;
+	int64_t v;
+	int bad;
+
+	for (int i = 0; i < 8; i++)
+		pids[i] = spawn(argv);
+	bad = reap(pids, 8);
+	s = open_store(0);
+	if (sfs_counter_get(s, S("mp"), S("n"), S("c"), &v, NULL))
+		die("get", 1);
+	sfs_store_close(s);
+	if (v != 8000) {
+		fprintf(stderr, "counter is %lld, want 8000\n", (long long)v);
+		bad = 1;
+	}
+	return bad;
+}
+
+static int test_queue(void)
+{
+	char ids[4][8], outs[4][400];
+	pid_t pids[8];
+	int bad;
+
+	for (int i = 0; i < 4; i++) {
+		const char *p[] = { "multiproc", "child", "produce", ids[i], "500",
+		                    NULL };
+		const char *c[] = { "multiproc", "child", "consume", outs[i],
+		                    NULL };
+
+		snprintf(ids[i], sizeof(ids[i]), "%d", i);
+		snprintf(outs[i], sizeof(outs[i]), "%s/popped%d", dir, i);
+		pids[i] = spawn(c);
+		pids[4 + i] = spawn(p);
+	}
+	bad = reap(pids, 8);
+	return bad | check_once("popped", 4, 4, 500);
+}
+
+static int test_drain(void)
+{
+	char ids[4][8], out[400];
+	pid_t pids[5];
+	int bad;
+
+	snprintf(out, sizeof(out), "%s/drained0", dir);
+	{
+		const char *d[] = { "multiproc", "child", "drain", out, NULL };
+
+		pids[4] = spawn(d);
+	}
+	for (int i = 0; i < 4; i++) {
+		const char *w[] = { "multiproc", "child", "write", ids[i], "500",
+		                    NULL };
+
+		snprintf(ids[i], sizeof(ids[i]), "%d", i);
+		pids[i] = spawn(w);
+	}
+	bad = reap(pids, 5);
+	return bad | check_once("drained", 1, 4, 500);
+}
+
+static int test_checkpoint(void)
+{
+	char ids[4][8], cp[400];
+	pid_t pids[4];
+	sfs_store *s;
+	int bad = 0, rc;
+
+	for (int i = 0; i < 4; i++) {
+		const char *w[] = { "multiproc", "child", "pairs", ids[i], NULL };
+
+		snprintf(ids[i], sizeof(ids[i]), "%d", i);
+		pids[i] = spawn(w);
+	}
+	s = open_store(0);
+	usleep(100 * 1000);
+	for (int round = 0; round < 3 && !bad; round++) {
+		int seen = 0;
+
+		sfs_store *c;
+
+		snprintf(cp, sizeof(cp), "%s/cp%d.db", dir, round);
+		if ((rc = sfs_checkpoint(s, cp, NULL, NULL)))
+			die("checkpoint", rc);
+		/* consistent: every writer's pair is equal in the copy */
+		snprintf(store, sizeof(store), "%s", cp);
+		c = open_store(SFS_OPEN_READONLY);
+		snprintf(store, sizeof(store), "%s/store.db", dir);
+		if ((rc = sfs_store_verify(c, NULL, NULL)))
+			die("verify checkpoint", rc);
+		for (int i = 0; i < 4; i++) {
+			sfs_slice keys[2] = { S("a"), S("b") };
+			char scope[16];
+			sfs_list l;
+
+			snprintf(scope, sizeof(scope), "w%d", i);
+			if ((rc = sfs_txn_get(c, S(scope), keys, 2, &l)))
+				die("txn get", rc);
+			/* absent both (the writer had not started) or equal */
+			if (!l.items[0].value.ptr != !l.items[1].value.ptr ||
+			    (l.items[0].value.ptr &&
+			     strcmp(l.items[0].value.ptr, l.items[1].value.ptr))) {
+				fprintf(stderr, "checkpoint %d, writer %d: torn pair"
+				        " %s / %s\n", round, i,
+				        (char *)l.items[0].value.ptr,
+				        (char *)l.items[1].value.ptr);
+				bad = 1;
+			}
+			seen += l.items[0].value.ptr != NULL;
+			sfs_list_free(&l);
+		}
+		sfs_store_close(c);
+		if (round == 2 && seen == 0) {
+			fprintf(stderr, "no writer had written anything\n");
+			bad = 1;
+		}
+		usleep(50 * 1000);
+	}
+	/* restore while the writers keep writing: one transaction */
+	if (!bad && (rc = sfs_restore(s, cp, NULL, NULL)))
+		die("restore", rc);
+	if ((rc = sfs_counter_set(s, S("mp"), S("n"), S("stop"), 1)))
+		die("stop", rc);
+	bad |= reap(pids, 4);
+	sfs_store_close(s);
+	return bad;
+}
+
+static void setup_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	sfs_key *key;
+	sfs_store *s;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/statefs-mp-XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(store, sizeof(store), "%s/store.db", dir);
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	if (encrypted()) {
+		if ((rc = sfs_key_generate(&key)))
+			die("keygen", rc);
+		if ((rc = sfs_key_write_file(key, keyfile)))
+			die("key file", rc);
+		sfs_key_destroy(key);
+	}
+	s = open_store(SFS_OPEN_CREATE | SFS_OPEN_EXCL);
+	sfs_store_close(s);
+}
+
+static void cleanup(void)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	int bad;
+
+	if (argc >= 3 && !strcmp(argv[1], "child")) {
+		/* children find the store through the environment */
+		snprintf(dir, sizeof(dir), "%s", getenv("MP_DIR"));
+		snprintf(store, sizeof(store), "%s/store.db", dir);
+		snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+		if (!strcmp(argv[2], "counter"))
+			child_counter(atoi(argv[3]));
+		else if (!strcmp(argv[2], "produce"))
+			child_produce(atoi(argv[3]), atoi(argv[4]));
+		else if (!strcmp(argv[2], "consume"))
+			child_consume(argv[3]);
+		else if (!strcmp(argv[2], "write"))
+			child_write(atoi(argv[3]), atoi(argv[4]));
+		else if (!strcmp(argv[2], "drain"))
+			child_drain(argv[3]);
+		else if (!strcmp(argv[2], "pairs"))
+			child_pairs(atoi(argv[3]));
+		else
+			return 2;
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: multiproc counter|queue|drain|checkpoint\n");
+		return 2;
+	}
+	setup_dir();
+	setenv("MP_DIR", dir, 1);
+	if (!strcmp(argv[1], "counter"))
+		bad = test_counter();
+	else if (!strcmp(argv[1], "queue"))
+		bad = test_queue();
+	else if (!strcmp(argv[1], "drain"))
+		bad = test_drain();
+	else if (!strcmp(argv[1], "checkpoint"))
+		bad = test_checkpoint();
+	else
+		bad = 2;
+	cleanup();
+	printf("%s %s\n", argv[1], bad ? "FAILED" : "ok");
+	return bad;
+}
