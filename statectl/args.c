@@ -46,6 +46,7 @@ static const cli_optdef optdefs[] = {
 	{ "generate", OPT_GENERATE, NULL, "generate the new key" },
 	{ "new-key-file", OPT_NEW_KEY_FILE, "PATH", "the new key's file" },
 	{ "new-passphrase", OPT_NEW_PASSPHRASE, NULL, "ask for a new passphrase on the terminal" },
+	{ "decrypt", OPT_DECRYPT, NULL, "write the store back in plaintext (no key)" },
 	{ "family", OPT_FAMILY, "FAMILY", "kv (default), counter, log or queue" },
 	{ NULL, 0, NULL, NULL },
 };
@@ -111,6 +112,7 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_GENERATE: a->generate = 1; break;
 	case OPT_NEW_KEY_FILE: a->new_key_file = arg; break;
 	case OPT_NEW_PASSPHRASE: a->new_passphrase = 1; break;
+	case OPT_DECRYPT: a->decrypt = 1; break;
 	case OPT_FAMILY: a->family = arg; break;
 	case OPT_LIMIT:
 		if ((rc = parse_long(c, d->name, arg, 1, &v)))

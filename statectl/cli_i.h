@@ -79,6 +79,7 @@ enum cli_optid {
 	OPT_GENERATE,
 	OPT_NEW_KEY_FILE,
 	OPT_NEW_PASSPHRASE,
+	OPT_DECRYPT,
 	OPT_FAMILY,
 	OPT_COUNT,
 };
@@ -116,6 +117,7 @@ typedef struct cli_args {
 	int generate;            /* --generate */
 	const char *new_key_file;/* --new-key-file */
 	int new_passphrase;      /* --new-passphrase */
+	int decrypt;             /* --decrypt */
 	const char *family;      /* --family */
 } cli_args;
 

@@ -298,16 +298,15 @@ int cmd_verify(cli *c, cli_args *a)
 	return rc;
 }
 
-/* Where rekey takes the new key from; sets *written when it wrote a file. */
-static int new_key(cli *c, const cli_args *a, const char *oldsrc,
+/* Where rekey takes the new key from; *newpath is set when it wrote a new
+ * key file there. defpath: where a generated key goes without
+ * --new-key-file (NULL: nowhere known). */
+static int new_key(cli *c, const cli_args *a, const char *defpath,
                    sfs_key **out, char **newpath)
 {
 	int st;
 
 	*newpath = NULL;
-	if (a->new_passphrase + (a->generate || a->new_key_file) != 1)
-		return cli_usage(c, "rekey needs --generate [--new-key-file PATH], "
-		                    "--new-key-file PATH or --new-passphrase");
 	if (a->new_passphrase)
 		return cli_passphrase_key(c, "New passphrase: ", 1, out);
 	if (!a->generate) {
@@ -321,15 +320,13 @@ static int new_key(cli *c, const cli_args *a, const char *oldsrc,
 		return cli_fail_status(c, st, "cannot read the new key file %s",
 		                       a->new_key_file);
 	}
-	if (a->new_key_file) {
+	if (a->new_key_file)
 		*newpath = cli_xstrdup(a->new_key_file);
-	} else if (oldsrc) {
-		if (asprintf(newpath, "%s.new", oldsrc) < 0)
-			return cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
-	} else {
+	else if (defpath)
+		*newpath = cli_xstrdup(defpath);
+	else
 		return cli_usage(c, "the old key did not come from a file: say "
 		                    "where the new one goes with --new-key-file PATH");
-	}
 	if ((st = sfs_key_generate(out)) != SFS_OK)
 		return cli_fail_status(c, st, "cannot generate a key");
 	st = sfs_key_write_file(*out, *newpath);
@@ -350,28 +347,49 @@ static int new_key(cli *c, const cli_args *a, const char *oldsrc,
 }
 
 /* rekey (--generate [--new-key-file PATH] | --new-key-file PATH |
- *        --new-passphrase) */
+ *        --new-passphrase | --decrypt); with --plaintext, encrypts a
+ * plaintext store */
 int cmd_rekey(cli *c, cli_args *a)
 {
 	sfs_key *oldk = NULL, *newk = NULL;
-	char *path = NULL, *oldsrc = NULL, *newpath = NULL;
+	char *path = NULL, *oldsrc = NULL, *newpath = NULL, *defpath = NULL;
 	const char *final = NULL;
+	int rc, st, replace = 0;
 	cli_progress p;
 	json_t *j;
-	int rc, st;
 
-	if (c->plaintext)
-		return cli_usage(c, "a plaintext store has no key to change");
+	if (a->new_passphrase + (a->generate || a->new_key_file) + a->decrypt != 1)
+		return cli_usage(c, "rekey needs one of --generate [--new-key-file "
+		                    "PATH], --new-key-file PATH, --new-passphrase "
+		                    "or --decrypt");
+	if (c->plaintext && a->decrypt)
+		return cli_usage(c, "the store is plaintext already");
 	if ((st = cli_store_path(c, &path)) != SFS_OK)
 		return cli_fail_status(c, st, "cannot find the default store");
 	if (!exists(path)) {
 		rc = cli_fail(c, CLI_EXIT_NOSTORE, "no store at %s", path);
 		goto out;
 	}
-	if ((rc = cli_key_load(c, &oldk, &oldsrc)))
+	if (!c->plaintext && (rc = cli_key_load(c, &oldk, &oldsrc)))
 		goto out;
-	if ((rc = new_key(c, a, oldsrc, &newk, &newpath)))
+	if (oldsrc) {
+		/* a generated key takes the old key file's place, once the
+		 * store is re-encrypted */
+		if (asprintf(&defpath, "%s.new", oldsrc) < 0) {
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+			goto out;
+		}
+		replace = 1;
+	} else if (c->plaintext && a->generate && !a->new_key_file) {
+		/* encrypting: the key goes where the rules will look for it */
+		if ((st = key_path(c, &defpath)) != SFS_OK) {
+			rc = cli_fail_status(c, st, "cannot find the default key file");
+			goto out;
+		}
+	}
+	if (!a->decrypt && (rc = new_key(c, a, defpath, &newk, &newpath)))
 		goto out;
+	replace = replace && newpath && !a->new_key_file;
 	cli_progress_begin(&p, c, "rekey", "pages");
 	st = sfs_rekey(path, oldk, newk, cli_progress_cb, &p);
 	cli_progress_end(&p);
@@ -383,8 +401,7 @@ int cmd_rekey(cli *c, cli_args *a)
 		goto out;
 	}
 	final = newpath ? newpath : a->new_key_file;
-	if (a->generate && !a->new_key_file) {
-		/* the new key takes the old key file's place */
+	if (replace) {
 		if (rename(newpath, oldsrc) < 0) {
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "the store now opens with "
 			              "the key in %s, but it could not replace %s: %s",
@@ -394,22 +411,30 @@ int cmd_rekey(cli *c, cli_args *a)
 		final = oldsrc;
 	}
 	if (c->json) {
-		j = json_pack("{s:s, s:I}", "path", path, "pages",
-		              (json_int_t)p.total);
+		j = json_pack("{s:s, s:b, s:I}", "path", path, "encrypted",
+		              !a->decrypt, "pages", (json_int_t)p.total);
 		if (final)
 			json_object_set_new(j, "key_file", json_string(final));
 		rc = cli_out_json(j);
+	} else if (a->decrypt) {
+		printf("%s is now plaintext: it opens with --plaintext and no "
+		       "key.\n", path);
 	} else {
 		printf("%s is now encrypted with the new key", path);
 		if (final)
 			printf(", which is in %s", final);
-		printf(".\nThe old key no longer opens it; checkpoints made before "
-		       "still need the old key.\n");
+		if (c->plaintext)
+			printf(".\nBack the key up apart from the store: without it "
+			       "the store cannot be read.\n");
+		else
+			printf(".\nThe old key no longer opens it; checkpoints made "
+			       "before still need the old key.\n");
 	}
 out:
 	sfs_key_destroy(oldk);
 	sfs_key_destroy(newk);
 	free(newpath);
+	free(defpath);
 	free(oldsrc);
 	free(path);
 	return rc;

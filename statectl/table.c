@@ -65,9 +65,10 @@ const cli_cmd cli_commands[] = {
 	  0, 0, 0, cmd_info, NULL },
 	{ "verify", "", "authenticate every page and check the store's integrity",
 	  0, 0, 0, cmd_verify, NULL },
-	{ "rekey", "", "re-encrypt the store under a new key",
+	{ "rekey", "", "re-encrypt the store under a new key (or encrypt or decrypt it)",
 	  CLI_OPT(OPT_GENERATE) | CLI_OPT(OPT_NEW_KEY_FILE) |
-	  CLI_OPT(OPT_NEW_PASSPHRASE), 0, 0, cmd_rekey, NULL },
+	  CLI_OPT(OPT_NEW_PASSPHRASE) | CLI_OPT(OPT_DECRYPT), 0, 0, cmd_rekey,
+	  NULL },
 	{ "ls", "[SCOPE [NS]]", "list scopes, the namespaces of a scope, or the keys of a namespace",
 	  CLI_OPT(OPT_FAMILY) | CLI_OPT(OPT_LIMIT), 0, 2, cmd_ls, NULL },
 	{ "get", "SCOPE NS KEY", "print a value (its bytes, unchanged)",

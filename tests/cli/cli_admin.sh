@@ -205,7 +205,7 @@ fi
 # --- rekey (encrypted only)
 if [ "$mode" = encrypted ]; then
 	expect_exit 2 sc rekey
-	expect_match "$err" "rekey needs" "rekey needs a new key"
+	expect_match "$err" "rekey needs one of" "rekey needs a new key"
 	cp "$DB" "$T/pre-rekey.db"
 	expect_exit 0 sc rekey --generate
 	expect_match "$out" "new key, which is in $KEY" "generated key replaces the key file"
@@ -219,15 +219,32 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k2" rekey --generate --new-key-file "$T/k4"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "generated into --new-key-file"
 	[ -f "$T/k2" ] || fail "an explicit --new-key-file leaves the old key file alone"
-	expect_exit 2 sc --plaintext rekey --generate
+	# decrypt, then encrypt again (the plaintext store gets a new key)
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --decrypt
+	expect_match "$out" "is now plaintext" "decrypt"
+	expect_eq "$("$STATECTL" --db "$DB" --plaintext get s n k)" v "a decrypted store opens in plaintext"
+	expect_exit 0 "$STATECTL" --db "$DB" --plaintext --json rekey --generate --new-key-file "$T/k5"
+	jqe "$out" '.encrypted == true and .key_file == "'"$T/k5"'"'
+	expect_exit 3 "$STATECTL" --db "$DB" --plaintext get s n k
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k5" get s n k)" v "encrypted again"
+	finalkey=(--key-file "$T/k5")
 else
-	expect_exit 2 sc rekey --generate
-	expect_match "$err" "plaintext store has no key" "no rekey in plaintext"
+	expect_exit 2 sc rekey
+	expect_match "$err" "rekey needs one of" "rekey needs a choice"
+	expect_exit 2 sc rekey --decrypt
+	expect_match "$err" "plaintext already" "no decrypt of a plaintext store"
+	expect_exit 0 sc rekey --generate --new-key-file "$T/enc"
+	expect_match "$out" "Back the key up" "encrypting a plaintext store"
+	expect_exit 3 sc get s n k
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/enc" get s n k)" v "encrypted with the new key"
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/enc" --json rekey --decrypt
+	jqe "$out" '.encrypted == false'
+	expect_eq "$(sc get s n k)" v "plaintext again"
+	finalkey=(--plaintext)
 fi
 
 # --- a corrupt file: flip bytes in the middle of a copy of the store
-copyopts=(--plaintext)
-[ "$mode" = encrypted ] && copyopts=(--key-file "$T/k4")
+copyopts=("${finalkey[@]}")
 "$STATECTL" --db "$DB" "${copyopts[@]}" put s n big "$(head -c 20000 /dev/zero | tr '\0' x)"
 "$STATECTL" --db "$DB" "${copyopts[@]}" checkpoint "$T/good.db" >/dev/null
 cp "$T/good.db" "$T/bad.db"
