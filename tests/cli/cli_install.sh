@@ -57,6 +57,8 @@ int main(void)
 EOF
 flags=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs statefs) ||
 	fail "pkg-config cannot read statefs.pc"
+san=$(opt b_sanitize)   # a sanitized library needs a sanitized program
+[ "$san" = none ] || [ -z "$san" ] || flags="$flags -fsanitize=$san"
 cc -o "$T/use" "$T/use.c" $flags || fail "a program does not build against the installed files"
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/use")" 42 "the installed library works"
 # the installed statectl runs against the installed library
