@@ -219,6 +219,19 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k2" rekey --generate --new-key-file "$T/k4"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "generated into --new-key-file"
 	[ -f "$T/k2" ] || fail "an explicit --new-key-file leaves the old key file alone"
+	# busy: another process has the store open
+	: "${HELPER:?HELPER must name the test helper}"
+	"$HELPER" writer "$DB" "$T/k4" 9 "$T/stop-busy" >/dev/null &
+	hpid=$!
+	cleanup_hooks+=('touch "$T/stop-busy"; wait "$hpid" 2>/dev/null || true')
+	for _ in $(seq 100); do
+		[ "$("$STATECTL" --db "$DB" --key-file "$T/k4" counter get ck w9 n)" -gt 0 ] && break
+		sleep 0.05
+	done
+	expect_exit 7 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --new-key-file "$T/k2"
+	expect_match "$err" "busy" "rekey of an open store"
+	touch "$T/stop-busy"; wait "$hpid" || fail "the writer failed"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a refused rekey changes nothing"
 	# decrypt, then encrypt again (the plaintext store gets a new key)
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --decrypt
 	expect_match "$out" "is now plaintext" "decrypt"
