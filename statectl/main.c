@@ -50,12 +50,9 @@ static int list_commands(int argc, char **argv)
 static int list_options(int argc, char **argv)
 {
 	const cli_cmd *cmd = argc > 2 ? cli_cmd_find(cli_commands, argv[2]) : NULL;
-	cli c;
 
 	if (cmd && cmd->sub)
 		cmd = argc > 3 ? cli_cmd_find(cmd->sub, argv[3]) : NULL;
-	memset(&c, 0, sizeof(c));
-	c.cmd = cmd;
 	cli_print_option_names(stdout, cmd ? cmd->opts : 0);
 	return CLI_EXIT_OK;
 }
