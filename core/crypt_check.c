@@ -271,6 +271,38 @@ static int wal_commit_after(int fd, const cp_filekey *fk, uint32_t P,
 	}
 }
 
+/* The number of committed frames, from the wal-index header in -shm when
+ * a live connection keeps it current (both copies equal, initialised, and
+ * salts matching the WAL's): 0 when unknown. The layout is SQLite's
+ * documented WalIndexHdr: mxFrame at byte 16, salts at 32, the second copy
+ * at byte 48. */
+static uint32_t wal_committed(const char *path, const unsigned char *salts)
+{
+	char shm[4096];
+	unsigned char h[96];
+	int fd;
+
+	if ((size_t)snprintf(shm, sizeof(shm), "%s-shm", path) >= sizeof(shm))
+		return 0;
+	fd = open(shm, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (pread_full(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+			break;
+		if (memcmp(h, h + 48, 48) == 0 && h[12] == 1 &&
+		    memcmp(h + 32, salts, 8) == 0) {
+			uint32_t mx;
+			memcpy(&mx, h + 16, 4); /* native byte order */
+			close(fd);
+			return mx;
+		}
+		pause_10ms();
+	}
+	close(fd);
+	return 0;
+}
+
 static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
                       struct progress *pr)
 {
@@ -278,6 +310,7 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 	unsigned char whdr[CP_WAL_HDR], *buf = NULL;
 	size_t fsz = P + CP_FRAME_HDR;
 	struct stat st;
+	uint32_t committed;
 	int fd, rc = SFS_OK;
 
 	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", path) >= sizeof(wal))
@@ -295,6 +328,7 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 		goto out;
 	}
 	pr->total += (uint64_t)(st.st_size - CP_WAL_HDR) / fsz;
+	committed = wal_committed(path, whdr + 16);
 	for (uint32_t k = 1;; k++) {
 		off_t o = CP_WAL_HDR + (off_t)(k - 1) * (off_t)fsz;
 		cp_walpos pos = { k, buf };
@@ -311,6 +345,11 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 				goto out;
 			r = cp_open(fk, CP_WAL, cp_get32(buf), &pos,
 			            buf + CP_FRAME_HDR, P);
+		}
+		if (r != CP_OK && k <= committed) {
+			rc = sfs_err(SFS_CORRUPT, "WAL frame %u of %s %s (a "
+			             "committed frame)", k, wal, cp_reason(r));
+			goto out;
 		}
 		if (r != CP_OK) {
 			later = wal_commit_after(fd, fk, P, k, whdr + 16, buf);

@@ -357,9 +357,10 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 	if (rc)
 		return rc;
 	if (f->salt == SALT_PROVISIONAL) {
-		if (pgno != 1)
-			return fail(SQLITE_IOERR_WRITE, "%s: page %u written "
-			            "before page 1", f->zname, pgno);
+		/* The first write to an empty file (under SQLite's write
+		 * lock): our salt becomes the file's. It need not be page 1:
+		 * a cache spill (VACUUM INTO) writes pages in any order,
+		 * and page 1 follows before the commit. */
 		f->salt = SALT_KNOWN;
 		f->P = P;
 	}
