@@ -1,0 +1,806 @@
+/*
+ * fs.c - the statefs filesystem: the libfuse low-level operations table,
+ * the status-to-errno translation, and the handlers that work on names and
+ * attributes (lookup, getattr, setattr, mkdir, rmdir, unlink, rename...).
+ *
+ * Every handler is a thin translation: find the node, copy its store
+ * address, make one or two engine calls (through store.c, by kind), reply
+ * exactly once. Files and directories being read are in file.c, special.c
+ * and dir.c.
+ *
+ * Cache choices (docs/filesystem.md has the reasoning): positive entries
+ * live FS_TTL_ENTRY, negative ones are never cached (a plain ENOENT), a
+ * file's attributes from LOOKUP and GETATTR are never cached (another
+ * process may change the value at any time), and every file is opened with
+ * direct_io, so content always comes from the handle's snapshot of the
+ * store. What is left out: xattrs, locks (the kernel keeps POSIX locks
+ * local), symlinks, hard links and device nodes (EPERM).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+void fs_log(fs *f, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!f->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->log(level, msg, f->log_ctx);
+}
+
+int fs_errno(fs *f, int status, const char *op)
+{
+	switch (status) {
+	case SFS_OK:
+		return 0;
+	case SFS_NOTFOUND:
+	case SFS_CLAIMLOST:  /* a lost claim shows as its file gone */
+		return ENOENT;
+	case SFS_INVALID:
+	case SFS_OVERFLOW:   /* counters: nothing changed (issue 4) */
+		return EINVAL;
+	case SFS_TOOBIG:
+		return EFBIG;
+	case SFS_EXISTS:
+		return EEXIST;
+	case SFS_NOTEMPTY:
+		return ENOTEMPTY;
+	case SFS_READONLY:
+		return EROFS;
+	case SFS_FULL:
+		return ENOSPC;
+	case SFS_NOMEM:
+		return ENOMEM;
+	case SFS_CANCELLED:
+		return EINTR;
+	case SFS_BUSY:
+		fs_log(f, LOG_WARNING, "%s: %s: %s", op, sfs_strerror(status),
+		       sfs_errdetail());
+		return EBUSY;
+	default:
+		/* The engine failed: I/O, a page that fails authentication,
+		 * a wrong key, a bug. The user sees EIO; the log says why. */
+		fs_log(f, LOG_ERR, "%s: %s: %s", op, sfs_strerror(status),
+		       sfs_errdetail());
+		return EIO;
+	}
+}
+
+static fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+int64_t fs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
+                  int64_t mtime_ns, struct stat *st)
+{
+	const fs_class *c = fs_class_of(k);
+	struct timespec t;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = c->mode;
+	if (f->readonly)
+		st->st_mode &= ~(mode_t)0222;
+	st->st_nlink = fs_kind_is_dir(k) ? 2 : 1;
+	st->st_uid = f->uid;
+	st->st_gid = f->gid;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
+		t = f->start;
+	} else {
+		/* 0: written by another SDK, time unknown: the epoch. */
+		t.tv_sec = mtime_ns / 1000000000;
+		t.tv_nsec = mtime_ns % 1000000000;
+	}
+	st->st_atim = st->st_mtim = st->st_ctim = t;
+}
+
+/* The timeouts a reply gives a node of kind k. */
+void fs_ttl(fs_kind k, double *entry, double *attr)
+{
+	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
+		*entry = *attr = FS_TTL_DIR;
+	} else if (k == FS_LOG_NEW || k == FS_QUEUE_NEW) {
+		/* The name given at creation is not kept. */
+		*entry = *attr = 0;
+	} else {
+		*entry = FS_TTL_ENTRY;
+		*attr = FS_TTL_ATTR;
+	}
+}
+
+/* Decodes name as a child of dir: a fixed directory, a special file, an
+ * entry id or a byte string in the codec (long names found by a scan).
+ * SFS_OK with *out set, SFS_NOTFOUND, or SFS_INVALID for a name that is
+ * no name of anything (so CREATE can say EINVAL). */
+int fs_resolve(fs *f, const fs_addr *dir, const char *name, fs_addr *out)
+{
+	static const fs_kind fixed[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
+	                                 FS_COUNTER_ROOT };
+	fs_kind child = fs_class_of(dir->kind)->child;
+	sfs_buf b = { NULL, 0 };
+	int hashed, rc;
+	int64_t id;
+
+	if (dir->kind == FS_ROOT)
+		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+			if (strcmp(name, fs_class_of(fixed[i])->what) == 0)
+				return fs_addr_child(dir, fixed[i], NULL, 0, 0, out)
+				       ? SFS_NOMEM : SFS_OK;
+	for (int k = 1; k < FS_KIND_MAX; k++) {
+		const fs_class *c = fs_class_of((fs_kind)k);
+		if (c->special && c->parent == dir->kind &&
+		    strcmp(c->special, name) == 0)
+			return fs_addr_child(dir, (fs_kind)k, NULL, 0, 0, out)
+			       ? SFS_NOMEM : SFS_OK;
+	}
+	if (child == FS_NONE)
+		return SFS_NOTFOUND;
+	if (fs_class_of(child)->by_id) {
+		if (!fs_id_parse(name, &id))
+			return SFS_INVALID;
+		return fs_addr_child(dir, child, NULL, 0, id, out)
+		       ? SFS_NOMEM : SFS_OK;
+	}
+	rc = sfs_name_decode(name, strlen(name), fs_name_kind(dir, child), &b,
+	                     &hashed);
+	if (rc)
+		return rc == SFS_INVALID ? SFS_INVALID : rc;
+	if (hashed)
+		rc = fs_store_resolve(f, dir, child, name,
+		                      sfs_bytes(b.ptr, b.len), out);
+	else
+		rc = fs_addr_child(dir, child, b.ptr, b.len, 0, out)
+		     ? SFS_NOMEM : SFS_OK;
+	sfs_buf_free(&b);
+	return rc;
+}
+
+/* The node and address of a request's inode; ENOENT for an inode number
+ * we do not know (cannot happen with a well-behaved kernel). */
+static int node_addr(fs *f, fuse_ino_t ino, fs_node **n, fs_addr *a)
+{
+	*n = fs_node_get(f, ino);
+	if (!*n)
+		return ENOENT;
+	return fs_node_addr(f, *n, a);
+}
+
+/* The part a child address adds to its directory (for the inode table). */
+void fs_child_part(const fs_addr *a, const void **p, size_t *n)
+{
+	const fs_class *c = fs_class_of(a->kind);
+
+	*p = NULL;
+	*n = 0;
+	if (!c->by_id && !c->special && c->parts > 0 &&
+	    c->parts > fs_class_of(c->parent)->parts) {
+		*p = a->part[c->parts - 1].ptr;
+		*n = a->part[c->parts - 1].len;
+	}
+	if (a->kind == FS_EXEC_ROOT || a->kind == FS_QUEUE_ROOT ||
+	    a->kind == FS_COUNTER_ROOT) {
+		*p = c->what;
+		*n = strlen(c->what);
+	}
+}
+
+int fs_entry_fill(fs *f, fs_node *dir, const fs_addr *child, uint64_t size,
+                  int64_t mtime, struct fuse_entry_param *e, fs_node **node)
+{
+	const void *p;
+	size_t n;
+	fs_node *nd;
+
+	fs_child_part(child, &p, &n);
+	nd = fs_node_child(f, dir, child->kind, p, n, child->id, 1);
+	if (!nd)
+		return ENOMEM;
+	memset(e, 0, sizeof(*e));
+	e->ino = nd->ino;
+	fs_ttl(child->kind, &e->entry_timeout, &e->attr_timeout);
+	fs_stat_fill(f, child->kind, nd->ino, size, mtime, &e->attr);
+	if (node)
+		*node = nd;
+	return 0;
+}
+
+/* Replies with an entry for child (counts one lookup). */
+static void reply_entry(fs *f, fuse_req_t req, fs_node *dir,
+                        const fs_addr *child, uint64_t size, int64_t mtime)
+{
+	struct fuse_entry_param e;
+	fs_node *node;
+	int err = fs_entry_fill(f, dir, child, size, mtime, &e, &node);
+
+	if (err)
+		fuse_reply_err(req, err);
+	else if (fuse_reply_entry(req, &e) != 0)
+		fs_node_forget(f, node, 1); /* the kernel never got it */
+}
+
+/* LOOKUP: fs_store_stat (sfs_dir_exists, sfs_kv_stat, sfs_log_stat,
+ * sfs_queue_stat, sfs_counter_scan by kind); long names via a scan. */
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn;
+	uint64_t size = 0;
+	int64_t mtime = 0;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	if ((err = node_addr(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = fs_resolve(f, &dir, name, &child);
+	if (rc == SFS_OK)
+		rc = fs_store_stat(f, &child, &size, &mtime);
+	if (rc == SFS_NOTFOUND) {
+		fs_child_part(&child, &p, &n);
+		if (child.kind && fs_node_find_held(f, dn, child.kind, p, n,
+		                                    child.id)) {
+			rc = SFS_OK;
+			mtime = fs_now_ns();
+		}
+	}
+	if (rc == SFS_INVALID)
+		rc = SFS_NOTFOUND; /* not a name of anything: no such file */
+	if (rc)
+		fuse_reply_err(req, fs_errno(f, rc, "lookup"));
+	else
+		reply_entry(f, req, dn, &child, size, mtime);
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* FORGET: returns kernel lookups; the node goes when none are left. */
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs *f = fs_of(req);
+	fs_node *n = fs_node_get(f, ino);
+
+	if (n && ino != FUSE_ROOT_ID)
+		fs_node_forget(f, n, nlookup);
+	fuse_reply_none(req);
+}
+
+/* FORGET_MULTI: the batched FORGET. */
+static void op_forget_multi(fuse_req_t req, size_t count,
+                            struct fuse_forget_data *forgets)
+{
+	fs *f = fs_of(req);
+
+	for (size_t i = 0; i < count; i++) {
+		fs_node *n = fs_node_get(f, forgets[i].ino);
+		if (n && forgets[i].ino != FUSE_ROOT_ID)
+			fs_node_forget(f, n, forgets[i].nlookup);
+	}
+	fuse_reply_none(req);
+}
+
+/* The attributes of a node now: fs_store_stat, or those of a file still
+ * being created. */
+static int node_stat(fs *f, fs_node *n, const fs_addr *a, struct stat *st)
+{
+	uint64_t size = 0;
+	int64_t mtime = 0;
+	int rc;
+
+	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
+		fs_stat_fill(f, n->kind, n->ino, 0, fs_now_ns(), st);
+		return SFS_OK;
+	}
+	rc = fs_store_stat(f, a, &size, &mtime);
+	if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
+		rc = SFS_OK;
+		mtime = fs_now_ns();
+	}
+	if (rc == SFS_OK)
+		fs_stat_fill(f, n->kind, n->ino, size, mtime, st);
+	return rc;
+}
+
+/* GETATTR: fs_store_stat by kind. */
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi)
+{
+	fs *f = fs_of(req);
+	fs_addr a = { 0 };
+	fs_node *n;
+	struct stat st;
+	double entry, attr;
+	int rc, err;
+
+	(void)fi;
+	if ((err = node_addr(f, ino, &n, &a))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = node_stat(f, n, &a, &st);
+	fs_ttl(n->kind, &entry, &attr);
+	if (rc)
+		fuse_reply_err(req, fs_errno(f, rc, "getattr"));
+	else
+		fuse_reply_attr(req, &st, attr);
+	fs_addr_free(&a);
+}
+
+/* truncate(2) of a value with no open handle: sfs_kv_get + sfs_kv_put. */
+static int truncate_value(fs *f, const fs_addr *a, off_t size)
+{
+	sfs_buf v = { NULL, 0 };
+	unsigned char *p;
+	int rc;
+
+	if ((uint64_t)size > f->max_value)
+		return SFS_TOOBIG;
+	rc = sfs_kv_get(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
+	                &v);
+	if (rc)
+		return rc;
+	if ((size_t)size != v.len) {
+		p = realloc(v.ptr, (size_t)size + 1);
+		if (!p) {
+			sfs_buf_free(&v);
+			return SFS_NOMEM;
+		}
+		if ((size_t)size > v.len)
+			memset(p + v.len, 0, (size_t)size - v.len);
+		v.ptr = p;
+		v.len = (size_t)size;
+		rc = sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
+		                fs_part(a, 2), sfs_bytes(v.ptr, v.len));
+	}
+	sfs_buf_free(&v);
+	return rc;
+}
+
+/* SETATTR: a size change is a truncate of the open handle's image
+ * (committed at FLUSH) or, without a handle, sfs_kv_get + sfs_kv_put.
+ * Mode, owner and times are the store's and are accepted and ignored, so
+ * cp -a, tar x and rsync -a work. */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                       int valid, struct fuse_file_info *fi)
+{
+	fs *f = fs_of(req);
+	fs_addr a = { 0 };
+	fs_node *n;
+	struct stat st;
+	double entry, ttl;
+	int rc = SFS_OK, err;
+
+	if ((err = node_addr(f, ino, &n, &a))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		if (f->readonly) {
+			err = EROFS;
+		} else if (fi) {
+			err = fs_file_truncate(f, (fs_file *)(uintptr_t)fi->fh,
+			                       attr->st_size);
+		} else if (n->kind == FS_KV_KEY) {
+			rc = truncate_value(f, &a, attr->st_size);
+			err = fs_errno(f, rc, "truncate");
+		} else if (n->kind == FS_CNT_KEY) {
+			err = attr->st_size == 0 ? 0 : EINVAL;
+		} else {
+			err = fs_kind_is_dir(n->kind) ? EISDIR : EACCES;
+		}
+		if (err) {
+			fuse_reply_err(req, err);
+			fs_addr_free(&a);
+			return;
+		}
+	}
+	rc = node_stat(f, n, &a, &st);
+	fs_ttl(n->kind, &entry, &ttl);
+	if (rc)
+		fuse_reply_err(req, fs_errno(f, rc, "setattr"));
+	else
+		fuse_reply_attr(req, &st, ttl);
+	fs_addr_free(&a);
+}
+
+/* ACCESS: the modes of the class; no engine call. */
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	fs *f = fs_of(req);
+	fs_node *n = fs_node_get(f, ino);
+	mode_t mode;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	mode = fs_class_of(n->kind)->mode;
+	if ((mask & W_OK) && f->readonly)
+		fuse_reply_err(req, EROFS);
+	else if ((mask & W_OK) && !(mode & 0200))
+		fuse_reply_err(req, EACCES);
+	else if ((mask & X_OK) && !(mode & 0100))
+		fuse_reply_err(req, EACCES);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* MKDIR: sfs_dir_create (scopes and namespaces of every family); a log
+ * key is kept in the inode table until its first entry (store.c). */
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn, *node;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	(void)mode;
+	if ((err = node_addr(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (f->readonly) {
+		err = EROFS;
+	} else if (fs_class_of(dir.kind)->mkdir == FS_NONE) {
+		err = EPERM;
+	} else if ((rc = fs_resolve(f, &dir, name, &child)) != SFS_OK) {
+		err = rc == SFS_NOTFOUND || rc == SFS_INVALID ? EINVAL
+		                                              : fs_errno(f, rc, "mkdir");
+	} else if (child.kind != fs_class_of(dir.kind)->mkdir) {
+		err = EEXIST; /* a special file or fixed directory */
+	} else if ((rc = fs_store_mkdir(f, &child)) != SFS_OK) {
+		err = fs_errno(f, rc, "mkdir");
+	}
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		if (child.kind == FS_LOG_KEY) {
+			fs_child_part(&child, &p, &n);
+			node = fs_node_child(f, dn, child.kind, p, n, 0, 0);
+			if (node) {
+				fs_node_set_ephemeral(f, node, 1);
+				fs_node_unref(f, node);
+			}
+		}
+		reply_entry(f, req, dn, &child, 0, 0);
+	}
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything); a log key or
+ * queue: refused while it has entries or items. */
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn, *node;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	if ((err = node_addr(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = fs_resolve(f, &dir, name, &child);
+	if (rc == SFS_INVALID)
+		rc = SFS_NOTFOUND;
+	if (f->readonly)
+		err = EROFS;
+	else if (rc)
+		err = fs_errno(f, rc, "rmdir");
+	else if (!fs_kind_is_dir(child.kind))
+		err = ENOTDIR;
+	else if (child.kind == FS_EXEC_ROOT || child.kind == FS_QUEUE_ROOT ||
+	         child.kind == FS_COUNTER_ROOT)
+		err = EBUSY;
+	else if ((rc = fs_store_rmdir(f, &child)) != SFS_OK)
+		err = fs_errno(f, rc, "rmdir");
+	if (!err) {
+		fs_child_part(&child, &p, &n);
+		node = fs_node_find(f, dn, child.kind, p, n, 0);
+		if (node)
+			fs_node_set_ephemeral(f, node, 0);
+		fs_node_unlink(f, dn, child.kind, p, n, 0);
+	}
+	fuse_reply_err(req, err);
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* UNLINK: sfs_kv_delete, sfs_log_delete, sfs_queue_delete or
+ * sfs_counter_delete by kind; special files cannot be removed. */
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	if ((err = node_addr(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = fs_resolve(f, &dir, name, &child);
+	if (rc == SFS_INVALID)
+		rc = SFS_NOTFOUND;
+	if (f->readonly)
+		err = EROFS;
+	else if (rc)
+		err = fs_errno(f, rc, "unlink");
+	else if (fs_kind_is_special(child.kind))
+		err = EPERM;
+	else if (fs_kind_is_dir(child.kind))
+		err = EISDIR;
+	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK)
+		err = fs_errno(f, rc, "unlink");
+	if (!err) {
+		fs_child_part(&child, &p, &n);
+		fs_node_unlink(f, dn, child.kind, p, n, child.id);
+	}
+	fuse_reply_err(req, err);
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* RENAME: sfs_kv_rename for keys, sfs_dir_rename for scopes, namespaces
+ * and queues. Anything else (entries, items, counters, log keys, across
+ * families) is EXDEV, so mv falls back to copy and remove. */
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      fuse_ino_t newparent, const char *newname,
+                      unsigned int flags)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, ndir = { 0 }, from = { 0 }, to = { 0 };
+	fs_node *dn, *ndn;
+	const void *p, *np;
+	size_t n, nn;
+	int rc, err;
+
+	if ((err = node_addr(f, parent, &dn, &dir)) ||
+	    (err = node_addr(f, newparent, &ndn, &ndir))) {
+		fuse_reply_err(req, err);
+		fs_addr_free(&dir);
+		return;
+	}
+	if (f->readonly) {
+		err = EROFS;
+		goto out;
+	}
+	if (flags & ~(unsigned)RENAME_NOREPLACE) {
+		err = EINVAL; /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+		goto out;
+	}
+	rc = fs_resolve(f, &dir, name, &from);
+	if (rc) {
+		err = rc == SFS_INVALID ? ENOENT : fs_errno(f, rc, "rename");
+		goto out;
+	}
+	rc = fs_resolve(f, &ndir, newname, &to);
+	if (rc) {
+		err = rc == SFS_INVALID || rc == SFS_NOTFOUND
+		    ? EINVAL : fs_errno(f, rc, "rename");
+		goto out;
+	}
+	if (fs_kind_is_special(from.kind) || fs_kind_is_special(to.kind) ||
+	    fs_class_of(from.kind)->parts == 0 ||
+	    fs_class_of(to.kind)->parts == 0) {
+		err = EPERM;
+		goto out;
+	}
+	if (from.kind != to.kind || fs_class_of(from.kind)->by_id ||
+	    from.kind == FS_CNT_KEY || from.kind == FS_LOG_KEY) {
+		err = EXDEV;
+		goto out;
+	}
+	rc = fs_store_rename(f, &from, &to,
+	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
+	fs_child_part(&from, &p, &n);
+	fs_child_part(&to, &np, &nn);
+	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY &&
+	    fs_node_find_held(f, dn, from.kind, p, n, 0))
+		rc = SFS_OK; /* still being created: its commit follows it */
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	fs_node_move(f, dn, from.kind, p, n, ndn, np, nn);
+out:
+	fuse_reply_err(req, err);
+	fs_addr_free(&from);
+	fs_addr_free(&to);
+	fs_addr_free(&dir);
+	fs_addr_free(&ndir);
+}
+
+/* MKNOD, SYMLINK, LINK: the store holds none of these. */
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode, dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                       const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                    const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	fuse_reply_err(req, EPERM);
+}
+
+/* STATFS: sfs_store_info (sizes, rows) and the disk under the store: used
+ * is the store's size, available what the disk has left. */
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	fs *f = fs_of(req);
+	struct statvfs sv, disk;
+	const char *path = sfs_store_path(f->store);
+	sfs_info info;
+	char *copy;
+	uint64_t avail = 0;
+	int rc, have_disk = 0;
+
+	(void)ino;
+	rc = sfs_store_info(f->store, &info);
+	if (rc) {
+		fuse_reply_err(req, fs_errno(f, rc, "statfs"));
+		return;
+	}
+	if (path && strcmp(path, ":memory:") != 0 && (copy = strdup(path))) {
+		have_disk = statvfs(dirname(copy), &disk) == 0;
+		free(copy);
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	if (have_disk)
+		avail = (uint64_t)disk.f_bavail * disk.f_frsize / 4096;
+	sv.f_blocks = (info.file_size + info.wal_size + 4095) / 4096 + avail;
+	sv.f_bfree = sv.f_bavail = avail;
+	sv.f_files = info.kv_rows + info.counter_rows + info.log_rows +
+	             info.queue_rows + avail;
+	sv.f_ffree = sv.f_favail = avail;
+	sv.f_namemax = SFS_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* FSYNCDIR: sfs_store_sync (directory changes are commits already). */
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                        struct fuse_file_info *fi)
+{
+	fs *f = fs_of(req);
+
+	(void)ino, (void)datasync, (void)fi;
+	fuse_reply_err(req, fs_errno(f, sfs_store_sync(f->store), "fsyncdir"));
+}
+
+/* INIT: O_TRUNC arrives with OPEN (so `> key` is one atomic replace, not a
+ * truncate then a write), no writeback cache, no splice. */
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	fs *f = userdata;
+
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE |
+	                          FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+	                          FUSE_CAP_SPLICE_MOVE);
+	if (fs_wait_start(f) != 0)
+		fs_log(f, LOG_ERR, "cannot start the .wait thread: .wait "
+		                   "readers will fail with EIO");
+}
+
+/* DESTROY: ends every kept .wait read before the session goes. */
+static void op_destroy(void *userdata)
+{
+	fs_wait_stop(userdata);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.access = op_access,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.rename = op_rename,
+	.open = fs_op_open,
+	.create = fs_op_create,
+	.read = fs_op_read,
+	.write = fs_op_write,
+	.flush = fs_op_flush,
+	.fsync = fs_op_fsync,
+	.release = fs_op_release,
+	.opendir = fs_op_opendir,
+	.readdir = fs_op_readdir,
+	.readdirplus = fs_op_readdirplus,
+	.releasedir = fs_op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+};
+
+const struct fuse_lowlevel_ops *fs_lowlevel_ops(void)
+{
+	return &ops;
+}
+
+int fs_create(const fs_config *cfg, fs **out)
+{
+	fs *f = calloc(1, sizeof(*f));
+	int err;
+
+	if (!f)
+		return ENOMEM;
+	f->store = cfg->store;
+	f->readonly = cfg->readonly;
+	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
+	f->log = cfg->log;
+	f->log_ctx = cfg->log_ctx;
+	f->uid = geteuid();
+	f->gid = getegid();
+	clock_gettime(CLOCK_REALTIME, &f->start);
+	pthread_mutex_init(&f->lock, NULL);
+	if ((err = fs_inodes_init(f))) {
+		fs_destroy(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+void fs_destroy(fs *f)
+{
+	if (!f)
+		return;
+	fs_wait_stop(f);
+	fs_inodes_free(f);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}

@@ -1,0 +1,41 @@
+/*
+ * fs.h - the statefs filesystem as the daemon sees it: a table of libfuse
+ * low-level operations over one open store.
+ *
+ * mountd/ creates an fs over a store it opened, hands fs_lowlevel_ops() and
+ * the fs to fuse_session_new(), runs the session, and destroys the fs after
+ * the session. Everything about the tree, names, caches and handles is
+ * inside; docs/filesystem.md describes it.
+ */
+#ifndef STATEFS_FS_H
+#define STATEFS_FS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "statefs.h"
+
+typedef struct fs fs;
+
+typedef struct fs_config {
+	sfs_store *store;      /* borrowed; must outlive the fs */
+	int readonly;          /* refuse every change with EROFS */
+	uint64_t max_value;    /* largest value, entry or item (EFBIG above);
+	                          0: SFS_DEFAULT_MAX_VALUE */
+	sfs_log_fn log;        /* diagnostics; NULL: silent */
+	void *log_ctx;
+} fs_config;
+
+/* Creates the filesystem state. Returns 0 or an errno (ENOMEM). */
+int fs_create(const fs_config *cfg, fs **out);
+
+/* The operations to pass to fuse_session_new() with the fs as userdata.
+ * Static; valid for the life of the process. */
+const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
+
+/* Frees everything. Call after fuse_session_destroy(), which has already
+ * called the operations' destroy: that answers every request the fs was
+ * keeping (blocked .wait reads). NULL is fine. */
+void fs_destroy(fs *f);
+
+#endif /* STATEFS_FS_H */

@@ -1,0 +1,394 @@
+/*
+ * fs_i.h - the filesystem's private model, shared by the files of fs/.
+ *
+ * Three layers, each in its own files:
+ *   kinds and addresses (kind.c): what every node of the tree is, and the
+ *     store address (scope, namespace, key or id) it stands for;
+ *   the inode table (inode.c): kernel inode numbers and lookup counts for
+ *     the nodes the kernel holds; nothing in it is persistent;
+ *   the handlers (fs.c, dir.c, file.c, special.c, wait.c): one libfuse
+ *     operation each, translating to the few engine calls of store.c.
+ * Persistent truth is the store's; the kernel's caches are controlled per
+ * reply (timeouts below, direct_io on every file).
+ *
+ * Locks: fs.lock guards the inode table and is never held across an engine
+ * call or a reply. A handle's lock guards the handle. The waiter list has
+ * its own lock (wait.c). Order: handle lock, then fs.lock; the waiter lock
+ * is never held with either.
+ */
+#ifndef STATEFS_FS_I_H
+#define STATEFS_FS_I_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <syslog.h>
+
+#include "fs.h"
+
+/* ------------------------------------------------------------------------
+ * Kinds: every node of the tree is one of these.
+ */
+typedef enum fs_kind {
+	FS_NONE = 0,
+	FS_ROOT,          /* /: kv scopes, exec, queue, counter */
+	FS_EXEC_ROOT,     /* /exec */
+	FS_QUEUE_ROOT,    /* /queue */
+	FS_COUNTER_ROOT,  /* /counter */
+	FS_KV_SCOPE,      /* /<scope> */
+	FS_KV_NS,         /* /<scope>/<ns> */
+	FS_KV_KEY,        /* /<scope>/<ns>/<key> */
+	FS_KV_DRAIN,      /* /<scope>/<ns>/.drain */
+	FS_LOG_SCOPE,     /* /exec/<scope> */
+	FS_LOG_NS,        /* /exec/<scope>/<ns> */
+	FS_LOG_KEY,       /* /exec/<scope>/<ns>/<key> (a directory) */
+	FS_LOG_ENTRY,     /* /exec/<scope>/<ns>/<key>/<id> */
+	FS_LOG_NEW,       /* a file being created in a log key: one entry */
+	FS_QUEUE,         /* /queue/<id> */
+	FS_QUEUE_ITEM,    /* /queue/<id>/<item> */
+	FS_QUEUE_NEW,     /* a file being created in a queue: one item */
+	FS_QUEUE_POP,     /* /queue/<id>/.pop */
+	FS_QUEUE_DRAIN,   /* /queue/<id>/.drain */
+	FS_QUEUE_WAIT,    /* /queue/<id>/.wait */
+	FS_CNT_SCOPE,     /* /counter/<scope> */
+	FS_CNT_NS,        /* /counter/<scope>/<ns> */
+	FS_CNT_KEY,       /* /counter/<scope>/<ns>/<key> */
+	FS_KIND_MAX
+} fs_kind;
+
+/* Static facts about a kind. */
+typedef struct fs_class {
+	const char *what;     /* for log lines: "key", "queue item" */
+	mode_t mode;          /* file type and permission bits */
+	fs_kind parent;       /* the kind of the directory holding it */
+	int parts;            /* byte strings in its address (scope, ns, key) */
+	int by_id;            /* named by a store id (entries, items) */
+	sfs_family fam;       /* the family of sfs_dir_* calls; 0: none */
+	fs_kind child;        /* directories: the kind the store lists in it */
+	fs_kind create;       /* the kind CREATE makes in it; 0: EPERM */
+	fs_kind mkdir;        /* the kind MKDIR makes in it; 0: EPERM */
+	const char *special;  /* special files: the name they are reached by */
+} fs_class;
+
+extern const fs_class fs_classes[FS_KIND_MAX];
+
+static inline const fs_class *fs_class_of(fs_kind k)
+{
+	return &fs_classes[k];
+}
+
+static inline int fs_kind_is_dir(fs_kind k)
+{
+	return S_ISDIR(fs_classes[k].mode);
+}
+
+/* Special files are reached by name only; never listed. */
+static inline int fs_kind_is_special(fs_kind k)
+{
+	return fs_classes[k].special != NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Addresses: where in the store a node is.
+ */
+typedef struct fs_addr {
+	fs_kind kind;
+	sfs_buf part[3];  /* scope (or queue id), ns, key: owned, never NULL
+	                     when present, so an empty string stays a string */
+	int64_t id;       /* entries and items */
+} fs_addr;
+
+static inline sfs_slice fs_part(const fs_addr *a, int i)
+{
+	return sfs_bytes(a->part[i].ptr, a->part[i].len);
+}
+
+void fs_addr_free(fs_addr *a);
+/* Copies src into *dst (dst is overwritten). 0 or ENOMEM. */
+int fs_addr_copy(fs_addr *dst, const fs_addr *src);
+/* *child = dir + one more part (bytes) or an id, as kind. 0 or ENOMEM. */
+int fs_addr_child(const fs_addr *dir, fs_kind kind, const void *p, size_t n,
+                  int64_t id, fs_addr *child);
+/* The codec kind of the names of dir's children of kind k. */
+sfs_name_kind fs_name_kind(const fs_addr *dir, fs_kind k);
+/* Entry and item names: the id, zero-padded to 19 digits (every int64)
+ * so that ls and globs sort them in id order. */
+#define FS_ID_NAME 24
+void fs_id_name(int64_t id, char out[FS_ID_NAME]);
+/* Parses an entry or item name; 0 if it is not one. */
+int fs_id_parse(const char *name, int64_t *id);
+
+/* ------------------------------------------------------------------------
+ * The inode table (inode.c).
+ */
+typedef struct fs_node {
+	uint64_t ino;              /* immutable */
+	fs_kind kind;              /* immutable */
+	struct fs_node *parent;    /* holds a reference on the parent */
+	unsigned char *name;       /* the part it adds to its parent's address */
+	size_t namelen;
+	int64_t id;                /* entries, items; a sequence for new files */
+	uint64_t ihash;            /* hash of the identity (parent, kind, name) */
+	uint64_t nlookup;          /* the kernel's lookups */
+	uint32_t refs;             /* children, open handles, waiting readers */
+	uint32_t pending;          /* handles holding it empty but not yet
+	                              stored: a create, or an O_TRUNC open
+	                              closed without writing (file.c) */
+	unsigned unlinked : 1;     /* out of the name table */
+	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
+	                              store cannot hold empty: lives here */
+	struct fs_node *ino_next;  /* chains; everything here guarded by fs.lock */
+	struct fs_node *name_next;
+} fs_node;
+
+int fs_inodes_init(fs *f);
+void fs_inodes_free(fs *f);
+/* The node of an inode number the kernel gave us, or NULL. */
+fs_node *fs_node_get(fs *f, fuse_ino_t ino);
+/* The address of a node, copied under the lock. 0, ENOENT (unlinked and
+ * want_linked), ENOMEM. */
+int fs_node_addr(fs *f, fs_node *n, fs_addr *out);
+/* Finds or makes the child node (parent, kind, name or id) and counts one
+ * kernel lookup (count) or one reference (!count). NULL: ENOMEM. */
+fs_node *fs_node_child(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                       size_t n, int64_t id, int count);
+/* The child node if the table has it (no count taken; valid only while the
+ * caller holds the parent's request), else NULL. */
+fs_node *fs_node_find(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                      size_t n, int64_t id);
+/* Whether the table holds that child as a pending create or an ephemeral
+ * directory: something lookup must find though the store does not. */
+int fs_node_find_held(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                      size_t n, int64_t id);
+/* A node for a file being created that has no name yet (new entries and
+ * items), with one kernel lookup. */
+fs_node *fs_node_anon(fs *f, fs_node *parent, fs_kind kind);
+void fs_node_forget(fs *f, fs_node *n, uint64_t nlookup);
+void fs_node_ref(fs *f, fs_node *n);
+void fs_node_unref(fs *f, fs_node *n);
+/* Takes the child (if present) out of the name table: deleted or replaced.
+ * Open handles keep working on their bytes. */
+void fs_node_unlink(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                    size_t n, int64_t id);
+/* A rename: the node (if present) now stands for (newparent, name). */
+void fs_node_move(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                  size_t n, fs_node *newparent, const void *np, size_t nn);
+/* Sets or clears the ephemeral flag; pending creates are counted with
+ * fs_node_pending(+1/-1). */
+void fs_node_set_ephemeral(fs *f, fs_node *n, int on);
+void fs_node_pending(fs *f, fs_node *n, int delta);
+/* Whether lookup should find a node the store does not hold (a pending
+ * create or an ephemeral directory). */
+int fs_node_held(fs *f, fs_node *n);
+/* Whether the mount must show it empty whatever the store holds: a pending
+ * create or truncation (node->pending). */
+int fs_node_pending_empty(fs *f, fs_node *n);
+/* Whether the node still stands for its name (not deleted or replaced). */
+int fs_node_linked(fs *f, fs_node *n);
+/* Byte strings owned by fs/ (an sfs_list is one engine block, not ours). */
+typedef struct fs_names {
+	sfs_buf *v;
+	size_t n;
+} fs_names;
+void fs_names_free(fs_names *l);
+/* The names of the ephemeral children of dir, for its listing. 0 or
+ * ENOMEM. */
+int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out);
+/* A node's identity hash, and its parent's inode number, under the lock. */
+uint64_t fs_node_ihash(fs *f, fs_node *n);
+uint64_t fs_node_parent_ino(fs *f, fs_node *n);
+/* The inode number the kernel sees for a child that has no node (plain
+ * READDIR): the number a lookup would give it, from the directory's
+ * identity hash. */
+uint64_t fs_ino_hash(uint64_t dir_ihash, fs_kind kind, const void *p,
+                     size_t n, int64_t id);
+
+/* ------------------------------------------------------------------------
+ * The filesystem.
+ */
+struct fs_waitq;
+
+struct fs {
+	sfs_store *store;
+	int readonly;
+	uint64_t max_value;
+	sfs_log_fn log;
+	void *log_ctx;
+	uid_t uid;
+	gid_t gid;
+	struct timespec start;     /* directories' times: the mount */
+
+	pthread_mutex_t lock;      /* guards the inode table below */
+	fs_node **by_ino;
+	size_t ino_buckets;
+	fs_node **by_name;
+	size_t name_buckets;
+	size_t nodes;
+	int64_t anon_seq;
+	fs_node *root, *exec_root, *queue_root, *counter_root;
+
+	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
+};
+
+void fs_log(fs *f, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The one place where an engine status becomes an errno. For the statuses
+ * that mean the engine itself failed (I/O, corruption, authentication, a
+ * bug) it also logs op, the status and the engine's detail. */
+int fs_errno(fs *f, int status, const char *op);
+
+/* Kernel cache timeouts, seconds: see docs/filesystem.md. */
+#define FS_TTL_DIR 1.0     /* directories: entry and attributes */
+#define FS_TTL_ENTRY 1.0   /* a file's name (positive lookups only) */
+#define FS_TTL_ATTR 0.0    /* a file's size and mtime from LOOKUP/GETATTR */
+#define FS_TTL_LIST 1.0    /* a file's attributes from READDIRPLUS */
+
+/* The timeouts a reply gives a node of kind k. */
+void fs_ttl(fs_kind k, double *entry, double *attr);
+int64_t fs_now_ns(void);
+/* Decodes name as a child of dir: a fixed directory, a special file, an
+ * entry id or a byte string in the codec (long names found by a scan).
+ * SFS_OK with *out set, SFS_NOTFOUND, or SFS_INVALID for a name that is
+ * no name of anything (so CREATE can say EINVAL). */
+int fs_resolve(fs *f, const fs_addr *dir, const char *name, fs_addr *out);
+/* The part a child address adds to its directory's (for the node table). */
+void fs_child_part(const fs_addr *a, const void **p, size_t *n);
+/* An entry for child with one lookup counted; *node (may be NULL) gets
+ * its node. 0 or ENOMEM. */
+int fs_entry_fill(fs *f, fs_node *dir, const fs_addr *child, uint64_t size,
+                  int64_t mtime, struct fuse_entry_param *e, fs_node **node);
+/* The attributes of a node of kind k with the given size and time. */
+void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
+                  int64_t mtime_ns, struct stat *st);
+
+/* ------------------------------------------------------------------------
+ * Engine calls per kind (store.c).
+ */
+
+/* Whether the address exists, with its size and time (directories: 0 and
+ * the mount time). SFS_NOTFOUND when it does not. */
+int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime);
+
+/* One listed child of a directory, as a page of the store gives it. */
+typedef struct fs_dent {
+	fs_kind kind;
+	const void *p;     /* its part (borrowed from the page), or NULL */
+	size_t n;
+	int64_t id;
+	uint64_t size;
+	int64_t mtime_ns;
+} fs_dent;
+
+/* Where a listing continues: strictly after this part or id. */
+typedef struct fs_cursor {
+	int set;
+	sfs_buf key;
+	int64_t id;
+} fs_cursor;
+
+/* A page of at most limit children of dir after the cursor, into *out;
+ * fs_store_dent() reads item i of it. */
+int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
+                  long limit, sfs_list *out);
+void fs_store_dent(const fs_addr *dir, const sfs_list *page, size_t i,
+                   fs_dent *out);
+int fs_cursor_set(fs_cursor *c, const fs_dent *d);
+void fs_cursor_free(fs_cursor *c);
+
+/* Finds the child whose (long, hashed) name is name: the prefix is the
+ * decoded part. *out gets the child's address. SFS_NOTFOUND if none. */
+int fs_store_resolve(fs *f, const fs_addr *dir, fs_kind kind,
+                     const char *name, sfs_slice prefix, fs_addr *out);
+
+int fs_store_mkdir(fs *f, const fs_addr *a);
+/* Removes an empty directory; one that the store no longer holds (its last
+ * entry went) is gone already, which is success. */
+int fs_store_rmdir(fs *f, const fs_addr *a);
+int fs_store_unlink(fs *f, const fs_addr *a);
+/* Rename within one family. flags: SFS_RENAME_NOREPLACE. */
+int fs_store_rename(fs *f, const fs_addr *from, const fs_addr *to,
+                    unsigned flags);
+/* Whether a log key directory has an entry (SFS_OK) or not
+ * (SFS_NOTFOUND); a queue whether it holds an item. */
+int fs_store_nonempty(fs *f, const fs_addr *a);
+
+/* The decimal text a counter reads as ("42\n"), into out (>= 24 bytes);
+ * returns its length. */
+size_t fs_counter_text(int64_t v, char *out);
+
+/* ------------------------------------------------------------------------
+ * Open files (file.c, special.c).
+ */
+typedef struct fs_file {
+	fs_node *node;             /* a reference for the life of the handle */
+	fs_kind kind;
+	int flags;                 /* open flags */
+	pthread_mutex_t lock;      /* guards what follows */
+	unsigned char *buf;        /* value image, snapshot or popped bytes */
+	size_t len, cap;
+	unsigned char *in;         /* counters: the text written so far */
+	size_t inlen;
+	unsigned dirty : 1;        /* the image differs from the store */
+	unsigned written : 1;      /* written (or ftruncated) since the last
+	                              commit: what makes FLUSH commit */
+	unsigned loaded : 1;       /* special files: bytes taken from the store */
+	unsigned committed : 1;    /* new entries and items: pushed once */
+	unsigned created : 1;      /* made by CREATE (counters: set 0 if never
+	                              written) */
+	unsigned pending : 1;      /* holds one count of node->pending */
+	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
+} fs_file;
+
+fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
+void fs_file_free(fs *f, fs_file *h);
+int fs_file_reserve(fs_file *h, size_t cap);
+
+/* Handlers, shared with the operations table in fs.c. */
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                  mode_t mode, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+                 size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                 struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* SETATTR's size change on an open handle (ftruncate). 0 or an errno. */
+int fs_file_truncate(fs *f, fs_file *h, off_t size);
+
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                   struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
+                      struct fuse_file_info *fi);
+
+/* Special files (special.c): the first READ takes bytes from the store. */
+void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                     off_t off);
+/* Pops one item of queue into h (SFS_OK, SFS_NOTFOUND when empty). */
+int fs_special_pop(fs *f, fs_file *h, sfs_slice queue);
+/* Replies to a READ of h's popped bytes; if the reader was interrupted
+ * meanwhile or the reply fails, pushes the item back (tail of the queue). */
+void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
+                        size_t size, off_t off);
+
+/* The .wait readers (wait.c). */
+int fs_wait_start(fs *f);
+void fs_wait_stop(fs *f);
+/* Keeps req until an item of queue arrives or the reader is interrupted. */
+void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
+                 size_t size, off_t off);
+/* Something was pushed through the mount: look again now. */
+void fs_wait_kick(fs *f);
+
+/* JSON Lines for .drain (json.c). */
+int fs_json_kv_lines(const sfs_list *l, sfs_name_kind kind, sfs_buf *out);
+int fs_json_queue_lines(const sfs_list *l, sfs_buf *out);
+
+#endif /* STATEFS_FS_I_H */

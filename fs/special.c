@@ -1,0 +1,210 @@
+/*
+ * special.c - the files that change the store when read: .drain of a
+ * namespace, and .pop, .drain, .wait of a queue.
+ *
+ * They report size 0 and are opened with direct_io (file.c), so the kernel
+ * asks us instead of trusting the size. The store is touched at the first
+ * READ of a handle, never at OPEN: `: < q/.pop` opens and closes without
+ * reading and must not lose an item. What the first READ took is kept in
+ * the handle and later READs are served from it by offset (`head -c`, `dd
+ * bs=1`, `read -r line` all work and pop once).
+ *
+ * Delivery: if the reader was interrupted (Ctrl-C, `timeout`) by the time
+ * the bytes are taken, or the kernel refuses the reply, the item goes back
+ * to the queue (at its tail: the engine has no put-back at the head) and
+ * the READ fails with EINTR. Once bytes were delivered the pop is done:
+ * RELEASE drops whatever part of them the reader did not read. That is
+ * at-most-once, which is what a pop is; claims (docs/claims.md) are the
+ * at-least-once way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+
+/* Serves [off, off + size) of what the handle took. Lock held. */
+static int serve(fuse_req_t req, fs_file *h, size_t size, off_t off)
+{
+	if (off < 0 || (size_t)off >= h->len)
+		return fuse_reply_buf(req, NULL, 0);
+	return fuse_reply_buf(req, (const char *)h->buf + off,
+	                      h->len - (size_t)off < size ? h->len - (size_t)off
+	                                                  : size);
+}
+
+static int take_buf(fs_file *h, sfs_buf *b)
+{
+	int err = fs_file_reserve(h, b->len + 1);
+
+	if (!err) {
+		memcpy(h->buf, b->ptr, b->len);
+		h->len = b->len;
+		h->loaded = 1;
+	}
+	sfs_buf_free(b);
+	return err;
+}
+
+int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
+{
+	sfs_buf item = { NULL, 0 };
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->loaded) {
+		pthread_mutex_unlock(&h->lock);
+		return SFS_OK;
+	}
+	rc = sfs_queue_pop(f->store, queue, &item, NULL);
+	if (rc == SFS_OK && take_buf(h, &item)) {
+		/* Cannot keep it: give it back rather than lose it. */
+		pthread_mutex_unlock(&h->lock);
+		return SFS_NOMEM;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+/* Puts popped bytes back at the tail of the queue. Lock held. */
+static void put_back(fs *f, fs_file *h, sfs_slice queue)
+{
+	sfs_slice item = sfs_bytes(h->buf ? (void *)h->buf : "", h->len);
+	int rc = sfs_queue_push(f->store, queue, &item, 1, NULL);
+
+	if (rc)
+		fs_log(f, LOG_ERR, "an item popped for an interrupted reader "
+		       "could not be put back (%zu bytes lost): %s: %s", h->len,
+		       sfs_strerror(rc), sfs_errdetail());
+	h->loaded = 0;
+	h->len = 0;
+}
+
+void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
+                        size_t size, off_t off)
+{
+	pthread_mutex_lock(&h->lock);
+	if (fuse_req_interrupted(req)) {
+		put_back(f, h, queue);
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, EINTR);
+		return;
+	}
+	if (serve(req, h, size, off) != 0)
+		put_back(f, h, queue);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Puts drained rows back: the reader never got them. Queue items go to
+ * the tail in their order; keys are put again (a value written meanwhile
+ * by someone else is overwritten: the window is one reply long). */
+static void restore_rows(fs *f, fs_kind kind, const fs_addr *a,
+                         const sfs_list *l)
+{
+	int rc = SFS_OK;
+
+	for (size_t i = 0; i < l->n && rc == SFS_OK; i++) {
+		const sfs_item *it = &l->items[i];
+		sfs_slice v = sfs_bytes(it->value.ptr ? it->value.ptr : "",
+		                        it->value.len);
+		rc = kind == FS_KV_DRAIN
+		   ? sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
+		                sfs_bytes(it->key.ptr ? it->key.ptr : "", it->key.len),
+		                v)
+		   : sfs_queue_push(f->store, fs_part(a, 0), &v, 1, NULL);
+	}
+	if (rc)
+		fs_log(f, LOG_ERR, "drained rows of an interrupted reader could "
+		       "not be put back: %s: %s", sfs_strerror(rc),
+		       sfs_errdetail());
+}
+
+/* The first READ of a .drain: sfs_kv_drain or sfs_queue_drain, in one
+ * transaction, rendered as JSON Lines into the handle; *rows keeps what
+ * was taken until it is delivered. Lock held; returns an errno. */
+static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
+{
+	sfs_buf out = { NULL, 0 };
+	int rc, err;
+
+	if (h->kind == FS_KV_DRAIN)
+		rc = sfs_kv_drain(f->store, fs_part(a, 0), fs_part(a, 1), rows);
+	else
+		rc = sfs_queue_drain(f->store, fs_part(a, 0), rows);
+	if (rc)
+		return fs_errno(f, rc, "drain");
+	err = h->kind == FS_KV_DRAIN
+	    ? fs_json_kv_lines(rows, sfs_name_key_kind(fs_part(a, 1)), &out)
+	    : fs_json_queue_lines(rows, &out);
+	if (err) {
+		restore_rows(f, h->kind, a, rows);
+		return err;
+	}
+	free(h->buf);
+	h->buf = out.ptr;
+	h->len = h->cap = out.len;
+	h->loaded = 1;
+	return 0;
+}
+
+void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                     off_t off)
+{
+	fs_addr a = { 0 };
+	sfs_list rows = { NULL, 0 };
+	sfs_slice queue;
+	int rc, err;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->loaded) {
+		serve(req, h, size, off);
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	if ((err = fs_node_addr(f, h->node, &a))) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, err);
+		return;
+	}
+	queue = fs_part(&a, 0);
+	switch (h->kind) {
+	case FS_KV_DRAIN:
+	case FS_QUEUE_DRAIN:
+		err = drain(f, h, &a, &rows);
+		if (err) {
+			fuse_reply_err(req, err);
+		} else if (fuse_req_interrupted(req)) {
+			restore_rows(f, h->kind, &a, &rows);
+			h->loaded = 0;
+			h->len = 0;
+			fuse_reply_err(req, EINTR);
+		} else if (serve(req, h, size, off) != 0) {
+			/* The reply did not reach the reader (and freed
+			 * the request): nobody has these rows. */
+			restore_rows(f, h->kind, &a, &rows);
+			h->loaded = 0;
+			h->len = 0;
+		}
+		sfs_list_free(&rows);
+		pthread_mutex_unlock(&h->lock);
+		break;
+	case FS_QUEUE_POP:
+	case FS_QUEUE_WAIT:
+		pthread_mutex_unlock(&h->lock);
+		rc = fs_special_pop(f, h, queue);
+		if (rc == SFS_OK)
+			fs_special_deliver(f, req, h, queue, size, off);
+		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_WAIT)
+			fs_wait_add(f, req, h, queue, size, off);
+		else if (rc == SFS_NOTFOUND)
+			fuse_reply_err(req, ENODATA); /* the loop's end */
+		else
+			fuse_reply_err(req, fs_errno(f, rc, "pop"));
+		break;
+	default:
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, EIO);
+		break;
+	}
+	fs_addr_free(&a);
+}

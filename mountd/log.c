@@ -1,0 +1,92 @@
+/*
+ * log.c - where the daemon's words go: stderr while it has a terminal (the
+ * foreground, and the start-up of a detaching daemon, so its errors and the
+ * new-key notice are seen), syslog once detached. The engine, fs/ and
+ * libfuse all log through here. Debug lines only with -d.
+ *
+ * Nothing logged here ever holds key material: the engine's details are
+ * documented never to, and the daemon logs no option values but paths.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "mountd_i.h"
+
+static int use_syslog;   /* set once, before the session's threads start */
+static int show_debug;
+static pthread_mutex_t stderr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *level_name(int level)
+{
+	switch (level) {
+	case LOG_EMERG:
+	case LOG_ALERT:
+	case LOG_CRIT:
+	case LOG_ERR:
+		return "error: ";
+	case LOG_WARNING:
+		return "warning: ";
+	default:
+		return "";
+	}
+}
+
+void mountd_log_sink(int level, const char *msg, void *ctx)
+{
+	(void)ctx;
+	if (level >= LOG_DEBUG && !show_debug)
+		return;
+	if (use_syslog) {
+		syslog(level, "%s", msg);
+		return;
+	}
+	pthread_mutex_lock(&stderr_lock);
+	fprintf(stderr, "statefs: %s%s\n", level_name(level), msg);
+	pthread_mutex_unlock(&stderr_lock);
+}
+
+void mountd_log(int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mountd_log_sink(level, msg, NULL);
+}
+
+/* libfuse's own messages ("fuse: ..."), through the same place. */
+static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	mountd_log_sink((int)level, msg, NULL);
+}
+
+void mountd_log_open(int debug)
+{
+	show_debug = debug;
+	openlog("statefs", LOG_PID, LOG_DAEMON);
+	sfs_set_logger(mountd_log_sink, NULL);
+	fuse_set_log_func(fuse_sink);
+}
+
+void mountd_log_detached(void)
+{
+	use_syslog = 1;
+}
+
+void mountd_log_close(void)
+{
+	sfs_set_logger(NULL, NULL);
+	closelog();
+}

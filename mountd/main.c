@@ -1,0 +1,157 @@
+/*
+ * main.c - the statefs daemon: `statefs [options] [STORE] MOUNTPOINT`.
+ *
+ * Wires the parts together and holds no filesystem logic: parse the
+ * options, open the store (sfs_store_open_config: the same store and key
+ * rules as statectl, creating the default store and its key file on first
+ * use), create the filesystem (fs/), mount, serve until unmounted or told
+ * to stop, and undo each step in reverse order (the goto ladder at the
+ * end). SIGINT, SIGTERM and SIGHUP, and fusermount3 -u, end it with a clean
+ * unmount and status 0.
+ *
+ * The daemon holds keys and plaintext in memory, so it never dumps core
+ * and cannot be ptraced by other processes of its user.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include "mountd_i.h"
+
+static void harden(void)
+{
+	struct rlimit none = { 0, 0 };
+
+	setrlimit(RLIMIT_CORE, &none);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static int open_store(const mountd_opts *o, sfs_store **out)
+{
+	sfs_config cfg;
+	char *notice = NULL;
+	int rc;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = o->db;
+	cfg.keyfile = o->keyfile;
+	cfg.plaintext = o->plaintext;
+	cfg.readonly = o->ro;
+	cfg.create = !o->ro;
+	cfg.max_value = o->max_value;
+	rc = sfs_store_open_config(&cfg, out, &notice);
+	if (notice) {
+		mountd_log(LOG_NOTICE, "%s", notice);
+		free(notice);
+	}
+	if (rc)
+		mountd_log(LOG_ERR, "cannot open the store: %s: %s",
+		           sfs_strerror(rc), sfs_errdetail());
+	return rc;
+}
+
+/* The loop's result as an exit status: a stop by signal is a clean end. */
+static int loop_status(int rc)
+{
+	if (rc == 0 || rc == SIGINT || rc == SIGTERM || rc == SIGHUP)
+		return 0;
+	mountd_log(LOG_ERR, "the session ended with an error: %s",
+	           rc < 0 ? strerror(-rc) : "unknown");
+	return 1;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_loop_config *loop = NULL;
+	struct fuse_session *se = NULL;
+	sfs_store *store = NULL;
+	mountd_opts o;
+	fs_config fcfg;
+	fs *f = NULL;
+	int ret = 1, detaching = 0, rc;
+
+	harden();
+	mountd_wipe_argv_keys(argc, argv);
+	if (mountd_opts_parse(&args, &o) != 0)
+		goto out_args;
+	if (o.show_help) {
+		mountd_usage(argv[0]);
+		ret = 0;
+		goto out_args;
+	}
+	if (o.show_version) {
+		printf("statefs %s\nlibfuse %s\n", SFS_VERSION_STRING,
+		       fuse_pkgversion());
+		ret = 0;
+		goto out_args;
+	}
+
+	mountd_log_open(o.debug);
+	if (!o.foreground) {
+		if (mountd_detach_begin() != 0)
+			goto out_log;
+		detaching = 1;
+	}
+	if (open_store(&o, &store) != 0)
+		goto out_detach;
+
+	memset(&fcfg, 0, sizeof(fcfg));
+	fcfg.store = store;
+	fcfg.readonly = o.ro;
+	fcfg.max_value = o.max_value;
+	fcfg.log = mountd_log_sink;
+	if ((rc = fs_create(&fcfg, &f)) != 0) {
+		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));
+		goto out_store;
+	}
+	se = fuse_session_new(&args, fs_lowlevel_ops(),
+	                      sizeof(*fs_lowlevel_ops()), f);
+	if (!se)
+		goto out_fs; /* libfuse said why */
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, o.mountpoint) != 0)
+		goto out_signals;
+	if (detaching) {
+		mountd_detach_end(0);
+		detaching = 0;
+	}
+
+	if (o.singlethread) {
+		rc = fuse_session_loop(se);
+	} else {
+		loop = fuse_loop_cfg_create();
+		if (!loop) {
+			mountd_log(LOG_ERR, "out of memory");
+			goto out_unmount;
+		}
+		rc = fuse_session_loop_mt(se, loop);
+		fuse_loop_cfg_destroy(loop);
+	}
+	ret = loop_status(rc);
+
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se); /* ends kept .wait reads (fs destroy op) */
+out_fs:
+	fs_destroy(f);
+out_store:
+	sfs_store_close(store);
+out_detach:
+	if (detaching)
+		mountd_detach_end(1);
+out_log:
+	mountd_log_close();
+out_args:
+	mountd_opts_free(&o);
+	fuse_opt_free_args(&args);
+	return ret;
+}

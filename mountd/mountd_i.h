@@ -1,0 +1,63 @@
+/*
+ * mountd_i.h - the statefs daemon's parts (mountd/ only): options, logging
+ * and detaching. The daemon wires the store, the filesystem (fs/) and the
+ * libfuse session together and holds no filesystem logic.
+ */
+#ifndef STATEFS_MOUNTD_I_H
+#define STATEFS_MOUNTD_I_H
+
+#include <stdint.h>
+#include <syslog.h>
+
+#include "fs.h"
+
+typedef struct mountd_opts {
+	/* statefs options (-o name=value) */
+	char *db;
+	char *keyfile;
+	int plaintext;
+	int ro;
+	char *max_value_text;
+	uint64_t max_value;       /* parsed from max_value_text; 0: default */
+	/* general options */
+	int show_help;
+	int show_version;
+	int foreground;           /* -f, also implied by -d */
+	int debug;                /* -d, -o debug */
+	int singlethread;         /* -s */
+	/* positional arguments: [STORE] MOUNTPOINT, as mount(8) passes them */
+	char *args[3];
+	int nargs;
+	char *mountpoint;         /* borrowed from args */
+	int key_on_command_line;  /* -o key=... was given: refused */
+} mountd_opts;
+
+/* Parses argv into *o and leaves in *args what libfuse should see (-o
+ * options it knows, plus fsname and subtype). Prints a sentence ending in
+ * "see -h" and returns -1 on a bad command line; 0 otherwise (also for -h
+ * and -V, which the caller answers). */
+int mountd_opts_parse(struct fuse_args *args, mountd_opts *o);
+void mountd_opts_free(mountd_opts *o);
+void mountd_usage(const char *prog);
+/* Overwrites the value of any key=... option in argv (what ps shows). */
+void mountd_wipe_argv_keys(int argc, char **argv);
+
+/* Logging: to stderr until the daemon detaches (and always with -f), to
+ * syslog after. Installed as the engine's logger too. */
+void mountd_log_open(int debug);
+void mountd_log_detached(void);
+void mountd_log_close(void);
+void mountd_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* An sfs_log_fn for sfs_set_logger and fs_config. */
+void mountd_log_sink(int level, const char *msg, void *ctx);
+
+/* Detaching: mountd_detach_begin forks; the parent waits for the child to
+ * say whether the mount is up and exits with that status (so `statefs`
+ * returns only once the mount works, or fails with the child's sentence
+ * printed). The child calls mountd_detach_end(0) once mounted (it then
+ * loses its terminal), or mountd_detach_end(1) on failure. */
+int mountd_detach_begin(void);
+void mountd_detach_end(int status);
+
+#endif /* STATEFS_MOUNTD_I_H */

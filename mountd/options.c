@@ -1,0 +1,246 @@
+/*
+ * options.c - the command line, in the style of sshfs: one fuse_opt table
+ * built with an offsetof macro, defaults set before parsing, combinations
+ * checked after with a plain sentence and "see -h".
+ *
+ * mount(8) runs a fuse.statefs line of /etc/fstab as
+ *   statefs STORE MOUNTPOINT -o OPTIONS
+ * so a first positional argument names the store ("none" or "statefs" for
+ * the default), like -o db=. A key is never accepted on the command line:
+ * every process can read argv in /proc.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mountd_i.h"
+
+/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH. */
+#define MAX_VALUE_CEILING 1000000000ull
+
+enum {
+	KEY_HELP,
+	KEY_VERSION,
+	KEY_KEY,
+	KEY_DEBUG,
+};
+
+#define MOUNTD_OPT(t, p, v) { t, offsetof(mountd_opts, p), v }
+
+static const struct fuse_opt mountd_opt_table[] = {
+	MOUNTD_OPT("db=%s", db, 0),
+	MOUNTD_OPT("keyfile=%s", keyfile, 0),
+	MOUNTD_OPT("plaintext", plaintext, 1),
+	MOUNTD_OPT("ro", ro, 1),
+	MOUNTD_OPT("max_value=%s", max_value_text, 0),
+	MOUNTD_OPT("-f", foreground, 1),
+	MOUNTD_OPT("-s", singlethread, 1),
+	MOUNTD_OPT("-d", debug, 1),
+	MOUNTD_OPT("debug", debug, 1),
+	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),       /* and mount read-only */
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_KEY("key=", KEY_KEY),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+static int proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+	mountd_opts *o = data;
+
+	(void)out;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->nargs < 3 && !(o->args[o->nargs] = strdup(arg)))
+			return -1;
+		o->nargs++;
+		return 0;
+	case KEY_HELP:
+		o->show_help = 1;
+		return 0;
+	case KEY_VERSION:
+		o->show_version = 1;
+		return 0;
+	case KEY_KEY:
+		/* Never repeated anywhere; fuse_opt's copy is wiped here and
+		 * argv by mountd_wipe_argv_keys. */
+		o->key_on_command_line = 1;
+		memset((char *)arg, 0, strlen(arg));
+		return 0;
+	case KEY_DEBUG:
+		return fuse_opt_add_arg(out, "-odebug") ? -1 : 0;
+	default:
+		return 1; /* keep: an option for libfuse */
+	}
+}
+
+void mountd_wipe_argv_keys(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		for (char *p = argv[i]; (p = strstr(p, "key=")); p += 4) {
+			int boundary = p == argv[i] || p[-1] == ',' ||
+			               (p - argv[i] == 2 && argv[i][0] == '-' &&
+			                argv[i][1] == 'o');
+			if (!boundary)
+				continue;
+			for (char *v = p + 4; *v && *v != ','; v++)
+				*v = 'x';
+		}
+	}
+}
+
+/* "64M" -> 67108864; 0 when it is not a size. */
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024; end++; break;
+	case 'm': case 'M': mult = 1024 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && mult > 1 && end[1] == 'B')
+		end += 2; /* "64MiB" */
+	if (*end || v > UINT64_MAX / mult)
+		return 0;
+	return v * mult;
+}
+
+/* fsname=PATH for mount(8) and df, with fuse_opt's separators escaped. */
+static int add_fsname(struct fuse_args *args, const char *db)
+{
+	size_t n = strlen(db);
+	char *s = malloc(2 * n + 16), *p;
+	int rc;
+
+	if (!s)
+		return -1;
+	p = s + sprintf(s, "-ofsname=");
+	for (size_t i = 0; i < n; i++) {
+		if (db[i] == ',' || db[i] == '\\')
+			*p++ = '\\';
+		*p++ = db[i];
+	}
+	*p = '\0';
+	rc = fuse_opt_add_arg(args, s);
+	free(s);
+	return rc;
+}
+
+int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
+{
+	const char *prog = args->argc > 0 ? args->argv[0] : "statefs";
+
+	memset(o, 0, sizeof(*o));
+	if (fuse_opt_parse(args, o, mountd_opt_table, proc) == -1)
+		return -1;
+	if (o->show_help || o->show_version)
+		return 0;
+	if (o->debug)
+		o->foreground = 1;
+
+	if (o->key_on_command_line) {
+		fprintf(stderr, "%s: a key is never given on the command line "
+		        "(ps would show it); use -o keyfile=PATH, STATEFS_KEY or "
+		        "STATEFS_KEY_FILE; see -h\n", prog);
+		return -1;
+	}
+	if (o->nargs == 0) {
+		fprintf(stderr, "%s: no mountpoint given; see -h\n", prog);
+		return -1;
+	}
+	if (o->nargs > 2) {
+		fprintf(stderr, "%s: too many arguments (%s); the usage is "
+		        "statefs [options] [STORE] MOUNTPOINT; see -h\n", prog,
+		        o->args[2]);
+		return -1;
+	}
+	o->mountpoint = o->args[o->nargs - 1];
+	if (o->nargs == 2 && strcmp(o->args[0], "none") != 0 &&
+	    strcmp(o->args[0], "statefs") != 0) {
+		if (o->db && strcmp(o->db, o->args[0]) != 0) {
+			fprintf(stderr, "%s: the store is given twice (%s and "
+			        "-o db=%s); see -h\n", prog, o->args[0], o->db);
+			return -1;
+		}
+		if (!o->db && !(o->db = strdup(o->args[0])))
+			return -1;
+	}
+	if (o->plaintext && o->keyfile) {
+		fprintf(stderr, "%s: -o plaintext and -o keyfile= cannot be used "
+		        "together (a plaintext store has no key); see -h\n", prog);
+		return -1;
+	}
+	if (o->max_value_text) {
+		o->max_value = parse_size(o->max_value_text);
+		if (o->max_value == 0 || o->max_value > MAX_VALUE_CEILING) {
+			fprintf(stderr, "%s: -o max_value=%s is not a size from 1 to "
+			        "%llu bytes (a number, optionally followed by K, M "
+			        "or G); see -h\n", prog, o->max_value_text,
+			        (unsigned long long)MAX_VALUE_CEILING);
+			return -1;
+		}
+	}
+	if (o->db && add_fsname(args, o->db) != 0)
+		return -1;
+	if (!o->db && fuse_opt_add_arg(args, "-ofsname=statefs") != 0)
+		return -1;
+	if (fuse_opt_add_arg(args, "-osubtype=statefs") != 0)
+		return -1;
+	return 0;
+}
+
+void mountd_opts_free(mountd_opts *o)
+{
+	free(o->db);
+	free(o->keyfile);
+	free(o->max_value_text);
+	for (int i = 0; i < 3; i++)
+		free(o->args[i]);
+	memset(o, 0, sizeof(*o));
+}
+
+void mountd_usage(const char *prog)
+{
+	printf("usage: %s [options] [STORE] MOUNTPOINT\n"
+	       "\n"
+	       "Mounts a statefs store as a directory tree (see statefs(1)).\n"
+	       "\n"
+	       "statefs options:\n"
+	       "    -o db=PATH             the store (default: $STATEFS_DB, else\n"
+	       "                           ~/.local/state/statefs/state.db,\n"
+	       "                           created on first use with a new key)\n"
+	       "    -o keyfile=PATH        the key file (default: the key in\n"
+	       "                           $STATEFS_KEY, else $STATEFS_KEY_FILE,\n"
+	       "                           else ~/.config/statefs/key)\n"
+	       "    -o plaintext           the store is not encrypted\n"
+	       "    -o ro                  mount read-only\n"
+	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
+	       "                           (default 64M; suffixes K, M, G)\n"
+	       "\n"
+	       "general options:\n"
+	       "    -h   --help            print help\n"
+	       "    -V   --version         print version\n"
+	       "    -f                     foreground, logging to stderr\n"
+	       "    -d   -o debug          foreground, every request logged\n"
+	       "    -s                     single-threaded\n"
+	       "\n"
+	       "FUSE options:\n", prog);
+	fflush(stdout);
+	fuse_lowlevel_help();
+}
