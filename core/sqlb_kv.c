@@ -6,7 +6,9 @@
  * statefs_counter_time, inside the same BEGIN IMMEDIATE transaction, so a
  * reader never sees a value without its time or the other way round. The
  * time tables share the data tables' key order, so range deletes apply the
- * same bounds to both without a join.
+ * same bounds to both without a join. Times come from the coarse clock
+ * (util_i.h) and a time row is only rewritten when the tick changed, so
+ * rewriting a hot key within one tick dirties one page, not two.
  *
  * Counter overflow: SQLite turns an integer overflow into a REAL, which the
  * SDK would then store. The add statement instead carries the bounds
@@ -153,7 +155,8 @@ static int put_stmts(sfs_backend *b, sqlite3_stmt **put, sqlite3_stmt **tput)
 		*tput = sqlb_stmt(b, ST_KV_PUT_TIME,
 		        "INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"
 		        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-		        " DO UPDATE SET mtime_ns=excluded.mtime_ns", &status);
+		        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns<>excluded.mtime_ns", &status);
 	return *put && *tput ? SFS_OK : status;
 }
 
@@ -161,7 +164,7 @@ int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_slice *keys, const sfs_slice *values, size_t n)
 {
 	sqlite3_stmt *put, *tput;
-	int64_t now = sfs_clock_ns();
+	int64_t now = sfs_clock_mtime_ns();
 	int status = put_stmts(b, &put, &tput);
 
 	if (status == SFS_OK)
@@ -437,7 +440,7 @@ int sqlb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     const sfs_slice *keys, const sfs_slice *values, size_t n)
 {
 	sqlite3_stmt *put, *tput;
-	int64_t now = sfs_clock_ns();
+	int64_t now = sfs_clock_mtime_ns();
 	int status = put_stmts(b, &put, &tput);
 
 	if (status == SFS_OK)
@@ -568,14 +571,15 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_TIME,
 	        "INSERT INTO statefs_counter_time (scope_id, ns, key, mtime_ns)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-	        " DO UPDATE SET mtime_ns=excluded.mtime_ns", &status);
+	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns<>excluded.mtime_ns", &status);
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, scope);
 	sqlb_bind(st, 2, ns);
 	sqlb_bind(st, 3, key);
-	sqlite3_bind_int64(st, 4, sfs_clock_ns());
+	sqlite3_bind_int64(st, 4, sfs_clock_mtime_ns());
 	return sqlb_run(b, st, "writing a counter's time");
 }
 

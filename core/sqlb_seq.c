@@ -152,7 +152,7 @@ static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		return status;
 	*id = sqlite3_last_insert_rowid(b->db);
 	return put_time(b, ST_LOG_TIME, "INSERT OR REPLACE INTO statefs_log_time"
-	                " (id, mtime_ns) VALUES (?1, ?2)", *id, sfs_clock_ns());
+	                " (id, mtime_ns) VALUES (?1, ?2)", *id, sfs_clock_mtime_ns());
 }
 
 int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -380,7 +380,7 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PUSH,
 	        "INSERT INTO work_queue (execution_id, work_item) VALUES (?1, ?2)",
 	        &status);
-	int64_t now = sfs_clock_ns(), id;
+	int64_t now = sfs_clock_mtime_ns(), id;
 
 	if (!st)
 		return status;

@@ -29,6 +29,17 @@ int64_t sfs_clock_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t sfs_clock_mtime_ns(void)
+{
+	int64_t (*fn)(void) = atomic_load(&clock_fn);
+	struct timespec ts;
+
+	if (fn)
+		return fn();
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void sfs_clock_set(int64_t (*fn)(void))
 {
 	atomic_store(&clock_fn, fn);

@@ -12,6 +12,13 @@
 int64_t sfs_clock_ns(void);
 void sfs_clock_set(int64_t (*fn)(void));
 
+/* The clock for modification times: CLOCK_REALTIME_COARSE, which ticks once
+ * per kernel tick (1-10 ms), as the kernel's own file times do. Two writes
+ * of a key within one tick show the same mtime, and the second one need not
+ * rewrite the time row: a hot key costs one page per commit, not two. The
+ * test clock replaces it too. */
+int64_t sfs_clock_mtime_ns(void);
+
 /* Creates the missing parent directories of path with mode. SFS_OK or
  * SFS_IO with the detail set. */
 int util_mkparents(const char *path, unsigned mode);

@@ -1,0 +1,588 @@
+/*
+ * engine_bench.c - the engine against hand-written SQLite, same run.
+ *
+ * Usage: engine_bench [-n OPS] [-r ROUNDS] [-e] [-d DIR]
+ *   -n  operations per measurement (default 20000)
+ *   -r  rounds; each number is the median over rounds (default 3)
+ *   -e  encrypted stores: the engine with a key, the raw statements through
+ *       the same encrypting VFS (links the engine's private crypt layer)
+ *   -d  directory for the scratch stores (default $TMPDIR or /tmp)
+ *
+ * For put, get, log append, counter add and push+pop it times, on fresh
+ * stores created by the engine (same schema, same file, same PRAGMAs:
+ * WAL, synchronous=NORMAL, busy_timeout, temp_store=MEMORY, 64 MiB cache):
+ *   sdk     the VGI Go SDK's own statements, one autocommit statement per
+ *           operation (the issue's baseline: "equivalent hand-written
+ *           SQLite statements on the same schema");
+ *   best    the fastest hand-written statement for the same effect on the
+ *           SDK's tables; differs from sdk only for put, where an upsert
+ *           updates the row in place and INSERT OR REPLACE re-inserts it;
+ *   same    hand-written statements doing what the engine does: best plus
+ *           the statefs_*_time row, in one BEGIN IMMEDIATE transaction
+ *           (what the modification times cost, without the engine);
+ *   engine  the public API.
+ * and prints microseconds per operation (median of the rounds) and the
+ * ratios best/engine (the target: >= 0.9) and same/engine (the engine's own
+ * overhead). It asserts nothing: timings on a shared machine are noisy.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "crypt_i.h"
+#include "statefs.h"
+
+#define KEYS 1000
+#define VLEN 100
+
+static int ops = 20000, rounds = 3, enc;
+static char dir[256];
+static sfs_key *key;
+static unsigned char value[VLEN];
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *detail)
+{
+	fprintf(stderr, "engine_bench: %s: %s\n", what, detail);
+	exit(1);
+}
+
+static void check(int rc, const char *what)
+{
+	if (rc != SFS_OK)
+		die(what, sfs_errdetail());
+}
+
+/* A fresh store created by the engine; *path gets its name. */
+static sfs_store *fresh(char *path, size_t n, const char *name)
+{
+	sfs_open_opts o;
+	sfs_store *s;
+	char cmd[1400];
+
+	snprintf(path, n, "%s/%s.db", dir, name);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s' '%s-wal' '%s-shm'", path, path,
+	         path);
+	if (system(cmd) != 0)
+		die("rm", path);
+	memset(&o, 0, sizeof(o));
+	o.path = path;
+	o.flags = SFS_OPEN_CREATE | (enc ? 0 : SFS_OPEN_PLAINTEXT);
+	o.key = enc ? key : NULL;
+	check(sfs_store_open(&o, &s), "open");
+	return s;
+}
+
+/* --- raw SQLite --------------------------------------------------------- */
+
+typedef struct raw {
+	sqlite3 *db;
+	crypt_vfs *vfs;
+} raw;
+
+static void raw_exec(raw *r, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(r->db, sql, NULL, NULL, &err) != SQLITE_OK)
+		die(sql, err ? err : "?");
+}
+
+/* Opens the file as the engine does: same VFS, same PRAGMAs. */
+static void raw_open(raw *r, const char *path)
+{
+	const char *vfs = NULL;
+
+	memset(r, 0, sizeof(*r));
+	if (enc) {
+		check(crypt_vfs_open(key, &r->vfs), "crypt vfs");
+		vfs = crypt_vfs_name(r->vfs);
+	}
+	if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE |
+	                    SQLITE_OPEN_NOMUTEX, vfs) != SQLITE_OK)
+		die("sqlite3_open_v2", sqlite3_errmsg(r->db));
+	if (enc)
+		check(crypt_db_setup(r->db), "crypt setup");
+	sqlite3_busy_timeout(r->db, 30000);
+	raw_exec(r, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+	         " PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;");
+}
+
+static void raw_close(raw *r)
+{
+	sqlite3_close(r->db);
+	if (r->vfs)
+		crypt_vfs_close(r->vfs);
+}
+
+static sqlite3_stmt *prep(raw *r, const char *sql)
+{
+	sqlite3_stmt *st;
+
+	if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+	                       NULL) != SQLITE_OK)
+		die(sql, sqlite3_errmsg(r->db));
+	return st;
+}
+
+static void run(raw *r, sqlite3_stmt *st)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE)
+		die(sqlite3_sql(st), sqlite3_errmsg(r->db));
+	sqlite3_reset(st);
+}
+
+static void keyname(char *k, int i)
+{
+	snprintf(k, 16, "key-%06d", i % KEYS);
+}
+
+/* Every write stores different bytes: SQLite skips rewriting a cell whose
+ * bytes did not change, which would time a no-op. */
+static const unsigned char *val(int i)
+{
+	memcpy(value, &i, sizeof(i));
+	return value;
+}
+
+#define BIND(st, i, p, n) sqlite3_bind_blob(st, i, p, (int)(n), SQLITE_STATIC)
+
+/* Each raw function times ops operations in a mode: SDK statements,
+ * BEST statements, or the SAME work as the engine (best plus time rows in
+ * one transaction). */
+enum { SDK, BEST, SAME };
+
+static int64_t clock_mtime(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double raw_put(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *put = prep(r, mode != SDK ?
+	        "INSERT INTO function_state (scope_id, ns, key, value)"
+	        " VALUES (?, ?, ?, ?) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET value=excluded.value" :
+	        "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
+	        " value) VALUES (?, ?, ?, ?)");
+	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_kv_time (scope_id, ns,"
+	        " key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope_id, ns,"
+	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns<>excluded.mtime_ns");
+	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i);
+		if (same)
+			run(r, b);
+		BIND(put, 1, "scope", 5);
+		BIND(put, 2, "ns", 2);
+		BIND(put, 3, k, strlen(k));
+		BIND(put, 4, val(i), VLEN);
+		run(r, put);
+		if (same) {
+			BIND(t, 1, "scope", 5);
+			BIND(t, 2, "ns", 2);
+			BIND(t, 3, k, strlen(k));
+			sqlite3_bind_int64(t, 4, clock_mtime());
+			run(r, t);
+			run(r, c);
+		}
+	}
+	t0 = now() - t0;
+	sqlite3_finalize(put);
+	sqlite3_finalize(t);
+	sqlite3_finalize(b);
+	sqlite3_finalize(c);
+	return t0;
+}
+
+static double raw_get(raw *r, int mode)
+{
+	sqlite3_stmt *get = prep(r, "SELECT value FROM function_state WHERE"
+	                         " scope_id = ? AND ns = ? AND key = ?");
+	static unsigned char out[VLEN + 1];
+	char k[16];
+	double t0 = now();
+
+	(void)mode; /* a read writes no time: one statement for all */
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i);
+		BIND(get, 1, "scope", 5);
+		BIND(get, 2, "ns", 2);
+		BIND(get, 3, k, strlen(k));
+		if (sqlite3_step(get) != SQLITE_ROW)
+			die("get", "no row");
+		/* the caller gets its own copy, as from the engine */
+		memcpy(out, sqlite3_column_blob(get, 0),
+		       (size_t)sqlite3_column_bytes(get, 0));
+		sqlite3_reset(get);
+	}
+	t0 = now() - t0;
+	sqlite3_finalize(get);
+	return t0;
+}
+
+static double raw_append(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *ins = prep(r, "INSERT INTO function_state_log (scope_id,"
+	                         " ns, key, value) VALUES (?, ?, ?, ?)");
+	sqlite3_stmt *t = prep(r, "INSERT OR REPLACE INTO statefs_log_time"
+	                       " (id, mtime_ns) VALUES (?, ?)");
+	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
+	volatile int64_t id = 0;
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i % 10);
+		if (same)
+			run(r, b);
+		BIND(ins, 1, "scope", 5);
+		BIND(ins, 2, "log", 3);
+		BIND(ins, 3, k, strlen(k));
+		BIND(ins, 4, val(i), VLEN);
+		run(r, ins);
+		id = sqlite3_last_insert_rowid(r->db);
+		if (same) {
+			sqlite3_bind_int64(t, 1, id);
+			sqlite3_bind_int64(t, 2, clock_mtime());
+			run(r, t);
+			run(r, c);
+		}
+	}
+	t0 = now() - t0;
+	sqlite3_finalize(ins);
+	sqlite3_finalize(t);
+	sqlite3_finalize(b);
+	sqlite3_finalize(c);
+	return t0;
+}
+
+static double raw_counter(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *add = prep(r, same ?
+	        "INSERT INTO function_counter (scope_id, ns, key, n)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET n=n+excluded.n WHERE n BETWEEN ?5 AND ?6"
+	        " RETURNING n" :
+	        "INSERT INTO function_counter (scope_id, ns, key, n) VALUES"
+	        " (?, ?, ?, ?) ON CONFLICT(scope_id, ns, key) DO UPDATE SET"
+	        " n = n + excluded.n RETURNING n");
+	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_counter_time (scope_id,"
+	        " ns, key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope_id,"
+	        " ns, key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns<>excluded.mtime_ns");
+	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
+	volatile int64_t v = 0;
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i % 100);
+		if (same)
+			run(r, b);
+		BIND(add, 1, "scope", 5);
+		BIND(add, 2, "c", 1);
+		BIND(add, 3, k, strlen(k));
+		sqlite3_bind_int64(add, 4, 1);
+		if (same) {
+			sqlite3_bind_int64(add, 5, INT64_MIN);
+			sqlite3_bind_int64(add, 6, INT64_MAX - 1);
+		}
+		if (sqlite3_step(add) != SQLITE_ROW)
+			die("counter", sqlite3_errmsg(r->db));
+		v = sqlite3_column_int64(add, 0);
+		sqlite3_reset(add);
+		if (same) {
+			BIND(t, 1, "scope", 5);
+			BIND(t, 2, "c", 1);
+			BIND(t, 3, k, strlen(k));
+			sqlite3_bind_int64(t, 4, clock_mtime());
+			run(r, t);
+			run(r, c);
+		}
+	}
+	(void)v;
+	t0 = now() - t0;
+	sqlite3_finalize(add);
+	sqlite3_finalize(t);
+	sqlite3_finalize(b);
+	sqlite3_finalize(c);
+	return t0;
+}
+
+/* One push of one item and one pop, per operation. */
+static double raw_pushpop(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *push = prep(r, "INSERT INTO work_queue (execution_id,"
+	                          " work_item) VALUES (?, ?)");
+	sqlite3_stmt *pop = prep(r, "DELETE FROM work_queue WHERE id = (SELECT"
+	        " id FROM work_queue WHERE execution_id = ? ORDER BY id ASC"
+	        " LIMIT 1) RETURNING id, work_item");
+	sqlite3_stmt *t = prep(r, "INSERT OR REPLACE INTO statefs_queue_time"
+	                       " (id, enqueued_ns) VALUES (?, ?)");
+	sqlite3_stmt *dt = prep(r, "DELETE FROM statefs_queue_time WHERE id=?");
+	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
+	static unsigned char out[VLEN + 1];
+	int64_t id;
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		if (same)
+			run(r, b);
+		BIND(push, 1, "q", 1);
+		BIND(push, 2, val(i), VLEN);
+		run(r, push);
+		if (same) {
+			sqlite3_bind_int64(t, 1, sqlite3_last_insert_rowid(r->db));
+			sqlite3_bind_int64(t, 2, clock_mtime());
+			run(r, t);
+			run(r, c);
+			run(r, b);
+		}
+		BIND(pop, 1, "q", 1);
+		if (sqlite3_step(pop) != SQLITE_ROW)
+			die("pop", "empty");
+		id = sqlite3_column_int64(pop, 0);
+		memcpy(out, sqlite3_column_blob(pop, 1),
+		       (size_t)sqlite3_column_bytes(pop, 1));
+		if (sqlite3_step(pop) != SQLITE_DONE)
+			die("pop", "two rows");
+		sqlite3_reset(pop);
+		if (same) {
+			sqlite3_bind_int64(dt, 1, id);
+			run(r, dt);
+			run(r, c);
+		}
+	}
+	t0 = now() - t0;
+	sqlite3_finalize(push);
+	sqlite3_finalize(pop);
+	sqlite3_finalize(t);
+	sqlite3_finalize(dt);
+	sqlite3_finalize(b);
+	sqlite3_finalize(c);
+	return t0;
+}
+
+/* --- the engine --------------------------------------------------------- */
+
+static double eng_put(sfs_store *s)
+{
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i);
+		check(sfs_kv_put(s, sfs_str("scope"), sfs_str("ns"), sfs_str(k),
+		                 sfs_bytes(val(i), VLEN)), "put");
+	}
+	return now() - t0;
+}
+
+static double eng_get(sfs_store *s)
+{
+	char k[16];
+	sfs_buf b;
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i);
+		check(sfs_kv_get(s, sfs_str("scope"), sfs_str("ns"), sfs_str(k),
+		                 &b), "get");
+		sfs_buf_free(&b);
+	}
+	return now() - t0;
+}
+
+static double eng_append(sfs_store *s)
+{
+	int64_t id;
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i % 10);
+		check(sfs_log_append(s, sfs_str("scope"), sfs_str("log"),
+		                     sfs_str(k), sfs_bytes(val(i), VLEN), &id),
+		      "append");
+	}
+	return now() - t0;
+}
+
+static double eng_counter(sfs_store *s)
+{
+	int64_t v;
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname(k, i % 100);
+		check(sfs_counter_add(s, sfs_str("scope"), sfs_str("c"), sfs_str(k),
+		                      1, &v), "counter add");
+	}
+	return now() - t0;
+}
+
+static double eng_pushpop(sfs_store *s)
+{
+	sfs_slice it = sfs_bytes(value, VLEN);
+	sfs_buf b;
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		val(i);
+		check(sfs_queue_push(s, sfs_str("q"), &it, 1, NULL), "push");
+		check(sfs_queue_pop(s, sfs_str("q"), &b, NULL), "pop");
+		sfs_buf_free(&b);
+	}
+	return now() - t0;
+}
+
+/* --- driver ------------------------------------------------------------- */
+
+typedef struct bench {
+	const char *name;
+	double (*raw)(raw *r, int mode);
+	double (*eng)(sfs_store *s);
+	int needs_data;  /* get: the keys must exist first */
+	int best_differs; /* else best is the sdk statement */
+} bench;
+
+static const bench benches[] = {
+	{ "put", raw_put, eng_put, 0, 1 },
+	{ "get", raw_get, eng_get, 1, 0 },
+	{ "append", raw_append, eng_append, 0, 0 },
+	{ "counter add", raw_counter, eng_counter, 0, 0 },
+	{ "push+pop", raw_pushpop, eng_pushpop, 0, 0 },
+};
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmpd);
+	return v[n / 2];
+}
+
+static void fill_keys(sfs_store *s)
+{
+	char k[16];
+
+	for (int i = 0; i < KEYS; i++) {
+		keyname(k, i);
+		check(sfs_kv_put(s, sfs_str("scope"), sfs_str("ns"), sfs_str(k),
+		                 sfs_bytes(value, VLEN)), "fill");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	double t[4][16];
+	char path[400];
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:r:ed:")) != -1) {
+		switch (opt) {
+		case 'n': ops = atoi(optarg); break;
+		case 'r': rounds = atoi(optarg); break;
+		case 'e': enc = 1; break;
+		case 'd': tmp = optarg; break;
+		default:
+			fprintf(stderr, "usage: engine_bench [-n OPS] [-r ROUNDS]"
+			        " [-e] [-d DIR]\n");
+			return 2;
+		}
+	}
+	if (ops <= 0 || rounds <= 0 || rounds > 16)
+		die("arguments", "-n > 0, 1 <= -r <= 16");
+	snprintf(dir, sizeof(dir), "%s/statefs-bench-XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		die("mkdtemp", dir);
+	if (enc)
+		check(sfs_key_generate(&key), "key");
+	for (int i = 0; i < VLEN; i++)
+		value[i] = (unsigned char)(i * 31);
+	printf("statefs engine_bench: %d ops x %d rounds, %s, %d-byte values,"
+	       " %s\n", ops, rounds, enc ? "encrypted" : "plaintext", VLEN, dir);
+	printf("%-12s %8s %8s %8s %8s %11s %10s\n", "operation", "sdk us",
+	       "best us", "same us", "eng us", "best/engine", "same/eng");
+	for (size_t bi = 0; bi < sizeof(benches) / sizeof(benches[0]); bi++) {
+		const bench *b = &benches[bi];
+		double sdk, best, same, eng;
+
+		/* Interleaved rounds, each on a fresh store. */
+		for (int r = 0; r < rounds; r++) {
+			for (int mode = SDK; mode <= SAME + 1; mode++) {
+				sfs_store *s;
+				raw rw;
+
+				if (mode == BEST && !b->best_differs)
+					continue;
+				s = fresh(path, sizeof(path), "b");
+				if (b->needs_data)
+					fill_keys(s);
+				if (mode == SAME + 1) {
+					t[mode][r] = b->eng(s);
+					sfs_store_close(s);
+					continue;
+				}
+				sfs_store_close(s);
+				raw_open(&rw, path);
+				t[mode][r] = b->raw(&rw, mode);
+				raw_close(&rw);
+			}
+			if (!b->best_differs)
+				t[BEST][r] = t[SDK][r];
+		}
+		sdk = median(t[SDK], rounds) / ops * 1e6;
+		best = median(t[BEST], rounds) / ops * 1e6;
+		same = median(t[SAME], rounds) / ops * 1e6;
+		eng = median(t[SAME + 1], rounds) / ops * 1e6;
+		printf("%-12s %8.2f %8.2f %8.2f %8.2f %11.2f %10.2f\n", b->name,
+		       sdk, best, same, eng, best / eng, same / eng);
+		fflush(stdout);
+	}
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "engine_bench: could not remove %s\n", dir);
+	}
+	sfs_key_destroy(key);
+	return 0;
+}
