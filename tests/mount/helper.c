@@ -1,0 +1,157 @@
+/*
+ * helper.c - "another process" for the mount tests: changes and reads the
+ * store through the engine, beside a running daemon.
+ *
+ * Usage: sfs_helper COMMAND ARGS...
+ *   put SCOPE NS KEY VALUE      get SCOPE NS KEY       del SCOPE NS KEY
+ *   worker EXEC ID VALUE        cset SCOPE NS KEY N    cget SCOPE NS KEY
+ *   lappend SCOPE NS KEY VALUE  qpush QUEUE VALUE...   qlen QUEUE
+ *   kvcount SCOPE NS            verify                 dump
+ * Byte-string arguments are taken as they are, or as hex after "x:"
+ * ("x:00ff"). get prints the raw value; dump prints every row of the store
+ * (hex fields), so two dumps compare equal iff the store is the same.
+ * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE=plain, else
+ * the key as the daemon finds it (sfs_store_open_config).
+ * Exit: 0; 1 with a sentence (2 for get/cget of something absent).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "statefs.h"
+
+static sfs_store *store;
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "sfs_helper: %s: %s: %s\n", what, sfs_strerror(rc),
+	        sfs_errdetail());
+	exit(1);
+}
+
+/* An argument as bytes: "x:HEX" or the string itself. Never freed: the
+ * process is short. */
+static sfs_slice arg(const char *s)
+{
+	size_t n;
+	unsigned char *p;
+
+	if (strncmp(s, "x:", 2) != 0)
+		return sfs_str(s);
+	s += 2;
+	n = strlen(s) / 2;
+	p = malloc(n + 1);
+	if (!p)
+		exit(1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			exit(1);
+		p[i] = (unsigned char)v;
+	}
+	return sfs_bytes(p, n);
+}
+
+static void hex(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	if (!p) {
+		fputs("-", stdout);
+		return;
+	}
+	putchar('x');
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", b[i]);
+}
+
+static int dump_row(const sfs_row *r, void *ctx)
+{
+	(void)ctx;
+	printf("%d ", (int)r->family);
+	hex(r->scope.ptr, r->scope.len);
+	putchar(' ');
+	hex(r->ns.ptr, r->ns.len);
+	putchar(' ');
+	hex(r->key.ptr, r->key.len);
+	putchar(' ');
+	hex(r->value.ptr, r->value.len);
+	printf(" %" PRId64 " %" PRId64 "\n", r->id, r->n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	sfs_config cfg = { 0 };
+	const char *mode = getenv("STATEFS_TEST_MODE");
+	const char *cmd = argc > 1 ? argv[1] : "";
+	sfs_buf v = { NULL, 0 };
+	int64_t n;
+	uint64_t len;
+	int rc, exists;
+
+	cfg.plaintext = mode && strcmp(mode, "plain") == 0;
+	cfg.create = 1;
+	rc = sfs_store_open_config(&cfg, &store, NULL);
+	if (rc)
+		die("open", rc);
+
+	if (!strcmp(cmd, "put") && argc == 6) {
+		rc = sfs_kv_put(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
+		                arg(argv[5]));
+	} else if (!strcmp(cmd, "get") && argc == 5) {
+		rc = sfs_kv_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]), &v);
+		if (rc == SFS_NOTFOUND)
+			exit(2);
+		if (!rc)
+			fwrite(v.ptr, 1, v.len, stdout);
+		sfs_buf_free(&v);
+	} else if (!strcmp(cmd, "del") && argc == 5) {
+		rc = sfs_kv_delete(store, arg(argv[2]), arg(argv[3]), arg(argv[4]));
+	} else if (!strcmp(cmd, "worker") && argc == 5) {
+		rc = sfs_worker_put(store, arg(argv[2]), strtoll(argv[3], NULL, 10),
+		                    arg(argv[4]));
+	} else if (!strcmp(cmd, "cset") && argc == 6) {
+		rc = sfs_counter_set(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
+		                     strtoll(argv[5], NULL, 10));
+	} else if (!strcmp(cmd, "cget") && argc == 5) {
+		rc = sfs_counter_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
+		                     &n, &exists);
+		if (!rc && !exists)
+			exit(2);
+		if (!rc)
+			printf("%" PRId64 "\n", n);
+	} else if (!strcmp(cmd, "lappend") && argc == 6) {
+		rc = sfs_log_append(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
+		                    arg(argv[5]), NULL);
+	} else if (!strcmp(cmd, "qpush") && argc >= 4) {
+		for (int i = 3; i < argc && !rc; i++) {
+			sfs_slice it = arg(argv[i]);
+			rc = sfs_queue_push(store, arg(argv[2]), &it, 1, NULL);
+		}
+	} else if (!strcmp(cmd, "qlen") && argc == 3) {
+		rc = sfs_queue_len(store, arg(argv[2]), &len);
+		if (!rc)
+			printf("%" PRIu64 "\n", len);
+	} else if (!strcmp(cmd, "kvcount") && argc == 4) {
+		sfs_list l = { NULL, 0 };
+		sfs_scan_opts o = { .keys_only = 1 };
+		rc = sfs_kv_scan(store, arg(argv[2]), arg(argv[3]), &o, &l);
+		if (!rc)
+			printf("%zu\n", l.n);
+		sfs_list_free(&l);
+	} else if (!strcmp(cmd, "verify") && argc == 2) {
+		rc = sfs_store_verify(store, NULL, NULL);
+	} else if (!strcmp(cmd, "dump") && argc == 2) {
+		rc = sfs_export(store, dump_row, NULL, NULL, NULL);
+	} else {
+		fprintf(stderr, "sfs_helper: bad command line (see the file's "
+		        "header)\n");
+		exit(1);
+	}
+	if (rc)
+		die(cmd, rc);
+	sfs_store_close(store);
+	return 0;
+}

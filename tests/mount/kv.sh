@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# kv.sh - /<scope>/<ns>/<key> with the everyday tools: echo >, cat, ls -l,
+# stat, cp, mv (replacing, so sed -i works), rm, rm -r, mkdir -p, rmdir,
+# tee -a, dd conv=notrunc, truncate, O_APPEND, fsync, the stored mtime,
+# df, and .drain read with jq. Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+
+# The fixed directories, and nothing else, in a fresh store.
+expect_eq "$(ls)" "$(printf 'counter\nexec\nqueue')" "a fresh root"
+
+# mkdir persists; echo > and cat.
+mkdir -p app/cfg
+echo hello > app/cfg/greeting
+expect_eq "$(cat app/cfg/greeting)" hello "cat after echo >"
+expect_eq "$(helper get app cfg greeting)" hello "the store holds it"
+ok "echo > and cat"
+
+# ls -l and stat: size is the value's length, mtime when it was written.
+before=$(date +%s)
+printf '%s' 12345 > app/cfg/five
+after=$(date +%s)
+set -- $(ls -l app/cfg/five)
+expect_eq "$1" "-rw-r--r--" "mode"
+expect_eq "$5" 5 "ls -l size"
+expect_eq "$(stat -c %s app/cfg/five)" 5 "stat size"
+mt=$(stat -c %Y app/cfg/five)
+[ "$mt" -ge "$before" ] && [ "$mt" -le "$after" ] || fail "mtime $mt not in [$before, $after]"
+expect_eq "$(stat -c %F app/cfg)" directory "a namespace is a directory"
+ok "ls -l and stat"
+
+# O_APPEND (>> and tee -a), dd conv=notrunc, truncate.
+echo one > app/cfg/log
+echo two >> app/cfg/log
+echo three | tee -a app/cfg/log >/dev/null
+expect_eq "$(cat app/cfg/log)" "$(printf 'one\ntwo\nthree')" ">> and tee -a"
+printf 'XY' | dd of=app/cfg/log bs=1 seek=1 conv=notrunc status=none
+expect_eq "$(head -n1 app/cfg/log)" oXY "dd conv=notrunc"
+truncate -s 2 app/cfg/log
+expect_eq "$(cat app/cfg/log)" oX "truncate -s 2"
+truncate -s 4 app/cfg/log
+expect_eq "$(od -An -c app/cfg/log | tr -s ' ')" " o X \\0 \\0" "truncate grows with zeros"
+: > app/cfg/log
+expect_eq "$(stat -c %s app/cfg/log)" 0 ": > empties"
+expect_eq "$(helper get app cfg log | wc -c)" 0 "the store holds the empty value"
+ok "append, dd conv=notrunc, truncate"
+
+# A value is replaced whole: a reader never sees a half. A second reader
+# opened during a write keeps its snapshot.
+seq 1 20000 > "$work/big"
+cp "$work/big" app/cfg/big
+cmp "$work/big" app/cfg/big || fail "cp round trip"
+exec 3< app/cfg/big
+seq 20001 30000 > app/cfg/big
+cmp - "$work/big" <&3 || fail "an open reader kept its snapshot"
+exec 3<&-
+expect_eq "$(head -n1 app/cfg/big)" 20001 "the new value after close"
+ok "cp, snapshots"
+
+# fsync: a value written with conv=fsync is in the store (and the store
+# is synced; durability itself is the engine's test).
+echo synced | dd of=app/cfg/s conv=fsync status=none
+expect_eq "$(helper get app cfg s)" synced "dd conv=fsync"
+ok "fsync"
+
+# mv: key to key replacing the target (atomic), sed -i, across namespaces.
+echo a > app/cfg/x
+echo b > app/cfg/y
+mv app/cfg/x app/cfg/y
+expect_eq "$(cat app/cfg/y)" a "mv replaces"
+[ ! -e app/cfg/x ] || fail "mv left the source"
+printf 'colour=red\nsize=3\n' > app/cfg/ini
+sed -i 's/red/blue/' app/cfg/ini
+expect_eq "$(head -n1 app/cfg/ini)" colour=blue "sed -i"
+expect_eq "$(ls app/cfg | grep -c sed)" 0 "sed's temporary file is gone"
+mkdir app/other
+mv app/cfg/y app/other/y
+expect_eq "$(cat app/other/y)" a "mv across namespaces"
+expect_eq "$(helper get app other y)" a "moved in the store"
+ok "mv and sed -i"
+
+# Directories: mv of a namespace and of a scope, rmdir refuses non-empty,
+# mkdir of empty ones persists across a remount.
+mv app/other app/renamed
+expect_eq "$(cat app/renamed/y)" a "namespace renamed"
+mkdir app2
+mv app2 app3
+[ -d app3 ] || fail "scope renamed"
+rmdir app/renamed 2>/dev/null && fail "rmdir of a non-empty namespace"
+expect_op ENOTEMPTY rmdir app/renamed
+mkdir -p empty/ns
+cd /
+unmount_fs
+mount_fs
+cd "$mnt"
+[ -d empty/ns ] || fail "an empty namespace persists"
+[ -d app3 ] || fail "an empty scope persists"
+rmdir empty/ns empty app3
+[ ! -e empty ] || fail "rmdir"
+ok "directories"
+
+# cp -r and rm -r.
+cp -r app "$work/copy"
+mkdir -p copied
+cp -r "$work/copy/cfg" copied/
+diff -r "$work/copy/cfg" copied/cfg || fail "cp -r in and out"
+rm -r copied
+[ ! -e copied ] || fail "rm -r"
+expect_eq "$(helper kvcount copied cfg)" 0 "rm -r emptied the store"
+ok "cp -r, rm -r"
+
+# .drain: JSON Lines, atomically, and the namespace is empty afterwards;
+# it is never listed.
+mkdir -p jobs/results
+for i in 1 2 3; do echo "r$i" > jobs/results/k$i; done
+ls -a jobs/results | grep -q drain && fail ".drain is listed"
+expect_eq "$(jq -r .value jobs/results/.drain | tr -d '\n')" r1r2r3 "jq over .drain"
+expect_eq "$(ls jobs/results | wc -l)" 0 "drained"
+expect_eq "$(cat jobs/results/.drain | wc -c)" 0 "an empty drain reads nothing"
+ok ".drain"
+
+# df: the store's size used, the disk's space available.
+df -P "$mnt" | tail -n1 | awk '{ exit !($2 > 0 && $4 > 0) }' || fail "df"
+ok "df"
+
+cd /
+unmount_fs

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# lib.sh - what every mount test shares: a private store, key and
+# mountpoint under one temporary directory, the daemon started in the
+# foreground and reaped, and the checks.
+#
+# Source it from a test script (tests/mount/*.sh). Environment, set by
+# tests/mount/meson.build:
+#   STATEFS_BIN        the daemon
+#   STATEFS_HELPER     another process on the store (helper.c)
+#   STATEFS_FSOP       one syscall, its errno by name (fsop.c)
+#   STATEFS_TEST_MODE  plain or encrypted (default encrypted)
+# Provides: $work $mnt $mode; mount_fs [daemon options...], unmount_fs,
+#   helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT, expect_op WANT OP ARGS,
+#   ok WHAT, fail WHAT, allow_log REGEX (daemon log lines that are expected).
+# The real $HOME is never touched: HOME and the XDG directories point into
+# $work, so the default store and key of a first run land there too.
+# Exit: 77 when /dev/fuse is missing; 1 at the first failed check, with the
+# daemon's stderr; 1 also when the daemon logged an unexpected "error" or
+# "warning" or did not exit 0 after its unmount.
+set -euo pipefail
+
+if [ ! -c /dev/fuse ]; then
+  echo "no /dev/fuse: skipped"
+  exit 77
+fi
+: "${STATEFS_BIN:?}" "${STATEFS_HELPER:?}" "${STATEFS_FSOP:?}"
+
+mode=${STATEFS_TEST_MODE:-encrypted}
+work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-mount.XXXXXX")
+mnt=$work/mnt
+mkdir -p "$mnt" "$work/store"
+export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+export STATEFS_DB=$work/store/state.db STATEFS_TEST_MODE=$mode
+unset STATEFS_KEY STATEFS_KEY_FILE
+mode_opts=()
+[ "$mode" = plain ] && mode_opts=(-o plaintext)
+daemon_pid=
+allowed_log='^$'
+: >"$work/daemon.err"
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+ok() {
+  echo "ok - $*"
+}
+
+allow_log() {
+  allowed_log="$allowed_log|$1"
+}
+
+helper() {
+  "$STATEFS_HELPER" "$@"
+}
+
+fsop() {
+  "$STATEFS_FSOP" "$@"
+}
+
+expect_eq() {
+  [ "$1" = "$2" ] || fail "$3: got [$1], want [$2]"
+}
+
+# expect_op WANT OP PATH [ARG]: the call fails with errno WANT (or OK).
+expect_op() {
+  local want=$1 got
+  shift
+  got=$("$STATEFS_FSOP" "$@" | tail -n 1)
+  [ "$got" = "$want" ] || fail "fsop $*: got $got, want $want"
+}
+
+# Waits until the mount answers (the daemon runs in the foreground).
+wait_mounted() {
+  for _ in $(seq 200); do
+    if mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1; then
+      return 0
+    fi
+    if [ -n "$daemon_pid" ] && ! kill -0 "$daemon_pid" 2>/dev/null; then
+      cat "$work/daemon.err" >&2
+      fail "the daemon exited before the mount was up"
+    fi
+    sleep 0.05
+  done
+  fail "not mounted after 10 s"
+}
+
+mount_fs() {
+  "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$mnt" 2>>"$work/daemon.err" &
+  daemon_pid=$!
+  wait_mounted
+}
+
+# Unmounts the way a user does and checks the daemon exits 0.
+unmount_fs() {
+  local rc=0
+  fusermount3 -u "$mnt"
+  wait "$daemon_pid" || rc=$?
+  daemon_pid=
+  [ "$rc" -eq 0 ] || fail "the daemon exited $rc after fusermount3 -u"
+}
+
+cleanup() {
+  local rc=$? unexpected
+  set +e
+  if mountpoint -q "$mnt" 2>/dev/null; then
+    fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+  fi
+  if [ -n "$daemon_pid" ]; then
+    kill "$daemon_pid" 2>/dev/null
+    wait "$daemon_pid" 2>/dev/null
+  fi
+  unexpected=$(grep -Ei 'error|warning' "$work/daemon.err" | grep -Ev "$allowed_log")
+  if [ "$rc" -eq 0 ] && [ -n "$unexpected" ]; then
+    echo "FAIL: the daemon logged:" >&2
+    echo "$unexpected" >&2
+    rc=1
+  fi
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+    echo "--- daemon stderr (last 40 lines):" >&2
+    tail -n 40 "$work/daemon.err" >&2
+  fi
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
