@@ -143,7 +143,9 @@ typedef struct sfs_item {
 	int64_t id;        /* log/queue id, or worker/group/partition id */
 	int64_t n;         /* counter value (counter scans) */
 	int64_t mtime_ns;  /* last write through statefs, ns since the epoch;
-	                      0 when unknown (written by another SDK) */
+	                      0 when unknown (written by another SDK). From
+	                      the coarse clock, as file times: one kernel
+	                      tick (1-10 ms) of resolution */
 } sfs_item;
 
 typedef struct sfs_list {
@@ -230,7 +232,8 @@ typedef struct sfs_open_opts {
 	const char *path;
 	unsigned flags;          /* SFS_OPEN_* */
 	/* The key; borrowed for the duration of sfs_store_open only. Required
-	 * unless SFS_OPEN_PLAINTEXT; must be NULL with it. */
+	 * unless SFS_OPEN_PLAINTEXT; must be NULL with it. A ":memory:" store
+	 * needs none (it never reaches a disk); a key given for it is unused. */
 	const sfs_key *key;
 	int busy_timeout_ms;     /* 0: 30000 */
 	uint64_t max_value;      /* largest value accepted; 0: SFS_DEFAULT_MAX_VALUE */
@@ -247,7 +250,9 @@ typedef struct sfs_store sfs_store;
  * SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED (a key for a
  * plaintext store), SFS_FORMAT (not a store, or a newer format), SFS_BUSY,
  * SFS_IO. A plaintext store written by the VGI Go SDK opens with
- * SFS_OPEN_PLAINTEXT; missing statefs tables are added unless read-only. */
+ * SFS_OPEN_PLAINTEXT; missing statefs tables are added unless read-only.
+ * A store created here is mode 0600, and missing parent directories are
+ * created with mode 0700. */
 int sfs_store_open(const sfs_open_opts *opts, sfs_store **out);
 
 /* Closes and frees the handle; NULL is fine. Outstanding lists stay valid. */
@@ -734,7 +739,8 @@ typedef struct sfs_row {
 	sfs_slice key;       /* SFS_NONE for queues and dirs */
 	sfs_slice value;     /* value, entry or item; SFS_NONE for counters, dirs */
 	int64_t id;          /* log and queue rows */
-	int64_t n;           /* counter rows */
+	int64_t n;           /* counter rows; for SFS_FAM_DIR rows, the family
+	                        of the directory (SFS_FAM_KV .. SFS_FAM_QUEUE) */
 	int64_t mtime_ns;
 } sfs_row;
 
@@ -747,7 +753,10 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
 
 /* Import in one transaction: begin, any number of rows, then commit or
  * abort. Rows that already exist identically change nothing (an import is
- * idempotent); log and queue rows keep their ids. The store is locked for
+ * idempotent); log and queue rows keep their ids (id > 0, else
+ * SFS_INVALID), and an id that holds a different row is SFS_EXISTS:
+ * nothing is overwritten. Key/value entries and counters are replaced, as
+ * a put or set would. mtime_ns is kept as given. The store is locked for
  * writing between begin and commit/abort: use the import from one thread
  * and do not call other functions of the store meanwhile. */
 typedef struct sfs_import sfs_import;
