@@ -1045,7 +1045,7 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 	if (sqlite3_initialize() != SQLITE_OK)
 		return sfs_err(SFS_INTERNAL, "sqlite3_initialize failed");
 	real = sqlite3_vfs_find(NULL);
-	if (!real || real->iVersion < 3)
+	if (!real || real->iVersion < 2)
 		return sfs_err(SFS_INTERNAL, "no usable default SQLite VFS");
 	v = calloc(1, sizeof(*v));
 	if (!v)
@@ -1060,7 +1060,8 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 	snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
 	pthread_mutex_init(&v->mu, NULL);
 	v->real = real;
-	v->base.iVersion = 3;
+	/* The default VFS's version, at most 3 (what we know to forward). */
+	v->base.iVersion = real->iVersion < 3 ? real->iVersion : 3;
 	v->base.szOsFile = (int)sizeof(cfile) + real->szOsFile;
 	v->base.mxPathname = real->mxPathname;
 	v->base.zName = v->name;
@@ -1078,9 +1079,11 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 	v->base.xCurrentTime = cv_current_time;
 	v->base.xGetLastError = cv_get_last_error;
 	v->base.xCurrentTimeInt64 = cv_current_time64;
-	v->base.xSetSystemCall = cv_set_syscall;
-	v->base.xGetSystemCall = cv_get_syscall;
-	v->base.xNextSystemCall = cv_next_syscall;
+	if (v->base.iVersion >= 3) {
+		v->base.xSetSystemCall = cv_set_syscall;
+		v->base.xGetSystemCall = cv_get_syscall;
+		v->base.xNextSystemCall = cv_next_syscall;
+	}
 	if (sqlite3_vfs_register(&v->base, 0) != SQLITE_OK) {
 		sfs_key_destroy(v->key);
 		pthread_mutex_destroy(&v->mu);
