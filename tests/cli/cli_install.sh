@@ -86,6 +86,28 @@ if command -v systemd-analyze >/dev/null; then
 	[ ! -s "$T/sd.out" ] || { cat "$T/sd.out" >&2; fail "systemd-analyze warns about the units"; }
 fi
 
+# the unit's ExecStart, as installed, mounts the default store in the
+# foreground and SIGTERM (what systemd sends) unmounts it with exit 0
+if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
+	mnt=$T/mnt
+	mkdir -p "$mnt"
+	read -r -a start < <(sed -n 's/^ExecStart=//p' "$units")
+	start=("${start[@]//%f/$mnt}")
+	start[0]=$D${start[0]}
+	LD_LIBRARY_PATH=$D$(abs "$libdir") "${start[@]}" 2>"$T/daemon.err" &
+	dpid=$!
+	cleanup_hooks+=('fusermount3 -u -z "$mnt" 2>/dev/null; [ -z "$dpid" ] || { kill "$dpid"; wait "$dpid"; } 2>/dev/null')
+	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.05; done
+	mountpoint -q "$mnt" || { cat "$T/daemon.err" >&2; fail "the unit's command did not mount"; }
+	mkdir -p "$mnt/unit/ns" && echo from-mount >"$mnt/unit/ns/k"
+	expect_eq "$("$STATECTL" get unit ns k)" from-mount "statectl reads the default store the unit mounted"
+	kill -TERM "$dpid"
+	got=0; wait "$dpid" || got=$?
+	dpid=
+	[ "$got" -eq 0 ] || { cat "$T/daemon.err" >&2; fail "the daemon exits $got on SIGTERM"; }
+	! mountpoint -q "$mnt" || fail "SIGTERM left the mount"
+fi
+
 # bash completion, as installed, with the statectl under test
 complete_line() { # WORDS... (the last is the word being completed)
 	bash -c '
