@@ -3,8 +3,9 @@
 # (statectl, the daemon, the library with its header and pkg-config file,
 # the man pages, bash completion, the systemd user units); the installed
 # header and library build a program; the man pages render without
-# warnings; the installed completion completes commands, options and names
-# from the store.
+# warnings; the systemd units parse and the installed unit's command
+# mounts the default store (SIGTERM unmounts, exit 0); the installed
+# completion completes commands, options and names from the store.
 # Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
 # Environment: see lib.sh. Exit: 0 pass, 1 fail.
 . "$(dirname "$0")/lib.sh"
