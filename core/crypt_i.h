@@ -7,7 +7,7 @@
  * (store.c) calls it in this order:
  *
  *   crypt_preflight(path, key)       before sqlite3_open_v2: clear errors
- *   crypt_vfs_open(key, path, &v)    one VFS instance per key and store
+ *   crypt_vfs_open(key, &v)          one VFS instance per key and store
  *   sqlite3_open_v2(path, ..., crypt_vfs_name(v))
  *   crypt_db_setup(db)               before the first statement
  *   ... use the connection ...
@@ -58,7 +58,11 @@ void crypt_vfs_describe(const crypt_vfs *v, const char **cipher,
                         int *format, const char **kdf);
 
 /* The message the VFS left for the last failure on this thread (page and
- * file named), or NULL. */
+ * file named), or NULL. It is forgotten when this thread starts the next
+ * read transaction through the VFS, so a message is never older than the
+ * operation that failed. Note that sqlite3_open_v2 itself reads page 1 and
+ * can fail with SQLITE_IOERR_DATA and a message ("wrong key") when the
+ * preflight was skipped. */
 const char *crypt_last_error(void);
 
 /* Authenticates every page of the main file and every frame of the WAL of

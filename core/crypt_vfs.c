@@ -789,6 +789,10 @@ static int cv_file_size(sqlite3_file *pf, sqlite3_int64 *size)
 static int cv_lock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
+
+	/* Rollback-journal mode's start of a transaction (see cv_shm_lock). */
+	if (lock == SQLITE_LOCK_SHARED)
+		last_error[0] = '\0';
 	return f->real->pMethods->xLock(f->real, lock);
 }
 
@@ -848,6 +852,13 @@ static int cv_shm_map(sqlite3_file *pf, int pg, int pgsz, int extend,
 static int cv_shm_lock(sqlite3_file *pf, int offset, int n, int flags)
 {
 	cfile *f = (cfile *)pf;
+
+	/* A shared lock on the wal-index starts a read transaction: a new
+	 * operation, so a message left by an earlier failure on this thread
+	 * is stale. A failure inside the transaction (or in the recovery
+	 * before this lock) sets it after this point. */
+	if ((flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_SHARED))
+		last_error[0] = '\0';
 	return f->real->pMethods->xShmLock(f->real, offset, n, flags);
 }
 
