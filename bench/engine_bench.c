@@ -65,18 +65,21 @@ static void check(int rc, const char *what)
 		die(what, sfs_errdetail());
 }
 
-/* A fresh store created by the engine; *path gets its name. */
+/* A fresh store created by the engine; *path gets its name. name NULL:
+ * reopen the store at path. */
 static sfs_store *fresh(char *path, size_t n, const char *name)
 {
 	sfs_open_opts o;
 	sfs_store *s;
 	char cmd[1400];
 
-	snprintf(path, n, "%s/%s.db", dir, name);
-	snprintf(cmd, sizeof(cmd), "rm -f '%s' '%s-wal' '%s-shm'", path, path,
-	         path);
-	if (system(cmd) != 0)
-		die("rm", path);
+	if (name) {
+		snprintf(path, n, "%s/%s.db", dir, name);
+		snprintf(cmd, sizeof(cmd), "rm -f '%s' '%s-wal' '%s-shm'", path,
+		         path, path);
+		if (system(cmd) != 0)
+			die("rm", path);
+	}
 	memset(&o, 0, sizeof(o));
 	o.path = path;
 	o.flags = SFS_OPEN_CREATE | (enc ? 0 : SFS_OPEN_PLAINTEXT);
@@ -553,8 +556,13 @@ int main(int argc, char **argv)
 				if (mode == BEST && !b->best_differs)
 					continue;
 				s = fresh(path, sizeof(path), "b");
-				if (b->needs_data)
+				if (b->needs_data) {
+					/* both sides start from the same
+					 * closed file and a cold cache */
 					fill_keys(s);
+					sfs_store_close(s);
+					s = fresh(path, sizeof(path), NULL);
+				}
 				if (mode == SAME + 1) {
 					t[mode][r] = b->eng(s);
 					sfs_store_close(s);
