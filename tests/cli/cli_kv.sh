@@ -24,6 +24,13 @@ sc put s n bin <"$T/ff"
 sc get s n bin >"$T/ff2"
 cmp "$T/ff" "$T/ff2" || fail "binary value changed"
 
+# a value over the store's limit (64 MiB by default) exits 8, changes nothing
+head -c $((64 * 1024 * 1024 + 1)) /dev/zero >"$T/huge"
+expect_exit 8 sc put s n k - <"$T/huge"
+expect_match "$err" "too large" "too-large sentence"
+rm -f "$T/huge"
+expect_eq "$(sc get s n k)" hello "a refused put changes nothing"
+
 # --json get: text value, binary value in value_b64, an empty one
 expect_exit 0 sc --json get s n k
 jqe "$out" '.scope == "s" and .ns == "n" and .key == "k" and .value == "hello" and .size == 5'
