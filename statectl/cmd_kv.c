@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_i.h"
 
@@ -25,6 +26,9 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 		*out = sfs_str(a->pos[i]);
 		return CLI_EXIT_OK;
 	}
+	if (isatty(STDIN_FILENO))
+		fputs("statectl: reading the value from the terminal; end it with "
+		      "Ctrl-D\n", stderr);
 	if (cli_read_all(stdin, mem, &n) < 0)
 		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
 	*out = sfs_bytes(*mem, n);

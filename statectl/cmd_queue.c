@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_i.h"
 
@@ -71,6 +72,11 @@ int cmd_queue_push(cli *c, cli_args *a)
 		for (size_t i = 0; i < n; i++)
 			items[i] = sfs_str(a->pos[i + 1]);
 	} else {
+		if (isatty(STDIN_FILENO))
+			fprintf(stderr, "statectl: reading %s from the terminal; end "
+			        "with Ctrl-D\n", a->lines ? "items, one per line,"
+			                        : a->nul ? "items, NUL-separated,"
+			                                 : "the item");
 		if (cli_read_all(stdin, &mem, &len) < 0) {
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
 			goto out;
