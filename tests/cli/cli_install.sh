@@ -4,7 +4,8 @@
 # the man pages, bash completion, the systemd user units); the installed
 # header and library build a program; the man pages render without
 # warnings; the systemd units parse and the installed unit's command
-# mounts the default store (SIGTERM unmounts, exit 0); the installed
+# mounts the default store (SIGTERM unmounts, exit 0) and the names it
+# lists paste into statectl and back; the installed
 # completion completes commands, options and names from the store.
 # Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
 # Environment: see lib.sh. Exit: 0 pass, 1 fail.
@@ -102,6 +103,21 @@ if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
 	mountpoint -q "$mnt" || { cat "$T/daemon.err" >&2; fail "the unit's command did not mount"; }
 	mkdir -p "$mnt/unit/ns" && echo from-mount >"$mnt/unit/ns/k"
 	expect_eq "$("$STATECTL" get unit ns k)" from-mount "statectl reads the default store the unit mounted"
+	# names seen under the mount paste into statectl, and back
+	for name in 'a%2Fb' '%x00ff01' 'café' '%2Epop' '50%25'; do
+		"$STATECTL" put unit ns "$name" "value of $name"
+	done
+	"$STATECTL" put '%65xec' ns k in-scope-exec
+	"$STATECTL" put unit worker 42 worker-42
+	n=0
+	while IFS= read -r name; do
+		expect_eq "$("$STATECTL" get unit ns "$name")" "$(cat "$mnt/unit/ns/$name")" "the mount's name $name in statectl"
+		n=$((n + 1))
+	done < <(ls "$mnt/unit/ns")
+	[ "$n" -eq 6 ] || fail "the mount lists $n names, not 6"
+	expect_eq "$(ls "$mnt/unit/ns" | sort)" "$("$STATECTL" ls unit ns | sort)" "statectl ls prints the mount's names"
+	expect_eq "$(cat "$mnt/%65xec/ns/k")" in-scope-exec "a scope named exec"
+	expect_eq "$(cat "$mnt/unit/worker/42")" worker-42 "typed namespace ids"
 	kill -TERM "$dpid"
 	got=0; wait "$dpid" || got=$?
 	dpid=
