@@ -114,6 +114,8 @@ pid=$!
 exec 8>"$T/fifo"
 cat "$T/e1" >&8
 for _ in $(seq 200); do grep -q 'import \[' "$T/.err" && break; sleep 0.05; done
+# meanwhile: a process holding a key in memory has core dumps off
+grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" || fail "core dumps are not disabled"
 kill -INT "$pid"
 got=0; wait "$pid" || got=$?
 exec 8>&-
