@@ -105,6 +105,16 @@ echo '{"family":"kv"}' | bad "no header"
 printf '' | bad "empty input"
 tail -n +2 "$T/e1" | bad "rows without the header"
 expect_exit 1 sc2 import "$T/no-such-file"
+# a log id that holds another entry is a conflict: exit 6, nothing changes
+DB3=$T/third.db
+opts3=(--plaintext); [ "$mode" = encrypted ] && opts3=(--key-file "$T/key3")
+"$STATECTL" --db "$DB3" "${opts3[@]}" init >/dev/null
+"$STATECTL" --db "$DB3" "${opts3[@]}" log append other n k different >/dev/null
+"$STATECTL" --db "$DB3" "${opts3[@]}" export >"$T/third-before"
+expect_exit 6 "$STATECTL" --db "$DB3" "${opts3[@]}" import "$T/e1"
+expect_match "$err" "nothing was imported" "conflict sentence"
+"$STATECTL" --db "$DB3" "${opts3[@]}" export >"$T/third-after"
+cmp -s "$T/third-before" "$T/third-after" || fail "a conflicting import changed the store"
 
 # Ctrl-C while the import waits for more input: exit 130, nothing imported
 rm -f "$T/fifo"; mkfifo "$T/fifo"
