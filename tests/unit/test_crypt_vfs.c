@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "crypt_i.h"
+#include "crypt_page_i.h"
 #include "statefs.h"
 
 #define P 4096
@@ -696,6 +697,31 @@ static void test_wal_tamper(void **state)
 		sqlite3_close(c);
 	}
 	assert_int_equal(crypt_verify_file(path, v, NULL, NULL), SFS_OK);
+
+	/* A WAL frame's page bytes put into the database file at the same
+	 * page number: the file kind is bound, so it fails there too. */
+	{
+		long dbpages = (long)(file_size(path) / P);
+		int done = 0;
+		for (int fr = 1; fr <= nframes && !done; fr++) {
+			unsigned char h[4], pg[P];
+			uint32_t pgno;
+			rw_at(wal, h, 4, 32 + (fr - 1) * fsz, 0);
+			pgno = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 |
+			       (uint32_t)h[2] << 8 | h[3];
+			if (pgno < 2 || pgno > (uint32_t)dbpages)
+				continue;
+			unlink(cwal);
+			copy_file(path, copy);
+			rw_at(wal, pg, P, 32 + (fr - 1) * fsz + 24, 0);
+			rw_at(copy, pg, P, (off_t)(pgno - 1) * P, 1);
+			assert_int_not_equal(scan_rc(copy, v), SQLITE_OK);
+			snprintf(want, sizeof(want), "page %u of", pgno);
+			assert_non_null(strstr(crypt_last_error(), want));
+			done = 1;
+		}
+		assert_true(done);
+	}
 	sqlite3_close(w);
 	crypt_vfs_close(v);
 }
@@ -749,9 +775,73 @@ static void test_documented_negatives(void **state)
 	crypt_vfs_close(v);
 }
 
+
+/* What a page is bound to, one field at a time: kind, page number, salt,
+ * WAL frame index, WAL commit-size field, trailer, page 1's clear header.
+ * Any change and the page does not open. */
+static void test_page_binding(void **state)
+{
+	unsigned char plain[P], page[P], hdr8[8] = { 0, 0, 0, 9, 0, 0, 0, 0 };
+	unsigned char hdr8b[8] = { 0, 0, 0, 9, 0, 0, 0, 12 };
+	cp_walpos pos = { 5, hdr8 }, other = { 6, hdr8 }, commit = { 5, hdr8b };
+	cp_filekey *fk = cp_filekey_new(), *fk2 = cp_filekey_new();
+	unsigned char salt2[16] = { 1 };
+	(void)state;
+
+	assert_non_null(fk);
+	assert_non_null(fk2);
+	assert_int_equal(cp_derive(key_a, (const unsigned char *)"0123456789abcdef",
+	                           CRYPT_KDF_RAW, fk), SFS_OK);
+	assert_int_equal(cp_derive(key_a, salt2, CRYPT_KDF_RAW, fk2), SFS_OK);
+	for (int i = 0; i < P - CP_RESERVE; i++)
+		plain[i] = (unsigned char)(i * 7);
+	memset(plain + P - CP_RESERVE, 0, CP_RESERVE);
+
+#define SEAL_OPEN(kind_s, pg_s, wal_s, fk_o, kind_o, pg_o, wal_o)             \
+	(cp_seal(fk, kind_s, pg_s, wal_s, plain, page, P),                     \
+	 cp_open(fk_o, kind_o, pg_o, wal_o, page, P))
+
+	assert_int_equal(SEAL_OPEN(CP_DB, 9, NULL, fk, CP_DB, 9, NULL), CP_OK);
+	assert_memory_equal(page, plain, P);
+	assert_int_equal(SEAL_OPEN(CP_DB, 9, NULL, fk, CP_DB, 10, NULL), CP_AUTH);
+	assert_int_equal(SEAL_OPEN(CP_DB, 9, NULL, fk, CP_JOURNAL, 9, NULL),
+	                 CP_AUTH);
+	assert_int_equal(SEAL_OPEN(CP_WAL, 9, &pos, fk, CP_DB, 9, NULL), CP_AUTH);
+	assert_int_equal(SEAL_OPEN(CP_DB, 9, NULL, fk, CP_WAL, 9, &pos), CP_AUTH);
+	/* Another file under the same key: same key check, other salt. */
+	assert_int_equal(SEAL_OPEN(CP_DB, 9, NULL, fk2, CP_DB, 9, NULL), CP_AUTH);
+	assert_int_equal(SEAL_OPEN(CP_WAL, 9, &pos, fk, CP_WAL, 9, &pos), CP_OK);
+	assert_int_equal(SEAL_OPEN(CP_WAL, 9, &pos, fk, CP_WAL, 9, &other),
+	                 CP_AUTH);
+	assert_int_equal(SEAL_OPEN(CP_WAL, 9, &pos, fk, CP_WAL, 9, &commit),
+	                 CP_AUTH);
+	/* Two seals of one page differ (fresh nonce), both open. */
+	{
+		unsigned char a[P];
+		cp_seal(fk, CP_DB, 3, NULL, plain, a, P);
+		cp_seal(fk, CP_DB, 3, NULL, plain, page, P);
+		assert_memory_not_equal(a, page, P);
+		assert_int_equal(cp_open(fk, CP_DB, 3, NULL, a, P), CP_OK);
+		assert_int_equal(cp_open(fk, CP_DB, 3, NULL, page, P), CP_OK);
+	}
+	/* Page 1's clear header bytes 16-23 are authenticated. */
+	memcpy(plain, "SQLite format 3", 16);
+	plain[16] = 0x10;
+	plain[20] = 48;
+	cp_seal(fk, CP_DB, 1, NULL, plain, page, P);
+	assert_memory_equal(page, "0123456789abcdef", 16);
+	assert_int_equal(page[16], 0x10);
+	page[18] ^= 1;
+	assert_int_equal(cp_open(fk, CP_DB, 1, NULL, page, P), CP_AUTH);
+#undef SEAL_OPEN
+	cp_filekey_free(fk);
+	cp_filekey_free(fk2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_page_binding),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_wrong_key_and_kinds),
 		cmocka_unit_test(test_passphrase),
