@@ -298,19 +298,6 @@ static int dir_remove_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	return dir_row(b, ST_DIR_DELETE, DIR_DELETE_SQL, fam, scope, ns, NULL);
 }
 
-#define IN_WRITE_TX(b, expr)                                               \
-	do {                                                               \
-		int st_ = sqlb_begin_write(b);                             \
-		if (st_ != SFS_OK)                                         \
-			return st_;                                        \
-		st_ = (expr);                                              \
-		if (st_ != SFS_OK) {                                       \
-			sqlb_rollback(b);                                  \
-			return st_;                                        \
-		}                                                          \
-		return sqlb_commit(b);                                     \
-	} while (0)
-
 int sqlb_dir_create(sfs_backend *b, sfs_family fam, sfs_slice scope,
                     sfs_slice ns)
 {

@@ -126,6 +126,21 @@ int sqlb_begin_read(sfs_backend *b);
 int sqlb_commit(sfs_backend *b);
 void sqlb_rollback(sfs_backend *b);
 
+/* The body of a write function: returns expr's status inside BEGIN
+ * IMMEDIATE ... COMMIT, rolled back on any status but SFS_OK. */
+#define IN_WRITE_TX(b, expr)                                               \
+	do {                                                               \
+		int st_ = sqlb_begin_write(b);                             \
+		if (st_ != SFS_OK)                                         \
+			return st_;                                        \
+		st_ = (expr);                                              \
+		if (st_ != SFS_OK) {                                       \
+			sqlb_rollback(b);                                  \
+			return st_;                                        \
+		}                                                          \
+		return sqlb_commit(b);                                     \
+	} while (0)
+
 /* Runs one SQL text that needs no caching (DDL, PRAGMAs). */
 int sqlb_exec(sfs_backend *b, const char *sql, const char *what);
 

@@ -327,20 +327,6 @@ static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                  scope, ns, key);
 }
 
-/* Runs f inside BEGIN IMMEDIATE ... COMMIT, rolling back on any status. */
-#define IN_WRITE_TX(b, expr)                                               \
-	do {                                                               \
-		int st_ = sqlb_begin_write(b);                             \
-		if (st_ != SFS_OK)                                         \
-			return st_;                                        \
-		st_ = (expr);                                              \
-		if (st_ != SFS_OK) {                                       \
-			sqlb_rollback(b);                                  \
-			return st_;                                        \
-		}                                                          \
-		return sqlb_commit(b);                                     \
-	} while (0)
-
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key)
 {

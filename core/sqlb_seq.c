@@ -95,19 +95,6 @@ static void bind3(sqlite3_stmt *st, sfs_slice a, sfs_slice b, sfs_slice c)
 	sqlb_bind(st, 3, c);
 }
 
-#define IN_WRITE_TX(b, expr)                                               \
-	do {                                                               \
-		int st_ = sqlb_begin_write(b);                             \
-		if (st_ != SFS_OK)                                         \
-			return st_;                                        \
-		st_ = (expr);                                              \
-		if (st_ != SFS_OK) {                                       \
-			sqlb_rollback(b);                                  \
-			return st_;                                        \
-		}                                                          \
-		return sqlb_commit(b);                                     \
-	} while (0)
-
 /* Inserts (id, time) into a time table; inside a write transaction. */
 static int put_time(sfs_backend *b, int slot, const char *sql, int64_t id,
                     int64_t t)

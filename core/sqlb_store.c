@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -204,11 +205,12 @@ static int peek_kind(const char *path)
 /* Checks or creates the file before SQLite opens it: SQLite would create a
  * missing file with mode 0644, and state is private, so a new store is
  * created here with 0600 (its -wal and -shm files inherit that mode). */
-static int prepare_file(const sfs_backend_cfg *cfg)
+static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 {
 	struct stat sb;
 	int fd, rc;
 
+	*created = 0;
 	if (stat(cfg->path, &sb) == 0) {
 		if ((cfg->flags & SFS_OPEN_CREATE) && (cfg->flags & SFS_OPEN_EXCL))
 			return sfs_err(SFS_EXISTS, "%s exists", cfg->path);
@@ -233,6 +235,7 @@ static int prepare_file(const sfs_backend_cfg *cfg)
 		               "create %s: %s", cfg->path, strerror(errno));
 	}
 	close(fd);
+	*created = 1;
 	return SFS_OK;
 }
 
@@ -304,7 +307,7 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	sfs_backend *b = calloc(1, sizeof(*b));
 	const char *vfsname = NULL;
 	crypt_kind kind;
-	int flags, rc, status;
+	int flags, rc, status, created = 0;
 
 	if (!b || !(b->path = strdup(cfg->path))) {
 		free(b);
@@ -313,7 +316,7 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	b->memory = strcmp(cfg->path, ":memory:") == 0;
 	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
 	if (!b->memory) {
-		status = prepare_file(cfg);
+		status = prepare_file(cfg, &created);
 		if (status != SFS_OK)
 			goto fail;
 		if (cfg->key) {
@@ -353,6 +356,16 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	return SFS_OK;
 fail:
 	sqlb_close(b);
+	/* A file this call created and could not make a store of goes. */
+	if (created) {
+		char aux[4096];
+
+		unlink(cfg->path);
+		snprintf(aux, sizeof(aux), "%s-wal", cfg->path);
+		unlink(aux);
+		snprintf(aux, sizeof(aux), "%s-shm", cfg->path);
+		unlink(aux);
+	}
 	return status;
 }
 

@@ -45,23 +45,25 @@ void sfs_clock_set(int64_t (*fn)(void))
 	atomic_store(&clock_fn, fn);
 }
 
-/* $HOME, else the password database. NULL if neither knows. */
-static const char *home_dir(void)
+/* $HOME, else the password database (into buf). NULL if neither knows. */
+static const char *home_dir(char *buf, size_t len)
 {
 	const char *h = getenv("HOME");
-	struct passwd *pw;
+	struct passwd pw, *res = NULL;
 
 	if (h && *h)
 		return h;
-	pw = getpwuid(getuid());
-	return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+	if (getpwuid_r(getuid(), &pw, buf, len, &res) != 0 || !res ||
+	    !pw.pw_dir || !*pw.pw_dir)
+		return NULL;
+	return pw.pw_dir;
 }
 
 int sfs_default_path(char **out)
 {
 	const char *xdg = getenv("XDG_STATE_HOME");
 	const char *home;
-	char *p = NULL;
+	char *p = NULL, pwbuf[4096];
 	int n;
 
 	sfs_err_clear();
@@ -71,7 +73,7 @@ int sfs_default_path(char **out)
 	if (xdg && xdg[0] == '/') {
 		n = asprintf(&p, "%s/statefs/state.db", xdg);
 	} else {
-		home = home_dir();
+		home = home_dir(pwbuf, sizeof(pwbuf));
 		if (!home)
 			return sfs_err(SFS_NOTFOUND,
 			               "neither XDG_STATE_HOME nor HOME is set");

@@ -331,12 +331,29 @@ static void test_io_error(void **state)
 	sfs_list_free(&l);
 }
 
+/* A store that cannot be created leaves no file behind. */
+static void test_create_fails(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_store *s;
+
+	snprintf(path, sizeof(path), "%s/new.db", t->dir);
+	fail_rc = SQLITE_IOERR_WRITE;
+	IS(SFS_IO, tfx_open(path, SFS_OPEN_CREATE, &s));
+	fail_rc = 0;
+	assert_int_equal(access(path, F_OK), -1);
+	OK(tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &s));
+	sfs_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tfx_setup, tfx_teardown)
 		T(test_full_disk),
 		T(test_io_error),
+		T(test_create_fails),
 	};
 
 	return cmocka_run_group_tests(tests, shim_setup, shim_teardown);
