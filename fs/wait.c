@@ -68,16 +68,20 @@ static void waiter_free(waiter *w)
 	free(w);
 }
 
-/* Answers and frees a waiter that is out of the list. */
+/* Answers and frees a waiter that is out of the list. The handle may be
+ * released (and freed by another thread) as soon as the reply is out: it
+ * is not touched after. */
 static void finish(fs *f, waiter *w, int got)
 {
+	fs_node *node = w->h->node;
+
 	fuse_req_interrupt_func(w->req, NULL, NULL);
 	if (got)
 		fs_special_deliver(f, w->req, w->h, sfs_bytes(w->queue.ptr,
 		                   w->queue.len), w->size, w->off);
 	else
 		fuse_reply_err(w->req, EINTR);
-	fs_node_unref(f, w->h->node);
+	fs_node_unref(f, node);
 	waiter_free(w);
 }
 
@@ -122,9 +126,10 @@ static void *waiter_main(void *arg)
 			if (interrupted || rc == SFS_OK) {
 				finish(f, w, rc == SFS_OK);
 			} else if (rc != SFS_NOTFOUND) {
+				fs_node *node = w->h->node;
 				fuse_req_interrupt_func(w->req, NULL, NULL);
 				fuse_reply_err(w->req, fs_errno(f, rc, "wait"));
-				fs_node_unref(f, w->h->node);
+				fs_node_unref(f, node);
 				waiter_free(w);
 			} else {
 				w->next = NULL;

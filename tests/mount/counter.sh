@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# counter.sh - /counter/<scope>/<ns>/<key>: reading gives the decimal
+# value; "N" and "=N" set, "+N" and "-N" add; anything else, and any
+# overflow, fails with EINVAL at the write and changes nothing; touch
+# makes 0; rm deletes; mv copies. Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+c=counter/app/stats
+
+mkdir -p $c
+echo 10 > $c/done
+expect_eq "$(cat $c/done)" 10 "set"
+echo +5 > $c/done
+echo -3 > $c/done
+expect_eq "$(cat $c/done)" 12 "add"
+echo =-7 > $c/done
+expect_eq "$(cat $c/done)" -7 "=-7 sets a negative value"
+printf ' =42 \n' > $c/done
+expect_eq "$(helper cget app stats done)" 42 "in the store"
+expect_eq "$(stat -c %s $c/done)" 3 "size of \"42\\n\""
+ok "set and add"
+
+# Bad writes: EINVAL at the write, nothing changes.
+for bad in abc 1.5 + 12a '1 2' '++1' 9223372036854775808 -9223372036854775809x; do
+  expect_op EINVAL write $c/done "$bad"
+  expect_eq "$(cat $c/done)" 42 "after writing '$bad'"
+done
+echo =9223372036854775807 > $c/done
+expect_op EINVAL write $c/done +1
+expect_eq "$(cat $c/done)" 9223372036854775807 "add overflow changes nothing"
+echo =-9223372036854775808 > $c/done
+expect_op EINVAL write $c/done -1
+expect_eq "$(cat $c/done)" -9223372036854775808 "subtract overflow"
+ok "EINVAL"
+
+# touch creates a counter at 0; : > and truncate -s 0 change nothing.
+touch $c/new
+expect_eq "$(cat $c/new)" 0 "touch makes 0"
+echo 5 > $c/new
+: > $c/new
+truncate -s 0 $c/new
+expect_eq "$(cat $c/new)" 5 "> and truncate -s 0 leave it"
+expect_op EINVAL truncate $c/new 3
+ok "touch, truncate"
+
+# Counters and values with the same name are independent.
+mkdir -p app/stats
+echo text > app/stats/done
+expect_eq "$(cat $c/done)" -9223372036854775808 "the counter"
+expect_eq "$(cat app/stats/done)" text "the value"
+ok "independent of values"
+
+# rm, mv (EXDEV to rename: mv copies, then removes), listing.
+mv $c/new $c/moved
+expect_eq "$(cat $c/moved)" 5 "mv copies the value"
+[ ! -e $c/new ] || fail "mv removed the source"
+rm $c/moved
+expect_eq "$(ls $c)" done "rm"
+helper cset app stats ext 7
+expect_eq "$(ls $c | tr '\n' ,)" "done,ext," "another process's counter is listed"
+ok "rm, mv, list"
+
+cd /
+unmount_fs

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# log.sh - /exec/<scope>/<ns>/<key>/<id>: creating a file appends one
+# entry (the name given is not kept), entries sort in append order for ls
+# and globs, entries are read-only, rm and rm -r (rm -r /exec/<scope>
+# clears the family), entries written by another process, the Go SDK's
+# "log" namespace. Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+k=exec/run1/log/batch
+
+mkdir -p $k
+[ -d $k ] || fail "mkdir -p of a log key"
+for i in 1 2 3; do echo "entry $i" > $k/whatever; done
+expect_eq "$(ls $k | wc -l)" 3 "three entries"
+expect_eq "$(cat $k/* | tr '\n' ,)" "entry 1,entry 2,entry 3," "cat * in append order"
+[ ! -e $k/whatever ] || fail "the created name is kept"
+helper lappend run1 log batch "entry 4"
+expect_eq "$(cat $k/* | tail -n1)" "entry 4" "another process's append"
+ls $k | sort -c || fail "ls order"
+last=$(ls $k | tail -n1)
+[[ $last =~ ^[0-9]{19}$ ]] || fail "entry name $last"
+expect_eq "$(stat -c %s $k/$last)" 7 "entry size"
+expect_eq "$(ls exec/run1)" log "namespaces of the scope"
+ok "append and list"
+
+expect_op EACCES write $k/$last changed
+expect_op EACCES append $k/$last more
+expect_eq "$(cat $k/$last)" "entry 4" "the entry is unchanged"
+ok "entries are read-only"
+
+# A key is listed while it has entries; an empty mkdir'd one too.
+mkdir $k-empty
+expect_eq "$(ls exec/run1/log | tr '\n' ,)" "batch,batch-empty," "log keys"
+rmdir $k-empty
+expect_eq "$(ls exec/run1/log)" batch "rmdir of an empty log key"
+rmdir $k 2>/dev/null && fail "rmdir of a log key with entries"
+rm $k/$last
+expect_eq "$(ls $k | wc -l)" 3 "rm of an entry"
+ok "log keys"
+
+# rm -r /exec/<scope> clears the family; other scopes are untouched.
+mkdir -p exec/run2/log/k
+echo keep > exec/run2/log/k/e
+rm -r exec/run1
+[ ! -e exec/run1 ] || fail "rm -r /exec/run1"
+expect_eq "$(ls exec)" run2 "other scopes stay"
+expect_eq "$(cat exec/run2/log/k/*)" keep "their entries stay"
+ok "rm -r"
+
+# tar of a log key keeps the order; extracting appends in that order.
+tar -C exec/run2/log -cf "$work/log.tar" k
+for i in a b c; do echo "$i" > exec/run2/log/k/n; done
+mkdir -p exec/run3/log
+tar -C exec/run3/log -xf "$work/log.tar" 2>/dev/null || true
+tar -C exec/run3/log -xf "$work/log.tar" --no-overwrite-dir 2>/dev/null || true
+expect_eq "$(cat exec/run3/log/k/* | head -n1)" keep "tar x appends"
+ok "tar"
+
+cd /
+unmount_fs

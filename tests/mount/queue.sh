@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# queue.sh - /queue/<id>: creating a file pushes, items listed in FIFO
+# order and read by peeking, .pop (ENODATA when empty, nothing popped by
+# an open without a read), .drain as JSON Lines, .wait (blocks, wakes on a
+# push from the mount or from another process, an interrupted reader
+# leaves the item, many waiters do not hang the mount), rm and rm -r.
+# Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+q=queue/jobs
+
+# A queue exists for every id (consumers may start first); creating files
+# pushes their bytes, names sort in id order, reading peeks.
+[ -d $q ] || fail "a queue is always there"
+expect_eq "$(ls queue)" "" "an unused queue is not listed"
+for i in 1 2 3; do echo "job $i" > $q/anything; done
+: > $q/empty
+expect_eq "$(helper qlen jobs)" 4 "four pushes"
+expect_eq "$(ls queue)" jobs "a queue with items is listed"
+expect_eq "$(cat $q/* | tr '\n' ,)" "job 1,job 2,job 3," "cat * in FIFO order"
+expect_eq "$(helper qlen jobs)" 4 "peeking pops nothing"
+first=$(ls $q | head -n1)
+[[ $first =~ ^[0-9]{19}$ ]] || fail "item name $first"
+expect_eq "$(ls $q | sort -c && echo sorted)" sorted "ls order is id order"
+ls -a $q | grep -q '^\.' && [ "$(ls -a $q | grep -c '^\.[a-z]')" -ne 0 ] &&
+  fail "special files are listed"
+ok "push, list, peek"
+
+# .pop: exactly one item, in order; nothing on an open without a read.
+: < $q/.pop
+expect_eq "$(helper qlen jobs)" 4 ": < .pop pops nothing"
+expect_eq "$(cat $q/.pop)" "job 1" ".pop the head"
+expect_eq "$(head -n1 < $q/.pop)" "job 2" "head -n1 < .pop (no Illegal seek)"
+expect_eq "$(helper qlen jobs)" 2 "two popped"
+n=0
+while v=$(cat $q/.pop 2>/dev/null); do n=$((n + 1)); done
+expect_eq "$n" 2 "the while-loop pops the rest and ends"
+expect_op ENODATA read $q/.pop
+expect_eq "$(cat $q/.pop 2>&1)" "cat: $q/.pop: No data available" "the message"
+ok ".pop and ENODATA"
+
+# .drain: every item at once, in order, as JSON Lines.
+helper qpush jobs a b x:ff00
+expect_eq "$(jq -r '.value // .value_b64' $q/.drain | tr '\n' ,)" "a,b,/wA=," ".drain"
+expect_eq "$(helper qlen jobs)" 0 "drained"
+expect_eq "$(cat $q/.drain | wc -c)" 0 "an empty drain is empty"
+ok ".drain"
+
+# .wait: blocks, then gets an item pushed through the mount.
+cat $q/.wait > "$work/w1" &
+w=$!
+sleep 0.3
+kill -0 $w 2>/dev/null || fail ".wait returned on an empty queue"
+echo woken > $q/new
+wait $w || fail ".wait failed"
+expect_eq "$(cat "$work/w1")" woken ".wait got the pushed item"
+# ... and one pushed by another process through the engine.
+cat $q/.wait > "$work/w2" &
+w=$!
+sleep 0.2
+helper qpush jobs external
+wait $w || fail ".wait failed"
+expect_eq "$(cat "$work/w2")" external ".wait saw another process's push"
+ok ".wait wakes"
+
+# An interrupted reader leaves the item: timeout's SIGTERM, then Ctrl-C.
+rc=0
+timeout 0.5 cat $q/.wait > /dev/null || rc=$?
+expect_eq "$rc" 124 "timeout ended the reader"
+# Ctrl-C is SIGINT (a background job of a script ignores it: send it from
+# timeout in the foreground).
+rc=0
+timeout -s INT 0.3 cat $q/.wait > /dev/null || rc=$?
+expect_eq "$rc" 124 "SIGINT ended the reader"
+helper qpush jobs kept
+sleep 0.3
+expect_eq "$(helper qlen jobs)" 1 "interrupted readers left the item"
+expect_eq "$(cat $q/.pop)" kept "and it is the one pushed"
+ok ".wait interrupted"
+
+# Many waiting readers do not take the daemon's threads.
+pids=()
+for i in $(seq 12); do
+  cat $q/.wait > "$work/many.$i" &
+  pids+=($!)
+done
+sleep 0.3
+expect_eq "$(ls "$mnt" | wc -l)" 3 "the mount answers while 12 readers wait"
+for i in $(seq 12); do helper qpush jobs "m$i"; done
+for p in "${pids[@]}"; do wait "$p" || fail "a waiter failed"; done
+expect_eq "$(for m in "$work"/many.*; do cat "$m"; echo; done | sort | tr '\n' ,)" \
+  "$(printf 'm%s\n' $(seq 12) | sort | tr '\n' ,)" "each waiter got one item"
+ok "12 waiters"
+
+# rm deletes one item, rm -r a queue; ids are kept by the others.
+helper qpush jobs p q r
+mid=$(ls $q | sed -n 2p)
+rm $q/$mid
+expect_eq "$(cat $q/* | tr -d '\n')" pr "rm of the middle item"
+rm -r $q
+expect_eq "$(helper qlen jobs)" 0 "rm -r emptied the queue"
+[ -d $q ] && rmdir $q
+ok "rm, rm -r"
+
+# Queue names go through the codec; mv of an item to another queue
+# copies and removes (EXDEV for rename).
+echo odd > 'queue/a%2Fb/new'
+expect_eq "$(helper qlen a/b)" 1 "queue id a/b"
+expect_eq "$(ls queue)" 'a%2Fb' "listed as a%2Fb"
+mv 'queue/a%2Fb/'* queue/other/
+expect_eq "$(helper qlen a/b),$(helper qlen other)" 0,1 "mv across queues"
+ok "queue names, mv"
+
+cd /
+unmount_fs
