@@ -243,7 +243,8 @@ int fs_errno(fs *f, int status, const char *op);
 #define FS_TTL_DIR 1.0     /* directories: entry and attributes */
 #define FS_TTL_ENTRY 1.0   /* a file's name (positive lookups only) */
 #define FS_TTL_ATTR 0.0    /* a file's size and mtime from LOOKUP/GETATTR */
-#define FS_TTL_LIST 1.0    /* a file's attributes from READDIRPLUS */
+#define FS_TTL_LIST 0.02   /* a file's attributes from READDIRPLUS: long
+                              enough for ls -l to stat what it listed */
 
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr);

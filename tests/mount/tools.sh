@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tools.sh - tools that walk the whole mount change nothing (grep -r,
+# find -exec cat, xargs, tar c, cp -r, rsync, diff -r, ls -lR, du: no pop,
+# no drain, queue lengths and key counts the same before and after), and
+# tar and rsync round trips of values and counters through the mount.
+# Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+
+# Some of everything.
+mkdir -p app/cfg app/data counter/app/stats exec/run/log/k
+for i in 1 2 3; do echo "value $i" > app/cfg/k$i; done
+printf 'line one\nline two\n' > app/data/text
+seq 1 3000 > app/data/numbers
+echo 42 > counter/app/stats/done
+echo 7 > counter/app/stats/failed
+for i in 1 2; do echo "entry $i" > exec/run/log/k/e; done
+helper qpush q1 a b c
+helper qpush q2 d e
+helper worker exec1 12 "worker twelve"
+state() {
+  echo "$(helper qlen q1) $(helper qlen q2) $(helper kvcount app cfg)" \
+       "$(helper kvcount app data) $(helper dump | md5sum)"
+}
+before=$(state)
+
+grep -r "value" . > /dev/null
+grep -rl "nothing matches this" . && fail "grep found something"
+find . -type f -exec cat {} + > /dev/null
+find . -type f -print0 | xargs -0 cat > /dev/null
+find . -name '.*' -type f | grep -q . && fail "find lists a special file"
+ls -laR > /dev/null
+du -a > /dev/null
+tar -cf "$work/all.tar" .
+cp -r . "$work/copy"
+rsync -a . "$work/rsync/"
+diff -r . "$work/copy" || fail "diff -r mount copy"
+diff -r "$work/copy" "$work/rsync" || fail "diff -r copy rsync"
+expect_eq "$(state)" "$before" "the walks changed nothing"
+[ -z "$(find "$work/copy" -name '.*')" ] || fail "a special file was copied"
+expect_eq "$(cat "$work/copy/queue/q1/"* | tr -d '\n')" abc "queue items peeked"
+expect_eq "$(ls "$work/copy/exec1/worker")" 12 "worker ids in decimal"
+ok "grep -r, find, xargs, tar c, cp -r, rsync, diff -r, ls -lR, du change nothing"
+
+# tar round trip: values and counters out and back in under new names.
+tar -C "$mnt" -cf "$work/kv.tar" app
+tar -C "$mnt" --transform 's,^app,app2,' -xf "$work/kv.tar"
+diff -r app app2 || fail "tar round trip of values"
+tar -C "$mnt/counter" -cf "$work/c.tar" app
+tar -C "$mnt/counter" --transform 's,^app,app2,' -xf "$work/c.tar"
+diff -r counter/app counter/app2 || fail "tar round trip of counters"
+expect_eq "$(helper cget app2 stats done)" 42 "counter restored by tar x"
+ok "tar c / tar x"
+
+# rsync -a round trip (temporary file, chmod, utimes, rename on the way in).
+rsync -a app/ "$work/rs/"
+rsync -a "$work/rs/" app3/
+diff -r app app3 || fail "rsync -a round trip"
+expect_eq "$(ls -a app3/cfg | grep -c '^\.')" 2 "no rsync temporary left"
+rsync -a app/ app3/   # nothing to do the second time
+diff -r app app3 || fail "second rsync"
+ok "rsync -a"
+
+cd /
+unmount_fs
