@@ -18,6 +18,8 @@
  * surrounded by optional blanks. A write that cannot be (the prefix of)
  * such a token, or an add that would overflow the current value, fails at
  * WRITE with EINVAL, where the shell sees it; the store is left as it was.
+ * A handle that had a write refused (EFBIG, EINVAL) commits nothing at
+ * all, so bad input never changes the store, not even by a create.
  *
  * A file created in a log key or a queue is a new entry or item: its bytes
  * are appended or pushed at FLUSH (each FLUSH after new writes adds one
@@ -175,6 +177,15 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 	int64_t v;
 	int rc = SFS_OK, err, set;
 
+	if (h->refused) {
+		/* All or nothing: a value that could not be written whole
+		 * is not written at all. */
+		h->dirty = h->written = 0;
+		h->inlen = h->len = 0;
+		h->created = 0;
+		set_pending(f, h, 0);
+		return 0;
+	}
 	switch (h->kind) {
 	case FS_KV_KEY:
 		if (!h->dirty)
@@ -553,6 +564,8 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		err = EACCES;
 		break;
 	}
+	if (err == EFBIG || err == EINVAL)
+		h->refused = 1;
 	pthread_mutex_unlock(&h->lock);
 	if (err)
 		fuse_reply_err(req, err);
@@ -588,6 +601,8 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 		err = EACCES;
 		break;
 	}
+	if (err == EFBIG)
+		h->refused = 1;
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }

@@ -609,15 +609,18 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = rc == SFS_INVALID ? ENOENT : fs_errno(f, rc, "rename");
 		goto out;
 	}
+	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0) {
+		err = EPERM; /* special files and the fixed directories */
+		goto out;
+	}
 	rc = fs_resolve(f, &ndir, newname, &to);
 	if (rc) {
 		err = rc == SFS_INVALID || rc == SFS_NOTFOUND
-		    ? EINVAL : fs_errno(f, rc, "rename");
+		    ? (fs_class_of(from.kind)->by_id ? EXDEV : EINVAL)
+		    : fs_errno(f, rc, "rename");
 		goto out;
 	}
-	if (fs_kind_is_special(from.kind) || fs_kind_is_special(to.kind) ||
-	    fs_class_of(from.kind)->parts == 0 ||
-	    fs_class_of(to.kind)->parts == 0) {
+	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {
 		err = EPERM;
 		goto out;
 	}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# errors.sh - bad input gets its errno and leaves the store exactly as it
+# was (a dump of every row before and after): EPERM for symlinks, hard
+# links, device nodes, fifos and misplaced files; EACCES for writing log
+# entries, queue items and special files; EFBIG over max_value; EINVAL for
+# counter garbage and names that are no name; ENOTEMPTY, ENODATA, ENOENT,
+# EXDEV, EBUSY, EISDIR. The daemon survives all of it.
+# Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs -o max_value=4K
+cd "$mnt"
+mkdir -p app/cfg counter/app/stats exec/s/log/k
+echo v > app/cfg/k
+echo 5 > counter/app/stats/c
+echo e > exec/s/log/k/new
+helper qpush q item
+entry=$(ls exec/s/log/k)
+item=$(ls queue/q)
+before=$(helper dump)
+
+expect_op EPERM symlink app/cfg/link k
+expect_op EPERM link app/cfg/hard app/cfg/k
+expect_op EPERM mknod app/cfg/dev
+expect_op EPERM mkfifo app/cfg/fifo
+expect_op EPERM write file-at-root x
+expect_op EPERM write app/file-in-a-scope x
+expect_op EPERM mkdir app/cfg/dir-in-a-namespace
+expect_op EPERM mkdir queue/q/dir
+expect_op EPERM unlink queue/q/.pop
+expect_op EPERM unlink app/cfg/.drain
+expect_op EPERM rename queue/q/.pop queue/q/x
+expect_op EPERM rename app/cfg/k app/cfg/.drain
+expect_op EBUSY rmdir exec
+ok "EPERM, EBUSY"
+
+expect_op EACCES write "exec/s/log/k/$entry" x
+expect_op EACCES append "exec/s/log/k/$entry" x
+expect_op EACCES write "queue/q/$item" x
+for s in queue/q/.pop queue/q/.drain queue/q/.wait app/cfg/.drain; do
+  expect_op EACCES openw $s
+done
+expect_op EACCES truncate "exec/s/log/k/$entry" 0
+ok "EACCES"
+
+big=$(head -c 5000 /dev/zero | tr '\0' x)
+expect_op EFBIG write app/cfg/k "$big"
+expect_op EFBIG write app/cfg/new-key "$big"
+expect_op EFBIG append app/cfg/k "$big"
+expect_op EFBIG truncate app/cfg/k 5000
+expect_op EFBIG write queue/q/new "$big"
+expect_op EFBIG write exec/s/log/k/new "$big"
+[ ! -e app/cfg/new-key ] || fail "a refused create left a key"
+expect_op OK write app/cfg/fits "$(head -c 4096 /dev/zero | tr '\0' y)"
+rm app/cfg/fits
+ok "EFBIG over max_value=4K"
+
+for bad in abc 1.5 + 99999999999999999999; do
+  expect_op EINVAL write counter/app/stats/c "$bad"
+done
+expect_op EINVAL write 'app/cfg/a%zz' x
+expect_op EINVAL write 'app/cfg/a%2f' x
+expect_op EINVAL write 'app/cfg/%61' x
+expect_op EINVAL mkdir '%x0'
+expect_op EINVAL rename app/cfg/k 'app/cfg/bad%'
+ok "EINVAL"
+
+expect_op ENOTEMPTY rmdir app/cfg
+expect_op ENOTEMPTY rmdir app
+expect_op ENOTEMPTY rmdir exec/s/log/k
+expect_op ENOTEMPTY rmdir queue/q
+expect_op ENODATA read queue/empty/.pop
+expect_op ENOENT read app/cfg/missing
+expect_op ENOENT read queue/q/0000000000000000999
+expect_op ENOENT write no-scope/ns/k x
+expect_op ENOENT unlink app/cfg/missing
+expect_op EXDEV rename app/cfg/k counter/app/stats/k
+expect_op EXDEV rename "exec/s/log/k/$entry" exec/s/log/k/0000000000000000777
+expect_op EISDIR write app/cfg x
+expect_op ENOTDIR mkdir app/cfg/k/x
+ok "ENOTEMPTY, ENODATA, ENOENT, EXDEV, EISDIR, ENOTDIR"
+
+expect_eq "$(helper dump)" "$before" "the store after all the refusals"
+expect_eq "$(cat app/cfg/k)" v "the value"
+ok "the store is as it was"
+
+cd /
+unmount_fs
