@@ -1,9 +1,9 @@
 /*
  * config.c - how the daemon and statectl find a store and its key.
  *
- * One function, sfs_store_open_config, so that every tool follows the same
- * rules (statefs.h): the store is cfg->db, $STATEFS_DB or the default store;
- * the key is cfg->key, cfg->keyfile, $STATEFS_KEY, $STATEFS_KEY_FILE or the
+ * sfs_store_open_config and sfs_config_resolve, so that every tool follows
+ * the same rules (statefs.h): the store is cfg->db, $STATEFS_DB or the
+ * default store; the key is cfg->key, cfg->keyfile, $STATEFS_KEY, $STATEFS_KEY_FILE or the
  * default key file, in that order. The first run (no store, no key
  * anywhere, create asked for) writes a new random key file under
  * $XDG_CONFIG_HOME/statefs/ (apart from the data under $XDG_STATE_HOME) and
@@ -60,28 +60,39 @@ int sfs_default_keyfile(char **out)
 	return xdg_path("XDG_CONFIG_HOME", ".config", "key", out);
 }
 
-/* Where the key came from, for sentences. */
+/* The key the rules chose, and the key file they chose (read, or missing). */
 struct key_choice {
 	sfs_key *owned;            /* a key we loaded and must destroy */
 	const sfs_key *key;        /* the key to use, or NULL */
-	char *default_file;        /* the default key file's path */
-	int default_missing;       /* no source at all: default file absent */
+	char *file;                /* the key file the rules chose, or NULL */
+	const char *file_from;     /* how: "given as an option", ...; NULL for
+	                              the default key file */
+	int file_missing;          /* that file does not exist */
 };
 
 static void choice_free(struct key_choice *c)
 {
 	sfs_key_destroy(c->owned);
-	free(c->default_file);
+	free(c->file);
 }
 
-static int load_keyfile(const char *path, const char *what,
-                        struct key_choice *c)
+/* Reads the key file the rules chose; a missing one is not an error here
+ * (callers decide: first run, or a sentence). */
+static int choose_file(struct key_choice *c, const char *path,
+                       const char *from)
 {
-	int rc = sfs_key_from_file(path, &c->owned);
+	int rc;
 
-	if (rc == SFS_NOTFOUND)
-		return sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not "
-		               "exist", path, what);
+	c->file = strdup(path);
+	if (!c->file)
+		return sfs_err(SFS_NOMEM, "out of memory");
+	c->file_from = from;
+	rc = sfs_key_from_file(path, &c->owned);
+	if (rc == SFS_NOTFOUND) {
+		c->file_missing = 1;
+		sfs_err_clear();
+		return SFS_OK;
+	}
 	if (rc == SFS_OK)
 		c->key = c->owned;
 	return rc;
@@ -92,6 +103,7 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 {
 	sfs_key *env_key = NULL;
 	const char *kf;
+	char *dflt = NULL;
 	int env_rc = SFS_NOTFOUND, rc;
 	char env_detail[512] = "";
 
@@ -102,19 +114,16 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 			         sfs_errdetail());
 	}
 	sfs_err_clear();
-	if (cfg->plaintext) {
+	if (cfg->plaintext || cfg->key || cfg->keyfile)
 		sfs_key_destroy(env_key);
+	if (cfg->plaintext)
 		return SFS_OK;
-	}
 	if (cfg->key) {
-		sfs_key_destroy(env_key);
 		c->key = cfg->key;
 		return SFS_OK;
 	}
-	if (cfg->keyfile) {
-		sfs_key_destroy(env_key);
-		return load_keyfile(cfg->keyfile, "given as an option", c);
-	}
+	if (cfg->keyfile)
+		return choose_file(c, cfg->keyfile, "given as an option");
 	if (env_rc != SFS_NOTFOUND) {
 		if (env_rc)
 			return sfs_err(env_rc, "%s", env_detail);
@@ -124,19 +133,54 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	}
 	kf = getenv("STATEFS_KEY_FILE");
 	if (kf && *kf)
-		return load_keyfile(kf, "from STATEFS_KEY_FILE", c);
-	rc = sfs_default_keyfile(&c->default_file);
+		return choose_file(c, kf, "from STATEFS_KEY_FILE");
+	rc = sfs_default_keyfile(&dflt);
 	if (rc)
 		return rc;
-	rc = sfs_key_from_file(c->default_file, &c->owned);
-	if (rc == SFS_NOTFOUND) {
-		c->default_missing = 1;
-		sfs_err_clear();
-		return SFS_OK;
-	}
-	if (rc == SFS_OK)
-		c->key = c->owned;
+	rc = choose_file(c, dflt, NULL);
+	free(dflt);
 	return rc;
+}
+
+/* The store: cfg->db, else $STATEFS_DB, else the default store. */
+static int choose_db(const sfs_config *cfg, char **out)
+{
+	const char *db = cfg->db && *cfg->db ? cfg->db : getenv("STATEFS_DB");
+
+	if (!db || !*db)
+		return sfs_default_path(out);
+	*out = strdup(db);
+	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
+}
+
+int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
+                       char **keyfile)
+{
+	struct key_choice c = { 0 };
+	char *path = NULL;
+	int rc;
+
+	if (!cfg || !db || !key)
+		return sfs_err(SFS_INVALID, "sfs_config_resolve: NULL argument");
+	sfs_err_clear();
+	rc = choose_db(cfg, &path);
+	if (rc)
+		return rc;
+	rc = choose_key(cfg, &c);
+	if (rc) {
+		choice_free(&c);
+		free(path);
+		return rc;
+	}
+	*db = path;
+	*key = c.owned;
+	c.owned = NULL;
+	if (keyfile) {
+		*keyfile = c.file;
+		c.file = NULL;
+	}
+	choice_free(&c);
+	return SFS_OK;
 }
 
 static int store_exists(const char *path, int *exists)
@@ -167,10 +211,10 @@ static int first_run_key(struct key_choice *c, char **notice,
 	rc = sfs_key_generate(&k);
 	if (rc)
 		return rc;
-	rc = sfs_key_write_file(k, c->default_file);
+	rc = sfs_key_write_file(k, c->file);
 	if (rc == SFS_EXISTS) {
 		sfs_key_destroy(k);
-		rc = sfs_key_from_file(c->default_file, &k);
+		rc = sfs_key_from_file(c->file, &k);
 		if (rc)
 			return rc;
 		c->owned = k;
@@ -187,7 +231,7 @@ static int first_run_key(struct key_choice *c, char **notice,
 	    asprintf(notice, "statefs: created a new encrypted store at %s and "
 	             "its key at %s. Back up the key file apart from the "
 	             "store: without it the store cannot be read.", db,
-	             c->default_file) < 0)
+	             c->file) < 0)
 		*notice = NULL;
 	return SFS_OK;
 }
@@ -204,7 +248,7 @@ static int explain_no_key(const char *db, const struct key_choice *c)
 		               "found: none given, STATEFS_KEY and "
 		               "STATEFS_KEY_FILE are not set, and the default "
 		               "key file %s does not exist", db,
-		               c->default_file);
+		               c->file);
 	if (rc)
 		return rc;
 	if (kind == CRYPT_KIND_PLAIN)
@@ -219,8 +263,7 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 {
 	struct key_choice c = { 0 };
 	sfs_open_opts o = { 0 };
-	char *dflt = NULL;
-	const char *db;
+	char *db = NULL;
 	int rc, exists = 0, memory;
 
 	if (notice)
@@ -229,15 +272,14 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 		return sfs_err(SFS_INVALID, "sfs_store_open_config: NULL "
 		               "argument");
 	sfs_err_clear();
-	db = cfg->db && *cfg->db ? cfg->db : getenv("STATEFS_DB");
-	if (!db || !*db) {
-		rc = sfs_default_path(&dflt);
-		if (rc)
-			return rc;
-		db = dflt;
-	}
+	rc = choose_db(cfg, &db);
+	if (rc)
+		return rc;
 	memory = strcmp(db, ":memory:") == 0;
 	rc = choose_key(cfg, &c);
+	if (rc == SFS_OK && c.file_missing && c.file_from)
+		rc = sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not "
+		             "exist", c.file, c.file_from);
 	if (rc)
 		goto out;
 	if (!memory) {
@@ -265,7 +307,7 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 			rc = sfs_err(SFS_NOKEY, "no key was found for %s: none "
 			             "given, STATEFS_KEY and STATEFS_KEY_FILE are "
 			             "not set, and the default key file %s does "
-			             "not exist", db, c.default_file);
+			             "not exist", db, c.file);
 		goto out;
 	} else if (cfg->create && !cfg->readonly) {
 		rc = first_run_key(&c, notice, db);
@@ -279,7 +321,7 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 	rc = sfs_store_open(&o, out);
 out:
 	choice_free(&c);
-	free(dflt);
+	free(db);
 	if (rc && notice && *notice) {
 		/* The key file stays (it is valid and may be reused), but the
 		 * store was not created: say that instead. */

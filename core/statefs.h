@@ -304,6 +304,21 @@ typedef struct sfs_config {
 int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
                           char **notice);
 
+/* The store path and the key sfs_store_open_config would use, by the same
+ * rules, without opening or creating anything: for tools that need the key
+ * itself (rekey), or the key file's place (init), or want to tell a
+ * missing store from a missing key.
+ *   *db       the store path (malloc'd; free());
+ *   *key      the key (sfs_key_destroy), or NULL: with cfg->plaintext, with
+ *             cfg->key (the caller holds that one), or when the key file
+ *             the rules chose does not exist;
+ *   *keyfile  (may be NULL) the key file the rules chose, existing or not
+ *             (malloc'd), or NULL when the key came from elsewhere
+ *             (STATEFS_KEY, cfg->key) or with cfg->plaintext.
+ * STATEFS_KEY is consumed, as by sfs_store_open_config. */
+int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
+                       char **keyfile);
+
 /* ------------------------------------------------------------------------
  * Scoped key/value state: function_state(scope_id, ns, key, value)
  */

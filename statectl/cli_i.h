@@ -240,12 +240,18 @@ int cli_store_open(cli *c, int mode, sfs_store **out);
 /* cli_store_open, then cli_names_resolve of the names given. */
 int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
                          cli_name *nm, int n);
-/* The store path the rules pick (--db, $STATEFS_DB, the default): malloc'd. */
-int cli_store_path(const cli *c, char **out);
-/* The key by the same rules as sfs_store_open_config, for commands that need
- * the key itself (rekey). *source gets a malloc'd path of the key file it
- * came from, or NULL (environment, passphrase). Prints the error. */
-int cli_key_load(cli *c, sfs_key **out, char **source);
+/* The store path, key and key file the engine's rules pick
+ * (sfs_config_resolve) from --db, --key-file, --plaintext and the
+ * environment; have: a key the caller already holds (a passphrase);
+ * ignore_plaintext: as if --plaintext were not given (to find where an
+ * encrypted store's key file goes). Prints the error. */
+int cli_resolve(cli *c, const sfs_key *have, int ignore_plaintext,
+                char **db, sfs_key **key, char **keyfile);
+/* The store path and the key itself, for commands that need it (rekey):
+ * from the passphrase prompt with --passphrase, else by the rules. *keyfile
+ * gets the key file it came from, or NULL (environment, passphrase). A
+ * missing key file is an error. Prints the error. */
+int cli_key_load(cli *c, char **db, sfs_key **key, char **keyfile);
 /* Prompts twice (confirm != 0) or once on the terminal, without echo. */
 int cli_passphrase_key(const cli *c, const char *prompt, int confirm,
                        sfs_key **out);

@@ -50,37 +50,23 @@ static int make_parent(const char *path)
 	return rc;
 }
 
-/* The key file path the rules pick when no key is given: --key-file, else
- * $STATEFS_KEY_FILE, else the default. malloc'd. */
-static int key_path(const cli *c, char **out)
-{
-	const char *env = getenv("STATEFS_KEY_FILE");
-
-	if (c->keyfile) {
-		*out = cli_xstrdup(c->keyfile);
-		return SFS_OK;
-	}
-	if (env && *env) {
-		*out = cli_xstrdup(env);
-		return SFS_OK;
-	}
-	return sfs_default_keyfile(out);
-}
-
 /* init */
 int cmd_init(cli *c, cli_args *a)
 {
 	sfs_open_opts o;
 	sfs_store *s = NULL;
-	sfs_key *key = NULL;
+	sfs_key *key = NULL, *found = NULL;
 	char *path = NULL, *kpath = NULL;
 	const char *ksrc = NULL;
 	int rc = CLI_EXIT_OK, st, wrote = 0;
 	json_t *j;
 
 	(void)a;
-	if ((st = cli_store_path(c, &path)) != SFS_OK)
-		return cli_fail_status(c, st, "cannot find the default store");
+	if (c->passphrase &&
+	    (rc = cli_passphrase_key(c, "New passphrase: ", 1, &key)))
+		return rc;
+	if ((rc = cli_resolve(c, key, 0, &path, key ? &found : &key, &kpath)))
+		goto out;
 	if (exists(path)) {
 		rc = cli_fail(c, CLI_EXIT_EXISTS, "a store already exists at %s "
 		              "(statectl init never overwrites one)", path);
@@ -92,26 +78,16 @@ int cmd_init(cli *c, cli_args *a)
 	if (c->plaintext) {
 		o.flags |= SFS_OPEN_PLAINTEXT;
 	} else if (c->passphrase) {
-		if ((rc = cli_passphrase_key(c, "New passphrase: ", 1, &key)))
-			goto out;
 		ksrc = "the passphrase";
-	} else if ((st = sfs_key_from_env(&key)) == SFS_OK) {
+	} else if (key && !kpath) {
 		ksrc = "STATEFS_KEY";
-	} else if (st != SFS_NOTFOUND) {
-		rc = cli_fail_status(c, st, "cannot use STATEFS_KEY");
+	} else if (key) {
+		rc = cli_fail(c, CLI_EXIT_EXISTS, "a key file already exists "
+		              "at %s (statectl init never overwrites one; give "
+		              "--key-file with a new path for the new store's "
+		              "key)", kpath);
 		goto out;
 	} else {
-		if ((st = key_path(c, &kpath)) != SFS_OK) {
-			rc = cli_fail_status(c, st, "cannot find the default key file");
-			goto out;
-		}
-		if (exists(kpath)) {
-			rc = cli_fail(c, CLI_EXIT_EXISTS, "a key file already exists "
-			              "at %s (statectl init never overwrites one; give "
-			              "--key-file with a new path for the new store's "
-			              "key)", kpath);
-			goto out;
-		}
 		if ((st = sfs_key_generate(&key)) != SFS_OK) {
 			rc = cli_fail_status(c, st, "cannot generate a key");
 			goto out;
@@ -160,6 +136,7 @@ out:
 		        "%s: %s\n", kpath, strerror(errno));
 	sfs_store_close(s);
 	sfs_key_destroy(key);
+	sfs_key_destroy(found);
 	free(kpath);
 	free(path);
 	return rc;
@@ -364,14 +341,16 @@ int cmd_rekey(cli *c, cli_args *a)
 		                    "or --decrypt");
 	if (c->plaintext && a->decrypt)
 		return cli_usage(c, "the store is plaintext already");
-	if ((st = cli_store_path(c, &path)) != SFS_OK)
-		return cli_fail_status(c, st, "cannot find the default store");
+	if (c->plaintext)
+		rc = cli_resolve(c, NULL, 0, &path, &oldk, NULL);
+	else
+		rc = cli_key_load(c, &path, &oldk, &oldsrc);
+	if (rc)
+		goto out;
 	if (!exists(path)) {
 		rc = cli_fail(c, CLI_EXIT_NOSTORE, "no store at %s", path);
 		goto out;
 	}
-	if (!c->plaintext && (rc = cli_key_load(c, &oldk, &oldsrc)))
-		goto out;
 	if (oldsrc) {
 		/* a generated key takes the old key file's place, once the
 		 * store is re-encrypted */
@@ -382,10 +361,14 @@ int cmd_rekey(cli *c, cli_args *a)
 		replace = 1;
 	} else if (c->plaintext && a->generate && !a->new_key_file) {
 		/* encrypting: the key goes where the rules will look for it */
-		if ((st = key_path(c, &defpath)) != SFS_OK) {
-			rc = cli_fail_status(c, st, "cannot find the default key file");
+		char *ignored = NULL;
+		sfs_key *existing = NULL;
+
+		rc = cli_resolve(c, NULL, 1, &ignored, &existing, &defpath);
+		free(ignored);
+		sfs_key_destroy(existing);
+		if (rc)
 			goto out;
-		}
 	}
 	if (!a->decrypt && (rc = new_key(c, a, defpath, &newk, &newpath)))
 		goto out;

@@ -29,19 +29,21 @@
 
 #define PASS_MAX 1024
 
-int cli_store_path(const cli *c, char **out)
+int cli_resolve(cli *c, const sfs_key *have, int ignore_plaintext,
+                char **db, sfs_key **key, char **keyfile)
 {
-	const char *env = getenv("STATEFS_DB");
+	sfs_config cfg;
+	int st;
 
-	if (c->db) {
-		*out = cli_xstrdup(c->db);
-		return SFS_OK;
-	}
-	if (env && *env) {
-		*out = cli_xstrdup(env);
-		return SFS_OK;
-	}
-	return sfs_default_path(out);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = c->db;
+	cfg.keyfile = c->keyfile;
+	cfg.plaintext = c->plaintext && !ignore_plaintext;
+	cfg.key = have;
+	st = sfs_config_resolve(&cfg, db, key, keyfile);
+	if (st != SFS_OK)
+		return cli_fail_status(c, st, "cannot find the store or its key");
+	return CLI_EXIT_OK;
 }
 
 /* The terminal's settings while echo is off, to restore after Ctrl-C. */
@@ -160,63 +162,48 @@ out:
 	return code;
 }
 
-/* Reads a key file, with a sentence naming it on failure. */
-static int key_file(const cli *c, const char *path, sfs_key **out)
+int cli_key_load(cli *c, char **db, sfs_key **key, char **keyfile)
 {
-	int st = sfs_key_from_file(path, out);
+	int code;
 
-	if (st == SFS_OK)
-		return CLI_EXIT_OK;
-	if (st == SFS_NOTFOUND)
-		return cli_fail(c, CLI_EXIT_KEY, "no key file at %s", path);
-	return cli_fail_status(c, st, "cannot read the key file %s", path);
-}
+	*keyfile = NULL;
+	if (c->passphrase) {
+		sfs_key *none; /* stays NULL: the passphrase is the key */
 
-int cli_key_load(cli *c, sfs_key **out, char **source)
-{
-	const char *env;
-	char *path = NULL;
-	int st, code;
-
-	*source = NULL;
-	if (c->passphrase)
-		return cli_passphrase_key(c, "Passphrase: ", 0, out);
-	if (c->keyfile) {
-		if ((code = key_file(c, c->keyfile, out)) == CLI_EXIT_OK)
-			*source = cli_xstrdup(c->keyfile);
+		if ((code = cli_passphrase_key(c, "Passphrase: ", 0, key)))
+			return code;
+		if ((code = cli_resolve(c, *key, 0, db, &none, NULL))) {
+			sfs_key_destroy(*key);
+			*key = NULL;
+		}
 		return code;
 	}
-	st = sfs_key_from_env(out);
-	if (st == SFS_OK)
-		return CLI_EXIT_OK;
-	if (st != SFS_NOTFOUND)
-		return cli_fail_status(c, st, "cannot use STATEFS_KEY");
-	env = getenv("STATEFS_KEY_FILE");
-	if (env && *env) {
-		if ((code = key_file(c, env, out)) == CLI_EXIT_OK)
-			*source = cli_xstrdup(env);
+	if ((code = cli_resolve(c, NULL, 0, db, key, keyfile)))
 		return code;
-	}
-	if ((st = sfs_default_keyfile(&path)) != SFS_OK)
-		return cli_fail_status(c, st, "cannot find the default key file");
-	code = key_file(c, path, out);
-	if (code == CLI_EXIT_OK)
-		*source = path;
-	else
-		free(path);
+	if (*key)
+		return CLI_EXIT_OK;
+	code = cli_fail(c, CLI_EXIT_KEY, "no key file at %s", *keyfile);
+	free(*keyfile);
+	free(*db);
+	*keyfile = *db = NULL;
 	return code;
 }
 
 int cli_store_open(cli *c, int mode, sfs_store **out)
 {
 	sfs_config cfg;
-	sfs_key *key = NULL;
+	sfs_key *pass = NULL, *key = NULL;
 	char *path = NULL, *notice = NULL;
 	struct stat sb;
 	int st, code;
 
-	if ((st = cli_store_path(c, &path)) != SFS_OK)
-		return cli_fail_status(c, st, "cannot find the default store");
+	if (c->passphrase &&
+	    (code = cli_passphrase_key(c, "Passphrase: ", 0, &pass)))
+		return code;
+	/* Resolving first tells a missing store from a missing key file,
+	 * which the engine reports with the same status. */
+	if ((code = cli_resolve(c, pass, 0, &path, &key, NULL)))
+		goto out;
 	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) < 0) {
 		code = errno == ENOENT
 		     ? cli_fail(c, CLI_EXIT_NOSTORE,
@@ -224,35 +211,29 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 		                path)
 		     : cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
 		                path, strerror(errno));
-		free(path);
-		return code;
-	}
-	if (c->passphrase &&
-	    (code = cli_passphrase_key(c, "Passphrase: ", 0, &key))) {
-		free(path);
-		return code;
+		goto out;
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = path;
 	cfg.keyfile = c->keyfile;
 	cfg.plaintext = c->plaintext;
 	cfg.readonly = mode == CLI_STORE_READ;
-	cfg.key = key;
+	cfg.key = pass ? pass : key;
 	st = sfs_store_open_config(&cfg, out, &notice);
-	sfs_key_destroy(key);
 	if (notice) {
 		fprintf(stderr, "statectl: %s\n", notice);
 		free(notice);
 	}
-	if (st == SFS_OK) {
-		free(path);
-		return CLI_EXIT_OK;
-	}
-	if (st == SFS_NOTFOUND) /* the store is there, so: the key file */
+	if (st == SFS_OK)
+		code = CLI_EXIT_OK;
+	else if (st == SFS_NOTFOUND) /* the store is there, so: the key file */
 		code = cli_fail_status(c, SFS_NOKEY, "cannot open the store %s",
 		                       path);
 	else
 		code = cli_fail_status(c, st, "cannot open the store %s", path);
+out:
+	sfs_key_destroy(pass);
+	sfs_key_destroy(key);
 	free(path);
 	return code;
 }

@@ -1,7 +1,7 @@
 /*
- * test_crypt_config.c - sfs_store_open_config (core/config.c): the rules
- * every tool uses to find a store and its key, and the first run that
- * creates both. Each test points XDG_STATE_HOME and XDG_CONFIG_HOME at its
+ * test_crypt_config.c - sfs_store_open_config and sfs_config_resolve
+ * (core/config.c): the rules every tool uses to find a store and its key,
+ * and the first run that creates both. Each test points XDG_STATE_HOME and XDG_CONFIG_HOME at its
  * own directories, so nothing outside the test directory is touched.
  */
 #include <stdarg.h>
@@ -212,12 +212,71 @@ static void test_no_key_sentences(void **state)
 	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOTFOUND);
 }
 
+/* sfs_config_resolve: the same choices as opening, and nothing created. */
+static void test_resolve(void **state)
+{
+	sfs_config cfg = { 0 };
+	sfs_key *k = NULL, *env = NULL;
+	char *db = NULL, *kf = NULL, text[45];
+	(void)state;
+
+	/* Nothing exists yet: the default places, no key, nothing made. */
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_string_equal(db, store);
+	assert_string_equal(kf, keyfile);
+	assert_null(k);
+	assert_int_equal(access(keyfile, F_OK), -1);
+	assert_int_equal(access(store, F_OK), -1);
+	free(db);
+	free(kf);
+
+	/* The key file the rules chose, read. */
+	assert_int_equal(sfs_key_generate(&env), SFS_OK);
+	assert_int_equal(sfs_key_write_file(env, keyfile), SFS_OK);
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_non_null(k);
+	assert_string_equal(kf, keyfile);
+	sfs_key_destroy(k);
+	free(db);
+	free(kf);
+
+	/* STATEFS_KEY wins, leaves no key file, and is consumed. */
+	assert_int_equal(sfs_key_to_text(env, text, sizeof(text)), SFS_OK);
+	setenv("STATEFS_KEY", text, 1);
+	setenv("STATEFS_DB", "/elsewhere/state.db", 1);
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_string_equal(db, "/elsewhere/state.db");
+	assert_non_null(k);
+	assert_null(kf);
+	assert_null(getenv("STATEFS_KEY"));
+	sfs_key_destroy(k);
+	free(db);
+
+	/* An option beats the environment; plaintext has no key at all. */
+	cfg.db = "/given.db";
+	cfg.keyfile = "/nonexistent/given.key";
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_string_equal(db, "/given.db");
+	assert_string_equal(kf, "/nonexistent/given.key");
+	assert_null(k);
+	free(db);
+	free(kf);
+	cfg.plaintext = 1;
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_null(k);
+	assert_null(kf);
+	free(db);
+	unsetenv("STATEFS_DB");
+	sfs_key_destroy(env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_first_run, fresh),
 		cmocka_unit_test_setup(test_key_sources, fresh),
 		cmocka_unit_test_setup(test_no_key_sentences, fresh),
+		cmocka_unit_test_setup(test_resolve, fresh),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
