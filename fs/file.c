@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,8 +348,10 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = load(f, h, &a);
 	fs_addr_free(&a);
 	if (rc) {
+		char op[64];
+		snprintf(op, sizeof(op), "reading a %s", fs_class_of(n->kind)->what);
 		fs_file_free(f, h);
-		fuse_reply_err(req, fs_errno(f, rc, "open"));
+		fuse_reply_err(req, fs_errno(f, rc, op));
 		return;
 	}
 	set_open_flags(h, fi);

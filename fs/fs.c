@@ -798,6 +798,11 @@ int fs_create(const fs_config *cfg, fs **out)
 	return 0;
 }
 
+void fs_set_store(fs *f, sfs_store *store)
+{
+	f->store = store;
+}
+
 void fs_destroy(fs *f)
 {
 	if (!f)

@@ -18,7 +18,8 @@
 typedef struct fs fs;
 
 typedef struct fs_config {
-	sfs_store *store;      /* borrowed; must outlive the fs */
+	sfs_store *store;      /* borrowed; must outlive the fs; may be NULL
+	                          until fs_set_store */
 	int readonly;          /* refuse every change with EROFS */
 	uint64_t max_value;    /* largest value, entry or item (EFBIG above);
 	                          0: SFS_DEFAULT_MAX_VALUE */
@@ -26,8 +27,12 @@ typedef struct fs_config {
 	void *log_ctx;
 } fs_config;
 
-/* Creates the filesystem state. Returns 0 or an errno (ENOMEM). */
+/* Creates the filesystem state. Returns 0 or an errno (ENOMEM). The
+ * store may be given later, with fs_set_store, but before the session
+ * loop: the daemon validates the mount options (fuse_session_new, which
+ * needs the fs) before it opens, or creates, a store. */
 int fs_create(const fs_config *cfg, fs **out);
+void fs_set_store(fs *f, sfs_store *store);
 
 /* The operations to pass to fuse_session_new() with the fs as userdata.
  * Static; valid for the life of the process. */

@@ -45,7 +45,11 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	cfg.max_value = o->max_value;
 	rc = sfs_store_open_config(&cfg, out, &notice);
 	if (notice) {
-		mountd_log(LOG_NOTICE, "%s", notice);
+		/* The engine's sentence names the program already. */
+		const char *msg = notice;
+		if (strncmp(msg, "statefs: ", 9) == 0)
+			msg += 9;
+		mountd_log(LOG_NOTICE, "%s", msg);
 		free(notice);
 	}
 	if (rc)
@@ -97,22 +101,23 @@ int main(int argc, char *argv[])
 			goto out_log;
 		detaching = 1;
 	}
-	if (open_store(&o, &store) != 0)
-		goto out_detach;
-
 	memset(&fcfg, 0, sizeof(fcfg));
-	fcfg.store = store;
 	fcfg.readonly = o.ro;
 	fcfg.max_value = o.max_value;
 	fcfg.log = mountd_log_sink;
 	if ((rc = fs_create(&fcfg, &f)) != 0) {
 		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));
-		goto out_store;
+		goto out_detach;
 	}
+	/* The session checks the FUSE options: a typo must not create a
+	 * store and a key file first. */
 	se = fuse_session_new(&args, fs_lowlevel_ops(),
 	                      sizeof(*fs_lowlevel_ops()), f);
 	if (!se)
 		goto out_fs; /* libfuse said why */
+	if (open_store(&o, &store) != 0)
+		goto out_session;
+	fs_set_store(f, store);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
@@ -140,11 +145,12 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
-	fuse_session_destroy(se); /* ends kept .wait reads (fs destroy op) */
+	/* Before the store closes, though it opened after the session: the
+	 * session's destroy stops the .wait thread, which uses the store. */
+	fuse_session_destroy(se);
+	sfs_store_close(store);
 out_fs:
 	fs_destroy(f);
-out_store:
-	sfs_store_close(store);
 out_detach:
 	if (detaching)
 		mountd_detach_end(1);

@@ -32,6 +32,7 @@ mkdir -p "$mnt" "$work/store"
 export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 export STATEFS_DB=$work/store/state.db STATEFS_TEST_MODE=$mode
 unset STATEFS_KEY STATEFS_KEY_FILE
+export LC_ALL=C   # ls sorts bytewise
 mode_opts=()
 [ "$mode" = plain ] && mode_opts=(-o plaintext)
 daemon_pid=
@@ -86,8 +87,12 @@ wait_mounted() {
   fail "not mounted after 10 s"
 }
 
+# The daemon runs as a background job, which a script starts with SIGINT
+# ignored (and libfuse leaves an ignored signal alone): perl puts it back
+# to what a terminal user has, so SIGINT can be tested.
 mount_fs() {
-  "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$mnt" 2>>"$work/daemon.err" &
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
+    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$mnt" 2>>"$work/daemon.err" &
   daemon_pid=$!
   wait_mounted
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# daemon.sh - the statefs command: -h, -V, bad command lines (exit 1 and
+# "see -h"), SIGTERM/SIGINT/SIGHUP and fusermount3 -u (clean unmount,
+# exit 0), detaching only once mounted (and failing loudly when the store
+# will not open), mount(8) with -t fuse.statefs and an fstab line, -o ro,
+# the default store and key made on first use, keys never in argv, the
+# environment or the log, no core dumps. Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+bin=$STATEFS_BIN
+csv_mode=
+[ "$mode" = plain ] && csv_mode=plaintext,
+
+# The daemon of a detached mount: not our child, found by its command line.
+daemon_of() {
+  pgrep -f -- " $1( |\$)" | head -n1 || true
+}
+wait_gone() {
+  for _ in $(seq 200); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  fail "pid $1 still running"
+}
+
+help=$("$bin" -h)
+grep -q '^usage: .*statefs \[options\] \[STORE\] MOUNTPOINT' <<<"$help" || fail "-h"
+grep -q 'max_value=SIZE' <<<"$help" || fail "-h lists the options"
+grep -q 'allow_other' <<<"$help" || fail "-h lists the FUSE options"
+grep -q '^statefs [0-9]' <<<"$("$bin" -V)" || fail "-V"
+for args in "" "-o plaintext,keyfile=/k $mnt" "-o max_value=12Q $mnt" \
+            "-o max_value=0 $mnt" "a b c" "-o db=/a /b $mnt"; do
+  rc=0
+  out=$("$bin" $args 2>&1) || rc=$?
+  expect_eq "$rc" 1 "exit of statefs $args"
+  [[ $out == *"see -h"* ]] || fail "no 'see -h' for '$args': $out"
+done
+rc=0
+out=$("$bin" -f -o key=SECRETKEYVALUE "$mnt" 2>&1) || rc=$?
+expect_eq "$rc" 1 "-o key= is refused"
+[[ $out == *SECRETKEYVALUE* ]] && fail "the key was echoed: $out"
+[[ $out == *keyfile* ]] || fail "no hint at keyfile: $out"
+rc=0
+"$bin" -f -o nosuchoption "$mnt" 2>/dev/null || rc=$?
+expect_eq "$rc" 1 "an unknown option"
+mountpoint -q "$mnt" && fail "mounted after a bad command line"
+ok "-h, -V and bad command lines"
+
+# Signals in the foreground: a clean unmount and status 0.
+for sig in TERM INT HUP; do
+  mount_fs
+  kill -$sig "$daemon_pid"
+  rc=0
+  wait "$daemon_pid" || rc=$?
+  daemon_pid=
+  expect_eq "$rc" 0 "exit after SIG$sig"
+  mountpoint -q "$mnt" && fail "still mounted after SIG$sig"
+done
+mount_fs
+limits=$(grep 'Max core file size' /proc/$daemon_pid/limits)
+[[ $limits =~ core\ file\ size\ +0\ +0 ]] || fail "core dumps: $limits"
+unmount_fs
+ok "SIGTERM, SIGINT, SIGHUP, fusermount3 -u; no core dumps"
+
+# Detached: statefs returns once the mount is up.
+"$bin" "${mode_opts[@]}" "$mnt" 2>>"$work/daemon.err" || fail "detached start"
+mountpoint -q "$mnt" || fail "not mounted when statefs returned"
+mkdir -p "$mnt/app/cfg"
+echo detached > "$mnt/app/cfg/k"
+pid=$(daemon_of "$mnt")
+[ -n "$pid" ] || fail "no daemon for $mnt"
+kill -TERM "$pid"
+wait_gone "$pid"
+mountpoint -q "$mnt" && fail "still mounted after SIGTERM to the detached daemon"
+expect_eq "$(helper get app cfg k)" detached "written through the detached mount"
+ok "detached"
+
+# mount(8): -t fuse.statefs, and a line of fstab. mount(8) runs
+# /sbin/mount.fuse, which runs `statefs STORE MOUNTPOINT -o OPTIONS` from
+# the system's PATH (mount sets its own): in a private mount namespace,
+# /usr/local/sbin is made to hold our statefs, as if it were installed.
+export bin mnt csv_mode work
+unshare -m --propagation private bash -euo pipefail -c '
+  mkdir -p "$work/sbin"
+  ln -s "$bin" "$work/sbin/statefs"
+  mount --bind "$work/sbin" /usr/local/sbin
+  gone() { for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
+  mount -t fuse.statefs -o "${csv_mode}db=$STATEFS_DB" statefs "$mnt"
+  [ "$(cat "$mnt/app/cfg/k")" = detached ] || { echo "FAIL: read via mount -t"; exit 1; }
+  [ "$(findmnt -n -o FSTYPE "$mnt")" = fuse.statefs ] || { echo "FAIL: type"; exit 1; }
+  pid=$(pgrep -f -- " $mnt( |\$)" | head -n1) || true
+  umount "$mnt"
+  gone "$pid" || { echo "FAIL: daemon left after umount"; exit 1; }
+  echo "$STATEFS_DB $mnt fuse.statefs ${csv_mode}noauto 0 0" > "$work/fstab"
+  mount -T "$work/fstab" "$mnt"
+  [ "$(cat "$mnt/app/cfg/k")" = detached ] || { echo "FAIL: read via fstab"; exit 1; }
+  [ "$(findmnt -n -o SOURCE "$mnt")" = "$STATEFS_DB" ] || { echo "FAIL: source"; exit 1; }
+  pid=$(pgrep -f -- " $mnt( |\$)" | head -n1) || true
+  umount "$mnt"
+  gone "$pid" || { echo "FAIL: daemon left after umount"; exit 1; }
+' 2>>"$work/daemon.err" || fail "mount(8) and fstab (see the daemon's stderr)"
+ok "mount -t fuse.statefs and fstab"
+
+# -o ro: reads work, every change is EROFS, the store is untouched.
+before=$(helper dump)
+mount_fs -o ro
+expect_eq "$(cat "$mnt/app/cfg/k")" detached "read-only read"
+expect_op EROFS write "$mnt/app/cfg/k" x
+expect_op EROFS write "$mnt/app/cfg/new" x
+expect_op EROFS mkdir "$mnt/app/d"
+expect_op EROFS unlink "$mnt/app/cfg/k"
+expect_op EROFS read "$mnt/queue/q/.pop"
+unmount_fs
+expect_eq "$(helper dump)" "$before" "the store after a read-only mount"
+ok "-o ro"
+
+if [ "$mode" = encrypted ]; then
+  # A store that will not open: statefs says why and mounts nothing.
+  head -c 32 /dev/urandom > "$work/other.key"
+  chmod 600 "$work/other.key"
+  rc=0
+  out=$("$bin" -o keyfile="$work/other.key" "$mnt" 2>&1) || rc=$?
+  expect_eq "$rc" 1 "a wrong key"
+  [[ $out == *"wrong key"* ]] || fail "no 'wrong key' in: $out"
+  mountpoint -q "$mnt" && fail "mounted with a wrong key"
+  ok "a wrong key fails before detaching"
+
+  # The default store, made on first use with a new key file (a user
+  # with neither yet).
+  (
+    unset STATEFS_DB
+    export XDG_CONFIG_HOME=$work/new/config XDG_STATE_HOME=$work/new/state
+    "$bin" "$mnt" 2>"$work/first.err" || fail "first use"
+  )
+  [ -f "$work/new/state/statefs/state.db" ] || fail "no default store"
+  [ -f "$work/new/config/statefs/key" ] || fail "no default key"
+  expect_eq "$(stat -c %a "$work/new/config/statefs/key")" 600 "key file mode"
+  grep -q "$work/new/config/statefs/key" "$work/first.err" ||
+    fail "no notice: $(cat "$work/first.err")"
+  pid=$(daemon_of "$mnt")
+  fusermount3 -u "$mnt"
+  wait_gone "$pid"
+  ok "the default store and key on first use"
+
+  # A key in STATEFS_KEY: used, and gone from the daemon's environment.
+  key=$(head -c 32 /dev/urandom | base64)
+  STATEFS_KEY=$key STATEFS_DB=$work/envkey.db "$bin" -f "$mnt" 2>>"$work/daemon.err" &
+  daemon_pid=$!
+  wait_mounted
+  mkdir -p "$mnt/s/n"
+  echo secret-data > "$mnt/s/n/k"
+  tr '\0' '\n' < /proc/$daemon_pid/environ | grep -q "$key" && fail "the key is in the daemon's environment"
+  tr '\0' '\n' < /proc/$daemon_pid/cmdline | grep -q "$key" && fail "the key is in argv"
+  unmount_fs
+  expect_eq "$(STATEFS_KEY=$key STATEFS_DB=$work/envkey.db helper get s n k)" secret-data "readable with the key"
+  grep -q "$key" "$work/daemon.err" && fail "the key is in the log"
+  ok "STATEFS_KEY: used, not left in the environment, argv or log"
+fi

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# names.sh - the name codec through the mount: keys written by another
+# process as raw bytes show under their codec names and are reachable by
+# them ('/', '%', control bytes, invalid UTF-8, binary, empty, reserved
+# names, scopes named like the root's directories, decimal ids in the
+# typed namespaces, keys too long for a file name); names made through the
+# mount become the bytes they name. Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+mount_fs
+cd "$mnt"
+
+helper put app ns 'a/b' slash
+helper put app ns '50%' percent
+helper put app ns x:6c696e650a newline      # "line\n"
+helper put app ns x:626164ff invalid        # "bad\xff"
+helper put app ns x: empty-key
+helper put app ns x:9f03c1fe0011823ac4f56607889911aa binary
+helper put app ns .drain not-special
+helper put app ns 'café' utf8
+helper put exec ns k scope-named-exec
+expect_eq "$(ls app/ns | tr '\n' ' ')" \
+  "%2Edrain %x %x9f03c1fe0011823ac4f56607889911aa 50%25 a%2Fb bad%FF café line%0A " \
+  "names in the listing"
+expect_eq "$(cat 'app/ns/a%2Fb')" slash "a/b"
+expect_eq "$(cat 'app/ns/50%25')" percent "50%"
+expect_eq "$(cat 'app/ns/line%0A')" newline "line\\n"
+expect_eq "$(cat 'app/ns/bad%FF')" invalid "bad\\xff"
+expect_eq "$(cat 'app/ns/%x')" empty-key "the empty key"
+expect_eq "$(cat 'app/ns/%x9f03c1fe0011823ac4f56607889911aa')" binary "binary"
+expect_eq "$(cat 'app/ns/%2Edrain')" not-special "a key named .drain"
+expect_eq "$(cat app/ns/café)" utf8 "UTF-8 as is"
+expect_eq "$(ls | tr '\n' ' ')" "%65xec app counter exec queue " "scope exec"
+expect_eq "$(cat %65xec/ns/k)" scope-named-exec "reached as %65xec"
+ok "bytes to names"
+
+# Non-canonical spellings are not aliases.
+cat 'app/ns/a%2fb' 2>/dev/null && fail "lower-case escape found a key"
+cat 'app/ns/%61%2Fb' 2>/dev/null && fail "needless escape found a key"
+ok "one name per key"
+
+# Names made through the mount are the bytes they name.
+echo v > 'app/ns/new%2Fkey'
+expect_eq "$(helper get app ns new/key)" v "a%2F creates a/"
+mkdir '%71ueue'
+mkdir '%71ueue/ns'
+echo w > '%71ueue/ns/k'
+expect_eq "$(helper get queue ns k)" w "a scope named queue"
+mv 'app/ns/new%2Fkey' 'app/ns/renamed%0A'
+expect_eq "$(helper get app ns x:72656e616d65640a)" v "mv to an escaped name"
+ok "names to bytes"
+
+# Typed namespaces: 8-byte ids in decimal, other keys escaped if they
+# look like numbers.
+helper worker exec1 1042 w1042
+helper worker exec1 -3 wminus3
+helper put exec1 worker 77 three-bytes
+expect_eq "$(ls exec1/worker | sort | tr '\n' ' ')" "%377 -3 1042 " "worker ids"
+expect_eq "$(cat exec1/worker/1042)" w1042 "id 1042"
+expect_eq "$(cat exec1/worker/-3)" wminus3 "id -3"
+expect_eq "$(cat exec1/worker/%377)" three-bytes "the key \"77\""
+echo new > exec1/worker/5
+expect_eq "$(helper get exec1 worker x:0000000000000005)" new "a decimal name makes an id"
+ok "typed namespaces"
+
+# A key too long for a file name: listed under a cut name with a hash,
+# reachable, removable; two such keys with one prefix stay apart.
+long=$(printf 'k%.0s' $(seq 400))
+helper put app long "${long}A" first
+helper put app long "${long}B" second
+mapfile -t names < <(ls app/long)
+expect_eq "${#names[@]}" 2 "two long keys listed"
+for n in "${names[@]}"; do
+  [ "${#n}" -le 255 ] || fail "name of ${#n} bytes"
+  [[ $n == *%~* ]] || fail "no hash in $n"
+done
+got=$(for n in "${names[@]}"; do cat "app/long/$n"; echo; done | sort | tr '\n' ' ')
+expect_eq "$got" "first second " "long keys reachable"
+rm "app/long/${names[0]}"
+expect_eq "$(ls app/long | wc -l)" 1 "rm of a long key"
+ok "long keys"
+
+cd /
+unmount_fs
