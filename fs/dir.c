@@ -20,7 +20,7 @@
 
 #include "fs_i.h"
 
-#define PAGE 256
+#define PAGE 1024
 
 enum stage { ST_DOT, ST_DOTDOT, ST_FIXED, ST_EPHEMERAL, ST_STORE, ST_END };
 

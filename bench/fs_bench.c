@@ -1,0 +1,202 @@
+/*
+ * fs_bench.c - the timing loops behind bench/fs_bench.sh: small-file
+ * create+write+close, read, readdir and unlink in one directory of any
+ * mount, the listing of a large directory, and filling a namespace through
+ * the engine (much faster than through the mount) for that listing.
+ *
+ * It only measures; the script mounts, compares and prints ratios. Timings
+ * are medians over repetitions because the machine's two CPUs are shared
+ * by the daemon, this program and whatever else runs.
+ *
+ * Usage:
+ *   fs_bench ops DIR N SIZE REPS
+ *       per repetition: create N files of SIZE bytes in DIR, read them all
+ *       back, list DIR, unlink them all; prints one line per operation:
+ *       "<op> <median microseconds per file>"
+ *   fs_bench list DIR REPS
+ *       lists DIR (opendir/readdir, no stat) REPS times; prints
+ *       "list <entries> <median milliseconds>"
+ *   fs_bench fill NS N
+ *       puts keys k0000000..k<N-1> (100-byte values) into scope "bench",
+ *       namespace NS of the store named by STATEFS_DB (plaintext if
+ *       STATEFS_BENCH_PLAINTEXT is set, else the key as the daemon finds
+ *       it), one transaction per key.
+ * Exit: 0, or 1 with a sentence on stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "statefs.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void die(const char *what, const char *path)
+{
+	fprintf(stderr, "fs_bench: %s %s: %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+static long list_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		die("opendir", dir);
+	errno = 0;
+	while ((e = readdir(d)))
+		n++;
+	if (errno)
+		die("readdir", dir);
+	closedir(d);
+	return n - 2;
+}
+
+static int cmd_ops(const char *dir, long n, size_t size, int reps)
+{
+	double t[4][64], t0;
+	char path[4096], *buf = malloc(size + 65536);
+	ssize_t got;
+	const char *names[4] = { "create", "read", "readdir", "unlink" };
+
+	if (!buf || reps < 1 || reps > 64)
+		return 1;
+	memset(buf, 'x', size);
+	for (int r = 0; r < reps; r++) {
+		t0 = now_us();
+		for (long i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/f%07ld", dir, i);
+			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0)
+				die("create", path);
+			if (write(fd, buf, size) != (ssize_t)size)
+				die("write", path);
+			if (close(fd) < 0)
+				die("close", path);
+		}
+		t[0][r] = (now_us() - t0) / n;
+
+		t0 = now_us();
+		for (long i = 0; i < n; i++) {
+			size_t total = 0;
+			snprintf(path, sizeof(path), "%s/f%07ld", dir, i);
+			int fd = open(path, O_RDONLY);
+			if (fd < 0)
+				die("open", path);
+			while ((got = read(fd, buf, size + 65536)) > 0)
+				total += (size_t)got;
+			if (got < 0 || total != size)
+				die("read", path);
+			close(fd);
+		}
+		t[1][r] = (now_us() - t0) / n;
+
+		t0 = now_us();
+		if (list_dir(dir) != n) {
+			fprintf(stderr, "fs_bench: %s does not hold %ld files\n",
+			        dir, n);
+			return 1;
+		}
+		t[2][r] = (now_us() - t0) / n;
+
+		t0 = now_us();
+		for (long i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/f%07ld", dir, i);
+			if (unlink(path) < 0)
+				die("unlink", path);
+		}
+		t[3][r] = (now_us() - t0) / n;
+	}
+	for (int k = 0; k < 4; k++)
+		printf("%s %.3f\n", names[k], median(t[k], reps));
+	free(buf);
+	return 0;
+}
+
+static int cmd_list(const char *dir, int reps)
+{
+	double t[64], t0;
+	long n = 0;
+
+	if (reps < 1 || reps > 64)
+		return 1;
+	for (int r = 0; r < reps; r++) {
+		t0 = now_us();
+		n = list_dir(dir);
+		t[r] = (now_us() - t0) / 1000;
+	}
+	printf("list %ld %.1f\n", n, median(t, reps));
+	return 0;
+}
+
+static int cmd_fill(const char *ns, long n)
+{
+	sfs_config cfg = { 0 };
+	sfs_store *s;
+	char key[32], value[100];
+	int rc;
+
+	cfg.plaintext = getenv("STATEFS_BENCH_PLAINTEXT") != NULL;
+	cfg.create = 1;
+	rc = sfs_store_open_config(&cfg, &s, NULL);
+	if (rc) {
+		fprintf(stderr, "fs_bench: open: %s: %s\n", sfs_strerror(rc),
+		        sfs_errdetail());
+		return 1;
+	}
+	memset(value, 'v', sizeof(value));
+	for (long i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%07ld", i);
+		rc = sfs_kv_put(s, sfs_str("bench"), sfs_str(ns), sfs_str(key),
+		                sfs_bytes(value, sizeof(value)));
+		if (rc) {
+			fprintf(stderr, "fs_bench: put: %s: %s\n", sfs_strerror(rc),
+			        sfs_errdetail());
+			sfs_store_close(s);
+			return 1;
+		}
+	}
+	sfs_store_close(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "ops") == 0)
+		return cmd_ops(argv[2], atol(argv[3]), (size_t)atol(argv[4]),
+		               atoi(argv[5]));
+	if (argc == 4 && strcmp(argv[1], "list") == 0)
+		return cmd_list(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "fill") == 0)
+		return cmd_fill(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: fs_bench ops DIR N SIZE REPS | list DIR REPS | "
+	                "fill NS N\n");
+	return 1;
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# fs_bench.sh - the mount's benchmark (issue 4). In one run:
+#   1. small-file create+write+close, read, readdir and unlink through
+#      statefs (plaintext and encrypted stores) and through our minimal
+#      low-level passthrough over a tmpfs (passthrough_ll.c: the FUSE floor
+#      on this machine), printed as ratios of rates (statefs / floor);
+#   2. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
+#      per listing, time per key, and the daemon's resident memory, to show
+#      that time grows linearly and memory does not.
+# It measures and prints; it never asserts (timings on a shared machine are
+# noisy: medians of FS_BENCH_REPS rounds).
+#
+# Usage: bench/fs_bench.sh [STATEFS PASSTHROUGH_LL FS_BENCH]
+#   (paths of the built programs; default: those in build/)
+# Environment: FS_BENCH_N (files per round, 10000), FS_BENCH_REPS (3),
+#   FS_BENCH_BIG (100000), FS_BENCH_SIZE (bytes per file, 100).
+# Needs /dev/fuse and a tmpfs at /dev/shm (the stores live there too, so
+# the disk is not measured).
+# Exit: 0; 77 without /dev/fuse; 1 when a mount does not come up.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+statefs=${1:-$top/build/mountd/statefs}
+ptll=${2:-$top/build/bench/passthrough_ll}
+fsb=${3:-$top/build/bench/fs_bench}
+n=${FS_BENCH_N:-10000}
+reps=${FS_BENCH_REPS:-3}
+big=${FS_BENCH_BIG:-100000}
+size=${FS_BENCH_SIZE:-100}
+
+[ -c /dev/fuse ] || { echo "fs_bench: no /dev/fuse: skipped"; exit 77; }
+w=$(mktemp -d /dev/shm/fs_bench.XXXXXX)
+pids=()
+mounts=()
+cleanup() {
+  set +e
+  for m in "${mounts[@]}"; do
+    mountpoint -q "$m" && fusermount3 -u -z "$m"
+  done
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  rm -rf "$w"
+}
+trap cleanup EXIT
+
+wait_mount() { # mountpoint pid
+  for _ in $(seq 200); do
+    mountpoint -q "$1" && return 0
+    kill -0 "$2" 2>/dev/null || { echo "fs_bench: $1 did not mount" >&2; exit 1; }
+    sleep 0.05
+  done
+  echo "fs_bench: $1 did not mount" >&2
+  exit 1
+}
+
+# statefs in the foreground, its store and key under $w/<mode>.
+start_statefs() { # mode mountpoint
+  local d=$w/$1
+  mkdir -p "$d" "$2"
+  local opts=()
+  [ "$1" = plain ] && opts=(-o plaintext)
+  HOME=$d XDG_CONFIG_HOME=$d/config XDG_STATE_HOME=$d/state \
+    STATEFS_DB=$d/state.db "$statefs" -f "${opts[@]}" "$2" 2>>"$w/$1.err" &
+  sfs_pid=$!
+  pids+=("$sfs_pid")
+  mounts+=("$2")
+  wait_mount "$2" "$sfs_pid"
+}
+
+stop() { # mountpoint
+  fusermount3 -u "$1"
+}
+
+declare -A us
+run_ops() { # label dir
+  while read -r op t; do
+    us[$1.$op]=$t
+  done < <("$fsb" ops "$2" "$n" "$size" "$reps")
+}
+
+echo "fs_bench: $n files of $size bytes, median of $reps rounds, $(nproc) CPUs"
+
+mkdir -p "$w/src" "$w/pt"
+"$ptll" -f -o source="$w/src" "$w/pt" 2>>"$w/pt.err" &
+pids+=($!)
+mounts+=("$w/pt")
+wait_mount "$w/pt" "$!"
+run_ops floor "$w/pt"
+stop "$w/pt"
+
+for mode in plain encrypted; do
+  start_statefs $mode "$w/m-$mode"
+  mkdir -p "$w/m-$mode/bench/small"
+  run_ops $mode "$w/m-$mode/bench/small"
+  stop "$w/m-$mode"
+done
+
+printf '\n%-9s %14s %14s %7s %14s %7s\n' operation "floor us/file" \
+  "plain us/file" ratio "encr. us/file" ratio
+for op in create read readdir unlink; do
+  f=${us[floor.$op]} p=${us[plain.$op]} e=${us[encrypted.$op]}
+  awk -v op="$op" -v f="$f" -v p="$p" -v e="$e" 'BEGIN {
+    printf "%-9s %14.1f %14.1f %7.2f %14.1f %7.2f\n", op, f, p, f / p, e, f / e }'
+done
+echo "(ratio: statefs's rate over the floor's; targets: create >= 0.5, read >= 0.7)"
+
+# Namespaces of growing size, filled through the engine, listed through
+# the mount (opendir + readdir, as ls -f). The daemon's memory is read
+# after each listing. Every namespace is listed once first: the engine
+# keeps the pages it reads in SQLite's page cache (cache_size=-65536, at
+# most 64 MiB per store), and that warm-up shows how much of the daemon's
+# memory is that cache; what the listings themselves hold shows after.
+mode=encrypted
+start_statefs $mode "$w/m-big"
+env_of_store=(HOME=$w/$mode XDG_CONFIG_HOME=$w/$mode/config
+              XDG_STATE_HOME=$w/$mode/state STATEFS_DB=$w/$mode/state.db)
+sizes=($((big / 10)) $((big / 4)) $((big / 2)) $big)
+for k in "${sizes[@]}"; do
+  env "${env_of_store[@]}" "$fsb" fill "n$k" "$k"
+done
+rss() { awk -v f="$1" '$1 == f ":" { printf "%.1f", $2 / 1024 }' /proc/$sfs_pid/status; }
+echo
+echo "listing one namespace ($mode store), median of $reps listings:"
+echo "  daemon RSS before any listing: $(rss VmRSS) MiB"
+for k in "${sizes[@]}"; do
+  "$fsb" list "$w/m-big/bench/n$k" 1 > /dev/null
+done
+echo "  after listing each namespace once (SQLite's page cache warm): $(rss VmRSS) MiB"
+for k in "${sizes[@]}"; do
+  read -r _ keys ms < <("$fsb" list "$w/m-big/bench/n$k" "$reps")
+  awk -v k="$keys" -v ms="$ms" -v rss="$(rss VmRSS)" -v hwm="$(rss VmHWM)" 'BEGIN {
+    printf "%8d keys %9.1f ms %7.2f us/key   RSS %6.1f MiB (peak %6.1f MiB)\n",
+      k, ms, ms * 1000 / k, rss, hwm }'
+done
+stop "$w/m-big"
