@@ -435,10 +435,18 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (rc == SFS_NOTFOUND) {
 		/* Exists once the first FLUSH commits; until then lookups
-		 * and GETATTR see it through the node (fs_node_held). */
+		 * and GETATTR see it through the node (fs_node_held). Two
+		 * O_EXCL creates of one name: the second finds it pending. */
+		if (!fs_node_pending_claim(f, n, fi->flags & O_EXCL)) {
+			fs_file_free(f, h);
+			fs_node_forget(f, n, 1);
+			h = NULL;
+			err = EEXIST;
+			goto fail;
+		}
+		h->pending = 1;
 		h->created = 1;
 		h->dirty = kind == FS_KV_KEY;
-		set_pending(f, h, 1);
 	} else if ((rc = load(f, h, &child)) != SFS_OK) {
 		fs_file_free(f, h);
 		fs_node_forget(f, n, 1);

@@ -181,6 +181,9 @@ void fs_node_pending(fs *f, fs_node *n, int delta);
 /* Whether lookup should find a node the store does not hold (a pending
  * create or an ephemeral directory). */
 int fs_node_held(fs *f, fs_node *n);
+/* Counts one more pending create; with excl, only if there is none yet
+ * (O_EXCL). Returns whether it counted. */
+int fs_node_pending_claim(fs *f, fs_node *n, int excl);
 /* Whether the mount must show it empty whatever the store holds: a pending
  * create or truncation (node->pending). */
 int fs_node_pending_empty(fs *f, fs_node *n);

@@ -519,6 +519,18 @@ void fs_node_pending(fs *f, fs_node *n, int delta)
 	pthread_mutex_unlock(&f->lock);
 }
 
+int fs_node_pending_claim(fs *f, fs_node *n, int excl)
+{
+	int ok;
+
+	pthread_mutex_lock(&f->lock);
+	ok = !excl || n->pending == 0;
+	if (ok)
+		n->pending++;
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
 int fs_node_pending_empty(fs *f, fs_node *n)
 {
 	int pending;

@@ -62,5 +62,14 @@ helper cset app stats ext 7
 expect_eq "$(ls $c | tr '\n' ,)" "done,ext," "another process's counter is listed"
 ok "rm, mv, list"
 
+# rm -r of a counter scope.
+mkdir -p counter/gone/a counter/gone/b
+echo 1 > counter/gone/a/x
+echo 2 > counter/gone/b/y
+rm -r counter/gone
+[ ! -e counter/gone ] || fail "rm -r of a counter scope"
+expect_eq "$(helper cget gone a x || echo absent)" absent "the counters are gone"
+ok "rm -r"
+
 cd /
 unmount_fs

@@ -88,6 +88,11 @@ expect_eq "$(cat app/renamed/y)" a "namespace renamed"
 mkdir app2
 mv app2 app3
 [ -d app3 ] || fail "scope renamed"
+mkdir -p far/ns
+echo far > far/ns/k
+mv far/ns app3/moved
+expect_eq "$(helper get app3 moved k)" far "a namespace moved to another scope"
+rm -r app3/moved far
 rmdir app/renamed 2>/dev/null && fail "rmdir of a non-empty namespace"
 expect_op ENOTEMPTY rmdir app/renamed
 mkdir -p empty/ns
