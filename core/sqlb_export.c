@@ -6,7 +6,9 @@
  * directories), then scope, namespace, key, id, each served by the table's
  * own index, so the same store always exports the same byte sequence.
  * Import keeps what export gives: ids of log and queue rows, every mtime
- * (0 stays 0: no time row), explicit directories. Importing an export into
+ * (0 stays 0: no time row), explicit directories. Log and queue times go
+ * into the sparse time maps through tm_import, which never changes the time
+ * of an entry already there. Importing an export into
  * an empty store and exporting again reproduces the first export exactly;
  * importing it twice changes nothing the second time. A log or queue id
  * that already holds a different row is a conflict (SFS_EXISTS), never
@@ -28,12 +30,10 @@ static const char *const export_sql[] = {
 	" FROM function_counter f LEFT JOIN statefs_counter_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	" ORDER BY f.scope_id, f.ns, f.key",
-	"SELECT l.scope_id, l.ns, l.key, l.value, t.mtime_ns, l.id"
-	" FROM function_state_log l LEFT JOIN statefs_log_time t ON t.id=l.id"
-	" ORDER BY l.scope_id, l.ns, l.key, l.id",
-	"SELECT q.execution_id, NULL, NULL, q.work_item, t.enqueued_ns, q.id"
-	" FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
-	" ORDER BY q.execution_id, q.id",
+	"SELECT l.scope_id, l.ns, l.key, l.value, " TM_LOG_AT("l.id") ", l.id"
+	" FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
+	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
+	", q.id FROM work_queue q ORDER BY q.execution_id, q.id",
 	/* A directory's own family travels in row.n. */
 	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
 	" family FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
@@ -138,8 +138,8 @@ int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
 enum {
 	IM_KV, IM_KV_TIME, IM_KV_UNTIME,
 	IM_CTR, IM_CTR_TIME, IM_CTR_UNTIME,
-	IM_LOG, IM_LOG_SAME, IM_LOG_TIME, IM_LOG_UNTIME,
-	IM_Q, IM_Q_SAME, IM_Q_TIME, IM_Q_UNTIME,
+	IM_LOG, IM_LOG_SAME,
+	IM_Q, IM_Q_SAME,
 	IM_DIR,
 	IM_MAX
 };
@@ -168,20 +168,10 @@ static const char *const import_sql[IM_MAX] = {
 	        " value) VALUES (?5, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
 	[IM_LOG_SAME] = "SELECT scope_id=?1 AND ns=?2 AND key=?3 AND value=?4"
 	        " FROM function_state_log WHERE id=?5",
-	[IM_LOG_TIME] = "INSERT INTO statefs_log_time (id, mtime_ns)"
-	        " VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET"
-	        " mtime_ns=excluded.mtime_ns WHERE mtime_ns IS NOT"
-	        " excluded.mtime_ns",
-	[IM_LOG_UNTIME] = "DELETE FROM statefs_log_time WHERE id=?1",
 	[IM_Q] = "INSERT INTO work_queue (id, execution_id, work_item)"
 	        " VALUES (?5, ?1, ?4) ON CONFLICT (id) DO NOTHING",
 	[IM_Q_SAME] = "SELECT execution_id=?1 AND work_item=?4 AND ?2 IS ?2"
 	        " AND ?3 IS ?3 FROM work_queue WHERE id=?5",
-	[IM_Q_TIME] = "INSERT INTO statefs_queue_time (id, enqueued_ns)"
-	        " VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET"
-	        " enqueued_ns=excluded.enqueued_ns WHERE enqueued_ns IS NOT"
-	        " excluded.enqueued_ns",
-	[IM_Q_UNTIME] = "DELETE FROM statefs_queue_time WHERE id=?1",
 	[IM_DIR] = "INSERT OR IGNORE INTO statefs_dir (family, scope_id,"
 	        " has_ns, ns) VALUES (?1, ?2, ?3, ?4)",
 };
@@ -258,7 +248,7 @@ static int keyed_time(sfs_import_be *imp, int put, int del,
 }
 
 /* Inserts a row with an id; an existing id must hold the same row. */
-static int id_row(sfs_import_be *imp, int ins, int same, int put, int del,
+static int id_row(sfs_import_be *imp, int ins, int same, tm_which w,
                   const sfs_row *r)
 {
 	sfs_backend *b = imp->b;
@@ -283,11 +273,7 @@ static int id_row(sfs_import_be *imp, int ins, int same, int put, int del,
 			return sfs_err(SFS_EXISTS, "id %lld holds a different row",
 			               (long long)r->id);
 	}
-	st = imp->st[r->mtime_ns ? put : del];
-	sqlite3_bind_int64(st, 1, r->id);
-	if (r->mtime_ns)
-		sqlite3_bind_int64(st, 2, r->mtime_ns);
-	return step(b, st);
+	return tm_import(b, w, r->id, r->mtime_ns);
 }
 
 int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
@@ -308,10 +294,9 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
 		return status ? status
 		              : keyed_time(imp, IM_CTR_TIME, IM_CTR_UNTIME, r);
 	case SFS_FAM_LOG:
-		return id_row(imp, IM_LOG, IM_LOG_SAME, IM_LOG_TIME,
-		              IM_LOG_UNTIME, r);
+		return id_row(imp, IM_LOG, IM_LOG_SAME, TM_LOG, r);
 	case SFS_FAM_QUEUE:
-		return id_row(imp, IM_Q, IM_Q_SAME, IM_Q_TIME, IM_Q_UNTIME, r);
+		return id_row(imp, IM_Q, IM_Q_SAME, TM_QUEUE, r);
 	case SFS_FAM_DIR:
 		st = imp->st[IM_DIR];
 		sqlite3_bind_int64(st, 1, r->n);

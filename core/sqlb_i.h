@@ -4,7 +4,8 @@
  * The backend is split by job: sqlb_store.c (connection, statement cache,
  * transactions, status translation), sqlb_schema.c (DDL and versions),
  * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
- * directories, renames), sqlb_seq.c (logs and queues), sqlb_whole.c
+ * directories, renames), sqlb_seq.c (logs and queues), sqlb_timemap.c
+ * (the time maps of log entries and queue items), sqlb_whole.c
  * (exec clear, checkpoint, restore, info, verify) and sqlb_export.c.
  *
  * Concurrency rules every file follows (see docs/engine.md):
@@ -28,7 +29,9 @@
 #include "err_i.h"
 #include "list_i.h"
 
-#define SQLB_SCHEMA_VERSION 1
+/* 1: one time row per log entry and queue item. 2: sparse time maps
+ * (sqlb_timemap.c), whole-second mtimes. */
+#define SQLB_SCHEMA_VERSION 2
 
 /* Statement cache slots. Fixed statements have one slot; statements with
  * variants (optional bounds, direction) reserve a range. */
@@ -61,28 +64,31 @@ enum {
 	ST_CTR_SCAN,                  /* 8 variants: start, end, rev */
 	/* logs */
 	ST_LOG_APPEND = ST_CTR_SCAN + 8,
-	ST_LOG_TIME,
 	ST_LOG_SCAN,                  /* 2 variants: keys_only */
 	ST_LOG_GET = ST_LOG_SCAN + 2,
 	ST_LOG_STAT,
 	ST_LOG_KEY_FIRST,
 	ST_LOG_KEY_NEXT,
 	ST_LOG_DEL,
-	ST_LOG_DEL_TIME,
 	ST_LOG_CLEAR,                 /* 3 variants: scope, ns, key */
-	ST_LOG_CLEAR_TIME = ST_LOG_CLEAR + 3,   /* 3 */
+	ST_LOG_CLEAR_RANGE = ST_LOG_CLEAR + 3,  /* 3: min and max id */
 	/* queues */
-	ST_Q_PUSH = ST_LOG_CLEAR_TIME + 3,
-	ST_Q_TIME,
+	ST_Q_PUSH = ST_LOG_CLEAR_RANGE + 3,
 	ST_Q_POP,
-	ST_Q_DEL_TIME,
 	ST_Q_SCAN,                    /* 2 variants: keys_only */
 	ST_Q_PEEK = ST_Q_SCAN + 2,
 	ST_Q_STAT,
 	ST_Q_DEL,
-	ST_Q_CLEAR_TIME,
+	ST_Q_CLEAR_OVR,
+	ST_Q_CLEAR_RANGE,
 	ST_Q_CLEAR,
 	ST_Q_LEN,
+	/* time maps: [tm_which] pairs */
+	ST_TM_NOTE,                   /* 2 */
+	ST_TM_PRUNE_BELOW = ST_TM_NOTE + 2,     /* 2 */
+	ST_TM_PRUNE_RANGE = ST_TM_PRUNE_BELOW + 2, /* 2 */
+	ST_TM_OVR_SET = ST_TM_PRUNE_RANGE + 2,
+	ST_TM_OVR_DEL,
 	/* directories: [family] ranges are indexed by family - 1 */
 	ST_DIR_NEXT_SCOPE,            /* 8: 4 families x (first, next) */
 	ST_DIR_NEXT_NS = ST_DIR_NEXT_SCOPE + 8,   /* 8 */
@@ -158,6 +164,40 @@ int sqlb_schema_init(sfs_backend *b);
  * *names is malloc'd, NULL-terminated, entries malloc'd. */
 int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
 void sqlb_schema_tables_free(char **names);
+
+/* --- sqlb_timemap.c ---------------------------------------------------- */
+/* Sparse time maps of log entries and queue items (see the file). Every
+ * call runs inside the caller's write transaction. */
+typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
+
+/* The time of a log entry / a pending queue item whose id is the SQL
+ * expression e (a column like "l.id"), as a SQL expression; 0 when
+ * unknown. */
+#define TM_LOG_AT(e)                                                       \
+	"coalesce((SELECT mtime_ns FROM statefs_log_timemap WHERE id<=" e  \
+	" ORDER BY id DESC LIMIT 1), 0)"
+#define TM_QUEUE_AT(e)                                                     \
+	"coalesce((SELECT enqueued_ns FROM statefs_queue_timeoverride"     \
+	" WHERE id=" e "), (SELECT enqueued_ns FROM statefs_queue_timemap"  \
+	" WHERE id<=" e " ORDER BY id DESC LIMIT 1), 0)"
+
+/* After entry id (the first of a batch) was inserted at now (whole
+ * seconds): adds a map row if now is later than the latest row's time. */
+int tm_note(sfs_backend *b, tm_which w, int64_t id, int64_t now);
+/* After entries with ids in [lo, hi] were deleted: drops the map rows
+ * that no longer govern any entry. */
+int tm_prune(sfs_backend *b, tm_which w, int64_t lo, int64_t hi);
+/* Import: entry id, already in its table, gets time t; no other entry's
+ * time changes. */
+int tm_import(sfs_backend *b, tm_which w, int64_t id, int64_t t);
+/* A pending queue item's own time (its wait restarted), and its removal
+ * (a no-op when it has none) when the item leaves the queue. */
+int tm_override_set(sfs_backend *b, int64_t id, int64_t t);
+int tm_override_del(sfs_backend *b, int64_t id);
+/* Fills the maps of main from the version-1 per-entry tables in schema
+ * ("main" when migrating, "ckpt" when restoring an old checkpoint), after
+ * main's log and queue tables hold their final rows. */
+int tm_convert_v1(sfs_backend *b, const char *schema);
 
 /* --- the ops, by file ---------------------------------------------------- */
 int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -6,9 +6,12 @@
  * statefs_counter_time, inside the same BEGIN IMMEDIATE transaction, so a
  * reader never sees a value without its time or the other way round. The
  * time tables share the data tables' key order, so range deletes apply the
- * same bounds to both without a join. Times come from the coarse clock
- * (util_i.h) and a time row is only rewritten when the tick changed, so
- * rewriting a hot key within one tick dirties one page, not two.
+ * same bounds to both without a join. Times have one-second resolution
+ * (util_i.h), and the time upsert's conflict branch only updates when the
+ * stored second is older than the current one: a key rewritten many times
+ * in one second dirties its time page once, and the upsert that changes
+ * nothing dirties no page at all. A clock stepped back leaves the later time
+ * in place until the clock catches up (times of a key never go backwards).
  *
  * Counter overflow: SQLite turns an integer overflow into a REAL, which the
  * SDK would then store. The add statement instead carries the bounds
@@ -156,7 +159,7 @@ static int put_stmts(sfs_backend *b, sqlite3_stmt **put, sqlite3_stmt **tput)
 		        "INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"
 		        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
 		        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
-	        " WHERE mtime_ns<>excluded.mtime_ns", &status);
+	        " WHERE mtime_ns<excluded.mtime_ns", &status);
 	return *put && *tput ? SFS_OK : status;
 }
 
@@ -558,7 +561,7 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	        "INSERT INTO statefs_counter_time (scope_id, ns, key, mtime_ns)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
 	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
-	        " WHERE mtime_ns<>excluded.mtime_ns", &status);
+	        " WHERE mtime_ns<excluded.mtime_ns", &status);
 
 	if (!st)
 		return status;

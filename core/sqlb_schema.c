@@ -10,16 +10,25 @@
  * write rows without knowing about us. What we need beyond the SDK lives in
  * side tables written in the same transaction:
  *
- *   statefs_meta        name -> value; 'schema_version'
- *   statefs_kv_time     last write time of a function_state row
+ *   statefs_meta          name -> value; 'schema_version'
+ *   statefs_kv_time       last write time of a function_state row
  *   statefs_counter_time  last write time of a function_counter row
- *   statefs_log_time    write time of a function_state_log row, by id
- *   statefs_queue_time  enqueue time of a work_queue row, by id
- *   statefs_dir         explicit (persisting) scopes and namespaces
+ *   statefs_log_timemap   write times of function_state_log rows, sparse
+ *   statefs_queue_timemap enqueue times of work_queue rows, sparse
+ *   statefs_queue_timeoverride  enqueue times of items that re-entered
+ *                         the queue at their old id
+ *   statefs_dir           explicit (persisting) scopes and namespaces
  *
- * A row the Go SDK wrote has no time row: its mtime reads as 0. A time row
- * whose data row the SDK deleted is invisible (reads join on the data row)
- * and is removed by the next statefs delete or clear of that key or scope.
+ * A key/value or counter row the Go SDK wrote has no time row: its mtime
+ * reads as 0. A time row whose data row the SDK deleted is invisible
+ * (reads join on the data row) and is removed by the next statefs delete
+ * or clear of that key or scope. The time maps are sqlb_timemap.c's.
+ *
+ * Versions: 1 kept one time row per log entry and queue item
+ * (statefs_log_time, statefs_queue_time); 2 has the sparse maps. Opening a
+ * version-1 store read-write migrates it in one BEGIN IMMEDIATE, every
+ * entry keeping exactly its time; read-only, temporary views show the old
+ * tables as maps (one row per entry) so nothing reads as unknown.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +79,12 @@ static const char *const own_ddl[] = {
 	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
 	" mtime_ns INTEGER NOT NULL,"
 	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID",
-	"IF NOT EXISTS statefs_log_time ("
+	/* (id, t): entries from id up to the next row were written at t. */
+	"IF NOT EXISTS statefs_log_timemap ("
 	" id INTEGER PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
-	"IF NOT EXISTS statefs_queue_time ("
+	"IF NOT EXISTS statefs_queue_timemap ("
+	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL)",
+	"IF NOT EXISTS statefs_queue_timeoverride ("
 	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL)",
 	/* family: an sfs_family; has_ns 0 is the scope itself (ns = x''),
 	 * which is not the namespace named "" (has_ns 1, ns = x''). */
@@ -188,11 +200,23 @@ static int check_version(sfs_backend *b, int64_t v)
 	return SFS_OK;
 }
 
+/* The name a table of own_ddl creates ("IF NOT EXISTS <name> (..."). */
+static void own_name(size_t i, char *out, size_t len)
+{
+	const char *p = own_ddl[i] + strlen("IF NOT EXISTS ");
+	size_t n = strcspn(p, " (");
+
+	snprintf(out, len, "%.*s", (int)n, p);
+}
+
 /* Read-only: nothing may be written. The SDK's tables must exist; ours, if
- * missing (a store only the Go SDK has written), are shadowed by empty
- * temporary tables so every statement still prepares. */
+ * missing (a store only the Go SDK has written, or an older version), are
+ * shadowed by temporary ones so every statement still prepares: empty
+ * tables, except that a version-1 store's per-entry time tables are shown
+ * as time maps (one row per entry, 0 where an entry has no time). */
 static int init_readonly(sfs_backend *b)
 {
+	char name[64], sql[512];
 	int64_t v;
 	int status, t;
 
@@ -212,7 +236,56 @@ static int init_readonly(sfs_backend *b)
 	}
 	if (v == SQLB_SCHEMA_VERSION)
 		return SFS_OK;
-	return create_own(b, "TEMP ");
+	for (size_t i = 0; i < N_OWN; i++) {
+		own_name(i, name, sizeof(name));
+		t = has_table(b, name);
+		if (t < 0)
+			return -t;
+		if (t)
+			continue;
+		if (!strcmp(name, "statefs_log_timemap") &&
+		    has_table(b, "statefs_log_time") == 1)
+			snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT"
+			         " l.id AS id, coalesce(o.mtime_ns, 0) AS mtime_ns"
+			         " FROM main.function_state_log l LEFT JOIN"
+			         " main.statefs_log_time o ON o.id=l.id", name);
+		else if (!strcmp(name, "statefs_queue_timemap") &&
+		         has_table(b, "statefs_queue_time") == 1)
+			snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT"
+			         " q.id AS id, coalesce(o.enqueued_ns, 0) AS"
+			         " enqueued_ns FROM main.work_queue q LEFT JOIN"
+			         " main.statefs_queue_time o ON o.id=q.id", name);
+		else
+			snprintf(sql, sizeof(sql), "CREATE TEMP TABLE %s",
+			         own_ddl[i]);
+		status = sqlb_exec(b, sql, "shadowing statefs tables");
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
+/* Version 1 to 2: the per-entry time tables become sparse maps. The new
+ * tables exist (create_own ran); every entry keeps exactly its time. */
+static int migrate_v1(sfs_backend *b)
+{
+	int status, t = has_table(b, "statefs_log_time");
+	int u = t < 0 ? t : has_table(b, "statefs_queue_time");
+
+	if (t < 0 || u < 0)
+		return t < 0 ? -t : -u;
+	if (!t || !u)
+		return sfs_err(SFS_FORMAT, "%s has schema version 1 but not its"
+		               " time tables", b->path);
+	status = tm_convert_v1(b, "main");
+	if (status == SFS_OK)
+		status = sqlb_exec(b, "DROP TABLE statefs_log_time;"
+		                   " DROP TABLE statefs_queue_time;",
+		                   "migrating the schema");
+	if (status == SFS_OK)
+		sfs_log(LOG_INFO, "%s: migrated from schema version 1 to %d",
+		        b->path, SQLB_SCHEMA_VERSION);
+	return status;
 }
 
 int sqlb_schema_init(sfs_backend *b)
@@ -243,6 +316,8 @@ int sqlb_schema_init(sfs_backend *b)
 		status = sqlb_exec(b, sdk_ddl, "creating the VGI tables");
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
 		status = create_own(b, "");
+	if (status == SFS_OK && v == 1)
+		status = migrate_v1(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION) {
 		snprintf(sql, sizeof(sql),
 		         "INSERT OR REPLACE INTO statefs_meta VALUES"

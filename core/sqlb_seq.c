@@ -9,8 +9,13 @@
  * mapping extends correctly after a reopen: the next append asks the store.
  *
  * Pop is the SDK's single DELETE ... RETURNING of the head, inside a write
- * transaction that also drops the item's enqueue time: the write lock is
- * held before the head is chosen, so two processes never get one item.
+ * transaction: the write lock is held before the head is chosen, so two
+ * processes never get one item.
+ *
+ * Times of entries and items come from the sparse time maps
+ * (sqlb_timemap.c): an append or push writes a map row at most once a
+ * second, a pop writes none, and every listing derives each row's time in
+ * the same query (one index seek per row, as a join would).
  */
 #include <stdio.h>
 #include <string.h>
@@ -95,31 +100,6 @@ static void bind3(sqlite3_stmt *st, sfs_slice a, sfs_slice b, sfs_slice c)
 	sqlb_bind(st, 3, c);
 }
 
-/* Inserts (id, time) into a time table; inside a write transaction. */
-static int put_time(sfs_backend *b, int slot, const char *sql, int64_t id,
-                    int64_t t)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
-
-	if (!st)
-		return status;
-	sqlite3_bind_int64(st, 1, id);
-	sqlite3_bind_int64(st, 2, t);
-	return sqlb_run(b, st, "writing a time");
-}
-
-static int del_time(sfs_backend *b, int slot, const char *sql, int64_t id)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
-
-	if (!st)
-		return status;
-	sqlite3_bind_int64(st, 1, id);
-	return sqlb_run(b, st, "deleting a time");
-}
-
 /* --- logs --------------------------------------------------------------- */
 
 static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -138,8 +118,7 @@ static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (status != SFS_OK)
 		return status;
 	*id = sqlite3_last_insert_rowid(b->db);
-	return put_time(b, ST_LOG_TIME, "INSERT OR REPLACE INTO statefs_log_time"
-	                " (id, mtime_ns) VALUES (?1, ?2)", *id, sfs_clock_mtime_ns());
+	return tm_note(b, TM_LOG, *id, sfs_clock_mtime_ns());
 }
 
 int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -167,13 +146,13 @@ int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_SCAN + !!keys_only, keys_only ?
-	        "SELECT l.id, NULL, length(l.value), t.mtime_ns"
-	        " FROM function_state_log l LEFT JOIN statefs_log_time t"
-	        " ON t.id=l.id WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
+	        "SELECT l.id, NULL, length(l.value), " TM_LOG_AT("l.id")
+	        " FROM function_state_log l"
+	        " WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
 	        " AND l.id>?4 ORDER BY l.id LIMIT ?5" :
-	        "SELECT l.id, l.value, length(l.value), t.mtime_ns"
-	        " FROM function_state_log l LEFT JOIN statefs_log_time t"
-	        " ON t.id=l.id WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
+	        "SELECT l.id, l.value, length(l.value), " TM_LOG_AT("l.id")
+	        " FROM function_state_log l"
+	        " WHERE l.scope_id=?1 AND l.ns=?2 AND l.key=?3"
 	        " AND l.id>?4 ORDER BY l.id LIMIT ?5", &status);
 
 	if (!st)
@@ -205,8 +184,8 @@ int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_STAT,
-	        "SELECT length(l.value), t.mtime_ns FROM function_state_log l"
-	        " LEFT JOIN statefs_log_time t ON t.id=l.id WHERE l.id=?4"
+	        "SELECT length(l.value), " TM_LOG_AT("l.id")
+	        " FROM function_state_log l WHERE l.id=?4"
 	        " AND l.scope_id=?1 AND l.ns=?2 AND l.key=?3", &status);
 
 	if (!st)
@@ -294,8 +273,7 @@ int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
 		status = SFS_NOTFOUND;
 	if (status == SFS_OK)
-		status = del_time(b, ST_LOG_DEL_TIME,
-		                  "DELETE FROM statefs_log_time WHERE id=?1", id);
+		status = tm_prune(b, TM_LOG, id, id);
 	if (status != SFS_OK) {
 		sqlb_rollback(b);
 		return status;
@@ -303,7 +281,8 @@ int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return sqlb_commit(b);
 }
 
-/* Variant 0: whole scope, 1: one namespace, 2: one key. */
+/* Variant 0: whole scope, 1: one namespace, 2: one key. The id range of
+ * what goes is read first, for the time map's pruning. */
 int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, uint64_t *count)
 {
@@ -312,17 +291,17 @@ int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		"scope_id=?1 AND ns=?2 AND key=?3",
 	};
 	int v = !ns.ptr ? 0 : !key.ptr ? 1 : 2;
-	int status = SFS_OK;
+	int status = SFS_OK, rc;
 	sqlite3_stmt *st = b->st[ST_LOG_CLEAR + v];
-	sqlite3_stmt *tst = b->st[ST_LOG_CLEAR_TIME + v];
+	sqlite3_stmt *rst = b->st[ST_LOG_CLEAR_RANGE + v];
+	int64_t lo = 0, hi = -1;
 	char sql[256];
-	uint64_t c;
+	uint64_t c = 0;
 
-	if (!tst) {
-		snprintf(sql, sizeof(sql), "DELETE FROM statefs_log_time WHERE id"
-		         " IN (SELECT id FROM function_state_log WHERE %s)",
-		         where[v]);
-		if (!(tst = sqlb_stmt(b, ST_LOG_CLEAR_TIME + v, sql, &status)))
+	if (!rst) {
+		snprintf(sql, sizeof(sql), "SELECT min(id), max(id) FROM"
+		         " function_state_log WHERE %s", where[v]);
+		if (!(rst = sqlb_stmt(b, ST_LOG_CLEAR_RANGE + v, sql, &status)))
 			return status;
 	}
 	if (!st) {
@@ -335,20 +314,34 @@ int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (status != SFS_OK)
 		return status;
 	for (int i = 0; i < 2 && status == SFS_OK; i++) {
-		sqlite3_stmt *s = i ? st : tst;
+		sqlite3_stmt *s = i ? st : rst;
 
 		sqlb_bind(s, 1, scope);
 		if (v >= 1)
 			sqlb_bind(s, 2, ns);
 		if (v == 2)
 			sqlb_bind(s, 3, key);
+		if (i == 0) {
+			rc = sqlite3_step(s);
+			if (rc == SQLITE_ROW &&
+			    sqlite3_column_type(s, 0) != SQLITE_NULL) {
+				lo = sqlite3_column_int64(s, 0);
+				hi = sqlite3_column_int64(s, 1);
+			}
+			sqlite3_reset(s);
+			if (rc != SQLITE_ROW)
+				status = sqlb_fail(b, rc, "clearing a log");
+			continue;
+		}
 		status = sqlb_run(b, s, "clearing a log");
+		c = (uint64_t)sqlite3_changes64(b->db);
 	}
+	if (status == SFS_OK && c)
+		status = tm_prune(b, TM_LOG, lo, hi);
 	if (status != SFS_OK) {
 		sqlb_rollback(b);
 		return status;
 	}
-	c = (uint64_t)sqlite3_changes64(b->db);
 	if (c == 0)
 		sqlb_rollback(b);
 	else
@@ -367,7 +360,6 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PUSH,
 	        "INSERT INTO work_queue (execution_id, work_item) VALUES (?1, ?2)",
 	        &status);
-	int64_t now = sfs_clock_mtime_ns(), id;
 
 	if (!st)
 		return status;
@@ -377,16 +369,11 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 		status = sqlb_run(b, st, "pushing");
 		if (status != SFS_OK)
 			return status;
-		id = sqlite3_last_insert_rowid(b->db);
 		if (i == 0)
-			*first_id = id;
-		status = put_time(b, ST_Q_TIME, "INSERT OR REPLACE INTO"
-		                  " statefs_queue_time (id, enqueued_ns)"
-		                  " VALUES (?1, ?2)", id, now);
-		if (status != SFS_OK)
-			return status;
+			*first_id = sqlite3_last_insert_rowid(b->db);
 	}
-	return SFS_OK;
+	/* One time for the batch: the map row (if any) at its first id. */
+	return tm_note(b, TM_QUEUE, *first_id, sfs_clock_mtime_ns());
 }
 
 int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
@@ -407,8 +394,6 @@ int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
 		*first_id = id;
 	return status;
 }
-
-#define Q_DEL_TIME_SQL "DELETE FROM statefs_queue_time WHERE id=?1"
 
 int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
                    int64_t *id)
@@ -444,7 +429,7 @@ int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 	else if (status == SFS_OK && rc != SQLITE_DONE)
 		status = sqlb_fail(b, rc, "popping");
 	if (status == SFS_OK)
-		status = del_time(b, ST_Q_DEL_TIME, Q_DEL_TIME_SQL, got);
+		status = tm_override_del(b, got);
 	if (status == SFS_OK)
 		status = sqlb_commit(b);
 	else
@@ -462,11 +447,11 @@ int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 static sqlite3_stmt *q_scan_stmt(sfs_backend *b, int keys_only, int *status)
 {
 	return sqlb_stmt(b, ST_Q_SCAN + !!keys_only, keys_only ?
-	        "SELECT q.id, NULL, length(q.work_item), t.enqueued_ns"
-	        " FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	        "SELECT q.id, NULL, length(q.work_item), " TM_QUEUE_AT("q.id")
+	        " FROM work_queue q"
 	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3" :
-	        "SELECT q.id, q.work_item, length(q.work_item), t.enqueued_ns"
-	        " FROM work_queue q LEFT JOIN statefs_queue_time t ON t.id=q.id"
+	        "SELECT q.id, q.work_item, length(q.work_item), "
+	        TM_QUEUE_AT("q.id") " FROM work_queue q"
 	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3",
 	        status);
 }
@@ -489,23 +474,43 @@ int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
  * transaction. */
 static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
 {
-	int status = SFS_OK;
-	sqlite3_stmt *tst = sqlb_stmt(b, ST_Q_CLEAR_TIME,
-	        "DELETE FROM statefs_queue_time WHERE id IN"
-	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status);
-	sqlite3_stmt *st = tst ? sqlb_stmt(b, ST_Q_CLEAR,
+	int status = SFS_OK, rc;
+	sqlite3_stmt *rst = sqlb_stmt(b, ST_Q_CLEAR_RANGE,
+	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1",
+	        &status);
+	sqlite3_stmt *ost = rst ? sqlb_stmt(b, ST_Q_CLEAR_OVR,
+	        "DELETE FROM statefs_queue_timeoverride WHERE id IN"
+	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status)
+	        : NULL;
+	sqlite3_stmt *st = ost ? sqlb_stmt(b, ST_Q_CLEAR,
 	        "DELETE FROM work_queue WHERE execution_id=?1", &status) : NULL;
+	int64_t lo = 0, hi = -1;
+	uint64_t c;
 
 	if (!st)
 		return status;
-	sqlb_bind(tst, 1, queue);
-	status = sqlb_run(b, tst, "clearing a queue");
+	sqlb_bind(rst, 1, queue);
+	rc = sqlite3_step(rst);
+	if (rc == SQLITE_ROW && sqlite3_column_type(rst, 0) != SQLITE_NULL) {
+		lo = sqlite3_column_int64(rst, 0);
+		hi = sqlite3_column_int64(rst, 1);
+	}
+	sqlite3_reset(rst);
+	if (rc != SQLITE_ROW)
+		return sqlb_fail(b, rc, "clearing a queue");
+	sqlb_bind(ost, 1, queue);
+	status = sqlb_run(b, ost, "clearing a queue");
 	if (status != SFS_OK)
 		return status;
 	sqlb_bind(st, 1, queue);
 	status = sqlb_run(b, st, "clearing a queue");
+	if (status != SFS_OK)
+		return status;
+	c = (uint64_t)sqlite3_changes64(b->db);
+	if (c)
+		status = tm_prune(b, TM_QUEUE, lo, hi);
 	if (status == SFS_OK)
-		*count = (uint64_t)sqlite3_changes64(b->db);
+		*count = c;
 	return status;
 }
 
@@ -559,9 +564,9 @@ int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_STAT,
-	        "SELECT length(q.work_item), t.enqueued_ns FROM work_queue q"
-	        " LEFT JOIN statefs_queue_time t ON t.id=q.id"
-	        " WHERE q.id=?2 AND q.execution_id=?1", &status);
+	        "SELECT length(q.work_item), " TM_QUEUE_AT("q.id")
+	        " FROM work_queue q WHERE q.id=?2 AND q.execution_id=?1",
+	        &status);
 
 	if (!st)
 		return status;
@@ -584,9 +589,9 @@ static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 	status = sqlb_run(b, st, "deleting a queue item");
 	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
 		return SFS_NOTFOUND;
-	if (status != SFS_OK)
-		return status;
-	return del_time(b, ST_Q_DEL_TIME, Q_DEL_TIME_SQL, id);
+	if (status == SFS_OK)
+		status = tm_override_del(b, id);
+	return status == SFS_OK ? tm_prune(b, TM_QUEUE, id, id) : status;
 }
 
 int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)

@@ -35,12 +35,12 @@
 
 int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 {
-	/* Counted statements first (their changes() make the count), then
-	 * the side tables, which are not rows of the SDK's schema. The log's
-	 * times go before the log rows they are found through. */
+	/* The log's id range first (for its time map), then the counted
+	 * statements (their changes() make the count), then the side tables,
+	 * which are not rows of the SDK's schema. */
 	static const char *const sql[] = {
-		"DELETE FROM statefs_log_time WHERE id IN"
-		" (SELECT id FROM function_state_log WHERE scope_id=?1)",
+		"SELECT min(id), max(id) FROM function_state_log"
+		" WHERE scope_id=?1",
 		"DELETE FROM function_state WHERE scope_id=?1",
 		"DELETE FROM function_state_log WHERE scope_id=?1",
 		"DELETE FROM function_counter WHERE scope_id=?1",
@@ -49,6 +49,7 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 		"DELETE FROM statefs_dir WHERE scope_id=?1 AND family IN (1,2,3)",
 	};
 	uint64_t total = 0;
+	int64_t lo = 0, hi = -1;
 	int status = sqlb_begin_write(b);
 
 	if (status != SFS_OK)
@@ -63,6 +64,13 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 		}
 		sqlb_bind(st, 1, scope);
 		rc = sqlite3_step(st);
+		if (i == 0 && rc == SQLITE_ROW) {
+			if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+				lo = sqlite3_column_int64(st, 0);
+				hi = sqlite3_column_int64(st, 1);
+			}
+			rc = SQLITE_DONE;
+		}
 		sqlite3_finalize(st);
 		if (rc != SQLITE_DONE) {
 			status = sqlb_fail(b, rc, "clearing a scope");
@@ -71,6 +79,8 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 		if (i >= 1 && i <= 3)
 			total += (uint64_t)sqlite3_changes64(b->db);
 	}
+	if (status == SFS_OK)
+		status = tm_prune(b, TM_LOG, lo, hi);
 	if (status == SFS_OK)
 		status = sqlb_commit(b);
 	else
@@ -234,8 +244,10 @@ static int run_named(sfs_backend *b, const char *sql, const char *name,
 	return rc == SQLITE_DONE ? SFS_OK : sqlb_fail(b, rc, what);
 }
 
-/* The checkpoint must be a store of our schema version, intact. */
-static int check_checkpoint(sfs_backend *b, const char *path)
+/* The checkpoint must be a store of our schema version or an older one
+ * (*version gets it), intact. */
+static int check_checkpoint(sfs_backend *b, const char *path,
+                            int64_t *version)
 {
 	sqlite3_stmt *st;
 	const char *res;
@@ -256,9 +268,11 @@ static int check_checkpoint(sfs_backend *b, const char *path)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return sqlb_fail(b, rc, "reading the checkpoint");
-	if (v != SQLB_SCHEMA_VERSION)
-		return sfs_err(SFS_FORMAT, "%s has schema version %lld, not %d",
-		               path, (long long)v, SQLB_SCHEMA_VERSION);
+	if (v < 1 || v > SQLB_SCHEMA_VERSION)
+		return sfs_err(SFS_FORMAT, "%s has schema version %lld; this"
+		               " statefs restores 1 to %d", path, (long long)v,
+		               SQLB_SCHEMA_VERSION);
+	*version = v;
 	/* Every page, authenticated by the VFS when encrypted. */
 	rc = sqlite3_prepare_v2(b->db, "PRAGMA ckpt.quick_check(1)", -1, &st,
 	                        NULL);
@@ -347,7 +361,9 @@ static int has_ckpt_table(sfs_backend *b, const char *table)
 	return rc == SQLITE_DONE ? 0 : -sqlb_fail(b, rc, "reading the checkpoint");
 }
 
-static int restore_tx(sfs_backend *b, progress *p)
+/* Tables of ours the checkpoint lacks are emptied; a version-1
+ * checkpoint's per-entry times are converted into the time maps. */
+static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 {
 	char **tables = NULL;
 	int status, t;
@@ -370,6 +386,8 @@ static int restore_tx(sfs_backend *b, progress *p)
 		if (status == SFS_OK)
 			status = report(p);
 	}
+	if (status == SFS_OK && version == 1)
+		status = tm_convert_v1(b, "ckpt");
 	if (status == SFS_OK)
 		status = keep_sequence(b, "function_state_log");
 	if (status == SFS_OK)
@@ -383,6 +401,7 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn fn,
 {
 	progress p = { fn, ctx, NULL, 0, 0, 1, 0 };
 	struct stat sb;
+	int64_t version = 0;
 	int status;
 
 	if (stat(path, &sb) != 0)
@@ -396,12 +415,12 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn fn,
 	status = run_named(b, "ATTACH ?1 AS ckpt", path, "opening the checkpoint");
 	if (status != SFS_OK)
 		return status;
-	status = check_checkpoint(b, path);
+	status = check_checkpoint(b, path, &version);
 	if (status == SFS_OK)
 		status = sqlb_begin_write(b);
 	if (status == SFS_OK) {
 		progress_on(b, &p);
-		status = restore_tx(b, &p);
+		status = restore_tx(b, &p, version);
 		progress_off(b);
 		if (status != SFS_OK && p.cancelled)
 			status = sfs_err(SFS_CANCELLED, "cancelled by the caller");

@@ -143,9 +143,9 @@ typedef struct sfs_item {
 	int64_t id;        /* log/queue id, or worker/group/partition id */
 	int64_t n;         /* counter value (counter scans) */
 	int64_t mtime_ns;  /* last write through statefs, ns since the epoch;
-	                      0 when unknown (written by another SDK). From
-	                      the coarse clock, as file times: one kernel
-	                      tick (1-10 ms) of resolution */
+	                      0 when unknown (written by another SDK). One
+	                      second of resolution (whole seconds, in ns);
+	                      never goes backwards (docs/engine.md) */
 } sfs_item;
 
 typedef struct sfs_list {

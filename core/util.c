@@ -33,11 +33,14 @@ int64_t sfs_clock_mtime_ns(void)
 {
 	int64_t (*fn)(void) = atomic_load(&clock_fn);
 	struct timespec ts;
+	int64_t t;
 
-	if (fn)
-		return fn();
+	if (fn) {
+		t = fn();
+		return t - (t % 1000000000 + 1000000000) % 1000000000;
+	}
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000;
 }
 
 void sfs_clock_set(int64_t (*fn)(void))

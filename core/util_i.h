@@ -12,11 +12,13 @@
 int64_t sfs_clock_ns(void);
 void sfs_clock_set(int64_t (*fn)(void));
 
-/* The clock for modification times: CLOCK_REALTIME_COARSE, which ticks once
- * per kernel tick (1-10 ms), as the kernel's own file times do. Two writes
- * of a key within one tick show the same mtime, and the second one need not
- * rewrite the time row: a hot key costs one page per commit, not two. The
- * test clock replaces it too. */
+/* The clock for modification times: whole seconds (CLOCK_REALTIME_COARSE
+ * truncated to the second, in ns), the resolution of `ls -l`. A time row is
+ * rewritten only when the stored second is older than this one, and a log
+ * or queue time-map row is added only when this second is later than the
+ * latest row's: a key rewritten many times in one second, or a burst of
+ * appends, costs one time write (docs/engine.md, "Modification times").
+ * The test clock replaces it too (truncated the same way). */
 int64_t sfs_clock_mtime_ns(void);
 
 /* Creates the missing parent directories of path with mode. SFS_OK or

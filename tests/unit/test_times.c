@@ -1,0 +1,500 @@
+/*
+ * test_times.c - modification times: one-second resolution, a time row
+ * written once per key and second, the sparse time maps of logs and queues
+ * (one row per second of appends, pruned as entries go), imports that
+ * interleave with existing ids without changing their times, and stores of
+ * schema version 1 (per-entry time rows) migrated, read and restored with
+ * every time kept. The clock is the engine's injectable one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "fixture.h"
+#include "util_i.h"
+
+#define SEC 1000000000LL
+#define SC S("exec")
+#define LOG S("log")
+
+static int64_t fake_now;
+
+static int64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static int setup(void **state)
+{
+	fake_now = 1000 * SEC;
+	sfs_clock_set(fake_clock);
+	return tfx_setup(state);
+}
+
+static int teardown(void **state)
+{
+	sfs_clock_set(NULL);
+	return tfx_teardown(state);
+}
+
+/* Rows of a table, read with sqlite3 directly (plaintext stores only). */
+static long rows_of(const char *path, const char *table)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char sql[128];
+	long n = -1;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+	                 SQLITE_OK);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return n;
+}
+
+static int64_t kv_mtime(sfs_store *s, const char *key)
+{
+	uint64_t size;
+	int64_t mt = -1;
+
+	OK(sfs_kv_stat(s, SC, S("ns"), S(key), &size, &mt));
+	return mt;
+}
+
+static void test_kv_seconds(void **state)
+{
+	tfx *t = *state;
+	sfs_list l;
+
+	fake_now = 1000 * SEC + 300000000;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("1")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	fake_now = 1000 * SEC + 900000000; /* same second: no change */
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("2")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	fake_now = 1001 * SEC + 1;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("3")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
+	/* A clock stepped back does not move the time backwards. */
+	fake_now = 990 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("4")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
+	/* Counters the same way. */
+	fake_now = 2000 * SEC + 5;
+	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
+	fake_now = 2000 * SEC + 999999999;
+	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
+	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].n, 2);
+	assert_int_equal(l.items[0].mtime_ns, 2000 * SEC);
+	sfs_list_free(&l);
+	fake_now = 2003 * SEC;
+	OK(sfs_counter_set(t->s, SC, S("c"), S("n"), 7));
+	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
+	assert_int_equal(l.items[0].mtime_ns, 2003 * SEC);
+	sfs_list_free(&l);
+}
+
+static void times_are(const sfs_list *l, const int64_t *want, size_t n)
+{
+	assert_int_equal(l->n, n);
+	for (size_t i = 0; i < n; i++)
+		if (l->items[i].mtime_ns != want[i])
+			fail_msg("entry %zu (id %lld): time %lld, want %lld", i,
+			         (long long)l->items[i].id,
+			         (long long)l->items[i].mtime_ns,
+			         (long long)want[i]);
+}
+
+static void log_times(sfs_store *s, const char *key, const int64_t *want,
+                      size_t n)
+{
+	sfs_list l;
+
+	OK(sfs_log_scan(s, SC, LOG, S(key), -1, 0, 1, &l));
+	times_are(&l, want, n);
+	sfs_list_free(&l);
+}
+
+static void queue_times(sfs_store *s, const char *q, const int64_t *want,
+                        size_t n)
+{
+	sfs_list l;
+
+	OK(sfs_queue_scan(s, S(q), -1, 0, 1, &l));
+	times_are(&l, want, n);
+	sfs_list_free(&l);
+}
+
+static void test_log_map(void **state)
+{
+	tfx *t = *state;
+	static const int64_t at[] = { 100 * SEC + 100000000,
+		100 * SEC + 700000000, 101 * SEC, 101 * SEC + 500000000,
+		99 * SEC, 103 * SEC };
+	const int64_t want[] = { 100 * SEC, 100 * SEC, 101 * SEC, 101 * SEC,
+		101 * SEC, 103 * SEC };
+	int64_t id, first = 0;
+	uint64_t size;
+	int64_t mt;
+
+	for (size_t i = 0; i < 6; i++) {
+		fake_now = at[i];
+		OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), &id));
+		if (i == 0)
+			first = id;
+	}
+	log_times(t->s, "k", want, 6);
+	OK(sfs_log_stat(t->s, SC, LOG, S("k"), first + 4, &size, &mt));
+	assert_int_equal(mt, 101 * SEC);
+	/* a burst of appends in one second writes one map row */
+	fake_now = 200 * SEC;
+	for (int i = 0; i < 100; i++)
+		OK(sfs_log_append(t->s, SC, LOG, S("burst"), S("v"), NULL));
+	if (!tfx_encrypted())
+		assert_int_equal(rows_of(t->path, "statefs_log_timemap"), 4);
+	/* deleting entries drops the rows no entry depends on; the others
+	 * keep their times */
+	OK(sfs_log_clear(t->s, SC, LOG, S("burst"), NULL));
+	OK(sfs_log_delete(t->s, SC, LOG, S("k"), first + 2));
+	OK(sfs_log_delete(t->s, SC, LOG, S("k"), first + 3));
+	OK(sfs_log_delete(t->s, SC, LOG, S("k"), first + 4));
+	{
+		const int64_t w2[] = { 100 * SEC, 100 * SEC, 103 * SEC };
+
+		log_times(t->s, "k", w2, 3);
+	}
+	if (!tfx_encrypted())
+		/* 100 and 103 remain; the latest row (200) is always kept */
+		assert_int_equal(rows_of(t->path, "statefs_log_timemap"), 3);
+	/* appends after that still get the current second */
+	fake_now = 200 * SEC + 5;
+	OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), NULL));
+	fake_now = 201 * SEC;
+	OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), NULL));
+	{
+		const int64_t w3[] = { 100 * SEC, 100 * SEC, 103 * SEC,
+			200 * SEC, 201 * SEC };
+
+		log_times(t->s, "k", w3, 5);
+	}
+	/* exec clear of another scope leaves these alone */
+	fake_now = 300 * SEC;
+	OK(sfs_log_append(t->s, S("other"), LOG, S("k"), S("v"), NULL));
+	OK(sfs_exec_clear(t->s, S("other"), NULL));
+	{
+		const int64_t w4[] = { 100 * SEC, 100 * SEC, 103 * SEC,
+			200 * SEC, 201 * SEC };
+
+		log_times(t->s, "k", w4, 5);
+	}
+}
+
+static void test_queue_map(void **state)
+{
+	tfx *t = *state;
+	sfs_slice items[3] = { S("a"), S("b"), S("c") };
+	sfs_buf b;
+	int64_t first, id;
+	uint64_t size, n;
+	int64_t mt;
+
+	fake_now = 10 * SEC + 1;
+	OK(sfs_queue_push(t->s, S("q"), items, 3, &first));
+	fake_now = 10 * SEC + 2;
+	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
+	fake_now = 12 * SEC;
+	OK(sfs_queue_push(t->s, S("p"), items, 2, NULL));
+	fake_now = 13 * SEC;
+	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
+	{
+		const int64_t w[] = { 10 * SEC, 10 * SEC, 10 * SEC, 10 * SEC,
+			13 * SEC };
+
+		queue_times(t->s, "q", w, 5);
+	}
+	OK(sfs_queue_stat(t->s, S("p"), first + 4, &size, &mt));
+	assert_int_equal(mt, 12 * SEC);
+	if (!tfx_encrypted())
+		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 3);
+	/* pops write no time; the rows below the head go with the next
+	 * row written */
+	for (int i = 0; i < 4; i++) {
+		OK(sfs_queue_pop(t->s, S("q"), &b, &id));
+		sfs_buf_free(&b);
+	}
+	OK(sfs_queue_clear(t->s, S("p"), &n));
+	assert_int_equal(n, 2);
+	fake_now = 20 * SEC;
+	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
+	{
+		const int64_t w[] = { 13 * SEC, 20 * SEC };
+
+		queue_times(t->s, "q", w, 2);
+	}
+	if (!tfx_encrypted())
+		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 2);
+	OK(sfs_queue_len(t->s, S("q"), &n));
+	assert_int_equal(n, 2);
+}
+
+/* sfs_row for a log or queue entry. */
+static sfs_row id_row(sfs_family fam, const char *scope, int64_t id,
+                      int64_t mt)
+{
+	sfs_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.family = fam;
+	r.scope = S(scope);
+	if (fam == SFS_FAM_LOG) {
+		r.ns = LOG;
+		r.key = S("k");
+	}
+	r.value = S("v");
+	r.id = id;
+	r.mtime_ns = mt;
+	return r;
+}
+
+static void import_ids(sfs_store *s, sfs_family fam, const int64_t *ids,
+                       const int64_t *times, size_t n)
+{
+	sfs_import *imp;
+
+	OK(sfs_import_begin(s, &imp));
+	for (size_t i = 0; i < n; i++) {
+		sfs_row r = id_row(fam, "exec", ids[i], times[i]);
+
+		OK(sfs_import_row(imp, &r));
+	}
+	OK(sfs_import_commit(imp));
+}
+
+/* Existing ids 2, 4, 6; imported 1, 3, 5, 7 and 8 between and after them,
+ * with times that would break the queue map's order: every entry keeps
+ * or gets exactly its time. */
+static void check_interleave(sfs_store *s, sfs_family fam)
+{
+	const int64_t old_ids[] = { 2, 4, 6 };
+	const int64_t old_t[] = { 200, 200, 600 }; /* 2 and 4 share a row */
+	const int64_t new_ids[] = { 5, 1, 3, 8, 7 };
+	const int64_t new_t[] = { 450, 50, 0, 900, 500 };
+	const int64_t want[] = { 50, 200, 0, 200, 450, 600, 500, 900 };
+	sfs_list l;
+
+	import_ids(s, fam, old_ids, old_t, 3);
+	import_ids(s, fam, new_ids, new_t, 5);
+	if (fam == SFS_FAM_LOG)
+		OK(sfs_log_scan(s, SC, LOG, S("k"), -1, 0, 1, &l));
+	else
+		OK(sfs_queue_scan(s, SC, -1, 0, 1, &l));
+	times_are(&l, want, 8);
+	sfs_list_free(&l);
+	/* importing again changes nothing; a changed time is taken */
+	import_ids(s, fam, new_ids, new_t, 5);
+	{
+		const int64_t id4[] = { 4 }, t4[] = { 444 };
+		const int64_t want2[] = { 50, 200, 0, 444, 450, 600, 500, 900 };
+
+		import_ids(s, fam, id4, t4, 1);
+		if (fam == SFS_FAM_LOG)
+			OK(sfs_log_scan(s, SC, LOG, S("k"), -1, 0, 1, &l));
+		else
+			OK(sfs_queue_scan(s, SC, -1, 0, 1, &l));
+		times_are(&l, want2, 8);
+		sfs_list_free(&l);
+	}
+}
+
+static void test_import_interleaved_log(void **state)
+{
+	check_interleave(((tfx *)*state)->s, SFS_FAM_LOG);
+}
+
+static void test_import_interleaved_queue(void **state)
+{
+	tfx *t = *state;
+	sfs_slice items[2] = { S("v"), S("v") };
+
+	check_interleave(t->s, SFS_FAM_QUEUE);
+	/* a push after the import comes after id 8, at the current second */
+	fake_now = 5000 * SEC;
+	OK(sfs_queue_push(t->s, SC, items, 2, NULL));
+	{
+		const int64_t w[] = { 50, 200, 0, 444, 450, 600, 500, 900,
+			5000 * SEC, 5000 * SEC };
+
+		queue_times(t->s, "exec", w, 10);
+	}
+	/* an earlier time for 9, which shares its map row with 10 */
+	{
+		const int64_t id9[] = { 9 }, t9[] = { 4000 * SEC };
+		const int64_t w[] = { 50, 200, 0, 444, 450, 600, 500, 900,
+			4000 * SEC, 5000 * SEC };
+
+		import_ids(t->s, SFS_FAM_QUEUE, id9, t9, 1);
+		queue_times(t->s, "exec", w, 10);
+	}
+}
+
+/* --- schema version 1 ----------------------------------------------------- */
+
+/* The DDL of a version-1 store, as the first release wrote it. */
+static const char v1_ddl[] =
+	"CREATE TABLE work_queue (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" execution_id BLOB NOT NULL, work_item BLOB NOT NULL);"
+	"CREATE INDEX idx_work_queue_execution ON work_queue(execution_id, id);"
+	"CREATE TABLE function_state (scope_id BLOB NOT NULL, ns BLOB NOT NULL,"
+	" key BLOB NOT NULL, value BLOB NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));"
+	"CREATE TABLE function_state_log (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" value BLOB NOT NULL);"
+	"CREATE INDEX idx_function_state_log_lookup"
+	" ON function_state_log(scope_id, ns, key, id);"
+	"CREATE TABLE function_counter (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));"
+	"CREATE TABLE statefs_meta (name TEXT NOT NULL PRIMARY KEY, value ANY)"
+	" WITHOUT ROWID;"
+	"CREATE TABLE statefs_kv_time (scope_id BLOB NOT NULL, ns BLOB NOT NULL,"
+	" key BLOB NOT NULL, mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID;"
+	"CREATE TABLE statefs_counter_time (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID;"
+	"CREATE TABLE statefs_log_time (id INTEGER PRIMARY KEY,"
+	" mtime_ns INTEGER NOT NULL);"
+	"CREATE TABLE statefs_queue_time (id INTEGER PRIMARY KEY,"
+	" enqueued_ns INTEGER NOT NULL);"
+	"CREATE TABLE statefs_dir (family INTEGER NOT NULL,"
+	" scope_id BLOB NOT NULL, has_ns INTEGER NOT NULL, ns BLOB NOT NULL,"
+	" PRIMARY KEY (family, scope_id, has_ns, ns)) WITHOUT ROWID;"
+	"INSERT INTO statefs_meta VALUES ('schema_version', 1);"
+	/* entry 2 and item 2 were written by the Go SDK: no time */
+	"INSERT INTO function_state_log (id, scope_id, ns, key, value) VALUES"
+	" (1, x'65786563', x'6c6f67', x'6b', x'31'),"
+	" (2, x'65786563', x'6c6f67', x'6b', x'32'),"
+	" (3, x'65786563', x'6c6f67', x'6b', x'33'),"
+	" (4, x'65786563', x'6c6f67', x'6b', x'34'),"
+	" (5, x'65786563', x'6c6f67', x'6b', x'35');"
+	"INSERT INTO statefs_log_time VALUES (1, 1000500000001),"
+	" (3, 999000000000), (4, 2000000000007), (5, 2000000000007);"
+	"INSERT INTO work_queue (id, execution_id, work_item) VALUES"
+	" (1, x'65786563', x'61'), (2, x'65786563', x'62'),"
+	" (3, x'65786563', x'63'), (4, x'65786563', x'64'),"
+	" (5, x'65786563', x'65');"
+	"INSERT INTO statefs_queue_time VALUES (1, 500), (3, 400), (4, 600),"
+	" (5, 600);"
+	"INSERT INTO function_state VALUES (x'65786563', x'6e73', x'6b',"
+	" x'76');"
+	"INSERT INTO statefs_kv_time VALUES (x'65786563', x'6e73', x'6b',"
+	" 1234567890123);";
+
+static const int64_t v1_log[] = { 1000500000001, 0, 999000000000,
+	2000000000007, 2000000000007 };
+static const int64_t v1_queue[] = { 500, 0, 400, 600, 600 };
+
+static void make_v1(const char *path)
+{
+	sqlite3 *db;
+	char *err = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_exec(db, v1_ddl, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("v1 store: %s", err);
+	sqlite3_close(db);
+}
+
+static void v1_times_are(sfs_store *s)
+{
+	log_times(s, "k", v1_log, 5);
+	queue_times(s, "exec", v1_queue, 5);
+	assert_int_equal(kv_mtime(s, "k"), 1234567890123);
+}
+
+static void test_v1_migrates(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_store *s;
+	sfs_info info;
+	sfs_slice one = S("f");
+
+	if (tfx_encrypted())
+		skip(); /* the old store is written with plain sqlite3 */
+	snprintf(path, sizeof(path), "%s/v1.db", t->dir);
+	make_v1(path);
+	/* read-only: the old tables are read as they are */
+	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
+	v1_times_are(s);
+	OK(sfs_store_info(s, &info));
+	assert_int_equal(info.schema_version, 1);
+	sfs_store_close(s);
+	assert_int_equal(rows_of(path, "statefs_log_time"), 4);
+	/* read-write: migrated once, every time kept */
+	OK(tfx_open(path, 0, &s));
+	v1_times_are(s);
+	OK(sfs_store_info(s, &info));
+	assert_int_equal(info.schema_version, 2);
+	sfs_store_close(s);
+	assert_int_equal(rows_of(path, "statefs_log_time"), -1);
+	assert_int_equal(rows_of(path, "statefs_queue_time"), -1);
+	OK(tfx_open(path, 0, &s));
+	v1_times_are(s);
+	/* and it goes on from there */
+	fake_now = 3000 * SEC + 7;
+	OK(sfs_log_append(s, SC, LOG, S("k"), S("6"), NULL));
+	OK(sfs_queue_push(s, SC, &one, 1, NULL));
+	{
+		const int64_t wl[] = { 1000500000001, 0, 999000000000,
+			2000000000007, 2000000000007, 3000 * SEC };
+		const int64_t wq[] = { 500, 0, 400, 600, 600, 3000 * SEC };
+
+		log_times(s, "k", wl, 6);
+		queue_times(s, "exec", wq, 6);
+	}
+	sfs_store_close(s);
+}
+
+static void test_v1_checkpoint_restores(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+
+	if (tfx_encrypted())
+		skip();
+	snprintf(path, sizeof(path), "%s/v1.ckpt", t->dir);
+	make_v1(path);
+	fake_now = 9 * SEC;
+	OK(sfs_log_append(t->s, SC, LOG, S("gone"), S("x"), NULL));
+	OK(sfs_restore(t->s, path, NULL, NULL));
+	v1_times_are(t->s);
+	log_times(t->s, "gone", NULL, 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_kv_seconds),
+		T(test_log_map),
+		T(test_queue_map),
+		T(test_import_interleaved_log),
+		T(test_import_interleaved_queue),
+		T(test_v1_migrates),
+		T(test_v1_checkpoint_restores),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
