@@ -323,6 +323,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	free(buf);
 }
 
+/* READDIR: names and inode numbers only (no nodes); see do_readdir. */
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
@@ -330,6 +331,8 @@ void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	do_readdir(req, size, off, fi, 0);
 }
 
+/* READDIRPLUS: with attributes, one lookup counted per entry; see
+ * do_readdir. */
 void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {

@@ -80,6 +80,9 @@ ok "detached"
 # the system's PATH (mount sets its own): in a private mount namespace,
 # /usr/local/sbin is made to hold our statefs, as if it were installed.
 export bin mnt csv_mode work
+if ! unshare -m --propagation private true 2>/dev/null; then
+  echo "skip - mount(8) and fstab: no private mount namespace here"
+else
 unshare -m --propagation private bash -euo pipefail -c '
   mkdir -p "$work/sbin"
   ln -s "$bin" "$work/sbin/statefs"
@@ -100,6 +103,7 @@ unshare -m --propagation private bash -euo pipefail -c '
   gone "$pid" || { echo "FAIL: daemon left after umount"; exit 1; }
 ' 2>>"$work/daemon.err" || fail "mount(8) and fstab (see the daemon's stderr)"
 ok "mount -t fuse.statefs and fstab"
+fi
 
 # -o ro: reads work, every change is EROFS, the store is untouched.
 before=$(helper dump)
