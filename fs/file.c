@@ -407,12 +407,11 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto reply;
 	}
 
-	rc = fs_resolve(f, &dir, name, &child);
+	rc = fs_resolve(f, &dir, name, 1, &child);
 	if (rc == SFS_OK && child.kind != kind)
 		rc = SFS_EXISTS; /* .drain */
 	if (rc) {
-		err = rc == SFS_NOTFOUND || rc == SFS_INVALID
-		    ? EINVAL : fs_errno(f, rc, "create");
+		err = fs_errno(f, rc, "create"); /* EINVAL: no name of anything */
 		goto fail;
 	}
 	rc = fs_store_stat(f, &child, &size, &mtime);

@@ -133,11 +133,8 @@ void fs_ttl(fs_kind k, double *entry, double *attr)
 	}
 }
 
-/* Decodes name as a child of dir: a fixed directory, a special file, an
- * entry id or a byte string in the codec (long names found by a scan).
- * SFS_OK with *out set, SFS_NOTFOUND, or SFS_INVALID for a name that is
- * no name of anything (so CREATE can say EINVAL). */
-int fs_resolve(fs *f, const fs_addr *dir, const char *name, fs_addr *out)
+int fs_resolve(fs *f, const fs_addr *dir, const char *name, int naming,
+               fs_addr *out)
 {
 	static const fs_kind fixed[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
 	                                 FS_COUNTER_ROOT };
@@ -159,23 +156,29 @@ int fs_resolve(fs *f, const fs_addr *dir, const char *name, fs_addr *out)
 			       ? SFS_NOMEM : SFS_OK;
 	}
 	if (child == FS_NONE)
-		return SFS_NOTFOUND;
+		return naming ? SFS_INVALID : SFS_NOTFOUND;
 	if (fs_class_of(child)->by_id) {
 		if (!fs_id_parse(name, &id))
-			return SFS_INVALID;
+			return naming ? SFS_INVALID : SFS_NOTFOUND;
 		return fs_addr_child(dir, child, NULL, 0, id, out)
 		       ? SFS_NOMEM : SFS_OK;
 	}
 	rc = sfs_name_decode(name, strlen(name), fs_name_kind(dir, child), &b,
 	                     &hashed);
+	if (rc == SFS_INVALID && !naming)
+		return SFS_NOTFOUND; /* names nothing, so there is no such file */
 	if (rc)
-		return rc == SFS_INVALID ? SFS_INVALID : rc;
-	if (hashed)
+		return rc;
+	if (hashed) {
 		rc = fs_store_resolve(f, dir, child, name,
 		                      sfs_bytes(b.ptr, b.len), out);
-	else
+		/* A long name only finds; it cannot name something new. */
+		if (rc == SFS_NOTFOUND && naming)
+			rc = SFS_INVALID;
+	} else {
 		rc = fs_addr_child(dir, child, b.ptr, b.len, 0, out)
 		     ? SFS_NOMEM : SFS_OK;
+	}
 	sfs_buf_free(&b);
 	return rc;
 }
@@ -260,7 +263,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, err);
 		return;
 	}
-	rc = fs_resolve(f, &dir, name, &child);
+	rc = fs_resolve(f, &dir, name, 0, &child);
 	if (rc == SFS_OK)
 		rc = fs_store_stat(f, &child, &size, &mtime);
 	if (rc == SFS_NOTFOUND) {
@@ -271,8 +274,6 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			mtime = fs_now_ns();
 		}
 	}
-	if (rc == SFS_INVALID)
-		rc = SFS_NOTFOUND; /* not a name of anything: no such file */
 	if (rc)
 		fuse_reply_err(req, fs_errno(f, rc, "lookup"));
 	else
@@ -473,9 +474,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EROFS;
 	} else if (fs_class_of(dir.kind)->mkdir == FS_NONE) {
 		err = EPERM;
-	} else if ((rc = fs_resolve(f, &dir, name, &child)) != SFS_OK) {
-		err = rc == SFS_NOTFOUND || rc == SFS_INVALID ? EINVAL
-		                                              : fs_errno(f, rc, "mkdir");
+	} else if ((rc = fs_resolve(f, &dir, name, 1, &child)) != SFS_OK) {
+		err = fs_errno(f, rc, "mkdir"); /* EINVAL: no name of anything */
 	} else if (child.kind != fs_class_of(dir.kind)->mkdir) {
 		err = EEXIST; /* a special file or fixed directory */
 	} else if ((rc = fs_store_mkdir(f, &child)) != SFS_OK) {
@@ -513,9 +513,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, err);
 		return;
 	}
-	rc = fs_resolve(f, &dir, name, &child);
-	if (rc == SFS_INVALID)
-		rc = SFS_NOTFOUND;
+	rc = fs_resolve(f, &dir, name, 0, &child);
 	if (f->readonly)
 		err = EROFS;
 	else if (rc)
@@ -554,9 +552,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, err);
 		return;
 	}
-	rc = fs_resolve(f, &dir, name, &child);
-	if (rc == SFS_INVALID)
-		rc = SFS_NOTFOUND;
+	rc = fs_resolve(f, &dir, name, 0, &child);
 	if (f->readonly)
 		err = EROFS;
 	else if (rc)
@@ -604,20 +600,22 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EINVAL; /* RENAME_EXCHANGE, RENAME_WHITEOUT */
 		goto out;
 	}
-	rc = fs_resolve(f, &dir, name, &from);
+	rc = fs_resolve(f, &dir, name, 0, &from);
 	if (rc) {
-		err = rc == SFS_INVALID ? ENOENT : fs_errno(f, rc, "rename");
+		err = fs_errno(f, rc, "rename");
 		goto out;
 	}
 	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0) {
 		err = EPERM; /* special files and the fixed directories */
 		goto out;
 	}
-	rc = fs_resolve(f, &ndir, newname, &to);
+	if (fs_class_of(from.kind)->by_id) {
+		err = EXDEV; /* entries and items keep their ids: mv copies */
+		goto out;
+	}
+	rc = fs_resolve(f, &ndir, newname, 1, &to);
 	if (rc) {
-		err = rc == SFS_INVALID || rc == SFS_NOTFOUND
-		    ? (fs_class_of(from.kind)->by_id ? EXDEV : EINVAL)
-		    : fs_errno(f, rc, "rename");
+		err = fs_errno(f, rc, "rename");
 		goto out;
 	}
 	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {

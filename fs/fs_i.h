@@ -254,9 +254,11 @@ void fs_ttl(fs_kind k, double *entry, double *attr);
 int64_t fs_now_ns(void);
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
- * SFS_OK with *out set, SFS_NOTFOUND, or SFS_INVALID for a name that is
- * no name of anything (so CREATE can say EINVAL). */
-int fs_resolve(fs *f, const fs_addr *dir, const char *name, fs_addr *out);
+ * SFS_OK with *out set. A name that names nothing is SFS_NOTFOUND when
+ * looking (naming 0: LOOKUP, UNLINK...) and SFS_INVALID when naming
+ * something new (CREATE, MKDIR, a rename's target), where it is EINVAL. */
+int fs_resolve(fs *f, const fs_addr *dir, const char *name, int naming,
+               fs_addr *out);
 /* The part a child address adds to its directory's (for the node table). */
 void fs_child_part(const fs_addr *a, const void **p, size_t *n);
 /* An entry for child with one lookup counted; *node (may be NULL) gets
