@@ -18,8 +18,9 @@
  * surrounded by optional blanks. A write that cannot be (the prefix of)
  * such a token, or an add that would overflow the current value, fails at
  * WRITE with EINVAL, where the shell sees it; the store is left as it was.
- * A handle that had a write refused (EFBIG, EINVAL) commits nothing at
- * all, so bad input never changes the store, not even by a create.
+ * A value handle that had a write refused (EFBIG) commits nothing at all,
+ * so bad input never changes the store, not even by a create; a counter
+ * drops the refused token only.
  *
  * A file created in a log key or a queue is a new entry or item: its bytes
  * are appended or pushed at FLUSH (each FLUSH after new writes adds one
@@ -574,8 +575,15 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		err = EACCES;
 		break;
 	}
-	if (err == EFBIG || err == EINVAL)
-		h->refused = 1;
+	if (err == EFBIG || err == EINVAL) {
+		/* A counter's refused token is simply not kept (later ones
+		 * still count), but a create whose only write was refused
+		 * makes no counter; a value is all or nothing. */
+		if (h->kind == FS_CNT_KEY)
+			h->created = 0;
+		else
+			h->refused = 1;
+	}
 	pthread_mutex_unlock(&h->lock);
 	if (err)
 		fuse_reply_err(req, err);

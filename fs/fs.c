@@ -796,6 +796,11 @@ int fs_create(const fs_config *cfg, fs **out)
 	return 0;
 }
 
+void fs_stop(fs *f)
+{
+	fs_wait_stop(f);
+}
+
 void fs_set_store(fs *f, sfs_store *store)
 {
 	f->store = store;

@@ -344,9 +344,9 @@ typedef struct fs_file {
 	unsigned created : 1;      /* made by CREATE (counters: set 0 if never
 	                              written) */
 	unsigned pending : 1;      /* holds one count of node->pending */
-	unsigned refused : 1;      /* a write was refused (EFBIG, EINVAL): the
-	                              handle commits nothing, not even its
-	                              create or truncation */
+	unsigned refused : 1;      /* a write was refused (EFBIG): the handle
+	                              commits nothing, not even its create or
+	                              truncation */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
 } fs_file;
 

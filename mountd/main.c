@@ -139,6 +139,7 @@ int main(int argc, char *argv[])
 		fuse_loop_cfg_destroy(loop);
 	}
 	ret = loop_status(rc);
+	fs_stop(f); /* answer kept .wait reads while the device is open */
 
 out_unmount:
 	fuse_session_unmount(se);

@@ -27,6 +27,14 @@ for bad in abc 1.5 + 12a '1 2' '++1' 9223372036854775808 -9223372036854775809x; 
   expect_op EINVAL write $c/done "$bad"
   expect_eq "$(cat $c/done)" 42 "after writing '$bad'"
 done
+# One open file, a refused token, then a good one: the good one counts.
+exec 3> $c/done
+echo nonsense >&3 2>/dev/null && fail "nonsense accepted"
+echo +8 >&3
+exec 3>&-
+expect_eq "$(cat $c/done)" 50 "a refused token does not spoil the next"
+expect_op EINVAL write $c/brand-new abc
+[ ! -e $c/brand-new ] || fail "a refused first write made a counter"
 echo =9223372036854775807 > $c/done
 expect_op EINVAL write $c/done +1
 expect_eq "$(cat $c/done)" 9223372036854775807 "add overflow changes nothing"

@@ -113,5 +113,17 @@ mv 'queue/a%2Fb/'* queue/other/
 expect_eq "$(helper qlen a/b),$(helper qlen other)" 0,1 "mv across queues"
 ok "queue names, mv"
 
+# Stopping the daemon with a reader blocked on .wait: the reader ends,
+# the daemon exits 0 and says nothing.
+cat $q/.wait > /dev/null 2>&1 &
+w=$!
+sleep 0.2
 cd /
-unmount_fs
+kill -TERM "$daemon_pid"
+rc=0
+wait "$daemon_pid" || rc=$?
+daemon_pid=
+expect_eq "$rc" 0 "exit with a blocked reader"
+wait "$w" || true
+mountpoint -q "$mnt" && fail "still mounted"
+ok "SIGTERM with a blocked .wait reader"
