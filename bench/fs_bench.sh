@@ -3,7 +3,8 @@
 #   1. small-file create+write+close, read, readdir and unlink through
 #      statefs (plaintext and encrypted stores) and through our minimal
 #      low-level passthrough over a tmpfs (passthrough_ll.c: the FUSE floor
-#      on this machine), printed as ratios of rates (statefs / floor);
+#      on this machine), rounds alternating between the three mounts,
+#      printed as ratios of rates (statefs / floor);
 #   2. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
 #      per listing, time per key, and the daemon's resident memory, to show
 #      that time grows linearly and memory does not.
@@ -72,11 +73,18 @@ stop() { # mountpoint
   fusermount3 -u "$1"
 }
 
-declare -A us
-run_ops() { # label dir
+# One round = create, read, list and unlink N files on each mount in turn;
+# rounds alternate between the mounts so that load on the shared machine
+# falls on all of them alike, and each figure is the median of its rounds.
+declare -A all us
+run_round() { # label dir
   while read -r op t; do
-    us[$1.$op]=$t
-  done < <("$fsb" ops "$2" "$n" "$size" "$reps")
+    all[$1.$op]="${all[$1.$op]:-} $t"
+  done < <("$fsb" ops "$2" "$n" "$size" 1)
+}
+median() { # numbers...
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "fs_bench: $n files of $size bytes, median of $reps rounds, $(nproc) CPUs"
@@ -86,14 +94,21 @@ mkdir -p "$w/src" "$w/pt"
 pids+=($!)
 mounts+=("$w/pt")
 wait_mount "$w/pt" "$!"
-run_ops floor "$w/pt"
-stop "$w/pt"
-
 for mode in plain encrypted; do
   start_statefs $mode "$w/m-$mode"
   mkdir -p "$w/m-$mode/bench/small"
-  run_ops $mode "$w/m-$mode/bench/small"
-  stop "$w/m-$mode"
+done
+for _ in $(seq "$reps"); do
+  run_round floor "$w/pt"
+  run_round plain "$w/m-plain/bench/small"
+  run_round encrypted "$w/m-encrypted/bench/small"
+done
+stop "$w/pt"
+stop "$w/m-plain"
+stop "$w/m-encrypted"
+for k in "${!all[@]}"; do
+  # shellcheck disable=SC2086
+  us[$k]=$(median ${all[$k]})
 done
 
 printf '\n%-9s %14s %14s %7s %14s %7s\n' operation "floor us/file" \
