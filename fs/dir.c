@@ -25,6 +25,7 @@
 enum stage { ST_DOT, ST_DOTDOT, ST_FIXED, ST_EPHEMERAL, ST_STORE, ST_END };
 
 typedef struct fs_dir {
+	fs_link link;            /* first: in fs.dirs */
 	pthread_mutex_t lock;    /* guards the listing state below */
 	fs_addr addr;            /* the directory, copied at OPENDIR */
 	fs_node *node;           /* a reference */
@@ -39,6 +40,8 @@ typedef struct fs_dir {
 	int page_last;           /* the store has nothing after this page */
 	fs_cursor cur;           /* where the next page starts */
 } fs_dir;
+
+static void dir_release_memory(fs_dir *d);
 
 static const fs_kind fixed_dirs[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
                                       FS_COUNTER_ROOT };
@@ -168,6 +171,15 @@ static void dir_advance(fs_dir *d)
 	}
 }
 
+static void dir_release_memory(fs_dir *d)
+{
+	dir_reset(d);
+	fs_names_free(&d->eph);
+	fs_addr_free(&d->addr);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
 /* Brings the listing to offset off (a fresh start and a skip unless we
  * are there already). */
 static int dir_seek(fs *f, fs_dir *d, off_t off)
@@ -231,7 +243,9 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	d->parent_ino = fs_node_parent_ino(f, n);
 	dir_reset(d);
 	fi->fh = (uintptr_t)d;
+	fs_link_add(f, &f->dirs, &d->link);
 	if (fuse_reply_open(req, fi) != 0) {
+		fs_link_del(f, &d->link);
 		fs_node_unref(f, n);
 		d->node = NULL;
 		err = 0;
@@ -348,11 +362,17 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	fs_dir *d = (fs_dir *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	dir_reset(d);
-	fs_names_free(&d->eph);
-	fs_addr_free(&d->addr);
+	fs_link_del(f, &d->link);
 	fs_node_unref(f, d->node);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
+	dir_release_memory(d);
 	fuse_reply_err(req, 0);
+}
+
+void fs_dirs_free_all(fs *f)
+{
+	while (f->dirs.next != &f->dirs) {
+		fs_dir *d = (fs_dir *)f->dirs.next;
+		fs_link_del(f, &d->link);
+		dir_release_memory(d);
+	}
 }

@@ -61,7 +61,25 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags)
 	h->kind = kind;
 	h->flags = flags;
 	fs_node_ref(f, n);
+	fs_link_add(f, &f->files, &h->link);
 	return h;
+}
+
+static void file_release_memory(fs_file *h)
+{
+	free(h->buf);
+	free(h->in);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void fs_files_free_all(fs *f)
+{
+	while (f->files.next != &f->files) {
+		fs_file *h = (fs_file *)f->files.next;
+		fs_link_del(f, &h->link);
+		file_release_memory(h);
+	}
 }
 
 void fs_file_free(fs *f, fs_file *h)
@@ -71,10 +89,8 @@ void fs_file_free(fs *f, fs_file *h)
 	if (h->pending)
 		fs_node_pending(f, h->node, -1);
 	fs_node_unref(f, h->node);
-	free(h->buf);
-	free(h->in);
-	pthread_mutex_destroy(&h->lock);
-	free(h);
+	fs_link_del(f, &h->link);
+	file_release_memory(h);
 }
 
 int fs_file_reserve(fs_file *h, size_t cap)

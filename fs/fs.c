@@ -788,6 +788,8 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &f->start);
 	pthread_mutex_init(&f->lock, NULL);
+	f->files.next = f->files.prev = &f->files;
+	f->dirs.next = f->dirs.prev = &f->dirs;
 	if ((err = fs_inodes_init(f))) {
 		fs_destroy(f);
 		return err;
@@ -811,6 +813,8 @@ void fs_destroy(fs *f)
 	if (!f)
 		return;
 	fs_wait_stop(f);
+	fs_files_free_all(f);
+	fs_dirs_free_all(f);
 	fs_inodes_free(f);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

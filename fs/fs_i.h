@@ -212,6 +212,14 @@ uint64_t fs_ino_hash(uint64_t dir_ihash, fs_kind kind, const void *p,
  */
 struct fs_waitq;
 
+/* Open handles are linked into the fs (under fs.lock): after a forced
+ * unmount the kernel sends no RELEASE, and fs_destroy frees what is left. */
+typedef struct fs_link {
+	struct fs_link *prev, *next;
+} fs_link;
+void fs_link_add(fs *f, fs_link *head, fs_link *l);
+void fs_link_del(fs *f, fs_link *l);
+
 struct fs {
 	sfs_store *store;
 	int readonly;
@@ -230,6 +238,7 @@ struct fs {
 	size_t nodes;
 	int64_t anon_seq;
 	fs_node *root, *exec_root, *queue_root, *counter_root;
+	fs_link files, dirs;       /* open handles; guarded by lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
 };
@@ -328,6 +337,7 @@ size_t fs_counter_text(int64_t v, char *out);
  * Open files (file.c, special.c).
  */
 typedef struct fs_file {
+	fs_link link;              /* first: in fs.files */
 	fs_node *node;             /* a reference for the life of the handle */
 	fs_kind kind;
 	int flags;                 /* open flags */
@@ -352,6 +362,9 @@ typedef struct fs_file {
 
 fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
 void fs_file_free(fs *f, fs_file *h);
+/* At fs_destroy: the handles no RELEASE came for (nodes are gone too). */
+void fs_files_free_all(fs *f);
+void fs_dirs_free_all(fs *f);
 int fs_file_reserve(fs_file *h, size_t cap);
 
 /* Handlers, shared with the operations table in fs.c. */

@@ -235,6 +235,25 @@ static fs_node *fixed(fs *f, fs_node *parent, fs_kind kind, uint64_t ino)
 	return n;
 }
 
+void fs_link_add(fs *f, fs_link *head, fs_link *l)
+{
+	pthread_mutex_lock(&f->lock);
+	l->next = head->next;
+	l->prev = head;
+	head->next->prev = l;
+	head->next = l;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void fs_link_del(fs *f, fs_link *l)
+{
+	pthread_mutex_lock(&f->lock);
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->next = l->prev = l;
+	pthread_mutex_unlock(&f->lock);
+}
+
 int fs_inodes_init(fs *f)
 {
 	f->ino_buckets = f->name_buckets = 1024;
