@@ -125,6 +125,49 @@ typedef struct sfs_backend_ops {
 	int (*queue_clear)(sfs_backend *b, sfs_slice queue, uint64_t *count);
 	int (*queue_len)(sfs_backend *b, sfs_slice queue, uint64_t *len);
 
+	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry but
+	 * the scans, peeks, stats and policy_get is a write transaction that
+	 * starts with recovery of the queue concerned. claim_settle with
+	 * ids == NULL settles every item of the claim with outcomes[0]
+	 * (ack, nack). items in claim may be NULL. queue_gc with queue ==
+	 * SFS_NONE recovers every queue; with at_open it first checks,
+	 * without the write lock, whether there is anything to do. */
+	int (*claim)(sfs_backend *b, sfs_slice queue, long max,
+	             int64_t lease_ns, int64_t *claim_id, sfs_list *items);
+	int (*claim_item)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                  int64_t lease_ns, int64_t *claim_id);
+	int (*claim_heartbeat)(sfs_backend *b, int64_t claim_id,
+	                       int64_t lease_ns, int64_t *lease_until_ns);
+	int (*claim_settle)(sfs_backend *b, int64_t claim_id,
+	                    const int64_t *ids, const sfs_outcome *outcomes,
+	                    size_t n);
+	int (*inflight_settle)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                       sfs_outcome outcome);
+	int (*inflight_heartbeat)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                          int64_t lease_ns);
+	int (*inflight_scan)(sfs_backend *b, sfs_slice queue, int64_t after_id,
+	                     long limit, int keys_only, sfs_list *out);
+	int (*inflight_peek)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                     sfs_buf *item);
+	int (*inflight_stat)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                     sfs_claim_info *out);
+	int (*dead_scan)(sfs_backend *b, sfs_slice queue, int64_t after_id,
+	                 long limit, int keys_only, sfs_list *out);
+	int (*dead_peek)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                 sfs_buf *item);
+	int (*dead_stat)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                 uint64_t *size, int64_t *mtime_ns);
+	int (*dead_requeue)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                    int64_t *new_id);
+	int (*dead_delete)(sfs_backend *b, sfs_slice queue, int64_t id);
+	int (*dead_clear)(sfs_backend *b, sfs_slice queue, uint64_t *count);
+	int (*policy_set)(sfs_backend *b, sfs_slice queue,
+	                  const sfs_queue_policy *p);
+	int (*policy_get)(sfs_backend *b, sfs_slice queue,
+	                  sfs_queue_policy *out);
+	int (*queue_gc)(sfs_backend *b, sfs_slice queue, int at_open,
+	                sfs_gc_stats *out);
+
 	/* Whole scopes and whole stores. */
 	int (*exec_clear)(sfs_backend *b, sfs_slice scope, uint64_t *count);
 	int (*checkpoint)(sfs_backend *b, const char *path,

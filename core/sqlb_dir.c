@@ -9,6 +9,10 @@
  * many rows each holds. A scope-only row (has_ns 0) and the namespace named
  * "" (has_ns 1, ns x'') are different rows: a scope can be explicit without
  * holding any namespace.
+ *
+ * A queue exists while it holds pending items, in-flight items (under a
+ * claim) or dead letters (sqlb_claim.c), or is explicit; renaming it moves
+ * all of them, its claims and its policy along.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,18 +41,24 @@ static sqlite3_stmt *next_scope_stmt(sfs_backend *b, sfs_family fam, int nx,
 {
 	int slot = ST_DIR_NEXT_SCOPE + (fam - 1) * 2 + nx;
 	const fam_desc *d = FAM(fam);
-	char sql[512];
+	char sql[1024], claimed[256] = "";
 
 	if (b->st[slot])
 		return b->st[slot];
+	if (fam == SFS_FAM_QUEUE)
+		snprintf(claimed, sizeof(claimed), " UNION ALL SELECT (SELECT"
+		         " queue FROM statefs_inflight%s ORDER BY queue LIMIT 1)"
+		         " UNION ALL SELECT (SELECT queue FROM statefs_dead%s"
+		         " ORDER BY queue LIMIT 1)", nx ? " WHERE queue>?1" : "",
+		         nx ? " WHERE queue>?1" : "");
 	snprintf(sql, sizeof(sql),
 	         "SELECT min(s) FROM (SELECT (SELECT %s FROM %s%s ORDER BY %s"
 	         " LIMIT 1) AS s UNION ALL SELECT (SELECT scope_id FROM"
-	         " statefs_dir WHERE family=%d%s ORDER BY scope_id LIMIT 1))",
+	         " statefs_dir WHERE family=%d%s ORDER BY scope_id LIMIT 1)%s)",
 	         d->scol, d->table, nx ? (fam == SFS_FAM_QUEUE
 	                                  ? " WHERE execution_id>?1"
 	                                  : " WHERE scope_id>?1") : "",
-	         d->scol, (int)fam, nx ? " AND scope_id>?1" : "");
+	         d->scol, (int)fam, nx ? " AND scope_id>?1" : "", claimed);
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -170,8 +180,11 @@ static int exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
 		else
 			snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM %s"
 			         " WHERE %s=?1) OR EXISTS (SELECT 1 FROM statefs_dir"
-			         " WHERE family=%d AND scope_id=?1)", d->table,
-			         d->scol, (int)fam);
+			         " WHERE family=%d AND scope_id=?1)%s", d->table,
+			         d->scol, (int)fam, fam == SFS_FAM_QUEUE ?
+			         " OR EXISTS (SELECT 1 FROM statefs_inflight WHERE"
+			         " queue=?1) OR EXISTS (SELECT 1 FROM statefs_dead"
+			         " WHERE queue=?1)" : "");
 		if (!(st = sqlb_stmt(b, slot, sql, &status)))
 			return -status;
 	}
@@ -244,8 +257,14 @@ static int has_rows(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	char sql[256];
 	int rc, r;
 
-	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s WHERE %s=?1%s LIMIT 1",
-	         d->table, d->scol, ns.ptr ? " AND ns=?2" : "");
+	if (fam == SFS_FAM_QUEUE) /* pending, in flight or dead */
+		snprintf(sql, sizeof(sql), "SELECT 1 WHERE EXISTS (SELECT 1 FROM"
+		         " work_queue WHERE execution_id=?1) OR EXISTS (SELECT 1"
+		         " FROM statefs_inflight WHERE queue=?1) OR EXISTS (SELECT"
+		         " 1 FROM statefs_dead WHERE queue=?1)");
+	else
+		snprintf(sql, sizeof(sql), "SELECT 1 FROM %s WHERE %s=?1%s"
+		         " LIMIT 1", d->table, d->scol, ns.ptr ? " AND ns=?2" : "");
 	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return -sqlb_fail(b, rc, "looking up rows");
@@ -342,6 +361,33 @@ static int same(sfs_slice a, sfs_slice b)
 	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
 }
 
+/* A queue's claims, in-flight items, dead letters and policy follow it;
+ * the (empty) target's policy gives way. */
+static int move_queue_rest(sfs_backend *b, sfs_slice from, sfs_slice to)
+{
+	static const char *const tables[] = { "statefs_claim",
+		"statefs_inflight", "statefs_dead", "statefs_queue_policy" };
+	sqlite3_stmt *st;
+	int rc, status;
+
+	rc = sqlite3_prepare_v2(b->db, "DELETE FROM statefs_queue_policy"
+	                        " WHERE queue=?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "renaming");
+	sqlb_bind(st, 1, to);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "renaming");
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		status = move(b, tables[i], "queue", "", from, SFS_NONE, to,
+		              SFS_NONE);
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
 static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
                          sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
                          unsigned flags)
@@ -377,6 +423,8 @@ static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	if (status == SFS_OK && d->ttable)
 		status = move(b, d->ttable, "scope_id", "", scope, ns, to_scope,
 		              to_ns);
+	if (status == SFS_OK && fam == SFS_FAM_QUEUE)
+		status = move_queue_rest(b, scope, to_scope);
 	if (status != SFS_OK)
 		return status;
 	/* The directory rows: the scope's own and its namespaces' for a scope

@@ -3,8 +3,9 @@
  * import such rows back in one transaction.
  *
  * Export order is fixed (statefs.h): family (KV, counters, logs, queues,
- * directories), then scope, namespace, key, id, each served by the table's
- * own index, so the same store always exports the same byte sequence.
+ * directories, claims, in-flight items, dead letters, queue policies),
+ * then scope, namespace, key, id, each served by the table's own index,
+ * so the same store always exports the same byte sequence.
  * Import keeps what export gives: ids of log and queue rows, every mtime
  * (0 stays 0: no time row), explicit directories. Log and queue times go
  * into the sparse time maps through tm_import, which never changes the time
@@ -12,7 +13,12 @@
  * an empty store and exporting again reproduces the first export exactly;
  * importing it twice changes nothing the second time. A log or queue id
  * that already holds a different row is a conflict (SFS_EXISTS), never
- * silently overwritten.
+ * silently overwritten; so is an item id that is already pending, in
+ * flight or dead in another of those sets (an item is in one place).
+ * Claims keep their ids; an in-flight row needs its claim (export order
+ * gives claims first). The work queue's id sequence is raised past every
+ * imported in-flight and dead id, and the claims' past every claim id, so
+ * no id is ever issued twice.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,27 +27,41 @@
 
 /* --- export ------------------------------------------------------------- */
 
+/* Every statement gives: scope, ns, key, value, mtime, id, n, deliveries. */
 static const char *const export_sql[] = {
-	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0"
+	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0, 0, 0"
 	" FROM function_state f LEFT JOIN statefs_kv_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	" ORDER BY f.scope_id, f.ns, f.key",
-	"SELECT f.scope_id, f.ns, f.key, f.n, t.mtime_ns, 0"
+	"SELECT f.scope_id, f.ns, f.key, NULL, t.mtime_ns, 0, f.n, 0"
 	" FROM function_counter f LEFT JOIN statefs_counter_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	" ORDER BY f.scope_id, f.ns, f.key",
-	"SELECT l.scope_id, l.ns, l.key, l.value, " TM_LOG_AT("l.id") ", l.id"
-	" FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
+	"SELECT l.scope_id, l.ns, l.key, l.value, " TM_LOG_AT("l.id") ", l.id,"
+	" 0, 0 FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
 	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
-	", q.id FROM work_queue q ORDER BY q.execution_id, q.id",
+	", q.id, 0, coalesce((SELECT deliveries FROM statefs_queue_pending p"
+	" WHERE p.id=q.id), 0) FROM work_queue q ORDER BY q.execution_id, q.id",
 	/* A directory's own family travels in row.n. */
 	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
-	" family FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
+	" family, 0 FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
+	/* Claims before their items, so an import meets a claim first. */
+	"SELECT queue, NULL, NULL, NULL, claimed_ns, claim_id, lease_until, 0"
+	" FROM statefs_claim ORDER BY queue, claim_id",
+	"SELECT queue, NULL, NULL, item, enqueued_ns, id, claim_id, deliveries"
+	" FROM statefs_inflight ORDER BY queue, id",
+	"SELECT queue, NULL, reason, item, dead_ns, id, 0, deliveries"
+	" FROM statefs_dead ORDER BY queue, id",
+	"SELECT queue, NULL, NULL, NULL, 0, 0, ttl_ms, max_deliveries"
+	" FROM statefs_queue_policy ORDER BY queue",
 };
 
 static const sfs_family export_fam[] = {
 	SFS_FAM_KV, SFS_FAM_COUNTER, SFS_FAM_LOG, SFS_FAM_QUEUE, SFS_FAM_DIR,
+	SFS_FAM_CLAIM, SFS_FAM_INFLIGHT, SFS_FAM_DEAD, SFS_FAM_POLICY,
 };
+
+#define N_FAM (sizeof(export_fam) / sizeof(export_fam[0]))
 
 static sfs_slice col_opt(sqlite3_stmt *st, int i)
 {
@@ -61,7 +81,11 @@ static int count_all(sfs_backend *b, uint64_t *total)
 		" + (SELECT count(*) FROM function_counter)"
 		" + (SELECT count(*) FROM function_state_log)"
 		" + (SELECT count(*) FROM work_queue)"
-		" + (SELECT count(*) FROM statefs_dir)";
+		" + (SELECT count(*) FROM statefs_dir)"
+		" + (SELECT count(*) FROM statefs_claim)"
+		" + (SELECT count(*) FROM statefs_inflight)"
+		" + (SELECT count(*) FROM statefs_dead)"
+		" + (SELECT count(*) FROM statefs_queue_policy)";
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 
@@ -74,7 +98,7 @@ static int count_all(sfs_backend *b, uint64_t *total)
 	return rc == SQLITE_ROW ? SFS_OK : sqlb_fail(b, rc, "counting rows");
 }
 
-static int export_family(sfs_backend *b, int i,
+static int export_family(sfs_backend *b, size_t i,
                          int (*fn)(const sfs_row *row, void *ctx), void *ctx,
                          sfs_progress_fn progress, void *pctx,
                          uint64_t *done, uint64_t total)
@@ -92,14 +116,11 @@ static int export_family(sfs_backend *b, int i,
 		row.scope = col_opt(st, 0);
 		row.ns = col_opt(st, 1);
 		row.key = col_opt(st, 2);
-		if (row.family == SFS_FAM_COUNTER)
-			row.n = sqlite3_column_int64(st, 3);
-		else
-			row.value = col_opt(st, 3);
+		row.value = col_opt(st, 3);
 		row.mtime_ns = sqlite3_column_int64(st, 4);
 		row.id = sqlite3_column_int64(st, 5);
-		if (row.family == SFS_FAM_DIR)
-			row.n = sqlite3_column_int64(st, 6);
+		row.n = sqlite3_column_int64(st, 6);
+		row.deliveries = sqlite3_column_int64(st, 7);
 		r = fn(&row, ctx);
 		if (r != 0)
 			break;
@@ -125,7 +146,7 @@ int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
 	if (r != SFS_OK)
 		return r;
 	r = count_all(b, &total);
-	for (int i = 0; i < 5 && r == SFS_OK; i++)
+	for (size_t i = 0; i < N_FAM && r == SFS_OK; i++)
 		r = export_family(b, i, fn, ctx, progress, pctx, &done, total);
 	sqlb_rollback(b); /* a read transaction: nothing to commit */
 	if (r == SFS_OK && progress && progress(done, total, pctx))
@@ -139,8 +160,10 @@ enum {
 	IM_KV, IM_KV_TIME, IM_KV_UNTIME,
 	IM_CTR, IM_CTR_TIME, IM_CTR_UNTIME,
 	IM_LOG, IM_LOG_SAME,
-	IM_Q, IM_Q_SAME,
+	IM_Q, IM_Q_SAME, IM_Q_DELIV, IM_Q_UNDELIV,
 	IM_DIR,
+	IM_CLAIM, IM_CLAIM_SAME, IM_INF, IM_INF_SAME, IM_INF_CLAIM,
+	IM_DEAD, IM_DEAD_SAME, IM_POLICY, IM_PLACES, IM_SEQ_UP, IM_SEQ_INS,
 	IM_MAX
 };
 
@@ -172,8 +195,45 @@ static const char *const import_sql[IM_MAX] = {
 	        " VALUES (?5, ?1, ?4) ON CONFLICT (id) DO NOTHING",
 	[IM_Q_SAME] = "SELECT execution_id=?1 AND work_item=?4 AND ?2 IS ?2"
 	        " AND ?3 IS ?3 FROM work_queue WHERE id=?5",
+	[IM_Q_DELIV] = "INSERT INTO statefs_queue_pending (id, enqueued_ns,"
+	        " deliveries) VALUES (?5, ?7, ?8) ON CONFLICT (id) DO UPDATE SET"
+	        " deliveries=excluded.deliveries",
+	[IM_Q_UNDELIV] = "UPDATE statefs_queue_pending SET deliveries=0"
+	        " WHERE id=?5",
 	[IM_DIR] = "INSERT OR IGNORE INTO statefs_dir (family, scope_id,"
 	        " has_ns, ns) VALUES (?1, ?2, ?3, ?4)",
+	/* ?6 n, ?7 mtime_ns, ?8 deliveries (bind_row) */
+	[IM_CLAIM] = "INSERT INTO statefs_claim (claim_id, queue, lease_until,"
+	        " claimed_ns) VALUES (?5, ?1, ?6, ?7) ON CONFLICT (claim_id)"
+	        " DO NOTHING",
+	[IM_CLAIM_SAME] = "SELECT queue=?1 AND lease_until=?6 AND claimed_ns=?7"
+	        " FROM statefs_claim WHERE claim_id=?5",
+	[IM_INF] = "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
+	        " enqueued_ns, deliveries) VALUES (?5, ?6, ?1, ?4, ?7, ?8)"
+	        " ON CONFLICT (id) DO NOTHING",
+	[IM_INF_SAME] = "SELECT claim_id=?6 AND queue=?1 AND item=?4 AND"
+	        " enqueued_ns=?7 AND deliveries=?8 FROM statefs_inflight"
+	        " WHERE id=?5",
+	[IM_INF_CLAIM] = "SELECT queue=?1 FROM statefs_claim WHERE claim_id=?6",
+	/* reasons are text (the engine writes them as such) */
+	[IM_DEAD] = "INSERT INTO statefs_dead (id, queue, item, reason,"
+	        " deliveries, dead_ns) VALUES (?5, ?1, ?4, CAST(?3 AS TEXT), ?8,"
+	        " ?7) ON CONFLICT (id) DO NOTHING",
+	[IM_DEAD_SAME] = "SELECT queue=?1 AND item=?4 AND"
+	        " reason=CAST(?3 AS TEXT) AND deliveries=?8 AND dead_ns=?7"
+	        " FROM statefs_dead WHERE id=?5",
+	[IM_POLICY] = "INSERT INTO statefs_queue_policy (queue, ttl_ms,"
+	        " max_deliveries) VALUES (?1, ?6, ?8) ON CONFLICT (queue) DO"
+	        " UPDATE SET ttl_ms=excluded.ttl_ms,"
+	        " max_deliveries=excluded.max_deliveries",
+	/* where an item id is: pending, in flight, dead (one place only) */
+	[IM_PLACES] = "SELECT EXISTS (SELECT 1 FROM work_queue WHERE id=?1),"
+	        " EXISTS (SELECT 1 FROM statefs_inflight WHERE id=?1),"
+	        " EXISTS (SELECT 1 FROM statefs_dead WHERE id=?1)",
+	[IM_SEQ_UP] = "UPDATE sqlite_sequence SET seq=max(seq, ?1)"
+	        " WHERE name=?2",
+	[IM_SEQ_INS] = "INSERT INTO sqlite_sequence (name, seq) SELECT ?2, ?1"
+	        " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name=?2)",
 };
 
 struct sfs_import_be {
@@ -207,7 +267,8 @@ int sqlb_import_begin(sfs_backend *b, sfs_import_be **out)
 	return SFS_OK;
 }
 
-/* Binds ?1 scope, ?2 ns, ?3 key, ?4 value/n, ?5 id as far as present. */
+/* Binds ?1 scope, ?2 ns, ?3 key, ?4 value/n, ?5 id, ?6 n, ?7 mtime_ns,
+ * ?8 deliveries as far as present. */
 static void bind_row(sqlite3_stmt *st, const sfs_row *r, int counter)
 {
 	int n = sqlite3_bind_parameter_count(st);
@@ -226,6 +287,12 @@ static void bind_row(sqlite3_stmt *st, const sfs_row *r, int counter)
 	}
 	if (n >= 5)
 		sqlite3_bind_int64(st, 5, r->id);
+	if (n >= 6)
+		sqlite3_bind_int64(st, 6, r->n);
+	if (n >= 7)
+		sqlite3_bind_int64(st, 7, r->mtime_ns);
+	if (n >= 8)
+		sqlite3_bind_int64(st, 8, r->deliveries);
 }
 
 static int step(sfs_backend *b, sqlite3_stmt *st)
@@ -248,32 +315,116 @@ static int keyed_time(sfs_import_be *imp, int put, int del,
 }
 
 /* Inserts a row with an id; an existing id must hold the same row. */
-static int id_row(sfs_import_be *imp, int ins, int same, tm_which w,
-                  const sfs_row *r)
+/* Item ids live in one place: pending (0), in flight (1) or dead (2). An
+ * id already in a place other than `mine` is a conflict. */
+static int check_places(sfs_import_be *imp, const sfs_row *r, int mine)
+{
+	sqlite3_stmt *st = imp->st[IM_PLACES];
+	static const char *const what[3] = { "pending", "in flight", "dead" };
+	int rc, where = -1;
+
+	sqlite3_bind_int64(st, 1, r->id);
+	rc = sqlite3_step(st);
+	for (int i = 0; i < 3 && rc == SQLITE_ROW; i++)
+		if (i != mine && sqlite3_column_int(st, i))
+			where = i;
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW)
+		return sqlb_fail(imp->b, rc, "importing a row");
+	if (where >= 0)
+		return sfs_err(SFS_EXISTS, "item %lld is %s in this store",
+		               (long long)r->id, what[where]);
+	return SFS_OK;
+}
+
+/* Raises table's AUTOINCREMENT sequence to at least id. */
+static int raise_seq(sfs_import_be *imp, const char *table, int64_t id)
+{
+	int status = SFS_OK;
+
+	for (int i = IM_SEQ_UP; i <= IM_SEQ_INS && status == SFS_OK; i++) {
+		sqlite3_stmt *st = imp->st[i];
+
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, table, -1, SQLITE_STATIC);
+		status = step(imp->b, st);
+	}
+	return status;
+}
+
+/* Inserts a row with an id; an existing id must hold the same row. */
+static int insert_same(sfs_import_be *imp, int ins, int same,
+                       const sfs_row *r)
 {
 	sfs_backend *b = imp->b;
 	sqlite3_stmt *st = imp->st[ins];
 	int status, rc, eq;
 
 	if (r->id <= 0)
-		return sfs_err(SFS_INVALID, "a log or queue row needs an id > 0");
+		return sfs_err(SFS_INVALID, "a row of family %d needs an id > 0",
+		               (int)r->family);
 	bind_row(st, r, 0);
 	status = step(b, st);
+	if (status != SFS_OK || sqlite3_changes(b->db) != 0)
+		return status;
+	st = imp->st[same];
+	bind_row(st, r, 0);
+	rc = sqlite3_step(st);
+	eq = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW)
+		return sqlb_fail(b, rc, "importing a row");
+	if (!eq)
+		return sfs_err(SFS_EXISTS, "id %lld holds a different row",
+		               (long long)r->id);
+	return SFS_OK;
+}
+
+static int id_row(sfs_import_be *imp, int ins, int same, tm_which w,
+                  const sfs_row *r)
+{
+	int status = insert_same(imp, ins, same, r);
+
+	return status == SFS_OK ? tm_import(imp->b, w, r->id, r->mtime_ns)
+	                        : status;
+}
+
+/* A pending item: its time as logs', and its delivery count (a row of
+ * statefs_queue_pending, which the time may already have made). */
+static int queue_row(sfs_import_be *imp, const sfs_row *r)
+{
+	int status = check_places(imp, r, 0);
+	sqlite3_stmt *st;
+
+	if (status == SFS_OK)
+		status = id_row(imp, IM_Q, IM_Q_SAME, TM_QUEUE, r);
 	if (status != SFS_OK)
 		return status;
-	if (sqlite3_changes(b->db) == 0) {
-		st = imp->st[same];
-		bind_row(st, r, 0);
-		rc = sqlite3_step(st);
-		eq = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
-		sqlite3_reset(st);
-		if (rc != SQLITE_ROW)
-			return sqlb_fail(b, rc, "importing a row");
-		if (!eq)
-			return sfs_err(SFS_EXISTS, "id %lld holds a different row",
-			               (long long)r->id);
-	}
-	return tm_import(b, w, r->id, r->mtime_ns);
+	st = imp->st[r->deliveries ? IM_Q_DELIV : IM_Q_UNDELIV];
+	bind_row(st, r, 0);
+	return step(imp->b, st);
+}
+
+static int inflight_row(sfs_import_be *imp, const sfs_row *r)
+{
+	sqlite3_stmt *st = imp->st[IM_INF_CLAIM];
+	int status = check_places(imp, r, 1), rc, ok;
+
+	if (status != SFS_OK)
+		return status;
+	bind_row(st, r, 0);
+	rc = sqlite3_step(st);
+	ok = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(imp->b, rc, "importing a row");
+	if (!ok)
+		return sfs_err(SFS_INVALID, "in-flight item %lld belongs to claim"
+		               " %lld, which is not in this store (or is of"
+		               " another queue)", (long long)r->id,
+		               (long long)r->n);
+	status = insert_same(imp, IM_INF, IM_INF_SAME, r);
+	return status == SFS_OK ? raise_seq(imp, "work_queue", r->id) : status;
 }
 
 int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
@@ -296,13 +447,29 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
 	case SFS_FAM_LOG:
 		return id_row(imp, IM_LOG, IM_LOG_SAME, TM_LOG, r);
 	case SFS_FAM_QUEUE:
-		return id_row(imp, IM_Q, IM_Q_SAME, TM_QUEUE, r);
+		return queue_row(imp, r);
 	case SFS_FAM_DIR:
 		st = imp->st[IM_DIR];
 		sqlite3_bind_int64(st, 1, r->n);
 		sqlb_bind(st, 2, r->scope);
 		sqlite3_bind_int(st, 3, r->ns.ptr != NULL);
 		sqlb_bind(st, 4, r->ns.ptr ? r->ns : sfs_bytes("", 0));
+		return step(b, st);
+	case SFS_FAM_CLAIM:
+		status = insert_same(imp, IM_CLAIM, IM_CLAIM_SAME, r);
+		return status == SFS_OK ? raise_seq(imp, "statefs_claim", r->id)
+		                        : status;
+	case SFS_FAM_INFLIGHT:
+		return inflight_row(imp, r);
+	case SFS_FAM_DEAD:
+		status = check_places(imp, r, 2);
+		if (status == SFS_OK)
+			status = insert_same(imp, IM_DEAD, IM_DEAD_SAME, r);
+		return status == SFS_OK ? raise_seq(imp, "work_queue", r->id)
+		                        : status;
+	case SFS_FAM_POLICY:
+		st = imp->st[IM_POLICY];
+		bind_row(st, r, 0);
 		return step(b, st);
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)r->family);

@@ -5,7 +5,8 @@
  * transactions, status translation), sqlb_schema.c (DDL and versions),
  * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
  * directories, renames), sqlb_seq.c (logs and queues), sqlb_timemap.c
- * (the time maps of log entries and queue items), sqlb_whole.c
+ * (the time maps of log entries and queue items), sqlb_claim.c (claims,
+ * in-flight items, dead letters, recovery), sqlb_whole.c
  * (exec clear, checkpoint, restore, info, verify) and sqlb_export.c.
  *
  * Concurrency rules every file follows (see docs/engine.md):
@@ -30,8 +31,10 @@
 #include "list_i.h"
 
 /* 1: one time row per log entry and queue item. 2: sparse time maps
- * (sqlb_timemap.c), whole-second mtimes. */
-#define SQLB_SCHEMA_VERSION 2
+ * (sqlb_timemap.c), whole-second mtimes. 3: claims (sqlb_claim.c); the
+ * time override table became statefs_queue_pending, with a delivery
+ * count. */
+#define SQLB_SCHEMA_VERSION 3
 
 /* Statement cache slots. Fixed statements have one slot; statements with
  * variants (optional bounds, direction) reserve a range. */
@@ -89,6 +92,9 @@ enum {
 	ST_TM_PRUNE_RANGE = ST_TM_PRUNE_BELOW + 2, /* 2 */
 	ST_TM_OVR_SET = ST_TM_PRUNE_RANGE + 2,
 	ST_TM_OVR_DEL,
+	/* claims: sqlb_claim.c numbers its own statements in this range */
+	ST_CLAIM,
+	ST_CLAIM_END = ST_CLAIM + 64,
 	/* directories: [family] ranges are indexed by family - 1 */
 	ST_DIR_NEXT_SCOPE,            /* 8: 4 families x (first, next) */
 	ST_DIR_NEXT_NS = ST_DIR_NEXT_SCOPE + 8,   /* 8 */
@@ -177,7 +183,7 @@ typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
 	"coalesce((SELECT mtime_ns FROM statefs_log_timemap WHERE id<=" e  \
 	" ORDER BY id DESC LIMIT 1), 0)"
 #define TM_QUEUE_AT(e)                                                     \
-	"coalesce((SELECT enqueued_ns FROM statefs_queue_timeoverride"     \
+	"coalesce((SELECT enqueued_ns FROM statefs_queue_pending"          \
 	" WHERE id=" e "), (SELECT enqueued_ns FROM statefs_queue_timemap"  \
 	" WHERE id<=" e " ORDER BY id DESC LIMIT 1), 0)"
 
@@ -277,6 +283,40 @@ int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
 int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
+
+int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
+               int64_t *claim_id, sfs_list *items);
+int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
+                    int64_t lease_ns, int64_t *claim_id);
+int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
+                         int64_t *lease_until_ns);
+int sqlb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
+                      const sfs_outcome *outcomes, size_t n);
+int sqlb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                         sfs_outcome outcome);
+int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                            int64_t lease_ns);
+int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                       long limit, int keys_only, sfs_list *out);
+int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                       sfs_buf *item);
+int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                       sfs_claim_info *out);
+int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                   long limit, int keys_only, sfs_list *out);
+int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                   sfs_buf *item);
+int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                   uint64_t *size, int64_t *mtime_ns);
+int sqlb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+                      int64_t *new_id);
+int sqlb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id);
+int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
+int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
+                    const sfs_queue_policy *p);
+int sqlb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out);
+int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
+                  sfs_gc_stats *out);
 
 int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count);
 int sqlb_checkpoint(sfs_backend *b, const char *path,

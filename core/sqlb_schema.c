@@ -15,8 +15,13 @@
  *   statefs_counter_time  last write time of a function_counter row
  *   statefs_log_timemap   write times of function_state_log rows, sparse
  *   statefs_queue_timemap enqueue times of work_queue rows, sparse
- *   statefs_queue_timeoverride  enqueue times of items that re-entered
- *                         the queue at their old id
+ *   statefs_queue_pending enqueue time and delivery count of pending items
+ *                         that need their own (they re-entered the queue
+ *                         at their old id, or were delivered before)
+ *   statefs_claim         claims: queue, lease end (sqlb_claim.c)
+ *   statefs_inflight      claimed items, with their original ids
+ *   statefs_dead          dead letters
+ *   statefs_queue_policy  per-queue time-to-live and delivery limit
  *   statefs_dir           explicit (persisting) scopes and namespaces
  *
  * A key/value or counter row the Go SDK wrote has no time row: its mtime
@@ -25,10 +30,13 @@
  * or clear of that key or scope. The time maps are sqlb_timemap.c's.
  *
  * Versions: 1 kept one time row per log entry and queue item
- * (statefs_log_time, statefs_queue_time); 2 has the sparse maps. Opening a
- * version-1 store read-write migrates it in one BEGIN IMMEDIATE, every
- * entry keeping exactly its time; read-only, temporary views show the old
- * tables as maps (one row per entry) so nothing reads as unknown.
+ * (statefs_log_time, statefs_queue_time); 2 has the sparse maps and
+ * statefs_queue_timeoverride; 3 renames that to statefs_queue_pending with
+ * a delivery count, and adds the claim tables. Opening an older store
+ * read-write migrates it in one BEGIN IMMEDIATE, every entry keeping
+ * exactly its time; read-only, temporary views show version 1's time
+ * tables as maps (one row per entry) so nothing reads as unknown, and
+ * missing tables are shadowed by empty temporary ones.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,8 +92,25 @@ static const char *const own_ddl[] = {
 	" id INTEGER PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
 	"IF NOT EXISTS statefs_queue_timemap ("
 	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL)",
-	"IF NOT EXISTS statefs_queue_timeoverride ("
-	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL)",
+	"IF NOT EXISTS statefs_queue_pending ("
+	" id INTEGER PRIMARY KEY, enqueued_ns INTEGER NOT NULL,"
+	" deliveries INTEGER NOT NULL DEFAULT 0)",
+	/* lease_until: ns; the claim is held while now < lease_until. */
+	"IF NOT EXISTS statefs_claim ("
+	" claim_id INTEGER PRIMARY KEY AUTOINCREMENT, queue BLOB NOT NULL,"
+	" lease_until INTEGER NOT NULL, claimed_ns INTEGER NOT NULL)",
+	/* id: the item's work_queue id, kept while it is in flight. */
+	"IF NOT EXISTS statefs_inflight ("
+	" id INTEGER PRIMARY KEY, claim_id INTEGER NOT NULL,"
+	" queue BLOB NOT NULL, item BLOB NOT NULL,"
+	" enqueued_ns INTEGER NOT NULL, deliveries INTEGER NOT NULL)",
+	"IF NOT EXISTS statefs_dead ("
+	" id INTEGER PRIMARY KEY, queue BLOB NOT NULL, item BLOB NOT NULL,"
+	" reason TEXT NOT NULL, deliveries INTEGER NOT NULL,"
+	" dead_ns INTEGER NOT NULL)",
+	"IF NOT EXISTS statefs_queue_policy ("
+	" queue BLOB NOT NULL PRIMARY KEY, ttl_ms INTEGER NOT NULL,"
+	" max_deliveries INTEGER NOT NULL) WITHOUT ROWID",
 	/* family: an sfs_family; has_ns 0 is the scope itself (ns = x''),
 	 * which is not the namespace named "" (has_ns 1, ns = x''). */
 	"IF NOT EXISTS statefs_dir ("
@@ -95,6 +120,21 @@ static const char *const own_ddl[] = {
 };
 
 #define N_OWN (sizeof(own_ddl) / sizeof(own_ddl[0]))
+
+/* Indexes of our tables (not created for read-only shadows). */
+static const char own_idx[] =
+	"CREATE INDEX IF NOT EXISTS statefs_claim_lease"
+	" ON statefs_claim(lease_until);"
+	"CREATE INDEX IF NOT EXISTS statefs_claim_queue"
+	" ON statefs_claim(queue, lease_until);"
+	"CREATE INDEX IF NOT EXISTS statefs_inflight_claim"
+	" ON statefs_inflight(claim_id, id);"
+	"CREATE INDEX IF NOT EXISTS statefs_inflight_queue"
+	" ON statefs_inflight(queue, id);"
+	"CREATE INDEX IF NOT EXISTS statefs_dead_queue ON statefs_dead(queue, id);"
+	/* the time-to-live's cut-off: one seek in a monotone map */
+	"CREATE INDEX IF NOT EXISTS statefs_queue_timemap_time"
+	" ON statefs_queue_timemap(enqueued_ns, id);";
 
 static const char *const sdk_tables[] = {
 	"function_state", "function_counter", "function_state_log",
@@ -188,7 +228,7 @@ static int create_own(sfs_backend *b, const char *prefix)
 		if (status != SFS_OK)
 			return status;
 	}
-	return SFS_OK;
+	return sqlb_exec(b, own_idx, "creating statefs indexes");
 }
 
 static int check_version(sfs_backend *b, int64_t v)
@@ -213,7 +253,8 @@ static void own_name(size_t i, char *out, size_t len)
  * missing (a store only the Go SDK has written, or an older version), are
  * shadowed by temporary ones so every statement still prepares: empty
  * tables, except that a version-1 store's per-entry time tables are shown
- * as time maps (one row per entry, 0 where an entry has no time). */
+ * as time maps (one row per entry, 0 where an entry has no time) and a
+ * version-2 store's time overrides as the pending items' table. */
 static int init_readonly(sfs_backend *b)
 {
 	char name[64], sql[512];
@@ -255,6 +296,11 @@ static int init_readonly(sfs_backend *b)
 			         " q.id AS id, coalesce(o.enqueued_ns, 0) AS"
 			         " enqueued_ns FROM main.work_queue q LEFT JOIN"
 			         " main.statefs_queue_time o ON o.id=q.id", name);
+		else if (!strcmp(name, "statefs_queue_pending") &&
+		         has_table(b, "statefs_queue_timeoverride") == 1)
+			snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT"
+			         " id, enqueued_ns, 0 AS deliveries FROM"
+			         " main.statefs_queue_timeoverride", name);
 		else
 			snprintf(sql, sizeof(sql), "CREATE TEMP TABLE %s",
 			         own_ddl[i]);
@@ -263,6 +309,23 @@ static int init_readonly(sfs_backend *b)
 			return status;
 	}
 	return SFS_OK;
+}
+
+/* Version 2 to 3, before create_own: the time overrides become the
+ * pending items' table, with a delivery count. */
+static int migrate_v2(sfs_backend *b)
+{
+	int t = has_table(b, "statefs_queue_timeoverride");
+
+	if (t < 0)
+		return -t;
+	if (!t)
+		return SFS_OK; /* create_own makes the new one */
+	return sqlb_exec(b, "ALTER TABLE statefs_queue_timeoverride"
+	                 " RENAME TO statefs_queue_pending;"
+	                 "ALTER TABLE statefs_queue_pending ADD COLUMN"
+	                 " deliveries INTEGER NOT NULL DEFAULT 0;",
+	                 "migrating the schema");
 }
 
 /* Version 1 to 2: the per-entry time tables become sparse maps. The new
@@ -282,9 +345,6 @@ static int migrate_v1(sfs_backend *b)
 		status = sqlb_exec(b, "DROP TABLE statefs_log_time;"
 		                   " DROP TABLE statefs_queue_time;",
 		                   "migrating the schema");
-	if (status == SFS_OK)
-		sfs_log(LOG_INFO, "%s: migrated from schema version 1 to %d",
-		        b->path, SQLB_SCHEMA_VERSION);
 	return status;
 }
 
@@ -314,6 +374,8 @@ int sqlb_schema_init(sfs_backend *b)
 		status = check_foreign(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
 		status = sqlb_exec(b, sdk_ddl, "creating the VGI tables");
+	if (status == SFS_OK && v == 2)
+		status = migrate_v2(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
 		status = create_own(b, "");
 	if (status == SFS_OK && v == 1)
@@ -329,6 +391,9 @@ int sqlb_schema_init(sfs_backend *b)
 		return status;
 	}
 	status = sqlb_commit(b);
+	if (status == SFS_OK && v > 0)
+		sfs_log(LOG_INFO, "%s: migrated from schema version %lld to %d",
+		        b->path, (long long)v, SQLB_SCHEMA_VERSION);
 	b->commits = 0; /* creating the schema is no change of state */
 	return status;
 }

@@ -479,7 +479,7 @@ static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1",
 	        &status);
 	sqlite3_stmt *ost = rst ? sqlb_stmt(b, ST_Q_CLEAR_OVR,
-	        "DELETE FROM statefs_queue_timeoverride WHERE id IN"
+	        "DELETE FROM statefs_queue_pending WHERE id IN"
 	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status)
 	        : NULL;
 	sqlite3_stmt *st = ost ? sqlb_stmt(b, ST_Q_CLEAR,

@@ -19,7 +19,8 @@
  *    a time-to-live find every expired item with one index seek. A pending
  *    item whose wait restarted (a claim returned at its original id) or
  *    whose imported time would break monotony has its own time in
- *    statefs_queue_timeoverride; that wins over the map. In-flight and
+ *    statefs_queue_pending (beside its delivery count); that wins over
+ *    the map. In-flight and
  *    dead items carry their times in their own rows and need no map row.
  *  - Log map: need not be monotone (nothing searches it by time); import
  *    writes whatever rows make every entry's derived time exact.
@@ -55,7 +56,7 @@ static const tm_desc descs[2] = {
 	               "statefs_queue_time", 1 },
 };
 
-#define OVERRIDE "statefs_queue_timeoverride"
+#define OVERRIDE "statefs_queue_pending"
 #define MAXID "9223372036854775807"
 
 /* Expands a statement template with the descriptor's names: {map} the
@@ -165,6 +166,7 @@ int tm_prune(sfs_backend *b, tm_which w, int64_t lo, int64_t hi)
 int tm_override_set(sfs_backend *b, int64_t id, int64_t t)
 {
 	int status = SFS_OK;
+	/* An item's delivery count, if it has one, stays. */
 	sqlite3_stmt *st = sqlb_stmt(b, ST_TM_OVR_SET,
 	        "INSERT INTO " OVERRIDE " (id, enqueued_ns) VALUES (?1, ?2)"
 	        " ON CONFLICT (id) DO UPDATE SET enqueued_ns=excluded.enqueued_ns",

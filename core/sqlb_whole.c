@@ -361,8 +361,9 @@ static int has_ckpt_table(sfs_backend *b, const char *table)
 	return rc == SQLITE_DONE ? 0 : -sqlb_fail(b, rc, "reading the checkpoint");
 }
 
-/* Tables of ours the checkpoint lacks are emptied; a version-1
- * checkpoint's per-entry times are converted into the time maps. */
+/* Tables of ours the checkpoint lacks are emptied; an older checkpoint's
+ * times are converted (version 1: per-entry times into the time maps;
+ * version 2: time overrides into the pending items' table). */
 static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 {
 	char **tables = NULL;
@@ -388,10 +389,19 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 	}
 	if (status == SFS_OK && version == 1)
 		status = tm_convert_v1(b, "ckpt");
+	if (status == SFS_OK && version == 2)
+		status = run_named(b, "INSERT INTO main.statefs_queue_pending (id,"
+		                   " enqueued_ns) SELECT id, enqueued_ns FROM"
+		                   " ckpt.statefs_queue_timeoverride", NULL,
+		                   "restoring");
 	if (status == SFS_OK)
 		status = keep_sequence(b, "function_state_log");
 	if (status == SFS_OK)
 		status = keep_sequence(b, "work_queue");
+	/* A claim id issued after the checkpoint must never be issued again:
+	 * its holder's ack would reach the new claim. */
+	if (status == SFS_OK)
+		status = keep_sequence(b, "statefs_claim");
 	sqlb_schema_tables_free(tables);
 	return status;
 }

@@ -396,6 +396,14 @@ typedef enum sfs_family {
 	SFS_FAM_LOG,        /* function_state_log */
 	SFS_FAM_QUEUE,      /* work_queue; scope = queue id, no namespaces */
 	SFS_FAM_DIR,        /* an explicit empty directory (export rows only) */
+	/* Claims (export rows only; see "Claims" and sfs_row): */
+	SFS_FAM_CLAIM,      /* a claim: id, n = lease end (ns), mtime = claimed */
+	SFS_FAM_INFLIGHT,   /* a claimed item: id, value, n = claim id,
+	                       mtime = enqueued, deliveries */
+	SFS_FAM_DEAD,       /* a dead letter: id, value, key = reason,
+	                       mtime = when it died, deliveries */
+	SFS_FAM_POLICY,     /* a queue's policy: n = ttl_ms,
+	                       deliveries = max_deliveries */
 } sfs_family;
 
 /* Scopes of a family, ascending, strictly after `after` (SFS_NONE: from the
@@ -532,11 +540,181 @@ int sfs_queue_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
 /* Removes one pending item by id. SFS_NOTFOUND when it is not pending. */
 int sfs_queue_delete(sfs_store *s, sfs_slice queue, int64_t id);
 
-/* Removes every pending item; *count (may be NULL) gets how many. */
+/* Removes every pending item; *count (may be NULL) gets how many. Items in
+ * flight stay with their claims, dead letters stay (sfs_dead_clear). */
 int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count);
 
-/* The number of pending items. */
+/* The number of pending items (not those in flight under a claim, nor dead
+ * letters). */
 int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len);
+
+/* ------------------------------------------------------------------------
+ * Claims: at-least-once work on a queue (docs/claims.md).
+ *
+ * A claim moves items out of the pending queue into an in-flight set under
+ * a lease. Until the lease ends the claim is held: its owner heartbeats
+ * (extends the lease) and settles the items (ack: done; nack: back to their
+ * original place; or per-item outcomes). The instant the lease ends the
+ * claim is lost, whether or not recovery has already run: every call on a
+ * claim checks the lease in the transaction that acts on it (a lease ending
+ * at t is expired at t: held means now < lease end) and fails with
+ * SFS_CLAIMLOST when it ran out, so the owner learns that its items may be
+ * (or have been) delivered again. Nothing a held claim settles is ever
+ * redelivered; nothing claimed is ever lost.
+ *
+ * Recovery (sfs_queue_gc) runs when a store is opened read-write, at the
+ * start of every claim call on the queue it concerns, and whenever a
+ * caller runs it (the daemon does, periodically). One pass is one
+ * transaction: first the queue's time-to-live drops pending items that
+ * waited longer than it, then expired claims return their items to the
+ * queue at their original ids (their wait restarts, their delivery count
+ * is kept), or to the dead letters once they reached the queue's delivery
+ * limit. sfs_queue_pop and sfs_queue_drain do not run recovery.
+ *
+ * Leases are in milliseconds; 0 means the store's default (sfs_open_opts
+ * lease_ms, ten minutes unless set). Times are CLOCK_REALTIME in ns, the
+ * clock every process on a host shares. Claim ids come from the store and
+ * are never reused (not after a restore either); an id that was never
+ * issued is SFS_NOTFOUND, one that was issued and is no longer held
+ * (expired, or already settled) is SFS_CLAIMLOST.
+ */
+
+typedef enum sfs_outcome {
+	SFS_OUTCOME_DONE = 1, /* processed: the item is deleted */
+	SFS_OUTCOME_RETRY,    /* pushed again at the tail, under a new id */
+	SFS_OUTCOME_REJECT,   /* moved to the dead letters ("rejected") */
+	SFS_OUTCOME_NACK,     /* back at its original id (its FIFO place) */
+} sfs_outcome;
+
+/* Claims up to max (>= 1) pending items from the head of the queue under a
+ * new claim with a lease of lease_ms, in one transaction: *claim_id gets the
+ * claim and *items the items in FIFO order: item.id, item.value,
+ * item.size, item.n = the item's delivery count (1 the first time),
+ * item.mtime_ns = when the lease ends. An empty queue creates no claim and
+ * gives SFS_NOTFOUND. Two callers, in any processes, never claim one item.
+ * items may be NULL (the caller learns the ids from sfs_inflight_scan). */
+int sfs_claim(sfs_store *s, sfs_slice queue, long max, int64_t lease_ms,
+              int64_t *claim_id, sfs_list *items);
+
+/* Claims one pending item by id (the file view's `mv item inflight/`):
+ * SFS_NOTFOUND when it is not pending in that queue (another claimer won,
+ * or it never was). *claim_id (may be NULL) gets the new claim. */
+int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
+                   int64_t lease_ms, int64_t *claim_id);
+
+/* Extends a held claim: its lease ends lease_ms from now (also when that is
+ * sooner than before). *lease_until_ns (may be NULL) gets the new end.
+ * SFS_CLAIMLOST when the lease had run out: the claim's items went (or go
+ * now) back to the queue. */
+int sfs_claim_heartbeat(sfs_store *s, int64_t claim_id, int64_t lease_ms,
+                        int64_t *lease_until_ns);
+
+/* The claim's items are done: deleted, and the claim ends. SFS_CLAIMLOST
+ * when it is not held; then nothing is deleted, not even items that were
+ * returned and claimed again (they belong to the new claim). */
+int sfs_claim_ack(sfs_store *s, int64_t claim_id);
+
+/* The claim's items go back to the queue at their original ids (their
+ * place in FIFO order), their wait restarted; items that reached the
+ * queue's delivery limit go to the dead letters instead. SFS_CLAIMLOST
+ * when not held. */
+int sfs_claim_nack(sfs_store *s, int64_t claim_id);
+
+/* Settles items of a held claim with one outcome each, all or nothing:
+ * every id must be an item of the claim, named once, and every outcome
+ * valid, or nothing changes (SFS_INVALID for a bad outcome or a repeated
+ * id, SFS_NOTFOUND for an id the claim does not hold). RETRY and NACK
+ * respect the delivery limit as nack does. Items not named stay in flight;
+ * the claim ends with its last item. */
+int sfs_claim_settle(sfs_store *s, int64_t claim_id, const int64_t *ids,
+                     const sfs_outcome *outcomes, size_t n);
+
+/* The in-flight items of a queue with id > after_id (-1: all), by id, at
+ * most limit (<= 0: all): item.id, item.value (unless keys_only),
+ * item.size, item.n = the claim holding it, item.mtime_ns = when its lease
+ * ends (what `ls -l inflight/` shows). */
+int sfs_inflight_scan(sfs_store *s, sfs_slice queue, int64_t after_id,
+                      long limit, int keys_only, sfs_list *out);
+
+/* One in-flight item's bytes, without settling it. SFS_NOTFOUND when the
+ * item is not in flight in that queue. */
+int sfs_inflight_peek(sfs_store *s, sfs_slice queue, int64_t id,
+                      sfs_buf *item);
+
+typedef struct sfs_claim_info {
+	int64_t claim_id;
+	int64_t lease_until_ns; /* when the lease ends (may have passed) */
+	int64_t enqueued_ns;    /* when the item's last wait began */
+	int64_t deliveries;     /* times claimed, this claim included */
+	uint64_t size;
+} sfs_claim_info;
+
+/* What holds an in-flight item. SFS_NOTFOUND when it is not in flight. */
+int sfs_inflight_stat(sfs_store *s, sfs_slice queue, int64_t id,
+                      sfs_claim_info *out);
+
+/* Settles one in-flight item of a queue, whatever claim holds it (the file
+ * view's `rm inflight/item` = DONE, `mv inflight/item ..` = NACK), as
+ * sfs_claim_settle. SFS_NOTFOUND when it is not in flight, SFS_CLAIMLOST
+ * when its lease has run out. */
+int sfs_inflight_settle(sfs_store *s, sfs_slice queue, int64_t id,
+                        sfs_outcome outcome);
+
+/* Heartbeats the claim that holds an in-flight item (`touch
+ * inflight/item`), as sfs_claim_heartbeat. SFS_NOTFOUND, SFS_CLAIMLOST as
+ * sfs_inflight_settle. */
+int sfs_inflight_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
+                           int64_t lease_ms);
+
+/* Dead letters of a queue with id > after_id (-1: all), by id, at most
+ * limit: item.id (the item's last id), item.value (unless keys_only),
+ * item.size, item.key = the reason ("rejected", "delivery limit"),
+ * item.n = its delivery count, item.mtime_ns = when it died. */
+int sfs_dead_scan(sfs_store *s, sfs_slice queue, int64_t after_id,
+                  long limit, int keys_only, sfs_list *out);
+int sfs_dead_peek(sfs_store *s, sfs_slice queue, int64_t id, sfs_buf *item);
+int sfs_dead_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
+                  int64_t *mtime_ns);
+
+/* Moves a dead letter back to the tail of its queue under a new id (*new_id,
+ * may be NULL) with a fresh delivery count. SFS_NOTFOUND when absent. */
+int sfs_dead_requeue(sfs_store *s, sfs_slice queue, int64_t id,
+                     int64_t *new_id);
+/* Deletes one dead letter (SFS_NOTFOUND when absent), or all of a queue's
+ * (*count may be NULL). */
+int sfs_dead_delete(sfs_store *s, sfs_slice queue, int64_t id);
+int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count);
+
+/* A queue's recovery policy, stored in the store so that every process and
+ * the daemon apply the same one. All zero: none (the default). */
+typedef struct sfs_queue_policy {
+	int64_t ttl_ms;         /* drop pending items that waited longer;
+	                           0: never. Items whose enqueue time is
+	                           unknown (pushed by the Go SDK) are kept */
+	int64_t max_deliveries; /* an item claimed this many times goes to the
+	                           dead letters instead of back to the queue
+	                           (expiry, nack, retry); 0: no limit */
+} sfs_queue_policy;
+
+/* Sets (or with all fields 0 removes) the policy; negative fields are
+ * SFS_INVALID. _get gives all zero when the queue has none. */
+int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,
+                         const sfs_queue_policy *p);
+int sfs_queue_policy_get(sfs_store *s, sfs_slice queue,
+                         sfs_queue_policy *out);
+
+typedef struct sfs_gc_stats {
+	uint64_t expired;   /* pending items dropped by the time-to-live */
+	uint64_t returned;  /* in-flight items back in the queue */
+	uint64_t dead;      /* in-flight items moved to the dead letters */
+	uint64_t claims;    /* expired claims ended */
+} sfs_gc_stats;
+
+/* Recovery of one queue, or of every queue (queue = SFS_NONE), in one
+ * transaction: time-to-live first, then expired claims (see above for why
+ * in that order). *stats may be NULL. Commits nothing when there is
+ * nothing to do. */
+int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats);
 
 /* ------------------------------------------------------------------------
  * The VGI Go SDK's typed families, stored in function_state under reserved
@@ -753,10 +931,14 @@ typedef struct sfs_row {
 	sfs_slice ns;        /* SFS_NONE for queues and scope-only dirs */
 	sfs_slice key;       /* SFS_NONE for queues and dirs */
 	sfs_slice value;     /* value, entry or item; SFS_NONE for counters, dirs */
-	int64_t id;          /* log and queue rows */
+	int64_t id;          /* log and queue rows; claim, in-flight and dead
+	                        rows (the claim id, or the item id) */
 	int64_t n;           /* counter rows; for SFS_FAM_DIR rows, the family
-	                        of the directory (SFS_FAM_KV .. SFS_FAM_QUEUE) */
+	                        of the directory (SFS_FAM_KV .. SFS_FAM_QUEUE);
+	                        claim and in-flight rows as sfs_family says */
 	int64_t mtime_ns;
+	int64_t deliveries;  /* queue, in-flight and dead rows: times the item
+	                        was claimed; policy rows: max_deliveries */
 } sfs_row;
 
 /* Calls fn for every row, from one consistent snapshot, in a fixed order
@@ -771,7 +953,11 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
  * idempotent); log and queue rows keep their ids (id > 0, else
  * SFS_INVALID), and an id that holds a different row is SFS_EXISTS:
  * nothing is overwritten. Key/value entries and counters are replaced, as
- * a put or set would. mtime_ns is kept as given. The store is locked for
+ * a put or set would; so are queue policies. mtime_ns is kept as given.
+ * Claims keep their ids; an in-flight row needs its claim imported first
+ * (export order does that; else SFS_INVALID); an item id that is pending,
+ * in flight or dead as another of those is SFS_EXISTS. The claim and item
+ * id sequences move past every imported id. The store is locked for
  * writing between begin and commit/abort: use the import from one thread
  * and do not call other functions of the store meanwhile. */
 typedef struct sfs_import sfs_import;

@@ -169,6 +169,15 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 		free(s);
 		return status;
 	}
+	/* Claim recovery at open (docs/claims.md). It takes the write lock
+	 * only when a lease has run out or a queue has a time-to-live. A
+	 * failure here does not fail the open: every claim call recovers its
+	 * queue again before it acts. */
+	if (!(opts->flags & SFS_OPEN_READONLY) &&
+	    s->ops->queue_gc(s->be, SFS_NONE, 1, NULL) != SFS_OK)
+		sfs_log(LOG_WARNING, "%s: claim recovery at open: %s", s->path,
+		        sfs_errdetail());
+	sfs_err_clear();
 	*out = s;
 	return SFS_OK;
 }
@@ -338,10 +347,35 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		return SFS_OK;
 	case SFS_FAM_QUEUE:
 		CHECK(chk_name(row->scope, "queue"));
+		if (row->deliveries < 0)
+			return sfs_err(SFS_INVALID, "a negative delivery count");
 		return chk_value(s, row->value, "item");
 	case SFS_FAM_DIR:
 		CHECK(chk_name(row->scope, "scope"));
 		return chk_family((sfs_family)row->n, row->ns);
+	case SFS_FAM_CLAIM:
+		CHECK(chk_name(row->scope, "queue"));
+		if (row->id <= 0)
+			return sfs_err(SFS_INVALID, "a claim row needs an id > 0");
+		return SFS_OK;
+	case SFS_FAM_INFLIGHT:
+	case SFS_FAM_DEAD:
+		CHECK(chk_name(row->scope, "queue"));
+		CHECK(chk_value(s, row->value, "item"));
+		if (row->family == SFS_FAM_DEAD)
+			CHECK(chk_name(row->key, "reason"));
+		else if (row->n <= 0)
+			return sfs_err(SFS_INVALID, "an in-flight row needs its"
+			               " claim's id in n");
+		if (row->deliveries < 0)
+			return sfs_err(SFS_INVALID, "a negative delivery count");
+		return SFS_OK;
+	case SFS_FAM_POLICY:
+		CHECK(chk_name(row->scope, "queue"));
+		if (row->n < 0 || row->deliveries < 0)
+			return sfs_err(SFS_INVALID, "a negative time-to-live or"
+			               " delivery limit");
+		return SFS_OK;
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)row->family);
 }

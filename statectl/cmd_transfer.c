@@ -5,6 +5,8 @@
  *   line 1: {"format":"statefs-export","version":1}
  *   then one object per row, in the engine's export order:
  *   {"family":"kv","scope":..,"ns":..,"key":..,"value":..,"mtime_ns":..}
+ *   families kv counter log queue dir, and the claim tables' claim
+ *   inflight dead policy (with "deliveries"; see docs/statectl.md)
  * Byte fields (scope, ns, key, value) are JSON strings when the bytes are
  * valid UTF-8, else base64 under the same name with "_b64" appended. id (log
  * and queue rows) and n (counters) are integers. A field is left out when
@@ -41,6 +43,10 @@ static const struct {
 	{ "log", SFS_FAM_LOG },
 	{ "queue", SFS_FAM_QUEUE },
 	{ "dir", SFS_FAM_DIR },
+	{ "claim", SFS_FAM_CLAIM },
+	{ "inflight", SFS_FAM_INFLIGHT },
+	{ "dead", SFS_FAM_DEAD },
+	{ "policy", SFS_FAM_POLICY },
 };
 
 static const char *family_name(sfs_family f)
@@ -80,9 +86,13 @@ static json_t *row_to_json(const sfs_row *r)
 	if (r->family == SFS_FAM_COUNTER || r->n)
 		json_object_set_new(o, "n", json_integer(r->n));
 	set_field(o, "value", r->value, r->family == SFS_FAM_KV ||
-	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE);
+	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE ||
+	          r->family == SFS_FAM_INFLIGHT || r->family == SFS_FAM_DEAD);
 	if (r->mtime_ns)
 		json_object_set_new(o, "mtime_ns", json_integer(r->mtime_ns));
+	if (r->deliveries)
+		json_object_set_new(o, "deliveries",
+		                    json_integer(r->deliveries));
 	return o;
 }
 
@@ -198,7 +208,8 @@ static int int_field(json_t *o, const char *name, int64_t *out,
 	if (!v)
 		return 0;
 	if (!json_is_integer(v)) {
-		*err = "an id, n or mtime_ns field is not an integer";
+		*err = "an id, n, mtime_ns or deliveries field is not an"
+		       " integer";
 		return -1;
 	}
 	*out = json_integer_value(v);
@@ -211,7 +222,7 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	static const char *const bytes[] = { "scope", "ns", "key", "value" };
 	static const char *const known[] = {
 		"family", "scope", "scope_b64", "ns", "ns_b64", "key", "key_b64",
-		"value", "value_b64", "id", "n", "mtime_ns",
+		"value", "value_b64", "id", "n", "mtime_ns", "deliveries",
 	};
 	sfs_slice *slots[] = { &row->scope, &row->ns, &row->key, &row->value };
 	const char *fam, *field;
@@ -254,7 +265,8 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	}
 	if (int_field(o, "id", &row->id, err) < 0 ||
 	    int_field(o, "n", &row->n, err) < 0 ||
-	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0)
+	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||
+	    int_field(o, "deliveries", &row->deliveries, err) < 0)
 		return -1;
 	return 0;
 }

@@ -24,9 +24,9 @@ sc export >"$T/e1b"
 cmp "$T/e1" "$T/e1b" || fail "two exports of the same state differ"
 expect_eq "$(head -n1 "$T/e1")" '{"format":"statefs-export","version":1}' "versioned header"
 # every line after the header is one JSON object with a known family
-tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir"))' >/dev/null ||
+tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy"))' >/dev/null ||
 	fail "rows with families"
-for fam in kv counter log queue dir; do
+for fam in kv counter log queue dir claim inflight dead policy; do
 	tail -n +2 "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
 		fail "the export has no $fam row"
 done
@@ -44,6 +44,14 @@ tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .family == "counter" and .n == -92233720
 	fail "INT64_MIN counter"
 tail -n +2 "$T/e1" | jq -e -s '[.[] | select(.family == "log" or .family == "queue") | .id | type] | all(. == "number")' >/dev/null ||
 	fail "log and queue rows carry ids"
+# the claim tables (helper fill): the claim before its item, counts kept
+tail -n +2 "$T/e1" | jq -e -s '[.[] | select(.scope == "cq")] |
+	(map(.family) == ["queue","claim","inflight","dead","policy"]) and
+	(.[0].value == "again" and .[0].deliveries == 1) and
+	(.[2].n == .[1].id and .[2].value == "held" and .[2].deliveries == 1) and
+	(.[3].key == "rejected" and (.[3].value_b64 | length) > 0) and
+	(.[4].n == 3600000 and .[4].deliveries == 4)' >/dev/null ||
+	fail "claim, inflight, dead and policy rows"
 
 # --- export to a file: 0600, never overwrites, --json summary
 expect_exit 0 sc export "$T/e.jsonl"

@@ -5,8 +5,10 @@
  *   helper fill DB KEYFILE|-
  *       writes rows of every family with binary names and values (every
  *       byte 0x00..0xff, invalid UTF-8, NUL inside valid UTF-8), the typed
- *       namespaces, and explicit empty directories, for the export
- *       round trip.
+ *       namespaces, explicit empty directories, and every claim table
+ *       (a held claim with an in-flight item, a dead letter with a binary
+ *       item, a pending item delivered once, a queue policy), for the
+ *       export round trip.
  *   helper writer DB KEYFILE|- ID STOPFILE
  *       loops until STOPFILE exists, each round in this order: one log
  *       entry (scope "ck", ns "wID", key "log", value = round number), +1 on
@@ -52,6 +54,28 @@ static void check(int st, const char *what)
 		        sfs_errdetail());
 		exit(1);
 	}
+}
+
+/* Queue "cq": "again" pending after one delivery, "held" in flight under
+ * a claim with a day's lease, every byte dead ("rejected"); a policy. */
+static int fill_claims(sfs_store *s, const unsigned char *all)
+{
+	sfs_slice items[3] = { sfs_str("again"), sfs_str("held"),
+		               sfs_bytes(all, 256) };
+	sfs_queue_policy p = { 3600000, 4 };
+	sfs_outcome rej = SFS_OUTCOME_REJECT;
+	int64_t first, cid;
+
+	check(sfs_queue_push(s, sfs_str("cq"), items, 3, &first), "claims push");
+	check(sfs_queue_policy_set(s, sfs_str("cq"), &p), "policy");
+	check(sfs_claim_item(s, sfs_str("cq"), first, 0, &cid), "claim");
+	check(sfs_claim_nack(s, cid), "nack");
+	check(sfs_claim_item(s, sfs_str("cq"), first + 2, 0, &cid), "claim 3");
+	first += 2;
+	check(sfs_claim_settle(s, cid, &first, &rej, 1), "reject");
+	check(sfs_claim_item(s, sfs_str("cq"), first - 1, 86400000, &cid),
+	      "claim 2");
+	return 0;
 }
 
 static int fill(sfs_store *s)
@@ -113,7 +137,7 @@ static int fill(sfs_store *s)
 	      "dir counter");
 	check(sfs_dir_create(s, SFS_FAM_LOG, sfs_str("ldir"), sfs_str("lns")),
 	      "dir log");
-	return 0;
+	return fill_claims(s, all);
 }
 
 static int writer(sfs_store *s, const char *id, const char *stopfile)

@@ -445,7 +445,7 @@ static void test_v1_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	v1_times_are(s);
 	OK(sfs_store_info(s, &info));
-	assert_int_equal(info.schema_version, 2);
+	assert_int_equal(info.schema_version, 3);
 	sfs_store_close(s);
 	assert_int_equal(rows_of(path, "statefs_log_time"), -1);
 	assert_int_equal(rows_of(path, "statefs_queue_time"), -1);
@@ -464,6 +464,81 @@ static void test_v1_migrates(void **state)
 		queue_times(s, "exec", wq, 6);
 	}
 	sfs_store_close(s);
+}
+
+/* A version-2 store: time maps, and a time override for item 2 (which
+ * re-entered the queue); version 3 keeps it as the pending item's row. */
+static const char v2_ddl[] =
+	"CREATE TABLE work_queue (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" execution_id BLOB NOT NULL, work_item BLOB NOT NULL);"
+	"CREATE INDEX idx_work_queue_execution ON work_queue(execution_id, id);"
+	"CREATE TABLE function_state (scope_id BLOB NOT NULL, ns BLOB NOT NULL,"
+	" key BLOB NOT NULL, value BLOB NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));"
+	"CREATE TABLE function_state_log (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" value BLOB NOT NULL);"
+	"CREATE TABLE function_counter (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key));"
+	"CREATE TABLE statefs_meta (name TEXT NOT NULL PRIMARY KEY, value ANY)"
+	" WITHOUT ROWID;"
+	"CREATE TABLE statefs_kv_time (scope_id BLOB NOT NULL, ns BLOB NOT NULL,"
+	" key BLOB NOT NULL, mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID;"
+	"CREATE TABLE statefs_counter_time (scope_id BLOB NOT NULL,"
+	" ns BLOB NOT NULL, key BLOB NOT NULL, mtime_ns INTEGER NOT NULL,"
+	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID;"
+	"CREATE TABLE statefs_log_timemap (id INTEGER PRIMARY KEY,"
+	" mtime_ns INTEGER NOT NULL);"
+	"CREATE TABLE statefs_queue_timemap (id INTEGER PRIMARY KEY,"
+	" enqueued_ns INTEGER NOT NULL);"
+	"CREATE TABLE statefs_queue_timeoverride (id INTEGER PRIMARY KEY,"
+	" enqueued_ns INTEGER NOT NULL);"
+	"CREATE TABLE statefs_dir (family INTEGER NOT NULL,"
+	" scope_id BLOB NOT NULL, has_ns INTEGER NOT NULL, ns BLOB NOT NULL,"
+	" PRIMARY KEY (family, scope_id, has_ns, ns)) WITHOUT ROWID;"
+	"INSERT INTO statefs_meta VALUES ('schema_version', 2);"
+	"INSERT INTO work_queue (id, execution_id, work_item) VALUES"
+	" (1, x'65786563', x'61'), (2, x'65786563', x'62'),"
+	" (3, x'65786563', x'63');"
+	"INSERT INTO statefs_queue_timemap VALUES (1, 500), (3, 700);"
+	"INSERT INTO statefs_queue_timeoverride VALUES (2, 900);";
+
+static void test_v2_migrates(void **state)
+{
+	tfx *t = *state;
+	const int64_t want[] = { 500, 900, 700 };
+	char path[400];
+	sqlite3 *db;
+	sfs_store *s;
+	sfs_info info;
+	char *err = NULL;
+
+	if (tfx_encrypted())
+		skip();
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/v2%s.db", t->dir,
+		         i ? "" : "-ckpt");
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		if (sqlite3_exec(db, v2_ddl, NULL, NULL, &err) != SQLITE_OK)
+			fail_msg("v2 store: %s", err);
+		sqlite3_close(db);
+	}
+	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
+	queue_times(s, "exec", want, 3);
+	sfs_store_close(s);
+	OK(tfx_open(path, 0, &s));
+	queue_times(s, "exec", want, 3);
+	OK(sfs_store_info(s, &info));
+	assert_int_equal(info.schema_version, 3);
+	sfs_store_close(s);
+	assert_int_equal(rows_of(path, "statefs_queue_timeoverride"), -1);
+	assert_int_equal(rows_of(path, "statefs_queue_pending"), 1);
+	/* restoring a version-2 checkpoint keeps the override too */
+	snprintf(path, sizeof(path), "%s/v2-ckpt.db", t->dir);
+	OK(sfs_restore(t->s, path, NULL, NULL));
+	queue_times(t->s, "exec", want, 3);
 }
 
 static void test_v1_checkpoint_restores(void **state)
@@ -494,6 +569,7 @@ int main(void)
 		T(test_import_interleaved_queue),
 		T(test_v1_migrates),
 		T(test_v1_checkpoint_restores),
+		T(test_v2_migrates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

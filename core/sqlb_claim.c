@@ -1,0 +1,1140 @@
+/*
+ * sqlb_claim.c - claims over SQLite: items move from work_queue into
+ * statefs_inflight under a statefs_claim with a lease, and leave it by ack
+ * (deleted), nack (back at their original id), retry (a new id at the
+ * tail), reject (statefs_dead), or recovery when the lease ran out.
+ * docs/claims.md is the protocol; this file is its SQL.
+ *
+ * The rules every function follows:
+ *  - An item is in exactly one of work_queue, statefs_inflight and
+ *    statefs_dead at any commit (its id moves with it), so nothing is lost
+ *    and nothing is in two places. Every move is one write transaction.
+ *  - Every write on a claim starts, in its own BEGIN IMMEDIATE transaction,
+ *    with recovery of the claim's queue at the current time, and then acts
+ *    only if the claim's row is still there. A claim whose lease ended at or
+ *    before now is therefore gone by the time it is checked: the outcome
+ *    never depends on whether a GC pass happened to run before, and ack and
+ *    recovery, both under the write lock with one clock, can never both
+ *    take an item.
+ *  - Recovery is one pass: time-to-live first (pending items only), then
+ *    expired claims back to the queue (or dead at the delivery limit). An
+ *    item returned in a pass restarts its wait clock, so the TTL step of
+ *    that pass cannot drop it for time spent in flight.
+ *  - A pending item's delivery count and, once it re-entered the queue at
+ *    its old id, its enqueue time live in statefs_queue_pending (the time
+ *    map cannot hold an earlier id's later time). In flight and dead, the
+ *    item's row carries them.
+ *  - Lease times are sfs_clock_ns() (CLOCK_REALTIME, ns); the times shown
+ *    as mtimes (enqueue, death) are whole seconds, as every mtime.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlb_i.h"
+#include "util_i.h"
+
+/* Statement slots, offsets from ST_CLAIM. [2] ranges: variant 0 every
+ * queue (or values), variant 1 one queue (or keys only). */
+enum {
+	C_SEQ, C_GET, C_NEW, C_HEAD, C_ONE, C_ANY, C_ANY_ONE, C_DEL_PEND,
+	C_DEL_Q, C_READ, C_BEAT, C_OWNER, C_HOLDS,
+	X_DEAD_LIMIT, X_DEAD_REJECT, X_BACK, X_BACK_PEND, X_RETRY,
+	X_RETRY_PEND, X_DEL, X_END,
+	R_POLICY, R_POLICIES, R_ANY, R_TTL_Z, R_TTL_C, R_TTL_MAP, R_TTL_OWN,
+	R_TTL_PEND,
+	R_DEAD, R_BACK = R_DEAD + 2, R_PEND = R_BACK + 2,
+	R_DEL_ITEMS = R_PEND + 2, R_DEL_CLAIMS = R_DEL_ITEMS + 2,
+	I_SCAN = R_DEL_CLAIMS + 2, I_PEEK = I_SCAN + 2, I_STAT,
+	D_SCAN, D_PEEK = D_SCAN + 2, D_STAT, D_REQ, D_DEL, D_CLEAR,
+	P_SET, P_DEL,
+	C_NSLOTS
+};
+
+_Static_assert(C_NSLOTS <= ST_CLAIM_END - ST_CLAIM, "claim slots");
+
+#define NS_PER_MS 1000000LL
+
+/* Whether an in-flight item (alias i) reached its queue's delivery
+ * limit. */
+#define LIMIT_REACHED                                                      \
+	"EXISTS (SELECT 1 FROM statefs_queue_policy p WHERE p.queue=i.queue" \
+	" AND p.max_deliveries>0 AND i.deliveries>=p.max_deliveries)"
+
+/* The in-flight items of a claim with ids in [?2, ?3]: the whole claim
+ * (ack, nack) or one item (settle). */
+#define OF_CLAIM "i.claim_id=?1 AND i.id BETWEEN ?2 AND ?3"
+
+/* The claims whose lease ended by ?2 (now), of every queue or of ?1. */
+#define EXPIRED(qf) "(SELECT claim_id FROM statefs_claim WHERE lease_until<=?2" qf ")"
+#define ALLQ ""
+#define ONEQ " AND queue=?1"
+
+static sqlite3_stmt *stmt(sfs_backend *b, int slot, const char *sql,
+                          int *status)
+{
+	return sqlb_stmt(b, ST_CLAIM + slot, sql, status);
+}
+
+/* Binds int64 values to ?first.. as far as the statement has parameters. */
+static void bind_ints(sqlite3_stmt *st, int first, int n, const int64_t *v)
+{
+	int max = sqlite3_bind_parameter_count(st);
+
+	for (int i = 0; i < n && first + i <= max; i++)
+		sqlite3_bind_int64(st, first + i, v[i]);
+}
+
+/* Steps a statement that returns at most one row of int64 columns into
+ * v[0..n); *found says whether there was a row (NULL columns read 0). */
+static int one_row(sfs_backend *b, sqlite3_stmt *st, int64_t *v, int n,
+                   int *found, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	*found = rc == SQLITE_ROW;
+	for (int i = 0; i < n && rc == SQLITE_ROW; i++)
+		v[i] = sqlite3_column_int64(st, i);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, what);
+	return SFS_OK;
+}
+
+/* --- recovery ------------------------------------------------------------ */
+
+/* Time-to-live of one queue: drops its pending items whose wait began
+ * before cut, keeping those whose time is unknown (0). The queue map is
+ * monotone (sqlb_timemap.c), so the items it dates before cut are the ids
+ * in [Z, C): Z the first row with a known time, C the first at or after
+ * cut. Items with their own time (statefs_queue_pending) are judged by it. */
+static int ttl_pass(sfs_backend *b, sfs_slice queue, int64_t cut,
+                    uint64_t *dropped)
+{
+	int status = SFS_OK, fz, fc;
+	sqlite3_stmt *z = stmt(b, R_TTL_Z, "SELECT id FROM statefs_queue_timemap"
+	        " WHERE enqueued_ns>0 ORDER BY enqueued_ns, id LIMIT 1", &status);
+	sqlite3_stmt *c = z ? stmt(b, R_TTL_C, "SELECT id FROM"
+	        " statefs_queue_timemap WHERE enqueued_ns>=?1"
+	        " ORDER BY enqueued_ns, id LIMIT 1", &status) : NULL;
+	sqlite3_stmt *m = c ? stmt(b, R_TTL_MAP, "DELETE FROM work_queue"
+	        " WHERE execution_id=?1 AND id>=?2 AND id<?3 AND NOT EXISTS"
+	        " (SELECT 1 FROM statefs_queue_pending p"
+	        " WHERE p.id=work_queue.id)", &status) : NULL;
+	sqlite3_stmt *o = m ? stmt(b, R_TTL_OWN, "DELETE FROM work_queue"
+	        " WHERE execution_id=?1 AND id IN (SELECT id FROM"
+	        " statefs_queue_pending WHERE enqueued_ns>0 AND enqueued_ns<?2)",
+	        &status) : NULL;
+	sqlite3_stmt *p = o ? stmt(b, R_TTL_PEND, "DELETE FROM"
+	        " statefs_queue_pending WHERE enqueued_ns>0 AND enqueued_ns<?1"
+	        " AND NOT EXISTS (SELECT 1 FROM work_queue q"
+	        " WHERE q.id=statefs_queue_pending.id)", &status) : NULL;
+	int64_t zid = 0, cid = INT64_MAX, n = 0;
+
+	if (!p)
+		return status;
+	status = one_row(b, z, &zid, 1, &fz, "reading enqueue times");
+	if (status != SFS_OK)
+		return status;
+	bind_ints(c, 1, 1, &cut);
+	status = one_row(b, c, &cid, 1, &fc, "reading enqueue times");
+	if (status != SFS_OK)
+		return status;
+	if (!fc)
+		cid = INT64_MAX;
+	if (fz && zid < cid) {
+		sqlb_bind(m, 1, queue);
+		sqlite3_bind_int64(m, 2, zid);
+		sqlite3_bind_int64(m, 3, cid);
+		status = sqlb_run(b, m, "dropping expired items");
+		if (status != SFS_OK)
+			return status;
+		n = sqlite3_changes64(b->db);
+		if (n)
+			status = tm_prune(b, TM_QUEUE, zid,
+			                  cid == INT64_MAX ? INT64_MAX - 1 : cid);
+		if (status != SFS_OK)
+			return status;
+	}
+	sqlb_bind(o, 1, queue);
+	sqlite3_bind_int64(o, 2, cut);
+	status = sqlb_run(b, o, "dropping expired items");
+	if (status != SFS_OK)
+		return status;
+	n += sqlite3_changes64(b->db);
+	sqlite3_bind_int64(p, 1, cut);
+	status = sqlb_run(b, p, "dropping expired items");
+	if (status == SFS_OK)
+		*dropped += (uint64_t)n;
+	return status;
+}
+
+/* Expired claims of one queue (queue != NULL) or of all: their items back
+ * to the queue at their original ids with the wait restarted (now_s), or
+ * dead once they reached the delivery limit; then the claims go. */
+static int return_expired(sfs_backend *b, const sfs_slice *queue,
+                          int64_t now, int64_t now_s, sfs_gc_stats *g)
+{
+	static const char *const sql[5][2] = {
+		{ "INSERT INTO statefs_dead (id, queue, item, reason, deliveries,"
+		  " dead_ns) SELECT i.id, i.queue, i.item, 'delivery limit',"
+		  " i.deliveries, ?3 FROM statefs_inflight i WHERE i.claim_id IN "
+		  EXPIRED(ALLQ) " AND " LIMIT_REACHED,
+		  "INSERT INTO statefs_dead (id, queue, item, reason, deliveries,"
+		  " dead_ns) SELECT i.id, i.queue, i.item, 'delivery limit',"
+		  " i.deliveries, ?3 FROM statefs_inflight i WHERE i.claim_id IN "
+		  EXPIRED(ONEQ) " AND " LIMIT_REACHED },
+		{ "INSERT INTO work_queue (id, execution_id, work_item)"
+		  " SELECT i.id, i.queue, i.item FROM statefs_inflight i"
+		  " WHERE i.claim_id IN " EXPIRED(ALLQ) " AND NOT " LIMIT_REACHED
+		  " ORDER BY i.id",
+		  "INSERT INTO work_queue (id, execution_id, work_item)"
+		  " SELECT i.id, i.queue, i.item FROM statefs_inflight i"
+		  " WHERE i.claim_id IN " EXPIRED(ONEQ) " AND NOT " LIMIT_REACHED
+		  " ORDER BY i.id" },
+		{ "INSERT OR REPLACE INTO statefs_queue_pending (id, enqueued_ns,"
+		  " deliveries) SELECT i.id, ?3, i.deliveries FROM"
+		  " statefs_inflight i WHERE i.claim_id IN " EXPIRED(ALLQ)
+		  " AND NOT " LIMIT_REACHED,
+		  "INSERT OR REPLACE INTO statefs_queue_pending (id, enqueued_ns,"
+		  " deliveries) SELECT i.id, ?3, i.deliveries FROM"
+		  " statefs_inflight i WHERE i.claim_id IN " EXPIRED(ONEQ)
+		  " AND NOT " LIMIT_REACHED },
+		{ "DELETE FROM statefs_inflight WHERE claim_id IN " EXPIRED(ALLQ),
+		  "DELETE FROM statefs_inflight WHERE claim_id IN " EXPIRED(ONEQ) },
+		{ "DELETE FROM statefs_claim WHERE lease_until<=?2" ALLQ,
+		  "DELETE FROM statefs_claim WHERE lease_until<=?2" ONEQ },
+	};
+	static const int slot[5] = { R_DEAD, R_BACK, R_PEND, R_DEL_ITEMS,
+		                     R_DEL_CLAIMS };
+	int v = queue != NULL, status = SFS_OK;
+	int64_t t[2] = { now, now_s };
+
+	for (int i = 0; i < 5; i++) {
+		sqlite3_stmt *st = stmt(b, slot[i] + v, sql[i][v], &status);
+
+		if (!st)
+			return status;
+		if (queue)
+			sqlb_bind(st, 1, *queue);
+		bind_ints(st, 2, 2, t);
+		status = sqlb_run(b, st, "returning expired claims");
+		if (status != SFS_OK)
+			return status;
+		if (i == 0)
+			g->dead += (uint64_t)sqlite3_changes64(b->db);
+		else if (i == 1)
+			g->returned += (uint64_t)sqlite3_changes64(b->db);
+		else if (i == 4)
+			g->claims += (uint64_t)sqlite3_changes64(b->db);
+	}
+	return SFS_OK;
+}
+
+/* The queue's policy (zeros when it has none). */
+static int policy_of(sfs_backend *b, sfs_slice queue, sfs_queue_policy *p)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *st = stmt(b, R_POLICY, "SELECT ttl_ms, max_deliveries"
+	        " FROM statefs_queue_policy WHERE queue=?1", &status);
+	int64_t v[2] = { 0, 0 };
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	status = one_row(b, st, v, 2, &found, "reading a queue's policy");
+	p->ttl_ms = v[0];
+	p->max_deliveries = v[1];
+	return status;
+}
+
+/* One recovery pass, inside a write transaction: of one queue, or of every
+ * queue (queue == NULL). */
+static int recover(sfs_backend *b, const sfs_slice *queue, sfs_gc_stats *g)
+{
+	int64_t now = sfs_clock_ns(), now_s = sfs_clock_mtime_ns();
+	sfs_queue_policy p;
+	sfs_list l = { NULL, 0 };
+	int status = SFS_OK;
+
+	if (queue) {
+		status = policy_of(b, *queue, &p);
+		if (status == SFS_OK && p.ttl_ms > 0)
+			status = ttl_pass(b, *queue, now - p.ttl_ms * NS_PER_MS,
+			                  &g->expired);
+	} else {
+		/* Every queue with a time-to-live; listed first, as the
+		 * passes write. */
+		sqlite3_stmt *st = stmt(b, R_POLICIES, "SELECT queue, ttl_ms"
+		        " FROM statefs_queue_policy WHERE ttl_ms>0 ORDER BY queue",
+		        &status);
+		listb lb = LISTB_INIT;
+		sfs_item *it;
+		const void *ptr;
+		size_t n;
+		int rc;
+
+		if (!st)
+			return status;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (!(it = listb_push(&lb)))
+				break;
+			it->n = sqlite3_column_int64(st, 1);
+			ptr = sqlb_col(st, 0, &n);
+			listb_key(&lb, ptr, n);
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			listb_discard(&lb);
+			return sqlb_fail(b, rc, "reading queue policies");
+		}
+		status = listb_finish(&lb, &l);
+		for (size_t i = 0; i < l.n && status == SFS_OK; i++)
+			status = ttl_pass(b, sfs_bytes(l.items[i].key.ptr,
+			                               l.items[i].key.len),
+			                  now - l.items[i].n * NS_PER_MS,
+			                  &g->expired);
+		sfs_list_free(&l);
+	}
+	if (status != SFS_OK)
+		return status;
+	return return_expired(b, queue, now, now_s, g);
+}
+
+static int changed(const sfs_gc_stats *g)
+{
+	return g->expired || g->returned || g->dead || g->claims;
+}
+
+/* Ends a write transaction. On SFS_OK it commits; on a failure it rolls
+ * back, unless keep says the recovery done first should stay (a lost
+ * claim, an empty queue: the call itself wrote nothing). */
+static int finish(sfs_backend *b, int status, int keep)
+{
+	int c;
+
+	if (status == SFS_OK || keep) {
+		c = sqlb_commit(b);
+		return c != SFS_OK ? c : status;
+	}
+	sqlb_rollback(b);
+	return status;
+}
+
+int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
+                  sfs_gc_stats *out)
+{
+	sfs_gc_stats g = { 0, 0, 0, 0 };
+	int status = SFS_OK, found;
+	int64_t any = 0, now = sfs_clock_ns();
+
+	if (at_open) {
+		/* Opening must not take the write lock when there is nothing
+		 * to do: many processes open at once. */
+		sqlite3_stmt *st = stmt(b, R_ANY, "SELECT EXISTS (SELECT 1 FROM"
+		        " statefs_claim WHERE lease_until<=?1) OR EXISTS (SELECT 1"
+		        " FROM statefs_queue_policy WHERE ttl_ms>0)", &status);
+
+		if (!st)
+			return status;
+		sqlite3_bind_int64(st, 1, now);
+		status = one_row(b, st, &any, 1, &found, "checking claims");
+		if (status != SFS_OK || !any) {
+			if (status == SFS_OK && out)
+				*out = g;
+			return status;
+		}
+	}
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	status = recover(b, queue.ptr ? &queue : NULL, &g);
+	if (status == SFS_OK && !changed(&g))
+		sqlb_rollback(b); /* nothing to commit */
+	else
+		status = finish(b, status, 0);
+	if (status == SFS_OK && out)
+		*out = g;
+	return status;
+}
+
+/* --- claiming ------------------------------------------------------------ */
+
+/* Reads a claim's items into a list: item.id, value, size, n =
+ * deliveries, mtime = lease end. */
+static int read_claim(sfs_backend *b, int64_t cid, int64_t until,
+                      sfs_list *out)
+{
+	int status = SFS_OK, rc;
+	sqlite3_stmt *st = stmt(b, C_READ, "SELECT id, item, length(item),"
+	        " deliveries FROM statefs_inflight WHERE claim_id=?1 ORDER BY id",
+	        &status);
+	listb lb = LISTB_INIT;
+	sfs_item *it;
+	const void *p;
+	size_t n;
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, cid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = sqlite3_column_int64(st, 0);
+		it->size = (uint64_t)sqlite3_column_int64(st, 2);
+		it->n = sqlite3_column_int64(st, 3);
+		it->mtime_ns = until;
+		p = sqlb_col(st, 1, &n);
+		listb_value(&lb, p, n);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, "reading claimed items");
+	}
+	return listb_finish(&lb, out);
+}
+
+/* The claim body: head items (id == 0, up to max) or one item by id move
+ * into flight under a new claim. SFS_NOTFOUND when there is nothing to
+ * claim; *keep then says whether recovery changed anything. */
+static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
+                    int64_t lease_ns, int64_t *claim_id, sfs_list *items,
+                    int *keep)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *any = id ? stmt(b, C_ANY_ONE, "SELECT 1 FROM work_queue"
+	        " WHERE id=?2 AND execution_id=?1", &status)
+	        : stmt(b, C_ANY, "SELECT 1 FROM work_queue WHERE"
+	        " execution_id=?1 LIMIT 1", &status);
+	sqlite3_stmt *nw = any ? stmt(b, C_NEW, "INSERT INTO statefs_claim"
+	        " (queue, lease_until, claimed_ns) VALUES (?1, ?2, ?3)", &status)
+	        : NULL;
+	/* The items' delivery counts and enqueue times come along. */
+	sqlite3_stmt *mv = !nw ? NULL : id ? stmt(b, C_ONE,
+	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
+	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
+	        " q.work_item, " TM_QUEUE_AT("q.id") ", coalesce((SELECT"
+	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0)+1"
+	        " FROM work_queue q WHERE q.id=?3 AND q.execution_id=?1",
+	        &status) : stmt(b, C_HEAD,
+	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
+	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
+	        " q.work_item, " TM_QUEUE_AT("q.id") ", coalesce((SELECT"
+	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0)+1"
+	        " FROM work_queue q WHERE q.execution_id=?1 ORDER BY q.id"
+	        " LIMIT ?3", &status);
+	sqlite3_stmt *dp = mv ? stmt(b, C_DEL_PEND, "DELETE FROM"
+	        " statefs_queue_pending WHERE id IN (SELECT id FROM"
+	        " statefs_inflight WHERE claim_id=?1)", &status) : NULL;
+	sqlite3_stmt *dq = dp ? stmt(b, C_DEL_Q, "DELETE FROM work_queue WHERE"
+	        " id IN (SELECT id FROM statefs_inflight WHERE claim_id=?1)",
+	        &status) : NULL;
+	sfs_gc_stats g = { 0, 0, 0, 0 };
+	int64_t now, cid, v;
+
+	*keep = 0;
+	if (!dq)
+		return status;
+	status = recover(b, &queue, &g);
+	if (status != SFS_OK)
+		return status;
+	*keep = changed(&g);
+	sqlb_bind(any, 1, queue);
+	if (id)
+		sqlite3_bind_int64(any, 2, id);
+	status = one_row(b, any, &v, 0, &found, "looking for pending items");
+	if (status != SFS_OK)
+		return status;
+	if (!found)
+		return id ? sfs_err(SFS_NOTFOUND, "item %lld is not pending",
+		                    (long long)id)
+		          : SFS_NOTFOUND;
+	now = sfs_clock_ns();
+	sqlb_bind(nw, 1, queue);
+	sqlite3_bind_int64(nw, 2, now + lease_ns);
+	sqlite3_bind_int64(nw, 3, now);
+	status = sqlb_run(b, nw, "creating a claim");
+	if (status != SFS_OK)
+		return status;
+	cid = sqlite3_last_insert_rowid(b->db);
+	sqlb_bind(mv, 1, queue);
+	sqlite3_bind_int64(mv, 2, cid);
+	sqlite3_bind_int64(mv, 3, id ? id : (int64_t)max);
+	status = sqlb_run(b, mv, "claiming");
+	for (int i = 0; i < 2 && status == SFS_OK; i++) {
+		sqlite3_stmt *st = i ? dq : dp;
+
+		sqlite3_bind_int64(st, 1, cid);
+		status = sqlb_run(b, st, "claiming");
+	}
+	if (status == SFS_OK && items)
+		status = read_claim(b, cid, now + lease_ns, items);
+	if (status == SFS_OK)
+		*claim_id = cid;
+	return status;
+}
+
+int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
+               int64_t *claim_id, sfs_list *items)
+{
+	sfs_list l = { NULL, 0 };
+	int64_t cid = 0;
+	int keep = 0, status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = claim_tx(b, queue, max, 0, lease_ns, &cid, items ? &l : NULL,
+	                  &keep);
+	status = finish(b, status, keep && status == SFS_NOTFOUND);
+	if (status != SFS_OK) {
+		sfs_list_free(&l);
+		return status;
+	}
+	*claim_id = cid;
+	if (items)
+		*items = l;
+	return SFS_OK;
+}
+
+int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
+                    int64_t lease_ns, int64_t *claim_id)
+{
+	int64_t cid = 0;
+	int keep = 0, status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = claim_tx(b, queue, 1, id, lease_ns, &cid, NULL, &keep);
+	status = finish(b, status, keep && status == SFS_NOTFOUND);
+	if (status == SFS_OK && claim_id)
+		*claim_id = cid;
+	return status;
+}
+
+/* --- acting on a claim ---------------------------------------------------- */
+
+/* The queue of a claim into *queue (malloc'd). SFS_CLAIMLOST when the
+ * claim was issued but is gone, SFS_NOTFOUND when it never was. */
+static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
+{
+	int status = SFS_OK, rc, found;
+	sqlite3_stmt *get = stmt(b, C_GET, "SELECT queue FROM statefs_claim"
+	        " WHERE claim_id=?1", &status);
+	sqlite3_stmt *seq = get ? stmt(b, C_SEQ, "SELECT seq FROM"
+	        " sqlite_sequence WHERE name='statefs_claim'", &status) : NULL;
+	const void *p;
+	size_t n;
+	int64_t last = 0;
+
+	if (!seq)
+		return status;
+	sqlite3_bind_int64(get, 1, cid);
+	rc = sqlite3_step(get);
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(get, 0, &n);
+		status = buf_copy(queue, p, n);
+		sqlite3_reset(get);
+		return status;
+	}
+	sqlite3_reset(get);
+	if (rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "reading a claim");
+	status = one_row(b, seq, &last, 1, &found, "reading a claim");
+	if (status != SFS_OK)
+		return status;
+	if (cid > 0 && cid <= last)
+		return sfs_err(SFS_CLAIMLOST, "claim %lld is not held (its lease"
+		               " ran out, or it was settled)", (long long)cid);
+	return sfs_err(SFS_NOTFOUND, "no claim %lld", (long long)cid);
+}
+
+/* Whether the claim's row is still there (after recovery): SFS_OK or
+ * SFS_CLAIMLOST. */
+static int still_held(sfs_backend *b, int64_t cid)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *get = stmt(b, C_GET, "SELECT queue FROM statefs_claim"
+	        " WHERE claim_id=?1", &status);
+	int64_t v;
+
+	if (!get)
+		return status;
+	sqlite3_bind_int64(get, 1, cid);
+	status = one_row(b, get, &v, 0, &found, "reading a claim");
+	if (status == SFS_OK && !found)
+		status = sfs_err(SFS_CLAIMLOST, "the lease of claim %lld ran out;"
+		                 " its items went back to the queue",
+		                 (long long)cid);
+	return status;
+}
+
+/* Recovery of the claim's queue, then whether the claim is held. *keep
+ * says whether recovery changed anything. */
+static int hold(sfs_backend *b, int64_t cid, int *keep)
+{
+	sfs_gc_stats g = { 0, 0, 0, 0 };
+	sfs_buf q = { NULL, 0 };
+	int status = claim_queue(b, cid, &q);
+
+	*keep = 0;
+	if (status != SFS_OK)
+		return status;
+	status = recover(b, &(sfs_slice){ q.ptr, q.len }, &g);
+	sfs_buf_free(&q);
+	*keep = changed(&g);
+	return status == SFS_OK ? still_held(b, cid) : status;
+}
+
+/* Runs statement slot (sql) on the items [lo, hi] of a claim with ?4 =
+ * now_s and ?5 = extra; *changes gets the rows it changed. */
+static int on_items(sfs_backend *b, int slot, const char *sql, int64_t cid,
+                    int64_t lo, int64_t hi, int64_t now_s, int64_t extra,
+                    int64_t *changes)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, slot, sql, &status);
+	int64_t v[5] = { cid, lo, hi, now_s, extra };
+
+	if (!st)
+		return status;
+	bind_ints(st, 1, 5, v);
+	status = sqlb_run(b, st, "settling claimed items");
+	if (changes)
+		*changes = sqlite3_changes64(b->db);
+	return status;
+}
+
+#define DEAD_SQL(reason, cond)                                             \
+	"INSERT INTO statefs_dead (id, queue, item, reason, deliveries,"   \
+	" dead_ns) SELECT i.id, i.queue, i.item, '" reason "',"             \
+	" i.deliveries, ?4 FROM statefs_inflight i WHERE " OF_CLAIM cond
+
+/* Applies one outcome to the items [lo, hi] of claim cid (all of them, or
+ * one); the items leave statefs_inflight. */
+static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
+                 sfs_outcome o, int64_t now_s)
+{
+	int64_t n = 0, nid;
+	int status = SFS_OK;
+
+	switch (o) {
+	case SFS_OUTCOME_DONE:
+		break;
+	case SFS_OUTCOME_REJECT:
+		status = on_items(b, X_DEAD_REJECT, DEAD_SQL("rejected", ""),
+		                  cid, lo, hi, now_s, 0, NULL);
+		break;
+	case SFS_OUTCOME_NACK:
+		status = on_items(b, X_DEAD_LIMIT, DEAD_SQL("delivery limit",
+		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
+		                  NULL);
+		if (status == SFS_OK)
+			status = on_items(b, X_BACK, "INSERT INTO work_queue (id,"
+			        " execution_id, work_item) SELECT i.id, i.queue,"
+			        " i.item FROM statefs_inflight i WHERE " OF_CLAIM
+			        " AND NOT " LIMIT_REACHED " ORDER BY i.id", cid, lo,
+			        hi, now_s, 0, NULL);
+		if (status == SFS_OK)
+			status = on_items(b, X_BACK_PEND, "INSERT OR REPLACE INTO"
+			        " statefs_queue_pending (id, enqueued_ns, deliveries)"
+			        " SELECT i.id, ?4, i.deliveries FROM statefs_inflight"
+			        " i WHERE " OF_CLAIM " AND NOT " LIMIT_REACHED, cid,
+			        lo, hi, now_s, 0, NULL);
+		break;
+	case SFS_OUTCOME_RETRY: /* one item: lo == hi */
+		status = on_items(b, X_DEAD_LIMIT, DEAD_SQL("delivery limit",
+		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
+		                  &n);
+		if (status != SFS_OK || n)
+			break;
+		status = on_items(b, X_RETRY, "INSERT INTO work_queue"
+		        " (execution_id, work_item) SELECT i.queue, i.item FROM"
+		        " statefs_inflight i WHERE " OF_CLAIM, cid, lo, hi, now_s,
+		        0, &n);
+		if (status != SFS_OK || !n)
+			break;
+		nid = sqlite3_last_insert_rowid(b->db);
+		status = on_items(b, X_RETRY_PEND, "INSERT INTO"
+		        " statefs_queue_pending (id, enqueued_ns, deliveries)"
+		        " SELECT ?5, ?4, i.deliveries FROM statefs_inflight i"
+		        " WHERE " OF_CLAIM, cid, lo, hi, now_s, nid, NULL);
+		break;
+	default:
+		return sfs_err(SFS_INVALID, "unknown outcome %d", (int)o);
+	}
+	if (status == SFS_OK)
+		status = on_items(b, X_DEL, "DELETE FROM statefs_inflight WHERE"
+		                  " claim_id=?1 AND id BETWEEN ?2 AND ?3", cid, lo,
+		                  hi, now_s, 0, NULL);
+	return status;
+}
+
+/* Ends the claim when it holds no item any more. */
+static int end_if_empty(sfs_backend *b, int64_t cid)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, X_END, "DELETE FROM statefs_claim WHERE"
+	        " claim_id=?1 AND NOT EXISTS (SELECT 1 FROM statefs_inflight"
+	        " WHERE claim_id=?1)", &status);
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, cid);
+	return sqlb_run(b, st, "ending a claim");
+}
+
+static int holds(sfs_backend *b, int64_t cid, int64_t id)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *st = stmt(b, C_HOLDS, "SELECT 1 FROM statefs_inflight"
+	        " WHERE id=?1 AND claim_id=?2", &status);
+	int64_t v;
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, cid);
+	status = one_row(b, st, &v, 0, &found, "reading claimed items");
+	if (status == SFS_OK && !found)
+		status = sfs_err(SFS_NOTFOUND, "claim %lld does not hold item"
+		                 " %lld", (long long)cid, (long long)id);
+	return status;
+}
+
+/* Settles a held claim: every item with outcomes[0] (ids == NULL), or the
+ * named ones, all validated first. */
+static int settle_tx(sfs_backend *b, int64_t cid, const int64_t *ids,
+                     const sfs_outcome *outcomes, size_t n, int *keep)
+{
+	int64_t now_s = sfs_clock_mtime_ns();
+	int status = hold(b, cid, keep);
+
+	if (status != SFS_OK)
+		return status;
+	if (!ids) {
+		status = apply(b, cid, INT64_MIN, INT64_MAX, outcomes[0], now_s);
+	} else {
+		for (size_t i = 0; i < n && status == SFS_OK; i++)
+			status = holds(b, cid, ids[i]);
+		for (size_t i = 0; i < n && status == SFS_OK; i++)
+			status = apply(b, cid, ids[i], ids[i], outcomes[i], now_s);
+	}
+	return status == SFS_OK ? end_if_empty(b, cid) : status;
+}
+
+int sqlb_claim_settle(sfs_backend *b, int64_t cid, const int64_t *ids,
+                      const sfs_outcome *outcomes, size_t n)
+{
+	int keep = 0, status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = settle_tx(b, cid, ids, outcomes, n, &keep);
+	return finish(b, status, keep && status == SFS_CLAIMLOST);
+}
+
+static int heartbeat_tx(sfs_backend *b, int64_t cid, int64_t lease_ns,
+                        int64_t *until, int *keep)
+{
+	int status = hold(b, cid, keep);
+	sqlite3_stmt *st = status == SFS_OK ? stmt(b, C_BEAT, "UPDATE"
+	        " statefs_claim SET lease_until=?2 WHERE claim_id=?1", &status)
+	        : NULL;
+
+	if (!st)
+		return status;
+	*until = sfs_clock_ns() + lease_ns;
+	sqlite3_bind_int64(st, 1, cid);
+	sqlite3_bind_int64(st, 2, *until);
+	return sqlb_run(b, st, "extending a lease");
+}
+
+int sqlb_claim_heartbeat(sfs_backend *b, int64_t cid, int64_t lease_ns,
+                         int64_t *lease_until_ns)
+{
+	int64_t until = 0;
+	int keep = 0, status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = heartbeat_tx(b, cid, lease_ns, &until, &keep);
+	status = finish(b, status, keep && status == SFS_CLAIMLOST);
+	if (status == SFS_OK && lease_until_ns)
+		*lease_until_ns = until;
+	return status;
+}
+
+/* The claim holding an in-flight item of a queue: SFS_NOTFOUND when the
+ * item is not in flight there. */
+static int owner_of(sfs_backend *b, sfs_slice queue, int64_t id,
+                    int64_t *cid)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *st = stmt(b, C_OWNER, "SELECT claim_id FROM"
+	        " statefs_inflight WHERE id=?1 AND queue=?2", &status);
+
+	if (!st)
+		return status;
+	sqlite3_bind_int64(st, 1, id);
+	sqlb_bind(st, 2, queue);
+	status = one_row(b, st, cid, 1, &found, "reading claimed items");
+	if (status == SFS_OK && !found)
+		status = sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
+		                 (long long)id);
+	return status;
+}
+
+/* An in-flight item's claim, after recovery of its queue: SFS_CLAIMLOST
+ * when recovery took the item back. */
+static int item_held(sfs_backend *b, sfs_slice queue, int64_t id,
+                     int64_t *cid, int *keep)
+{
+	sfs_gc_stats g = { 0, 0, 0, 0 };
+	int status = owner_of(b, queue, id, cid);
+
+	*keep = 0;
+	if (status != SFS_OK)
+		return status;
+	status = recover(b, &queue, &g);
+	*keep = changed(&g);
+	if (status == SFS_OK)
+		status = owner_of(b, queue, id, cid);
+	if (status == SFS_NOTFOUND)
+		status = sfs_err(SFS_CLAIMLOST, "the lease on item %lld ran out;"
+		                 " it went back to the queue", (long long)id);
+	return status;
+}
+
+int sqlb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                         sfs_outcome outcome)
+{
+	int64_t cid = 0;
+	int keep = 0, status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = item_held(b, queue, id, &cid, &keep);
+	if (status == SFS_OK)
+		status = apply(b, cid, id, id, outcome, sfs_clock_mtime_ns());
+	if (status == SFS_OK)
+		status = end_if_empty(b, cid);
+	return finish(b, status, keep && status == SFS_CLAIMLOST);
+}
+
+int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                            int64_t lease_ns)
+{
+	int64_t cid = 0, until;
+	int keep = 0, status = sqlb_begin_write(b);
+	sqlite3_stmt *st;
+
+	if (status != SFS_OK)
+		return status;
+	status = item_held(b, queue, id, &cid, &keep);
+	st = status == SFS_OK ? stmt(b, C_BEAT, "UPDATE statefs_claim SET"
+	        " lease_until=?2 WHERE claim_id=?1", &status) : NULL;
+	if (st) {
+		until = sfs_clock_ns() + lease_ns;
+		sqlite3_bind_int64(st, 1, cid);
+		sqlite3_bind_int64(st, 2, until);
+		status = sqlb_run(b, st, "extending a lease");
+	}
+	return finish(b, status, keep && status == SFS_CLAIMLOST);
+}
+
+/* --- in-flight items and dead letters: reading ----------------------------- */
+
+/* Reads rows of (id, value-or-NULL, size, mtime, n[, key]) into a list. */
+static int rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
+                     int with_key, sfs_list *out)
+{
+	listb lb = LISTB_INIT;
+	sfs_item *it;
+	const void *p;
+	size_t n;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = sqlite3_column_int64(st, 0);
+		it->size = (uint64_t)sqlite3_column_int64(st, 2);
+		it->mtime_ns = sqlite3_column_int64(st, 3);
+		it->n = sqlite3_column_int64(st, 4);
+		if (!keys_only) {
+			p = sqlb_col(st, 1, &n);
+			listb_value(&lb, p, n);
+		}
+		if (with_key) {
+			p = sqlb_col(st, 5, &n);
+			listb_key(&lb, p, n);
+		}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, "reading items");
+	}
+	return listb_finish(&lb, out);
+}
+
+static void bind_scan(sqlite3_stmt *st, sfs_slice queue, int64_t after_id,
+                      long limit)
+{
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, after_id);
+	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
+}
+
+int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                       long limit, int keys_only, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, I_SCAN + !!keys_only, keys_only ?
+	        "SELECT i.id, NULL, length(i.item), coalesce(c.lease_until, 0),"
+	        " i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"
+	        " ON c.claim_id=i.claim_id WHERE i.queue=?1 AND i.id>?2"
+	        " ORDER BY i.id LIMIT ?3" :
+	        "SELECT i.id, i.item, length(i.item), coalesce(c.lease_until, 0),"
+	        " i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"
+	        " ON c.claim_id=i.claim_id WHERE i.queue=?1 AND i.id>?2"
+	        " ORDER BY i.id LIMIT ?3", &status);
+
+	if (!st)
+		return status;
+	bind_scan(st, queue, after_id, limit);
+	return rows_into(b, st, keys_only, 0, out);
+}
+
+/* A statement returning one BLOB for (?1 queue, ?2 id) into *out. */
+static int one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_slice queue,
+                    int64_t id, sfs_buf *out, const char *what)
+{
+	const void *p;
+	size_t n;
+	int rc, status;
+
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(st, 0, &n);
+		status = buf_copy(out, p, n);
+	} else {
+		status = rc == SQLITE_DONE ? SFS_NOTFOUND : sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                       sfs_buf *item)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, I_PEEK, "SELECT item FROM statefs_inflight"
+	        " WHERE id=?2 AND queue=?1", &status);
+
+	return st ? one_blob(b, st, queue, id, item, "reading an item") : status;
+}
+
+int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                       sfs_claim_info *out)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *st = stmt(b, I_STAT, "SELECT i.claim_id,"
+	        " coalesce(c.lease_until, 0), i.enqueued_ns, i.deliveries,"
+	        " length(i.item) FROM statefs_inflight i LEFT JOIN statefs_claim"
+	        " c ON c.claim_id=i.claim_id WHERE i.id=?2 AND i.queue=?1",
+	        &status);
+	int64_t v[5];
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	status = one_row(b, st, v, 5, &found, "reading an item");
+	if (status != SFS_OK)
+		return status;
+	if (!found)
+		return SFS_NOTFOUND;
+	out->claim_id = v[0];
+	out->lease_until_ns = v[1];
+	out->enqueued_ns = v[2];
+	out->deliveries = v[3];
+	out->size = (uint64_t)v[4];
+	return SFS_OK;
+}
+
+int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                   long limit, int keys_only, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, D_SCAN + !!keys_only, keys_only ?
+	        "SELECT id, NULL, length(item), dead_ns, deliveries, reason"
+	        " FROM statefs_dead WHERE queue=?1 AND id>?2 ORDER BY id"
+	        " LIMIT ?3" :
+	        "SELECT id, item, length(item), dead_ns, deliveries, reason"
+	        " FROM statefs_dead WHERE queue=?1 AND id>?2 ORDER BY id"
+	        " LIMIT ?3", &status);
+
+	if (!st)
+		return status;
+	bind_scan(st, queue, after_id, limit);
+	return rows_into(b, st, keys_only, 1, out);
+}
+
+int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                   sfs_buf *item)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, D_PEEK, "SELECT item FROM statefs_dead"
+	        " WHERE id=?2 AND queue=?1", &status);
+
+	return st ? one_blob(b, st, queue, id, item, "reading an item") : status;
+}
+
+int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                   uint64_t *size, int64_t *mtime_ns)
+{
+	int status = SFS_OK, found;
+	sqlite3_stmt *st = stmt(b, D_STAT, "SELECT length(item), dead_ns FROM"
+	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
+	int64_t v[2];
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	status = one_row(b, st, v, 2, &found, "reading an item");
+	if (status != SFS_OK)
+		return status;
+	if (!found)
+		return SFS_NOTFOUND;
+	*size = (uint64_t)v[0];
+	if (mtime_ns)
+		*mtime_ns = v[1];
+	return SFS_OK;
+}
+
+/* --- dead letters and policies: writing ------------------------------------ */
+
+static int dead_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, D_DEL, "DELETE FROM statefs_dead WHERE id=?2"
+	        " AND queue=?1", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	status = sqlb_run(b, st, "deleting a dead letter");
+	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
+		status = sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
+		                 (long long)id);
+	return status;
+}
+
+/* A new id at the tail, a fresh delivery count (no pending row), the
+ * current second as its enqueue time (the time map's). */
+static int requeue_tx(sfs_backend *b, sfs_slice queue, int64_t id,
+                      int64_t *new_id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, D_REQ, "INSERT INTO work_queue (execution_id,"
+	        " work_item) SELECT queue, item FROM statefs_dead WHERE id=?2"
+	        " AND queue=?1", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, id);
+	status = sqlb_run(b, st, "requeueing a dead letter");
+	if (status != SFS_OK)
+		return status;
+	if (sqlite3_changes(b->db) == 0)
+		return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
+		               (long long)id);
+	*new_id = sqlite3_last_insert_rowid(b->db);
+	status = tm_note(b, TM_QUEUE, *new_id, sfs_clock_mtime_ns());
+	return status == SFS_OK ? dead_delete_tx(b, queue, id) : status;
+}
+
+int sqlb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+                      int64_t *new_id)
+{
+	int64_t nid = 0;
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = finish(b, requeue_tx(b, queue, id, &nid), 0);
+	if (status == SFS_OK && new_id)
+		*new_id = nid;
+	return status;
+}
+
+int sqlb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id)
+{
+	IN_WRITE_TX(b, dead_delete_tx(b, queue, id));
+}
+
+int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, D_CLEAR, "DELETE FROM statefs_dead WHERE"
+	        " queue=?1", &status);
+	uint64_t c = 0;
+
+	if (!st)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, queue);
+	status = sqlb_run(b, st, "clearing dead letters");
+	if (status == SFS_OK)
+		c = (uint64_t)sqlite3_changes64(b->db);
+	if (status == SFS_OK && c)
+		status = sqlb_commit(b);
+	else
+		sqlb_rollback(b);
+	if (status == SFS_OK && count)
+		*count = c;
+	return status;
+}
+
+int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
+                    const sfs_queue_policy *p)
+{
+	int del = p->ttl_ms == 0 && p->max_deliveries == 0;
+	int status = SFS_OK;
+	sqlite3_stmt *st = del ? stmt(b, P_DEL, "DELETE FROM"
+	        " statefs_queue_policy WHERE queue=?1", &status)
+	        : stmt(b, P_SET, "INSERT INTO statefs_queue_policy (queue,"
+	        " ttl_ms, max_deliveries) VALUES (?1, ?2, ?3) ON CONFLICT (queue)"
+	        " DO UPDATE SET ttl_ms=excluded.ttl_ms,"
+	        " max_deliveries=excluded.max_deliveries", &status);
+
+	if (!st)
+		return status;
+	status = sqlb_begin_write(b);
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, queue);
+	if (!del) {
+		sqlite3_bind_int64(st, 2, p->ttl_ms);
+		sqlite3_bind_int64(st, 3, p->max_deliveries);
+	}
+	return finish(b, sqlb_run(b, st, "setting a queue's policy"), 0);
+}
+
+int sqlb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out)
+{
+	sfs_queue_policy p;
+	int status = policy_of(b, queue, &p);
+
+	if (status == SFS_OK)
+		*out = p;
+	return status;
+}

@@ -1,0 +1,685 @@
+/*
+ * claims.c - claims across real processes, on the real clock (meson suite
+ * multiproc; the unit suite tests the cut-off on the injectable clock).
+ *
+ * Usage: claims TEST          run one test (the parent)
+ *        claims child ...     a worker process (the parent execs these)
+ * Tests:
+ *   crash      a consumer claims items and is killed with SIGKILL: until
+ *              its lease ends nobody else gets them (checked only by claims
+ *              that finished before the lease end, so a slow machine cannot
+ *              make the test lie), after it they come back at their ids as
+ *              second deliveries and another consumer acks them.
+ *   heartbeat  a consumer heartbeating every 200 ms keeps a 1 s claim for
+ *              4 s while another process keeps trying to claim; it acks, and
+ *              the item is gone.
+ *   chaos      4 consumers drain 10,000 items while the parent kills one
+ *              with SIGKILL at random moments (and starts another). Every
+ *              consumer writes, unbuffered, "P claim item" before it
+ *              processes an item and "A claim" after an ack returned OK.
+ *              Checked: the store ends empty (nothing pending, in flight or
+ *              dead: items only leave by ack); every item was processed; no
+ *              item was acked twice; an item with no ack record was last
+ *              processed in the final claim of a killed consumer (the kill
+ *              came between the ack's commit and its record); every
+ *              delivery but the last of an item was in a claim of a killed
+ *              consumer (duplicates only where a crash happened); no ack
+ *              ever reported a lost claim.
+ * STATEFS_TEST_MODE=encrypted shares one key through a key file.
+ * Exit: 0 pass, 1 fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "statefs.h"
+
+#define S(x) sfs_str(x)
+#define Q S("jobs")
+#define NS_PER_MS 1000000LL
+
+static char dir[256], store[512], keyfile[320];
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "[%ld] %s: %s (%s)\n", (long)getpid(), what,
+	        sfs_strerror(rc), sfs_errdetail());
+	exit(1);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static sfs_store *open_store(unsigned flags)
+{
+	const char *m = getenv("STATEFS_TEST_MODE");
+	sfs_open_opts o;
+	sfs_key *key = NULL;
+	sfs_store *s;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.path = store;
+	o.flags = flags;
+	if (m && !strcmp(m, "encrypted")) {
+		if ((rc = sfs_key_from_file(keyfile, &key)))
+			die("key", rc);
+		o.key = key;
+	} else {
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	}
+	rc = sfs_store_open(&o, &s);
+	sfs_key_destroy(key);
+	if (rc)
+		die("open", rc);
+	return s;
+}
+
+static pid_t spawn(const char *const *argv)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execv("/proc/self/exe", (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int exited_ok(pid_t pid)
+{
+	int st;
+
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+/* Waits until path exists (a child's "ready" signal). */
+static int wait_file(const char *path, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+static void push_n(sfs_store *s, int n)
+{
+	char buf[32];
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		sfs_slice it;
+
+		snprintf(buf, sizeof(buf), "%d", i);
+		it = S(buf);
+		if ((rc = sfs_queue_push(s, Q, &it, 1, NULL)))
+			die("push", rc);
+	}
+}
+
+/* --- crash ----------------------------------------------------------------- */
+
+/* Claims every item with a lease of lease_ms, writes "CLAIM LEASE_END" to
+ * ready, then waits to be killed. */
+static void child_hold(const char *ready, int lease_ms)
+{
+	sfs_store *s = open_store(0);
+	int64_t cid;
+	sfs_list l;
+	FILE *f;
+	int rc;
+
+	if ((rc = sfs_claim(s, Q, 100, lease_ms, &cid, &l)))
+		die("claim", rc);
+	f = fopen(ready, "w");
+	if (!f)
+		die("ready", SFS_IO);
+	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].mtime_ns);
+	fclose(f);
+	sfs_list_free(&l);
+	for (;;)
+		pause();
+}
+
+static int test_crash(void)
+{
+	char ready[400];
+	const char *argv[] = { "claims", "child", "hold", ready, "2000", NULL };
+	long long cid = 0, until = 0;
+	int bad = 0, checked_before = 0, rc;
+	int64_t t0, t1, got;
+	sfs_store *s;
+	sfs_list l;
+	pid_t pid;
+	FILE *f;
+
+	s = open_store(0);
+	push_n(s, 5);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	pid = spawn(argv);
+	if (wait_file(ready, 10000) < 0) {
+		fprintf(stderr, "the holder did not claim\n");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 1;
+	}
+	sleep_ms(20); /* the file is written after the claim committed */
+	f = fopen(ready, "r");
+	if (!f || fscanf(f, "%lld %lld", &cid, &until) != 2) {
+		fprintf(stderr, "cannot read %s\n", ready);
+		return 1;
+	}
+	fclose(f);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* Before the lease ends: nothing to claim, five in flight. A claim
+	 * that returned before the lease end proves it; one that ended after
+	 * it may rightly get the items, and then is the redelivery. */
+	for (;;) {
+		t0 = now_ns();
+		rc = sfs_claim(s, Q, 100, 0, &got, &l);
+		t1 = now_ns();
+		if (rc == SFS_OK) {
+			if (t1 < until) {
+				fprintf(stderr, "redelivered %lld ns before the"
+				        " lease end\n", (long long)(until - t1));
+				return 1;
+			}
+			break;
+		}
+		if (rc != SFS_NOTFOUND)
+			die("claim", rc);
+		if (t0 > until + 5000 * NS_PER_MS) {
+			fprintf(stderr, "not redelivered 5 s after the lease\n");
+			return 1;
+		}
+		if (t1 < until) {
+			if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
+				die("inflight", 1);
+			bad |= l.n != 5;
+			sfs_list_free(&l);
+			checked_before++;
+		}
+		sleep_ms(50);
+	}
+	if (!checked_before)
+		fprintf(stderr, "note: the machine was too slow to check before"
+		        " the lease end\n");
+	/* After it: the same five, second deliveries, at their ids. */
+	if (l.n != 5 || got == cid) {
+		fprintf(stderr, "redelivered %zu items under claim %lld\n", l.n,
+		        (long long)got);
+		bad = 1;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		char want[24];
+
+		snprintf(want, sizeof(want), "%zu", i);
+		if (l.items[i].n != 2 || strcmp(l.items[i].value.ptr, want) ||
+		    (i && l.items[i].id != l.items[0].id + (int64_t)i)) {
+			fprintf(stderr, "item %zu: '%s' delivery %lld\n", i,
+			        (char *)l.items[i].value.ptr,
+			        (long long)l.items[i].n);
+			bad = 1;
+		}
+	}
+	sfs_list_free(&l);
+	if ((rc = sfs_claim_ack(s, cid)) != SFS_CLAIMLOST) {
+		fprintf(stderr, "the dead holder's ack: %s\n", sfs_strerror(rc));
+		bad = 1;
+	}
+	if ((rc = sfs_claim_ack(s, got)))
+		die("ack", rc);
+	if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
+		die("inflight", 1);
+	bad |= l.n != 0;
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	return bad;
+}
+
+/* --- heartbeat ------------------------------------------------------------- */
+
+/* Claims the item with a 1 s lease, heartbeats every 200 ms for 4 s, acks;
+ * exits 0 only if every heartbeat and the ack succeeded. */
+static void child_beat(const char *ready)
+{
+	sfs_store *s = open_store(0);
+	int64_t cid, start;
+	FILE *f;
+	int rc;
+
+	if ((rc = sfs_claim(s, Q, 1, 1000, &cid, NULL)))
+		die("claim", rc);
+	if (!(f = fopen(ready, "w")))
+		die("ready", SFS_IO);
+	fclose(f);
+	start = now_ns();
+	while (now_ns() - start < 4000 * NS_PER_MS) {
+		sleep_ms(200);
+		if ((rc = sfs_claim_heartbeat(s, cid, 1000, NULL)))
+			die("heartbeat", rc);
+	}
+	if ((rc = sfs_claim_ack(s, cid)))
+		die("ack", rc);
+	sfs_store_close(s);
+}
+
+static int test_heartbeat(void)
+{
+	char ready[400];
+	const char *argv[] = { "claims", "child", "beat", ready, NULL };
+	sfs_store *s = open_store(0);
+	int bad = 0, tries = 0, rc, st;
+	int64_t cid;
+	uint64_t n;
+	pid_t pid;
+
+	push_n(s, 1);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	pid = spawn(argv);
+	if (wait_file(ready, 10000) < 0)
+		bad = 1;
+	/* keep trying while the holder heartbeats */
+	while (!bad && waitpid(pid, &st, WNOHANG) == 0) {
+		rc = sfs_claim(s, Q, 1, 0, &cid, NULL);
+		if (rc != SFS_NOTFOUND) {
+			fprintf(stderr, "a heartbeating claim was taken: %s\n",
+			        sfs_strerror(rc));
+			bad = 1;
+		}
+		tries++;
+		sleep_ms(50);
+	}
+	if (!bad && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+		fprintf(stderr, "the heartbeating consumer failed\n");
+		bad = 1;
+	}
+	if (bad) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (sfs_queue_len(s, Q, &n) || n != 0)
+		bad = 1;
+	if (sfs_claim(s, Q, 1, 0, &cid, NULL) != SFS_NOTFOUND)
+		bad = 1; /* acked: gone for good */
+	if (tries < 20)
+		fprintf(stderr, "note: only %d claim attempts\n", tries);
+	sfs_store_close(s);
+	return bad;
+}
+
+/* --- chaos ----------------------------------------------------------------- */
+
+#define CHAOS_ITEMS 10000
+
+/* Claims 1-20 items at a time (3 s lease), records "P claim item" for each
+ * before processing it, acks, records "A claim" (or "X claim" when the
+ * ack found the claim lost). Stops when the counter "stop" is set. */
+static void child_consume(const char *log)
+{
+	sfs_store *s = open_store(0);
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int64_t cid, stop = 0;
+	unsigned seed = (unsigned)getpid();
+	sfs_list l;
+	int rc;
+
+	if (fd < 0)
+		die("log", SFS_IO);
+	while (!stop) {
+		rc = sfs_claim(s, Q, 1 + rand_r(&seed) % 20, 3000, &cid, &l);
+		if (rc == SFS_NOTFOUND) {
+			if ((rc = sfs_counter_get(s, S("t"), S("n"), S("stop"),
+			                          &stop, NULL)))
+				die("get", rc);
+			sleep_ms(20);
+			continue;
+		}
+		if (rc)
+			die("claim", rc);
+		for (size_t i = 0; i < l.n; i++) {
+			dprintf(fd, "P %lld %s\n", (long long)cid,
+			        (char *)l.items[i].value.ptr);
+			usleep(200 + rand_r(&seed) % 600); /* "processing" */
+		}
+		sfs_list_free(&l);
+		rc = sfs_claim_ack(s, cid);
+		if (rc == SFS_CLAIMLOST)
+			dprintf(fd, "X %lld\n", (long long)cid);
+		else if (rc)
+			die("ack", rc);
+		else
+			dprintf(fd, "A %lld\n", (long long)cid);
+	}
+	close(fd);
+	sfs_store_close(s);
+}
+
+/* What the consumers' logs say. Claim ids grow with time store-wide, so
+ * an item's deliveries in claim-id order are in time order, whichever logs
+ * they are in. */
+typedef struct chaos_log {
+	char *acked;        /* [claim]: an A record */
+	char *crashed;      /* [claim]: a killed consumer's last claim, no A */
+	long long nclaims;
+	long long *dcid;    /* deliveries: claim ... */
+	int *ditem;         /* ... and item */
+	size_t nd, capd;
+	int lost;           /* an X record */
+} chaos_log;
+
+static int read_log(chaos_log *c, const char *path, int killed, int pass)
+{
+	char line[128];
+	long long cid, item, last = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0; /* killed before it wrote anything */
+	while (fgets(line, sizeof(line), f)) {
+		if (pass == 0) {
+			if (sscanf(line, "P %lld %lld", &cid, &item) == 2 &&
+			    cid >= c->nclaims)
+				c->nclaims = cid + 1;
+			continue;
+		}
+		if (line[0] == 'X')
+			c->lost = 1;
+		if (sscanf(line, "A %lld", &cid) == 1 && cid >= 0 &&
+		    cid < c->nclaims)
+			c->acked[cid] = 1;
+		if (sscanf(line, "P %lld %lld", &cid, &item) != 2)
+			continue;
+		if (item < 0 || item >= CHAOS_ITEMS || cid < 0) {
+			fprintf(stderr, "%s: bad line %s", path, line);
+			fclose(f);
+			return 1;
+		}
+		last = cid;
+		if (c->nd == c->capd) {
+			c->capd = c->capd * 2 + 1024;
+			c->dcid = realloc(c->dcid, c->capd * sizeof(*c->dcid));
+			c->ditem = realloc(c->ditem, c->capd * sizeof(*c->ditem));
+			if (!c->dcid || !c->ditem)
+				return 1;
+		}
+		c->dcid[c->nd] = cid;
+		c->ditem[c->nd++] = (int)item;
+	}
+	fclose(f);
+	if (pass == 1 && killed && last >= 0 && !c->acked[last])
+		c->crashed[last] = 1;
+	return 0;
+}
+
+/* Every item processed; acked at most once; an item without an ack was
+ * last in a crashed claim; every delivery but an item's last was in a
+ * crashed claim. */
+static int check_chaos(chaos_log *c)
+{
+	int *n = calloc(CHAOS_ITEMS, sizeof(*n)), bad = 0, dup = 0;
+	int *acks = calloc(CHAOS_ITEMS, sizeof(*acks));
+	long long *last = calloc(CHAOS_ITEMS, sizeof(*last));
+
+	if (!n || !acks || !last)
+		return 1;
+	for (size_t i = 0; i < c->nd; i++) {
+		int it = c->ditem[i];
+
+		n[it]++;
+		acks[it] += c->acked[c->dcid[i]];
+		if (c->dcid[i] > last[it])
+			last[it] = c->dcid[i];
+	}
+	for (size_t i = 0; i < c->nd && !bad; i++) {
+		int it = c->ditem[i];
+
+		if (c->dcid[i] != last[it] && !c->crashed[c->dcid[i]]) {
+			fprintf(stderr, "item %d: delivered in claim %lld and"
+			        " again later, with no crash in between\n", it,
+			        c->dcid[i]);
+			bad = 1;
+		}
+	}
+	for (int i = 0; i < CHAOS_ITEMS && !bad; i++) {
+		dup += n[i] > 1;
+		if (n[i] == 0) {
+			fprintf(stderr, "item %d was never processed\n", i);
+			bad = 1;
+		} else if (acks[i] > 1) {
+			fprintf(stderr, "item %d was acked %d times\n", i,
+			        acks[i]);
+			bad = 1;
+		} else if (acks[i] == 0 && !c->crashed[last[i]]) {
+			fprintf(stderr, "item %d has no ack, and its last claim"
+			        " was not a killed consumer's\n", i);
+			bad = 1;
+		}
+	}
+	if (c->lost) {
+		fprintf(stderr, "an ack found its claim lost with no crash\n");
+		bad = 1;
+	}
+	fprintf(stderr, "chaos: %zu deliveries recorded, %d items delivered"
+	        " more than once\n", c->nd, dup);
+	free(n);
+	free(acks);
+	free(last);
+	return bad;
+}
+
+static int test_chaos(void)
+{
+	enum { CONSUMERS = 4, KILLS = 40, MAXPROC = CONSUMERS + KILLS };
+	char logs[MAXPROC][400];
+	pid_t pids[MAXPROC];
+	int killed[MAXPROC] = { 0 }, live[CONSUMERS];
+	sfs_store *s = open_store(0);
+	unsigned seed = (unsigned)time(NULL);
+	int nproc = 0, bad = 0, kills = 0, rc;
+	chaos_log c;
+	sfs_list l;
+	uint64_t n;
+
+	memset(&c, 0, sizeof(c));
+	fprintf(stderr, "chaos seed %u\n", seed);
+	{
+		sfs_slice items[500];
+		char buf[500][8];
+
+		for (int b = 0; b < CHAOS_ITEMS / 500; b++) {
+			for (int i = 0; i < 500; i++) {
+				snprintf(buf[i], sizeof(buf[i]), "%d", b * 500 + i);
+				items[i] = S(buf[i]);
+			}
+			if ((rc = sfs_queue_push(s, Q, items, 500, NULL)))
+				die("push", rc);
+		}
+	}
+	for (int i = 0; i < CONSUMERS; i++) {
+		const char *argv[] = { "claims", "child", "consume", logs[nproc],
+		                       NULL };
+
+		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", dir, nproc);
+		pids[nproc] = spawn(argv);
+		live[i] = nproc++;
+	}
+	/* while items are pending, kill one consumer at a random moment
+	 * and start another (at most KILLS times) */
+	for (kills = 0; kills < KILLS; kills++) {
+		int victim = rand_r(&seed) % CONSUMERS;
+		const char *argv[] = { "claims", "child", "consume", logs[nproc],
+		                       NULL };
+		sfs_info info;
+
+		sleep_ms(50 + rand_r(&seed) % 250);
+		if (sfs_store_info(s, &info))
+			die("info", 1);
+		if (info.queue_rows == 0)
+			break;
+		kill(pids[live[victim]], SIGKILL);
+		waitpid(pids[live[victim]], NULL, 0);
+		killed[live[victim]] = 1;
+		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", dir, nproc);
+		pids[nproc] = spawn(argv);
+		live[victim] = nproc++;
+	}
+	/* drained: nothing pending or in flight (a dead consumer's claims
+	 * come back after their lease) */
+	for (int i = 0; i < 3000; i++) {
+		sfs_info info;
+
+		/* one snapshot: pending and in flight counted together */
+		if (sfs_queue_gc(s, SFS_NONE, NULL) || sfs_store_info(s, &info))
+			die("poll", 1);
+		if (info.queue_rows == 0 && info.claimed_rows == 0)
+			break;
+		sleep_ms(20);
+	}
+	if ((rc = sfs_counter_set(s, S("t"), S("n"), S("stop"), 1)))
+		die("stop", rc);
+	fprintf(stderr, "chaos: %d consumers killed while items were pending\n",
+	        kills);
+	if (kills < 3) {
+		fprintf(stderr, "too few kills to mean anything\n");
+		bad = 1;
+	}
+	for (int i = 0; i < CONSUMERS; i++)
+		if (!exited_ok(pids[live[i]])) {
+			fprintf(stderr, "consumer %d failed\n", live[i]);
+			bad = 1;
+		}
+	if (sfs_queue_len(s, Q, &n) || n) {
+		fprintf(stderr, "%llu items still pending\n",
+		        (unsigned long long)n);
+		bad = 1;
+	}
+	if (sfs_inflight_scan(s, Q, -1, 0, 1, &l) || l.n) {
+		fprintf(stderr, "%zu items still in flight\n", l.n);
+		bad = 1;
+	}
+	sfs_list_free(&l);
+	if (sfs_dead_scan(s, Q, -1, 0, 1, &l) || l.n)
+		bad = 1;
+	sfs_list_free(&l);
+	sfs_store_close(s);
+
+	for (int pass = 0; pass < 2 && !bad; pass++) {
+		if (pass == 1) {
+			c.acked = calloc((size_t)c.nclaims + 1, 1);
+			c.crashed = calloc((size_t)c.nclaims + 1, 1);
+			if (!c.acked || !c.crashed)
+				return 1;
+		}
+		for (int p = 0; p < nproc; p++)
+			bad |= read_log(&c, logs[p], killed[p], pass);
+	}
+	if (!bad)
+		bad = check_chaos(&c);
+	free(c.acked);
+	free(c.crashed);
+	free(c.dcid);
+	free(c.ditem);
+	return bad;
+}
+
+/* --- main ------------------------------------------------------------------ */
+
+static void setup_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	sfs_key *key;
+	sfs_store *s;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/statefs-claims-XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	snprintf(store, sizeof(store), "%s/store.db", dir);
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	{
+		const char *m = getenv("STATEFS_TEST_MODE");
+
+		if (m && !strcmp(m, "encrypted")) {
+			if ((rc = sfs_key_generate(&key)))
+				die("keygen", rc);
+			if ((rc = sfs_key_write_file(key, keyfile)))
+				die("key file", rc);
+			sfs_key_destroy(key);
+		}
+	}
+	s = open_store(SFS_OPEN_CREATE | SFS_OPEN_EXCL);
+	sfs_store_close(s);
+}
+
+static void cleanup(void)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+	int bad;
+
+	if (argc >= 3 && !strcmp(argv[1], "child")) {
+		snprintf(dir, sizeof(dir), "%s", getenv("CLAIMS_DIR"));
+		snprintf(store, sizeof(store), "%s/store.db", dir);
+		snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+		if (!strcmp(argv[2], "hold") && argc == 5)
+			child_hold(argv[3], atoi(argv[4]));
+		else if (!strcmp(argv[2], "beat") && argc == 4)
+			child_beat(argv[3]);
+		else if (!strcmp(argv[2], "consume") && argc == 4)
+			child_consume(argv[3]);
+		else
+			return 2;
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: claims crash|heartbeat|chaos\n");
+		return 2;
+	}
+	setup_dir();
+	setenv("CLAIMS_DIR", dir, 1);
+	if (!strcmp(argv[1], "crash"))
+		bad = test_crash();
+	else if (!strcmp(argv[1], "heartbeat"))
+		bad = test_heartbeat();
+	else if (!strcmp(argv[1], "chaos"))
+		bad = test_chaos();
+	else
+		bad = 2;
+	cleanup();
+	printf("%s %s\n", argv[1], bad ? "FAILED" : "ok");
+	return bad;
+}

@@ -1,0 +1,882 @@
+/*
+ * test_claim.c - claims (statefs.h "Claims", docs/claims.md) on the
+ * engine's injectable clock, so leases are tested exactly at the cut-off:
+ * a lease ending at t is lost at t, whether or not recovery ran first;
+ * heartbeats keep a claim past its first lease; an ack of a returned claim
+ * deletes nothing (not the redelivered items); outcomes are all or
+ * nothing; nack keeps the FIFO place; the delivery limit, the time-to-live
+ * and its order against returns; recovery at open; dead letters; export,
+ * import and restore of every claim table; queues that hold only claimed
+ * items exist as directories.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "util_i.h"
+
+#define SEC 1000000000LL
+#define MS 1000000LL
+#define Q S("jobs")
+
+static int64_t fake_now;
+
+static int64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static int setup(void **state)
+{
+	fake_now = 1000 * SEC;
+	sfs_clock_set(fake_clock);
+	return tfx_setup(state);
+}
+
+static int teardown(void **state)
+{
+	sfs_clock_set(NULL);
+	return tfx_teardown(state);
+}
+
+/* Pushes the space-separated words as items; returns the first id. */
+static int64_t push(sfs_store *s, const char *words)
+{
+	sfs_slice items[16];
+	char *copy = strdup(words), *save = NULL, *w;
+	size_t n = 0;
+	int64_t first = 0;
+
+	for (w = strtok_r(copy, " ", &save); w && n < 16;
+	     w = strtok_r(NULL, " ", &save))
+		items[n++] = S(w);
+	OK(sfs_queue_push(s, Q, items, n, &first));
+	free(copy);
+	return first;
+}
+
+/* Asserts the values of a list, in order. */
+static void values_are(const sfs_list *l, const char *words)
+{
+	char *copy = strdup(words), *save = NULL, *w;
+	size_t i = 0;
+
+	for (w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (i >= l->n)
+			fail_msg("list has %zu items, want more (%s)", l->n, words);
+		if (l->items[i].value.len != strlen(w) ||
+		    memcmp(l->items[i].value.ptr, w, strlen(w)))
+			fail_msg("item %zu is '%.*s', want '%s'", i,
+			         (int)l->items[i].value.len,
+			         (const char *)l->items[i].value.ptr, w);
+		i++;
+	}
+	free(copy);
+	if (i != l->n)
+		fail_msg("list has %zu items, want %zu (%s)", l->n, i, words);
+}
+
+static void pending_are(sfs_store *s, const char *words)
+{
+	sfs_list l;
+
+	OK(sfs_queue_scan(s, Q, -1, 0, 0, &l));
+	values_are(&l, words);
+	sfs_list_free(&l);
+}
+
+static void inflight_are(sfs_store *s, const char *words)
+{
+	sfs_list l;
+
+	OK(sfs_inflight_scan(s, Q, -1, 0, 0, &l));
+	values_are(&l, words);
+	sfs_list_free(&l);
+}
+
+static void dead_are(sfs_store *s, const char *words)
+{
+	sfs_list l;
+
+	OK(sfs_dead_scan(s, Q, -1, 0, 0, &l));
+	values_are(&l, words);
+	sfs_list_free(&l);
+}
+
+static uint64_t qlen(sfs_store *s)
+{
+	uint64_t n = 0;
+
+	OK(sfs_queue_len(s, Q, &n));
+	return n;
+}
+
+static void test_claim_ack(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c"), cid = 0;
+	sfs_claim_info ci;
+	sfs_info info;
+	sfs_list l;
+	sfs_buf b;
+
+	OK(sfs_claim(t->s, Q, 2, 60000, &cid, &l));
+	assert_true(cid > 0);
+	values_are(&l, "a b");
+	assert_int_equal(l.items[0].id, first);
+	assert_int_equal(l.items[1].id, first + 1);
+	assert_int_equal(l.items[0].n, 1);
+	assert_int_equal(l.items[0].size, 1);
+	assert_int_equal(l.items[0].mtime_ns, fake_now + 60 * SEC);
+	sfs_list_free(&l);
+	/* in flight is not pending */
+	assert_int_equal(qlen(t->s), 1);
+	pending_are(t->s, "c");
+	OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+	assert_int_equal(l.n, 2);
+	assert_null(l.items[0].value.ptr);
+	assert_int_equal(l.items[1].n, cid);
+	assert_int_equal(l.items[1].mtime_ns, fake_now + 60 * SEC);
+	sfs_list_free(&l);
+	OK(sfs_inflight_peek(t->s, Q, first, &b));
+	tfx_buf(&b, "a");
+	sfs_buf_free(&b);
+	IS(SFS_NOTFOUND, sfs_inflight_peek(t->s, Q, first + 2, &b));
+	OK(sfs_inflight_stat(t->s, Q, first + 1, &ci));
+	assert_int_equal(ci.claim_id, cid);
+	assert_int_equal(ci.lease_until_ns, fake_now + 60 * SEC);
+	assert_int_equal(ci.enqueued_ns, 1000 * SEC);
+	assert_int_equal(ci.deliveries, 1);
+	assert_int_equal(ci.size, 1);
+	OK(sfs_store_info(t->s, &info));
+	assert_int_equal(info.queue_rows, 1);
+	assert_int_equal(info.claimed_rows, 2);
+	assert_int_equal(info.dead_rows, 0);
+	OK(sfs_claim_ack(t->s, cid));
+	inflight_are(t->s, "");
+	pending_are(t->s, "c");
+	OK(sfs_store_info(t->s, &info));
+	assert_int_equal(info.claimed_rows, 0);
+	/* the claim is over: a second ack reports it not held */
+	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	/* a claim id never issued is no claim at all */
+	IS(SFS_NOTFOUND, sfs_claim_ack(t->s, cid + 100));
+	IS(SFS_NOTFOUND, sfs_claim_heartbeat(t->s, 0, 0, NULL));
+}
+
+static void test_claim_empty(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = -7;
+	sfs_list l;
+
+	IS(SFS_NOTFOUND, sfs_claim(t->s, Q, 5, 0, &cid, &l));
+	assert_int_equal(cid, -7);
+	push(t->s, "a");
+	OK(sfs_claim(t->s, Q, 5, 0, &cid, NULL));
+	/* the empty claim created nothing: this is the first claim id */
+	assert_int_equal(cid, 1);
+	IS(SFS_NOTFOUND, sfs_claim(t->s, Q, 5, 0, &cid, &l));
+	assert_int_equal(cid, 1);
+	IS(SFS_NOTFOUND, sfs_claim_heartbeat(t->s, 2, 0, NULL));
+	/* the default lease is ten minutes */
+	OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+	assert_int_equal(l.items[0].mtime_ns, fake_now + 600 * SEC);
+	sfs_list_free(&l);
+}
+
+/* now == lease end is expired, now == lease end - 1 ns is held; the same
+ * with and without a recovery pass before the call. */
+static void check_cutoff(sfs_store *s, int gc_first)
+{
+	int64_t first = push(s, "a b"), cid = 0, until = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	OK(sfs_claim(s, Q, 2, 1000, &cid, NULL));
+	until = fake_now + SEC;
+	fake_now = until - 1;
+	OK(sfs_queue_gc(s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 0);
+	OK(sfs_claim_heartbeat(s, cid, 1, &until)); /* until = now + 1 ms */
+	assert_int_equal(until, fake_now + MS);
+	fake_now = until;
+	if (gc_first) {
+		OK(sfs_queue_gc(s, Q, &g));
+		assert_int_equal(g.returned, 2);
+		assert_int_equal(g.claims, 1);
+	}
+	IS(SFS_CLAIMLOST, sfs_claim_ack(s, cid));
+	/* nothing was deleted: both are back, at their original ids */
+	OK(sfs_queue_scan(s, Q, -1, 0, 0, &l));
+	values_are(&l, "a b");
+	assert_int_equal(l.items[0].id, first);
+	assert_int_equal(l.items[1].id, first + 1);
+	assert_int_equal(l.items[0].mtime_ns, until - until % SEC);
+	sfs_list_free(&l);
+	inflight_are(s, "");
+	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(s, cid, 0, NULL));
+	IS(SFS_CLAIMLOST, sfs_claim_nack(s, cid));
+}
+
+static void test_cutoff_without_gc(void **state)
+{
+	check_cutoff(((tfx *)*state)->s, 0);
+}
+
+static void test_cutoff_after_gc(void **state)
+{
+	check_cutoff(((tfx *)*state)->s, 1);
+}
+
+static void test_heartbeat_keeps_claim(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0, start = fake_now;
+	sfs_gc_stats g;
+
+	push(t->s, "a");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
+	for (int i = 1; i <= 10; i++) {
+		fake_now = start + i * 900 * MS; /* well past the first lease */
+		OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+		assert_int_equal(g.returned, 0);
+		OK(sfs_claim_heartbeat(t->s, cid, 1000, NULL));
+	}
+	inflight_are(t->s, "a");
+	assert_int_equal(qlen(t->s), 0);
+	OK(sfs_claim_ack(t->s, cid));
+	inflight_are(t->s, "");
+	assert_int_equal(qlen(t->s), 0);
+}
+
+/* A heartbeat after recovery returned the claim reports the loss; the
+ * items' delivery counts go on. */
+static void test_heartbeat_after_return(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0, cid2 = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	push(t->s, "a");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
+	fake_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 1);
+	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(t->s, cid, 1000, NULL));
+	assert_string_not_equal(sfs_errdetail(), "");
+	pending_are(t->s, "a");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid2, &l));
+	assert_true(cid2 > cid);
+	assert_int_equal(l.items[0].n, 2); /* second delivery */
+	sfs_list_free(&l);
+}
+
+/* A claim that was returned and whose items were claimed again: its ack
+ * fails and deletes nothing; the new claim's ack works. */
+static void test_ack_of_returned_claim(void **state)
+{
+	tfx *t = *state;
+	int64_t cid1 = 0, cid2 = 0;
+
+	push(t->s, "a b");
+	OK(sfs_claim(t->s, Q, 2, 1000, &cid1, NULL));
+	fake_now += 1001 * MS;
+	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, NULL)); /* recovers first */
+	inflight_are(t->s, "a b");
+	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid1));
+	inflight_are(t->s, "a b");
+	{
+		sfs_outcome o = SFS_OUTCOME_DONE;
+		sfs_list l;
+		int64_t id;
+
+		OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+		id = l.items[0].id;
+		assert_int_equal(l.items[0].n, cid2);
+		sfs_list_free(&l);
+		IS(SFS_CLAIMLOST, sfs_claim_settle(t->s, cid1, &id, &o, 1));
+	}
+	inflight_are(t->s, "a b");
+	OK(sfs_claim_ack(t->s, cid2));
+	inflight_are(t->s, "");
+	pending_are(t->s, "");
+}
+
+/* Nack puts the items back where they were in FIFO order, wait restarted. */
+static void test_nack_keeps_place(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c d"), cid = 0;
+	sfs_list l;
+
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	fake_now += 7 * SEC;
+	push(t->s, "e");
+	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "a b c d e");
+	assert_int_equal(l.items[0].id, first);
+	assert_int_equal(l.items[1].id, first + 1);
+	assert_int_equal(l.items[0].mtime_ns, 1007 * SEC); /* restarted */
+	assert_int_equal(l.items[2].mtime_ns, 1000 * SEC);
+	sfs_list_free(&l);
+	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	/* the next claim gets them first, as second deliveries */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	values_are(&l, "a");
+	assert_int_equal(l.items[0].n, 2);
+	sfs_list_free(&l);
+}
+
+static void test_settle_all_or_nothing(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c"), cid = 0, other = 0;
+	int64_t ids[3] = { first, first + 1, first + 2 };
+	sfs_outcome o[3] = { SFS_OUTCOME_DONE, SFS_OUTCOME_RETRY,
+		             SFS_OUTCOME_REJECT };
+	sfs_list l;
+
+	OK(sfs_claim(t->s, Q, 3, 0, &cid, NULL));
+	push(t->s, "x");
+	OK(sfs_claim(t->s, Q, 1, 0, &other, NULL));
+	/* an item of another claim: nothing changes */
+	ids[2] = first + 3;
+	IS(SFS_NOTFOUND, sfs_claim_settle(t->s, cid, ids, o, 3));
+	inflight_are(t->s, "a b c x");
+	/* a bad outcome, a repeated id, no items: nothing changes */
+	ids[2] = first + 2;
+	o[2] = (sfs_outcome)99;
+	IS(SFS_INVALID, sfs_claim_settle(t->s, cid, ids, o, 3));
+	o[2] = SFS_OUTCOME_REJECT;
+	ids[1] = first;
+	IS(SFS_INVALID, sfs_claim_settle(t->s, cid, ids, o, 3));
+	ids[1] = first + 1;
+	IS(SFS_INVALID, sfs_claim_settle(t->s, cid, ids, o, 0));
+	inflight_are(t->s, "a b c x");
+	pending_are(t->s, "");
+	dead_are(t->s, "");
+	/* all three at once */
+	fake_now += 3 * SEC;
+	OK(sfs_claim_settle(t->s, cid, ids, o, 3));
+	inflight_are(t->s, "x");
+	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "b");
+	assert_true(l.items[0].id > first + 3); /* retry: a new id, the tail */
+	assert_int_equal(l.items[0].mtime_ns, 1003 * SEC);
+	sfs_list_free(&l);
+	OK(sfs_dead_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "c");
+	assert_int_equal(l.items[0].id, first + 2);
+	assert_int_equal(l.items[0].key.len, 8);
+	assert_memory_equal(l.items[0].key.ptr, "rejected", 8);
+	assert_int_equal(l.items[0].n, 1);
+	assert_int_equal(l.items[0].mtime_ns, 1003 * SEC);
+	sfs_list_free(&l);
+	/* its last item settled, the claim is over */
+	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(t->s, cid, 0, NULL));
+	/* a retried item keeps counting deliveries */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	values_are(&l, "b");
+	assert_int_equal(l.items[0].n, 2);
+	sfs_list_free(&l);
+	/* partial settle: the claim goes on with the rest */
+	OK(sfs_claim_ack(t->s, other));
+}
+
+static void test_claim_item_race(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b"), c1 = 0, c2 = 0;
+	sfs_store *s2;
+
+	OK(tfx_open(t->path, 0, &s2));
+	OK(sfs_claim_item(t->s, Q, first + 1, 0, &c1));
+	IS(SFS_NOTFOUND, sfs_claim_item(s2, Q, first + 1, 0, &c2));
+	assert_int_equal(c2, 0);
+	IS(SFS_NOTFOUND, sfs_claim_item(s2, S("other"), first, 0, &c2));
+	IS(SFS_NOTFOUND, sfs_claim_item(s2, Q, first + 99, 0, NULL));
+	inflight_are(t->s, "b");
+	pending_are(s2, "a");
+	OK(sfs_claim_item(s2, Q, first, 0, &c2));
+	assert_true(c2 > c1);
+	inflight_are(t->s, "a b");
+	sfs_store_close(s2);
+}
+
+/* The file view's per-item calls: whatever claim holds the item. */
+static void test_inflight_item_calls(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c"), cid = 0;
+	sfs_claim_info ci;
+
+	OK(sfs_claim(t->s, Q, 3, 1000, &cid, NULL));
+	OK(sfs_inflight_settle(t->s, Q, first, SFS_OUTCOME_DONE));
+	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, Q, first, SFS_OUTCOME_DONE));
+	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, S("other"), first + 1,
+	                                     SFS_OUTCOME_DONE));
+	IS(SFS_INVALID, sfs_inflight_settle(t->s, Q, first + 1,
+	                                    (sfs_outcome)0));
+	OK(sfs_inflight_settle(t->s, Q, first + 1, SFS_OUTCOME_NACK));
+	pending_are(t->s, "b");
+	fake_now += 900 * MS;
+	OK(sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
+	OK(sfs_inflight_stat(t->s, Q, first + 2, &ci));
+	assert_int_equal(ci.lease_until_ns, fake_now + SEC);
+	fake_now += SEC; /* exactly at the end of the new lease */
+	IS(SFS_CLAIMLOST, sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
+	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, Q, first + 2,
+	                                     SFS_OUTCOME_DONE));
+	pending_are(t->s, "b c");
+	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+}
+
+static void test_dead_letters(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b"), cid = 0, nid = 0;
+	uint64_t size = 0, n = 0;
+	int64_t mt = 0;
+	sfs_outcome rej[2] = { SFS_OUTCOME_REJECT, SFS_OUTCOME_REJECT };
+	int64_t ids[2] = { first, first + 1 };
+	sfs_info info;
+	sfs_list l;
+	sfs_buf b;
+
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	fake_now += 5 * SEC;
+	OK(sfs_claim_settle(t->s, cid, ids, rej, 2));
+	dead_are(t->s, "a b");
+	OK(sfs_store_info(t->s, &info));
+	assert_int_equal(info.dead_rows, 2);
+	OK(sfs_dead_peek(t->s, Q, first, &b));
+	tfx_buf(&b, "a");
+	sfs_buf_free(&b);
+	OK(sfs_dead_stat(t->s, Q, first + 1, &size, &mt));
+	assert_int_equal(size, 1);
+	assert_int_equal(mt, 1005 * SEC);
+	IS(SFS_NOTFOUND, sfs_dead_stat(t->s, S("other"), first, &size, NULL));
+	/* a queue with only dead letters still exists */
+	assert_int_equal(qlen(t->s), 0);
+	OK(sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
+	IS(SFS_NOTEMPTY, sfs_dir_remove(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
+	/* requeue: a new id at the tail, a fresh count */
+	push(t->s, "z");
+	OK(sfs_dead_requeue(t->s, Q, first, &nid));
+	IS(SFS_NOTFOUND, sfs_dead_requeue(t->s, Q, first, NULL));
+	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "z a");
+	assert_int_equal(l.items[1].id, nid);
+	assert_int_equal(l.items[1].mtime_ns, 1005 * SEC);
+	sfs_list_free(&l);
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, &l));
+	assert_int_equal(l.items[1].n, 1);
+	sfs_list_free(&l);
+	OK(sfs_dead_delete(t->s, Q, first + 1));
+	IS(SFS_NOTFOUND, sfs_dead_delete(t->s, Q, first + 1));
+	dead_are(t->s, "");
+	OK(sfs_claim_settle(t->s, cid, &nid, rej, 1));
+	OK(sfs_dead_clear(t->s, Q, &n));
+	assert_int_equal(n, 1);
+	OK(sfs_dead_clear(t->s, Q, &n));
+	assert_int_equal(n, 0);
+}
+
+static void test_delivery_limit(void **state)
+{
+	tfx *t = *state;
+	sfs_queue_policy p = { 0, 2 }, got;
+	int64_t cid = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	OK(sfs_queue_policy_get(t->s, Q, &got));
+	assert_int_equal(got.max_deliveries, 2);
+	assert_int_equal(got.ttl_ms, 0);
+	push(t->s, "poison ok");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL)); /* delivery 1 */
+	fake_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.returned, 1);
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, &l)); /* delivery 2 */
+	values_are(&l, "poison");
+	assert_int_equal(l.items[0].n, 2);
+	sfs_list_free(&l);
+	fake_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 0);
+	assert_int_equal(g.dead, 1);
+	assert_int_equal(g.claims, 1);
+	OK(sfs_dead_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "poison");
+	assert_memory_equal(l.items[0].key.ptr, "delivery limit", 14);
+	assert_int_equal(l.items[0].n, 2);
+	sfs_list_free(&l);
+	/* a nack at the limit goes dead too; below it, back */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	OK(sfs_claim_nack(t->s, cid));
+	pending_are(t->s, "ok");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	OK(sfs_claim_nack(t->s, cid));
+	pending_are(t->s, "");
+	dead_are(t->s, "poison ok");
+	/* removing the policy */
+	p.max_deliveries = 0;
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	OK(sfs_queue_policy_get(t->s, Q, &got));
+	assert_int_equal(got.max_deliveries, 0);
+	p.ttl_ms = -1;
+	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, &p));
+}
+
+/* The time-to-live drops pending items that waited longer than it, and
+ * runs before expired claims return: an item whose worker died is never
+ * dropped for the time it spent in flight. */
+static void test_ttl(void **state)
+{
+	tfx *t = *state;
+	sfs_queue_policy p = { 10000, 0 };
+	int64_t cid = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	push(t->s, "old1 old2");                       /* at 1000 s */
+	OK(sfs_claim(t->s, Q, 1, 30000, &cid, NULL));  /* old1, 30 s lease */
+	fake_now = 1005 * SEC;
+	push(t->s, "mid");
+	fake_now = 1010 * SEC; /* old2 waited exactly 10 s: kept */
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 0);
+	fake_now = 1010 * SEC + 1;
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 1);
+	pending_are(t->s, "mid");
+	/* old1's lease ends at 1030: returned, not dropped, in one pass */
+	fake_now = 1030 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.expired, 1);  /* mid, pushed at 1005 */
+	assert_int_equal(g.returned, 1);
+	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	values_are(&l, "old1");
+	assert_int_equal(l.items[0].mtime_ns, 1030 * SEC);
+	sfs_list_free(&l);
+	/* its restarted wait counts from its return */
+	fake_now = 1040 * SEC;
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 0);
+	fake_now = 1041 * SEC;
+	IS(SFS_NOTFOUND, sfs_claim(t->s, Q, 1, 0, &cid, NULL)); /* dropped */
+	pending_are(t->s, "");
+	/* an item pushed by the Go SDK has no known time: never dropped */
+}
+
+static void test_recovery_at_open(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0;
+	sfs_store *ro;
+
+	push(t->s, "a");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
+	sfs_store_close(t->s);
+	t->s = NULL;
+	fake_now += 5 * SEC;
+	/* read-only opens change nothing */
+	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
+	inflight_are(ro, "a");
+	IS(SFS_READONLY, sfs_queue_gc(ro, SFS_NONE, NULL));
+	sfs_store_close(ro);
+	OK(tfx_open(t->path, 0, &t->s));
+	inflight_are(t->s, "");
+	pending_are(t->s, "a");
+}
+
+static void test_queue_dirs(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0;
+	sfs_queue_policy p = { 0, 3 }, got;
+	sfs_list l;
+
+	push(t->s, "a");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	OK(sfs_scope_list(t->s, SFS_FAM_QUEUE, SFS_NONE, 0, &l));
+	tfx_keys(&l, "jobs");
+	sfs_list_free(&l);
+	OK(sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
+	IS(SFS_NOTEMPTY, sfs_dir_remove(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	/* renaming the queue moves its claims, items and policy along */
+	OK(sfs_dir_rename(t->s, SFS_FAM_QUEUE, Q, SFS_NONE, S("work"),
+	                  SFS_NONE, 0));
+	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
+	OK(sfs_inflight_scan(t->s, S("work"), -1, 0, 0, &l));
+	values_are(&l, "a");
+	sfs_list_free(&l);
+	OK(sfs_queue_policy_get(t->s, S("work"), &got));
+	assert_int_equal(got.max_deliveries, 3);
+	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_queue_scan(t->s, S("work"), -1, 0, 0, &l));
+	values_are(&l, "a");
+	sfs_list_free(&l);
+}
+
+/* Clearing a queue removes pending items only; exec clear touches none. */
+static void test_clears(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c"), cid = 0;
+	sfs_outcome rej = SFS_OUTCOME_REJECT;
+	uint64_t n = 0;
+
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	OK(sfs_claim_settle(t->s, cid, &first, &rej, 1));
+	OK(sfs_exec_clear(t->s, Q, &n));
+	assert_int_equal(n, 0);
+	OK(sfs_queue_clear(t->s, Q, &n));
+	assert_int_equal(n, 1);
+	inflight_are(t->s, "b");
+	dead_are(t->s, "a");
+	OK(sfs_claim_ack(t->s, cid));
+}
+
+static void test_bad_args(void **state)
+{
+	tfx *t = *state;
+	int64_t cid;
+	sfs_list l;
+	sfs_store *ro;
+
+	IS(SFS_INVALID, sfs_claim(t->s, Q, 0, 0, &cid, &l));
+	IS(SFS_INVALID, sfs_claim(t->s, Q, 1, -1, &cid, &l));
+	IS(SFS_INVALID, sfs_claim(t->s, Q, 1, 0, NULL, &l));
+	IS(SFS_INVALID, sfs_claim(t->s, SFS_NONE, 1, 0, &cid, &l));
+	IS(SFS_INVALID, sfs_claim(NULL, Q, 1, 0, &cid, &l));
+	IS(SFS_INVALID, sfs_claim_heartbeat(t->s, 1, -5, NULL));
+	IS(SFS_INVALID, sfs_claim_settle(t->s, 1, NULL, NULL, 1));
+	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, NULL));
+	IS(SFS_INVALID, sfs_inflight_scan(t->s, Q, -1, 0, 0, NULL));
+	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
+	IS(SFS_READONLY, sfs_claim(ro, Q, 1, 0, &cid, &l));
+	IS(SFS_READONLY, sfs_claim_ack(ro, 1));
+	OK(sfs_inflight_scan(ro, Q, -1, 0, 0, &l));
+	assert_int_equal(l.n, 0);
+	sfs_list_free(&l);
+	sfs_store_close(ro);
+}
+
+/* --- export, import, restore ----------------------------------------------- */
+
+typedef struct dump {
+	unsigned char *p;
+	size_t len, cap;
+	int rows, fam_rows[16];
+} dump;
+
+static void dump_bytes(dump *d, const void *p, size_t n)
+{
+	if (d->len + n > d->cap) {
+		d->cap = (d->len + n) * 2 + 64;
+		d->p = realloc(d->p, d->cap);
+		assert_non_null(d->p);
+	}
+	memcpy(d->p + d->len, p, n);
+	d->len += n;
+}
+
+static void dump_slice(dump *d, sfs_slice s)
+{
+	long long n = s.ptr ? (long long)s.len : -1;
+
+	dump_bytes(d, &n, sizeof(n));
+	if (s.ptr)
+		dump_bytes(d, s.ptr, s.len);
+}
+
+static int to_dump(const sfs_row *r, void *ctx)
+{
+	dump *d = ctx;
+	int f = r->family;
+
+	dump_bytes(d, &f, sizeof(f));
+	dump_slice(d, r->scope);
+	dump_slice(d, r->ns);
+	dump_slice(d, r->key);
+	dump_slice(d, r->value);
+	dump_bytes(d, &r->id, sizeof(r->id));
+	dump_bytes(d, &r->n, sizeof(r->n));
+	dump_bytes(d, &r->mtime_ns, sizeof(r->mtime_ns));
+	dump_bytes(d, &r->deliveries, sizeof(r->deliveries));
+	d->rows++;
+	if (f >= 0 && f < 16)
+		d->fam_rows[f]++;
+	return 0;
+}
+
+/* Imports every row of src into dst in one import. */
+typedef struct copy {
+	sfs_import *imp;
+	int status;
+} copy;
+
+static int to_import(const sfs_row *r, void *ctx)
+{
+	copy *c = ctx;
+
+	c->status = sfs_import_row(c->imp, r);
+	return c->status;
+}
+
+static int import_all(sfs_store *src, sfs_store *dst)
+{
+	copy c = { NULL, SFS_OK };
+	int r;
+
+	OK(sfs_import_begin(dst, &c.imp));
+	r = sfs_export(src, to_import, &c, NULL, NULL);
+	if (r != SFS_OK) {
+		sfs_import_abort(c.imp);
+		return r;
+	}
+	return sfs_import_commit(c.imp);
+}
+
+/* A store with every claim table in use. */
+static void fill_claims(sfs_store *s, int64_t *cid)
+{
+	sfs_queue_policy p = { 60000, 5 };
+	int64_t first = push(s, "a b c d"), c2, c = first + 2;
+	sfs_outcome rej = SFS_OUTCOME_REJECT;
+
+	OK(sfs_queue_policy_set(s, Q, &p));
+	OK(sfs_claim(s, Q, 1, 1000, &c2, NULL));   /* a */
+	OK(sfs_claim_nack(s, c2));                  /* a: pending, 1 delivery */
+	OK(sfs_claim(s, Q, 2, 600000, cid, NULL));  /* a, b in flight */
+	OK(sfs_claim_item(s, Q, first + 2, 0, &c2)); /* c */
+	OK(sfs_claim_settle(s, c2, &c, &rej, 1));
+	push(s, "e");
+}
+
+static void test_export_import_claims(void **state)
+{
+	tfx *t = *state;
+	dump d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+	char path[400];
+	sfs_store *s2;
+	int64_t cid = 0, next = 0, id = 0;
+	sfs_slice f = S("f");
+	sfs_list l;
+
+	fill_claims(t->s, &cid);
+	OK(sfs_export(t->s, to_dump, &d1, NULL, NULL));
+	assert_int_equal(d1.fam_rows[SFS_FAM_CLAIM], 1);
+	assert_int_equal(d1.fam_rows[SFS_FAM_INFLIGHT], 2);
+	assert_int_equal(d1.fam_rows[SFS_FAM_DEAD], 1);
+	assert_int_equal(d1.fam_rows[SFS_FAM_POLICY], 1);
+	assert_int_equal(d1.fam_rows[SFS_FAM_QUEUE], 2);
+	snprintf(path, sizeof(path), "%s/copy.db", t->dir);
+	OK(tfx_open(path, SFS_OPEN_CREATE, &s2));
+	OK(import_all(t->s, s2));
+	OK(sfs_export(s2, to_dump, &d2, NULL, NULL));
+	assert_int_equal(d1.len, d2.len);
+	assert_memory_equal(d1.p, d2.p, d1.len);
+	OK(import_all(t->s, s2)); /* idempotent */
+	OK(sfs_export(s2, to_dump, &d3, NULL, NULL));
+	assert_int_equal(d1.len, d3.len);
+	assert_memory_equal(d1.p, d3.p, d1.len);
+	/* the copy works: the claim is held there, ids are not reissued */
+	OK(sfs_claim_heartbeat(s2, cid, 0, NULL));
+	OK(sfs_claim(s2, Q, 1, 0, &next, &l));
+	assert_true(next > cid);
+	values_are(&l, "d");
+	sfs_list_free(&l);
+	OK(sfs_queue_push(s2, Q, &f, 1, &id));
+	OK(sfs_dead_scan(s2, Q, -1, 0, 1, &l));
+	assert_true(id > l.items[0].id);
+	sfs_list_free(&l);
+	OK(sfs_claim_ack(s2, cid));
+	/* an item id that is in flight here cannot be imported as pending */
+	{
+		sfs_import *imp;
+		sfs_row r;
+
+		memset(&r, 0, sizeof(r));
+		r.family = SFS_FAM_QUEUE;
+		r.scope = Q;
+		r.value = S("zz");
+		OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+		r.id = l.items[0].id;
+		sfs_list_free(&l);
+		OK(sfs_import_begin(t->s, &imp));
+		IS(SFS_EXISTS, sfs_import_row(imp, &r));
+		/* an in-flight row whose claim is missing */
+		r.family = SFS_FAM_INFLIGHT;
+		r.id = 999;
+		r.n = 777;
+		r.deliveries = 1;
+		IS(SFS_INVALID, sfs_import_row(imp, &r));
+		sfs_import_abort(imp);
+	}
+	sfs_store_close(s2);
+	free(d1.p);
+	free(d2.p);
+	free(d3.p);
+}
+
+/* Restore brings claims back as they were, and never reissues a claim id
+ * issued after the checkpoint. */
+static void test_restore_claims(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0, later = 0, again = 0;
+	char path[400];
+
+	fill_claims(t->s, &cid);
+	snprintf(path, sizeof(path), "%s/ckpt.db", t->dir);
+	OK(sfs_checkpoint(t->s, path, NULL, NULL));
+	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim(t->s, Q, 1, 0, &later, NULL));
+	OK(sfs_restore(t->s, path, NULL, NULL));
+	inflight_are(t->s, "a b");
+	dead_are(t->s, "c");
+	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, later));
+	OK(sfs_claim(t->s, Q, 1, 0, &again, NULL));
+	assert_true(again > later);
+	OK(sfs_claim_ack(t->s, cid));
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_claim_ack),
+		T(test_claim_empty),
+		T(test_cutoff_without_gc),
+		T(test_cutoff_after_gc),
+		T(test_heartbeat_keeps_claim),
+		T(test_heartbeat_after_return),
+		T(test_ack_of_returned_claim),
+		T(test_nack_keeps_place),
+		T(test_settle_all_or_nothing),
+		T(test_claim_item_race),
+		T(test_inflight_item_calls),
+		T(test_dead_letters),
+		T(test_delivery_limit),
+		T(test_ttl),
+		T(test_recovery_at_open),
+		T(test_queue_dirs),
+		T(test_clears),
+		T(test_bad_args),
+		T(test_export_import_claims),
+		T(test_restore_claims),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
