@@ -4,6 +4,7 @@
  * backend once. The protocol itself is docs/claims.md; its SQL is
  * sqlb_claim.c.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,4 +287,36 @@ int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats)
 	CHECK(chk_writable(s));
 	CHECK(chk_opt_name(queue, "queue"));
 	CALL(s, s->ops->queue_gc(s->be, queue, 0, stats));
+}
+
+int sfs_duration_parse(const char *text, int64_t *ms)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} units[] = {
+		{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 },
+		{ "h", 3600000 }, { "d", 86400000 },
+	};
+	char *end;
+	long long v;
+
+	sfs_err_clear();
+	if (!text || !ms)
+		return sfs_err(SFS_INVALID, "no duration");
+	if (*text < '0' || *text > '9')
+		return sfs_err(SFS_INVALID, "'%s' is not a duration (a whole"
+		               " number, then ms, s, m, h or d)", text);
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		if (errno || v > MAX_LEASE_MS / units[i].ms)
+			return sfs_err(SFS_INVALID, "'%s' is too long", text);
+		*ms = (int64_t)v * units[i].ms;
+		return SFS_OK;
+	}
+	return sfs_err(SFS_INVALID, "'%s' is not a duration (a whole number,"
+	               " then ms, s, m, h or d)", text);
 }

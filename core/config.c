@@ -294,6 +294,8 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 	o.lease_ms = cfg->lease_ms;
 	if (cfg->readonly)
 		o.flags |= SFS_OPEN_READONLY;
+	if (cfg->no_recovery)
+		o.flags |= SFS_OPEN_NORECOVER;
 	else if (cfg->create)
 		o.flags |= SFS_OPEN_CREATE;
 	if (cfg->plaintext || memory) {

@@ -224,6 +224,9 @@ enum {
 	SFS_OPEN_READONLY = 1u << 1,  /* no writes; SFS_READONLY on any */
 	SFS_OPEN_PLAINTEXT = 1u << 2, /* no encryption (development, Go SDK stores) */
 	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if the file exists */
+	SFS_OPEN_NORECOVER = 1u << 4, /* no claim recovery at open: for a caller
+	                                 that runs sfs_queue_gc and wants its
+	                                 counts ("Claims") */
 };
 
 typedef struct sfs_open_opts {
@@ -299,6 +302,7 @@ typedef struct sfs_config {
 	int64_t lease_ms;
 	const sfs_key *key;      /* a key the caller already has (passphrase
 	                            prompt); overrides keyfile and environment */
+	int no_recovery;         /* SFS_OPEN_NORECOVER */
 } sfs_config;
 
 int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
@@ -709,6 +713,12 @@ typedef struct sfs_gc_stats {
 	uint64_t dead;      /* in-flight items moved to the dead letters */
 	uint64_t claims;    /* expired claims ended */
 } sfs_gc_stats;
+
+/* A lease or time-to-live as a person writes it (statectl, mount
+ * options): a whole number with an optional unit ms, s, m, h or d, no unit
+ * meaning seconds ("90", "30s", "1500ms", "10m"), into *ms. SFS_INVALID for
+ * anything else, a negative number, or more than 100 years. */
+int sfs_duration_parse(const char *text, int64_t *ms);
 
 /* Recovery of one queue, or of every queue (queue = SFS_NONE), in one
  * transaction: time-to-live first, then expired claims (see above for why

@@ -94,7 +94,7 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
 /* --- open and close ----------------------------------------------------- */
 
 #define KNOWN_FLAGS (SFS_OPEN_CREATE | SFS_OPEN_READONLY | \
-                     SFS_OPEN_PLAINTEXT | SFS_OPEN_EXCL)
+                     SFS_OPEN_PLAINTEXT | SFS_OPEN_EXCL | SFS_OPEN_NORECOVER)
 
 static int check_opts(const sfs_open_opts *o, int memory)
 {
@@ -173,7 +173,7 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 	 * only when a lease has run out or a queue has a time-to-live. A
 	 * failure here does not fail the open: every claim call recovers its
 	 * queue again before it acts. */
-	if (!(opts->flags & SFS_OPEN_READONLY) &&
+	if (!(opts->flags & (SFS_OPEN_READONLY | SFS_OPEN_NORECOVER)) &&
 	    s->ops->queue_gc(s->be, SFS_NONE, 1, NULL) != SFS_OK)
 		sfs_log(LOG_WARNING, "%s: claim recovery at open: %s", s->path,
 		        sfs_errdetail());

@@ -48,6 +48,11 @@ static const cli_optdef optdefs[] = {
 	{ "new-passphrase", OPT_NEW_PASSPHRASE, NULL, "ask for a new passphrase on the terminal" },
 	{ "decrypt", OPT_DECRYPT, NULL, "write the store back in plaintext (no key)" },
 	{ "family", OPT_FAMILY, "FAMILY", "kv (default), counter, log or queue" },
+	{ "max", OPT_MAX, "N", "claim at most N items (default 1)" },
+	{ "lease", OPT_LEASE, "DURATION", "the lease: 30s, 10m, 1500ms... (default: the store's, ten minutes)" },
+	{ "ttl", OPT_TTL, "DURATION", "drop pending items that waited longer (0: never)" },
+	{ "max-deliveries", OPT_MAX_DELIVERIES, "N", "dead after N deliveries (0: no limit)" },
+	{ "delete", OPT_DELETE, NULL, "delete the dead letters named (or all, with --all)" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -114,6 +119,24 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_NEW_PASSPHRASE: a->new_passphrase = 1; break;
 	case OPT_DECRYPT: a->decrypt = 1; break;
 	case OPT_FAMILY: a->family = arg; break;
+	case OPT_DELETE: a->del = 1; break;
+	case OPT_MAX:
+		if ((rc = parse_long(c, d->name, arg, 1, &v)))
+			return rc;
+		a->max = v > (int64_t)(~0ul >> 1) ? (long)(~0ul >> 1) : (long)v;
+		break;
+	case OPT_MAX_DELIVERIES:
+		if ((rc = parse_long(c, d->name, arg, 0, &a->max_deliveries)))
+			return rc;
+		break;
+	case OPT_LEASE:
+	case OPT_TTL:
+		if (sfs_duration_parse(arg, &v) != SFS_OK)
+			return cli_usage(c, "--%s: %s", d->name, sfs_errdetail());
+		if (d->id == OPT_LEASE && v == 0)
+			return cli_usage(c, "--lease must be longer than 0");
+		*(d->id == OPT_LEASE ? &a->lease_ms : &a->ttl_ms) = v;
+		break;
 	case OPT_LIMIT:
 		if ((rc = parse_long(c, d->name, arg, 1, &v)))
 			return rc;
@@ -223,6 +246,9 @@ int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
 	a->pos = cli_xmalloc(sizeof(char *) * (size_t)(argc + 1));
 	a->npos = 0;
 	a->after = -1;
+	a->lease_ms = -1;
+	a->ttl_ms = -1;
+	a->max_deliveries = -1;
 	for (int i = 0; i < argc; i++) {
 		if (!only_pos && strcmp(argv[i], "--") == 0) {
 			only_pos = 1;
@@ -313,7 +339,8 @@ void cli_print_help(FILE *f, const cli_cmd *family)
 	        "the mount.\n"
 	        "Exit status: 0 ok, 1 not found, 2 usage, 3 key problem, "
 	        "4 corrupt, 5 no store,\n6 exists, 7 busy, 8 bad data, "
-	        "9 system error, 10 internal error, 130 interrupted.\n"
+	        "9 system error, 10 internal error, 11 claim lost,\n"
+	        "130 interrupted.\n"
 	        "`statectl help COMMAND` shows a command's options; "
 	        "statectl(1) has the details.\n");
 }

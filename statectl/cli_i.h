@@ -81,6 +81,11 @@ enum cli_optid {
 	OPT_NEW_PASSPHRASE,
 	OPT_DECRYPT,
 	OPT_FAMILY,
+	OPT_MAX,
+	OPT_LEASE,
+	OPT_TTL,
+	OPT_MAX_DELIVERIES,
+	OPT_DELETE,
 	OPT_COUNT,
 };
 
@@ -119,6 +124,11 @@ typedef struct cli_args {
 	int new_passphrase;      /* --new-passphrase */
 	int decrypt;             /* --decrypt */
 	const char *family;      /* --family */
+	long max;                /* --max, 0: not given */
+	int64_t lease_ms;        /* --lease, -1: not given */
+	int64_t ttl_ms;          /* --ttl, -1: not given */
+	int64_t max_deliveries;  /* --max-deliveries, -1: not given */
+	int del;                 /* --delete */
 } cli_args;
 
 typedef int (*cli_run_fn)(cli *c, cli_args *a);
@@ -233,7 +243,9 @@ int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
                      cli_name *start, cli_name *end);
 
 /* store.c */
-enum { CLI_STORE_READ = 0, CLI_STORE_WRITE = 1 };
+/* CLI_STORE_GC: writable, without the claim recovery every writable open
+ * runs (queue gc reports what its own pass did). */
+enum { CLI_STORE_READ = 0, CLI_STORE_WRITE = 1, CLI_STORE_GC = 2 };
 /* Opens the store by the engine's rules (sfs_store_open_config), with the
  * passphrase prompt when --passphrase was given. Prints the error. */
 int cli_store_open(cli *c, int mode, sfs_store **out);
@@ -320,5 +332,15 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* cmd_claim.c */
+int cmd_claim(cli *c, cli_args *a);
+int cmd_claim_heartbeat(cli *c, cli_args *a);
+int cmd_claim_ack(cli *c, cli_args *a);
+int cmd_claim_nack(cli *c, cli_args *a);
+int cmd_claim_inflight(cli *c, cli_args *a);
+int cmd_claim_dead(cli *c, cli_args *a);
+int cmd_claim_requeue(cli *c, cli_args *a);
+int cmd_claim_gc(cli *c, cli_args *a);
+int cmd_claim_policy(cli *c, cli_args *a);
 
 #endif /* STATECTL_CLI_I_H */

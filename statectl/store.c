@@ -218,6 +218,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	cfg.keyfile = c->keyfile;
 	cfg.plaintext = c->plaintext;
 	cfg.readonly = mode == CLI_STORE_READ;
+	cfg.no_recovery = mode == CLI_STORE_GC;
 	cfg.key = pass ? pass : key;
 	st = sfs_store_open_config(&cfg, out, &notice);
 	if (notice) {

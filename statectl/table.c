@@ -5,8 +5,8 @@
  * Help, usage lines, argument counting and bash completion all come from
  * here (completion asks `statectl --list-commands`), so a command is added
  * in one place. Families (counter, log, queue) have a sub-table; the claim
- * commands of issue 6 (queue claim|heartbeat|ack|nack|dead|requeue|gc) are
- * rows to add to queue_commands, with their handlers in a cmd_claim.c.
+ * commands (queue claim|heartbeat|ack|nack|inflight|dead|requeue|gc|policy,
+ * docs/claims.md) are rows of queue_commands, handled in cmd_claim.c.
  */
 #include <string.h>
 
@@ -53,6 +53,27 @@ static const cli_cmd queue_commands[] = {
 	{ "scan", "QUEUE", "list pending items without removing them",
 	  CLI_OPT(OPT_AFTER) | CLI_OPT(OPT_LIMIT) | CLI_OPT(OPT_KEYS_ONLY),
 	  1, 1, cmd_queue_scan, NULL },
+	{ "claim", "QUEUE", "claim items under a lease; print the claim id, then each item (exit 1 when empty)",
+	  CLI_OPT(OPT_MAX) | CLI_OPT(OPT_LEASE), 1, 1, cmd_claim, NULL },
+	{ "heartbeat", "CLAIM", "extend a claim's lease (exit 11 when it was lost)",
+	  CLI_OPT(OPT_LEASE), 1, 1, cmd_claim_heartbeat, NULL },
+	{ "ack", "CLAIM [ITEM[:OUTCOME]...]", "settle a claim: all done, or each item done, retry, reject or nack",
+	  0, 1, -1, cmd_claim_ack, NULL },
+	{ "nack", "CLAIM [ITEM...]", "put a claim's items (or the ones named) back at their place",
+	  0, 1, -1, cmd_claim_nack, NULL },
+	{ "inflight", "QUEUE", "list claimed items: claim, lease end, deliveries",
+	  CLI_OPT(OPT_AFTER) | CLI_OPT(OPT_LIMIT) | CLI_OPT(OPT_KEYS_ONLY),
+	  1, 1, cmd_claim_inflight, NULL },
+	{ "dead", "QUEUE [ID...]", "list dead letters, print one, or --delete them",
+	  CLI_OPT(OPT_AFTER) | CLI_OPT(OPT_LIMIT) | CLI_OPT(OPT_KEYS_ONLY) |
+	  CLI_OPT(OPT_DELETE) | CLI_OPT(OPT_ALL), 1, -1, cmd_claim_dead, NULL },
+	{ "requeue", "QUEUE [ID...]", "put dead letters (or --all) back at the tail; print their new ids",
+	  CLI_OPT(OPT_ALL), 1, -1, cmd_claim_requeue, NULL },
+	{ "gc", "[QUEUE]", "return expired claims and apply time-to-live, now (all queues by default)",
+	  0, 0, 1, cmd_claim_gc, NULL },
+	{ "policy", "QUEUE", "show or set a queue's time-to-live and delivery limit",
+	  CLI_OPT(OPT_TTL) | CLI_OPT(OPT_MAX_DELIVERIES), 1, 1, cmd_claim_policy,
+	  NULL },
 	{ NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
 };
 
@@ -88,7 +109,7 @@ const cli_cmd cli_commands[] = {
 	  0, 0, 0, NULL, counter_commands },
 	{ "log", "append|scan|clear ...", "append-logs",
 	  0, 0, 0, NULL, log_commands },
-	{ "queue", "push|pop|len|clear|scan ...", "work queues",
+	{ "queue", "push|pop|len|clear|scan|claim|ack|... ...", "work queues, and claims on them",
 	  0, 0, 0, NULL, queue_commands },
 	{ "exec-clear", "SCOPE", "delete every key/value, log and counter row of a scope; print the count",
 	  0, 1, 1, cmd_exec_clear, NULL },

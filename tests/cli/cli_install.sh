@@ -135,7 +135,7 @@ complete_line() { # WORDS... (the last is the word being completed)
 		printf "%s\n" "${COMPREPLY[@]}"' complete "$comp" "$@"
 }
 expect_eq "$(complete_line "$STATECTL" qu)" queue "completes a command"
-expect_eq "$(complete_line "$STATECTL" queue p | sort | tr '\n' ' ')" "pop push " "completes a subcommand"
+expect_eq "$(complete_line "$STATECTL" queue p | sort | tr '\n' ' ')" "policy pop push " "completes a subcommand"
 expect_match "$(complete_line "$STATECTL" scan --s)" "--start" "completes an option"
 expect_eq "$(complete_line "$STATECTL" ls --family q)" queue "completes --family"
 make_store

@@ -597,6 +597,55 @@ static void test_recovery_at_open(void **state)
 	pending_are(t->s, "a");
 }
 
+/* An open that skips recovery leaves the expired claim to sfs_queue_gc,
+ * which then reports it. */
+static void test_open_norecover(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0;
+	sfs_gc_stats g;
+
+	push(t->s, "a b");
+	OK(sfs_claim(t->s, Q, 2, 1000, &cid, NULL));
+	sfs_store_close(t->s);
+	t->s = NULL;
+	fake_now += 5 * SEC;
+	OK(tfx_open(t->path, SFS_OPEN_NORECOVER, &t->s));
+	inflight_are(t->s, "a b");
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 2);
+	assert_int_equal(g.claims, 1);
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 0);
+	pending_are(t->s, "a b");
+}
+
+static void test_duration_parse(void **state)
+{
+	static const struct {
+		const char *text;
+		int64_t ms;
+	} ok[] = {
+		{ "0", 0 }, { "90", 90000 }, { "30s", 30000 },
+		{ "1500ms", 1500 }, { "10m", 600000 }, { "2h", 7200000 },
+		{ "1d", 86400000 },
+	};
+	static const char *const bad[] = {
+		"", "s", "-1", "10x", "1.5s", " 10", "10 s", "1e3",
+		"99999999999999999999", "40000d",
+	};
+	int64_t ms;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		OK(sfs_duration_parse(ok[i].text, &ms));
+		assert_int_equal(ms, ok[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		IS(SFS_INVALID, sfs_duration_parse(bad[i], &ms));
+	IS(SFS_INVALID, sfs_duration_parse(NULL, &ms));
+}
+
 static void test_queue_dirs(void **state)
 {
 	tfx *t = *state;
@@ -871,6 +920,8 @@ int main(void)
 		T(test_delivery_limit),
 		T(test_ttl),
 		T(test_recovery_at_open),
+		T(test_open_norecover),
+		T(test_duration_parse),
 		T(test_queue_dirs),
 		T(test_clears),
 		T(test_bad_args),

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# cli_claim.sh: statectl's claim commands (queue claim, heartbeat, ack, nack,
+# inflight, dead, requeue, gc, policy) in plain and --json output: claims
+# under short leases, a heartbeat keeping one past its lease, a lost claim
+# exiting 11 and deleting nothing, per-item outcomes all or nothing, nack
+# keeping the FIFO place, dead letters, the delivery limit, usage errors.
+# Environment: see lib.sh. Exit: 0 pass, 1 fail.
+. "$(dirname "$0")/lib.sh"
+make_store
+
+sc queue push jobs a b c d >/dev/null
+
+# --- claim: the claim id, then "ID<TAB>VALUE" per item
+expect_exit 0 sc queue claim jobs --max 2
+c1=$(printf '%s\n' "$out" | head -n1)
+expect_eq "$(printf '%s\n' "$out" | tail -n +2)" $'1\ta\n2\tb' "claimed items"
+expect_eq "$(sc queue len jobs)" 2 "in-flight items are not pending"
+expect_eq "$(sc queue scan jobs --keys-only)" $'3\n4' "pending ids"
+expect_exit 0 sc --json queue claim jobs --lease 10m
+jqe "$out" '.queue == "jobs" and (.claim | type) == "number" and
+	(.items | length) == 1 and .items[0].id == 3 and .items[0].value == "c" and
+	.items[0].deliveries == 1 and .lease_until_ns > (now * 1e9 + 590e9)'
+c2=$(printf '%s' "$out" | jq .claim)
+expect_exit 0 sc queue inflight jobs
+expect_match "$out" $'^1\t'"$c1"$'\t[0-9T:-]+Z\t1\ta\n2\t'"$c1" "inflight listing"
+expect_exit 0 sc --json queue inflight jobs --keys-only
+jqe "$out" '[.entries[].id] == [1,2,3] and .entries[2].claim == '"$c2"' and
+	(.entries[0] | has("value") | not) and .entries[0].deliveries == 1'
+expect_exit 0 sc --json info
+jqe "$out" '.rows.queue == 1 and .rows.claimed == 3 and .rows.dead == 0'
+
+# --- ack with outcomes: all or nothing, validated first
+expect_exit 1 sc queue ack "$c1" 1 3          # 3 belongs to another claim
+expect_match "$err" "does not hold item 3; nothing was settled" "item not held"
+expect_exit 2 sc queue ack "$c1" 1:maybe
+expect_exit 8 sc queue ack "$c1" 1 1:retry    # an item named twice
+expect_exit 0 sc queue inflight jobs --keys-only
+expect_eq "$(printf '%s\n' "$out" | cut -f1)" $'1\n2\n3' "nothing settled"
+expect_exit 0 sc queue ack "$c1" 1:done 2:reject
+expect_eq "$out" "" "ack prints nothing"
+expect_exit 11 sc queue ack "$c1"               # its last item settled
+expect_match "$err" "claim $c1 is lost" "lost sentence"
+expect_exit 1 sc queue ack 999                  # never issued
+
+# --- nack: back at the original place, a second delivery next
+expect_exit 0 sc queue nack "$c2"
+expect_eq "$(sc queue scan jobs)" $'3\tc\n4\td' "nack keeps the FIFO place and the id"
+expect_exit 0 sc --json queue claim jobs
+jqe "$out" '.items[0].id == 3 and .items[0].deliveries == 2'
+c3=$(printf '%s' "$out" | jq .claim)
+expect_exit 2 sc queue nack "$c3" 3:done
+expect_exit 0 sc queue nack "$c3" 3
+expect_exit 11 sc queue nack "$c3"
+
+# --- a heartbeat keeps a claim past its lease; a lost one exits 11
+expect_exit 0 sc queue claim jobs --lease 1s
+c4=$(printf '%s\n' "$out" | head -n1)
+for _ in 1 2 3 4 5; do
+	sleep 0.3
+	expect_exit 0 sc queue heartbeat "$c4" --lease 1s
+done
+expect_exit 0 sc --json queue heartbeat "$c4" --lease 1s
+jqe "$out" '.claim == '"$c4"' and .lease_until_ns > now * 1e9'
+expect_exit 0 sc queue gc jobs
+expect_eq "$out" "expired 0, returned 0, dead 0, claims ended 0" "a held claim is not returned"
+sleep 1.1
+expect_exit 11 sc queue heartbeat "$c4"
+expect_match "$err" "may be delivered again" "the loss says what it means"
+expect_exit 11 sc queue ack "$c4"              # deletes nothing
+expect_eq "$(sc queue scan jobs --keys-only)" $'3\n4' "a lost claim's items are pending again"
+
+# --- gc returns what a dead worker held
+expect_exit 0 sc queue claim jobs --max 5 --lease 1s
+sleep 1.1
+expect_exit 0 sc --json queue gc
+jqe "$out" '.returned == 2 and .claims == 1 and .expired == 0 and .dead == 0'
+
+# --- dead letters: list, print, requeue at the tail, delete
+expect_exit 0 sc queue dead jobs
+expect_eq "$out" $'2\trejected\t1\tb' "dead listing"
+expect_exit 0 sc --json queue dead jobs
+jqe "$out" '.entries[0] | .id == 2 and .reason == "rejected" and .deliveries == 1 and .value == "b" and .mtime_ns > 0'
+expect_exit 0 sc queue dead jobs 2
+expect_eq "$out" b "a dead letter's bytes"
+expect_exit 1 sc queue dead jobs 77
+expect_exit 0 sc queue requeue jobs 2
+newid=$out
+[ "$newid" -gt 4 ] || fail "requeue gives a new id at the tail"
+expect_eq "$(sc queue scan jobs)" $'3\tc\n4\td\n'"$newid"$'\tb' "requeued at the tail"
+expect_exit 0 sc --json queue claim jobs --max 3
+jqe "$out" '.items[2].value == "b" and .items[2].deliveries == 1'
+c5=$(printf '%s' "$out" | jq .claim)
+expect_exit 0 sc queue ack "$c5" 3:reject 4:reject "$newid:reject"
+expect_exit 0 sc --json queue requeue jobs --all
+jqe "$out" '(.ids | length) == 3'
+expect_exit 0 sc queue claim jobs --max 3
+c6=$(printf '%s\n' "$out" | head -n1)
+sc queue ack "$c6" $(printf '%s\n' "$out" | tail -n +2 | cut -f1 | sed 's/$/:reject/')
+expect_exit 0 sc queue dead jobs --delete "$(sc queue dead jobs --keys-only | head -n1 | cut -f1)"
+expect_eq "$out" 1 "one deleted"
+expect_exit 0 sc --json queue dead jobs --delete --all
+jqe "$out" '.queue == "jobs" and .count == 2'
+expect_eq "$(sc queue dead jobs)" "" "no dead letters left"
+
+# --- policy: the delivery limit sends a poison item to the dead letters
+expect_exit 0 sc queue policy jobs
+expect_eq "$out" $'ttl_ms 0\nmax_deliveries 0' "no policy"
+expect_exit 0 sc queue policy jobs --max-deliveries 1 --ttl 1h
+expect_exit 0 sc --json queue policy jobs
+jqe "$out" '.ttl_ms == 3600000 and .max_deliveries == 1'
+sc queue push jobs poison >/dev/null
+expect_exit 0 sc queue claim jobs --lease 1s
+sleep 1.1
+expect_exit 0 sc --json queue gc jobs
+jqe "$out" '.dead == 1 and .returned == 0'
+expect_exit 0 sc --json queue dead jobs
+jqe "$out" '.entries[0].value == "poison" and .entries[0].reason == "delivery limit"'
+expect_exit 0 sc queue policy jobs --max-deliveries 0 --ttl 0
+expect_exit 0 sc --json queue policy jobs
+jqe "$out" '.ttl_ms == 0 and .max_deliveries == 0'
+
+# --- nothing to claim, and usage
+expect_exit 1 sc queue claim jobs
+expect_match "$err" "queue 'jobs' has nothing to claim" "empty sentence"
+expect_exit 2 sc queue claim jobs --lease soon
+expect_match "$err" "not a duration" "duration sentence"
+expect_exit 2 sc queue claim jobs --lease 0
+expect_exit 2 sc queue heartbeat nope
+expect_exit 2 sc queue requeue jobs
+expect_exit 2 sc queue dead jobs --all
+expect_exit 2 sc queue dead jobs --delete
+expect_exit 2 sc queue claim jobs --ttl 1s
+expect_exit 0 "$STATECTL" --list-commands queue
+for cmd in claim heartbeat ack nack inflight dead requeue gc policy; do
+	printf '%s\n' "$out" | grep -qx "$cmd" || fail "completion lacks queue $cmd"
+done
+expect_exit 0 "$STATECTL" queue --help
+expect_match "$out" "claim QUEUE" "help lists claim"
+
+echo "cli_claim ($mode): ok"
