@@ -313,8 +313,9 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 					break;
 				}
 				ep.ino = n->ino;
-				ep.entry_timeout = fs_kind_is_dir(e.d.kind)
-				                 ? FS_TTL_DIR : FS_TTL_ENTRY;
+				/* names as LOOKUP gives them (0 for items,
+				 * which move: fs_ttl) */
+				fs_ttl(e.d.kind, &ep.entry_timeout, &ep.attr_timeout);
 				ep.attr_timeout = fs_kind_is_dir(e.d.kind)
 				                ? FS_TTL_DIR : FS_TTL_LIST;
 				fs_stat_fill(f, e.d.kind, n->ino, e.d.size,

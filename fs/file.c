@@ -310,6 +310,12 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 	case FS_QUEUE_ITEM:
 		rc = sfs_queue_peek(f->store, fs_part(a, 0), a->id, &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
+	case FS_INFLIGHT_ITEM:
+		rc = sfs_inflight_peek(f->store, fs_part(a, 0), a->id, &v);
+		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
+	case FS_DEAD_ITEM:
+		rc = sfs_dead_peek(f->store, fs_part(a, 0), a->id, &v);
+		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	default:
 		return SFS_OK; /* special files: at the first READ */
 	}

@@ -127,6 +127,13 @@ void fs_ttl(fs_kind k, double *entry, double *attr)
 	} else if (k == FS_LOG_NEW || k == FS_QUEUE_NEW) {
 		/* The name given at creation is not kept. */
 		*entry = *attr = 0;
+	} else if (k == FS_QUEUE_ITEM || k == FS_INFLIGHT_ITEM ||
+	           k == FS_DEAD_ITEM) {
+		/* An item moves between the queue, inflight/ and dead/ under
+		 * one name (a claim by mv, a nack, a requeue): after such a
+		 * rename the kernel's dentry still points at the node of the
+		 * place it left, so the name must be looked up again. */
+		*entry = *attr = 0;
 	} else {
 		*entry = FS_TTL_ENTRY;
 		*attr = FS_TTL_ATTR;
@@ -137,17 +144,20 @@ int fs_resolve(fs *f, const fs_addr *dir, const char *name, int naming,
                fs_addr *out)
 {
 	static const fs_kind fixed[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
-	                                 FS_COUNTER_ROOT };
+	                                 FS_COUNTER_ROOT, FS_INFLIGHT,
+	                                 FS_DEAD };
 	fs_kind child = fs_class_of(dir->kind)->child;
 	sfs_buf b = { NULL, 0 };
 	int hashed, rc;
 	int64_t id;
 
-	if (dir->kind == FS_ROOT)
-		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-			if (strcmp(name, fs_class_of(fixed[i])->what) == 0)
-				return fs_addr_child(dir, fixed[i], NULL, 0, 0, out)
-				       ? SFS_NOMEM : SFS_OK;
+	/* Fixed directories: exec, queue, counter at the root; inflight and
+	 * dead in a queue (item names are digits: no collision). */
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (fs_class_of(fixed[i])->parent == dir->kind &&
+		    strcmp(name, fs_class_of(fixed[i])->what) == 0)
+			return fs_addr_child(dir, fixed[i], NULL, 0, 0, out)
+			       ? SFS_NOMEM : SFS_OK;
 	for (int k = 1; k < FS_KIND_MAX; k++) {
 		const fs_class *c = fs_class_of((fs_kind)k);
 		if (c->special && c->parent == dir->kind &&
@@ -205,8 +215,7 @@ void fs_child_part(const fs_addr *a, const void **p, size_t *n)
 		*p = a->part[c->parts - 1].ptr;
 		*n = a->part[c->parts - 1].len;
 	}
-	if (a->kind == FS_EXEC_ROOT || a->kind == FS_QUEUE_ROOT ||
-	    a->kind == FS_COUNTER_ROOT) {
+	if (fs_kind_is_fixed(a->kind)) {
 		*p = c->what;
 		*n = strlen(c->what);
 	}
@@ -384,9 +393,28 @@ static int truncate_value(fs *f, const fs_addr *a, off_t size)
 	return rc;
 }
 
+/* touch of an in-flight item: sfs_inflight_heartbeat. Its mtime is when
+ * the lease ends, so "now" (plain touch) extends it by the mount's lease
+ * and an explicit time (touch -d) makes the lease end then. */
+static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
+                     int valid)
+{
+	int64_t lease = f->lease_ms, until;
+
+	if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW)) {
+		until = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
+		        attr->st_mtim.tv_nsec;
+		lease = (until - fs_now_ns()) / 1000000;
+		if (lease <= 0)
+			return SFS_INVALID; /* a lease cannot end in the past */
+	}
+	return sfs_inflight_heartbeat(f->store, fs_part(a, 0), a->id, lease);
+}
+
 /* SETATTR: a size change is a truncate of the open handle's image
  * (committed at FLUSH) or, without a handle, sfs_kv_get + sfs_kv_put.
- * Mode, owner and times are the store's and are accepted and ignored, so
+ * A time change of an in-flight item is a heartbeat (touch). Other mode,
+ * owner and time changes are the store's and are accepted and ignored, so
  * cp -a, tar x and rsync -a work. */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int valid, struct fuse_file_info *fi)
@@ -416,6 +444,18 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		} else {
 			err = fs_kind_is_dir(n->kind) ? EISDIR : EACCES;
 		}
+		if (err) {
+			fuse_reply_err(req, err);
+			fs_addr_free(&a);
+			return;
+		}
+	}
+	if (n->kind == FS_INFLIGHT_ITEM &&
+	    (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+	              FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {
+		err = f->readonly ? EROFS
+		                  : fs_errno(f, heartbeat(f, &a, attr, valid),
+		                             "heartbeat");
 		if (err) {
 			fuse_reply_err(req, err);
 			fs_addr_free(&a);
@@ -520,8 +560,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = fs_errno(f, rc, "rmdir");
 	else if (!fs_kind_is_dir(child.kind))
 		err = ENOTDIR;
-	else if (child.kind == FS_EXEC_ROOT || child.kind == FS_QUEUE_ROOT ||
-	         child.kind == FS_COUNTER_ROOT)
+	else if (fs_kind_is_fixed(child.kind))
 		err = EBUSY;
 	else if ((rc = fs_store_rmdir(f, &child)) != SFS_OK)
 		err = fs_errno(f, rc, "rmdir");
@@ -572,9 +611,47 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fs_addr_free(&dir);
 }
 
+static int same_part(const fs_addr *a, const fs_addr *b)
+{
+	return a->part[0].len == b->part[0].len &&
+	       !memcmp(a->part[0].ptr, b->part[0].ptr, a->part[0].len);
+}
+
+/* An item moving within its queue between the pending items, inflight/
+ * and dead/, under its own name: sfs_claim_item (the Maildir mv: one of
+ * racing claimers wins, the others get ENOENT), sfs_inflight_settle with
+ * NACK (back at its place) or REJECT, sfs_dead_requeue (the tail, under a
+ * new id). *handled is 0 for any other rename of an item, which is left to
+ * the caller (EXDEV: mv copies and removes, also to another queue). */
+static int claim_move(fs *f, const fs_addr *from, const fs_addr *to,
+                      int *handled)
+{
+	fs_kind a = from->kind, b = to->kind;
+
+	*handled = (a == FS_QUEUE_ITEM && b == FS_INFLIGHT_ITEM) ||
+	           (a == FS_INFLIGHT_ITEM && b == FS_QUEUE_ITEM) ||
+	           (a == FS_INFLIGHT_ITEM && b == FS_DEAD_ITEM) ||
+	           (a == FS_DEAD_ITEM && b == FS_QUEUE_ITEM);
+	if (!*handled || !same_part(from, to)) {
+		*handled = 0;
+		return SFS_OK;
+	}
+	if (from->id != to->id)
+		return SFS_INVALID; /* an item keeps its name */
+	if (a == FS_QUEUE_ITEM)
+		return sfs_claim_item(f->store, fs_part(from, 0), from->id,
+		                      f->lease_ms, NULL);
+	if (a == FS_DEAD_ITEM)
+		return sfs_dead_requeue(f->store, fs_part(from, 0), from->id, NULL);
+	return sfs_inflight_settle(f->store, fs_part(from, 0), from->id,
+	                           b == FS_DEAD_ITEM ? SFS_OUTCOME_REJECT
+	                                             : SFS_OUTCOME_NACK);
+}
+
 /* RENAME: sfs_kv_rename for keys, sfs_dir_rename for scopes, namespaces
- * and queues. Anything else (entries, items, counters, log keys, across
- * families) is EXDEV, so mv falls back to copy and remove. */
+ * and queues; claim moves of items (claim_move). Anything else (entries,
+ * items, counters, log keys, across families) is EXDEV, so mv falls back
+ * to copy and remove. */
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags)
@@ -605,9 +682,27 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = fs_errno(f, rc, "rename");
 		goto out;
 	}
-	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0) {
+	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0 ||
+	    fs_kind_is_fixed(from.kind)) {
 		err = EPERM; /* special files and the fixed directories */
 		goto out;
+	}
+	if (from.kind == FS_QUEUE_ITEM || from.kind == FS_INFLIGHT_ITEM ||
+	    from.kind == FS_DEAD_ITEM) {
+		int handled = 0;
+
+		rc = fs_resolve(f, &ndir, newname, 1, &to);
+		if (rc == SFS_OK)
+			rc = claim_move(f, &from, &to, &handled);
+		if (rc || handled) {
+			err = fs_errno(f, rc, "rename");
+			if (!err) {
+				fs_node_unlink(f, dn, from.kind, NULL, 0, from.id);
+				if (to.kind == FS_QUEUE_ITEM)
+					fs_wait_kick(f); /* an item is back */
+			}
+			goto out;
+		}
 	}
 	if (fs_class_of(from.kind)->by_id) {
 		err = EXDEV; /* entries and items keep their ids: mv copies */
@@ -728,11 +823,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (fs_wait_start(f) != 0)
 		fs_log(f, LOG_ERR, "cannot start the .wait thread: .wait "
 		                   "readers will fail with EIO");
+	if (!f->readonly && fs_gc_start(f) != 0)
+		fs_log(f, LOG_ERR, "cannot start the claim recovery thread: "
+		                   "expired claims return at the next claim");
 }
 
 /* DESTROY: ends every kept .wait read before the session goes. */
 static void op_destroy(void *userdata)
 {
+	fs_gc_stop(userdata);
 	fs_wait_stop(userdata);
 }
 
@@ -782,6 +881,17 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->store = cfg->store;
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
+	f->lease_ms = cfg->lease_ms;
+	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
+		f->test_deliver_delay_ms =
+			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));
+	/* Recovery a tenth of a lease apart, between 1 s and 1 min: a dead
+	 * worker's items come back at most that much after its lease. */
+	f->gc_interval_ms = (cfg->lease_ms ? cfg->lease_ms : 600000) / 10;
+	if (f->gc_interval_ms < 1000)
+		f->gc_interval_ms = 1000;
+	if (f->gc_interval_ms > 60000)
+		f->gc_interval_ms = 60000;
 	f->log = cfg->log;
 	f->log_ctx = cfg->log_ctx;
 	f->uid = geteuid();
@@ -800,6 +910,7 @@ int fs_create(const fs_config *cfg, fs **out)
 
 void fs_stop(fs *f)
 {
+	fs_gc_stop(f);
 	fs_wait_stop(f);
 }
 
@@ -812,6 +923,7 @@ void fs_destroy(fs *f)
 {
 	if (!f)
 		return;
+	fs_gc_stop(f);
 	fs_wait_stop(f);
 	fs_files_free_all(f);
 	fs_dirs_free_all(f);

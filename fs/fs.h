@@ -23,6 +23,9 @@ typedef struct fs_config {
 	int readonly;          /* refuse every change with EROFS */
 	uint64_t max_value;    /* largest value, entry or item (EFBIG above);
 	                          0: SFS_DEFAULT_MAX_VALUE */
+	int64_t lease_ms;      /* the lease of claims made through the mount
+	                          (.claim, mv into inflight/, touch); 0: the
+	                          store's (ten minutes unless set) */
 	sfs_log_fn log;        /* diagnostics; NULL: silent */
 	void *log_ctx;
 } fs_config;

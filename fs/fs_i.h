@@ -51,6 +51,11 @@ typedef enum fs_kind {
 	FS_QUEUE_POP,     /* /queue/<id>/.pop */
 	FS_QUEUE_DRAIN,   /* /queue/<id>/.drain */
 	FS_QUEUE_WAIT,    /* /queue/<id>/.wait */
+	FS_QUEUE_CLAIM,   /* /queue/<id>/.claim: read = claim the head item */
+	FS_INFLIGHT,      /* /queue/<id>/inflight (reached by name) */
+	FS_INFLIGHT_ITEM, /* /queue/<id>/inflight/<item> */
+	FS_DEAD,          /* /queue/<id>/dead (reached by name) */
+	FS_DEAD_ITEM,     /* /queue/<id>/dead/<item> */
 	FS_CNT_SCOPE,     /* /counter/<scope> */
 	FS_CNT_NS,        /* /counter/<scope>/<ns> */
 	FS_CNT_KEY,       /* /counter/<scope>/<ns>/<key> */
@@ -87,6 +92,14 @@ static inline int fs_kind_is_dir(fs_kind k)
 static inline int fs_kind_is_special(fs_kind k)
 {
 	return fs_classes[k].special != NULL;
+}
+
+/* Fixed directories: exec, queue, counter at the root, inflight and dead
+ * in a queue. Their name is the class's `what`. */
+static inline int fs_kind_is_fixed(fs_kind k)
+{
+	return k == FS_EXEC_ROOT || k == FS_QUEUE_ROOT || k == FS_COUNTER_ROOT ||
+	       k == FS_INFLIGHT || k == FS_DEAD;
 }
 
 /* ------------------------------------------------------------------------
@@ -220,10 +233,18 @@ typedef struct fs_link {
 void fs_link_add(fs *f, fs_link *head, fs_link *l);
 void fs_link_del(fs *f, fs_link *l);
 
+struct fs_gc;
+
 struct fs {
 	sfs_store *store;
 	int readonly;
 	uint64_t max_value;
+	int64_t lease_ms;          /* claims through the mount; 0: the store's */
+	int64_t gc_interval_ms;    /* claim recovery period (gc.c) */
+	long test_deliver_delay_ms; /* tests only: the pause between taking an
+	                              item for a special file and answering
+	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
+	                              an interrupt can land in between */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;
@@ -241,6 +262,7 @@ struct fs {
 	fs_link files, dirs;       /* open handles; guarded by lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
+	struct fs_gc *gc;          /* periodic claim recovery (gc.c) */
 };
 
 void fs_log(fs *f, int level, const char *fmt, ...)
@@ -358,6 +380,8 @@ typedef struct fs_file {
 	                              commits nothing, not even its create or
 	                              truncation */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
+	int64_t claim;             /* .pop, .wait, .claim: the claim that
+	                              took the item (0: none) */
 } fs_file;
 
 fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
@@ -393,12 +417,20 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 /* Special files (special.c): the first READ takes bytes from the store. */
 void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
                      off_t off);
-/* Pops one item of queue into h (SFS_OK, SFS_NOTFOUND when empty). */
+/* Takes the head item of queue into h under a claim (.pop, .wait: its
+ * bytes; .claim: its name). SFS_OK, SFS_NOTFOUND when empty. */
 int fs_special_pop(fs *f, fs_file *h, sfs_slice queue);
-/* Replies to a READ of h's popped bytes; if the reader was interrupted
- * meanwhile or the reply fails, pushes the item back (tail of the queue). */
+/* Replies to a READ of what h took. Delivered, a pop's claim is acked (a
+ * .claim's is kept for the reader to settle); if the reader was
+ * interrupted meanwhile or the reply fails, the claim is nacked: the item
+ * is back at its place. */
 void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off);
+
+/* Periodic claim recovery (gc.c): a thread that runs sfs_queue_gc every
+ * f->gc_interval_ms. */
+int fs_gc_start(fs *f);
+void fs_gc_stop(fs *f);
 
 /* The .wait readers (wait.c). */
 int fs_wait_start(fs *f);

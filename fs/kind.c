@@ -63,6 +63,19 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 	                     FS_NONE, FS_NONE, FS_NONE, ".drain" },
 	[FS_QUEUE_WAIT] = { "queue wait", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
 	                    FS_NONE, FS_NONE, ".wait" },
+	[FS_QUEUE_CLAIM] = { "queue claim", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
+	                     FS_NONE, FS_NONE, ".claim" },
+	/* Claims (docs/claims.md): fixed directories of a queue, reached by
+	 * name like the special files (a listing of the queue shows exactly
+	 * its pending items). Their `what` is their name. */
+	[FS_INFLIGHT] = { "inflight", DIR_MODE, FS_QUEUE, 1, 0, 0,
+	                  FS_INFLIGHT_ITEM, FS_NONE, FS_NONE, NULL },
+	[FS_INFLIGHT_ITEM] = { "in-flight item", RO_MODE, FS_INFLIGHT, 1, 1, 0,
+	                       FS_NONE, FS_NONE, FS_NONE, NULL },
+	[FS_DEAD] = { "dead", DIR_MODE, FS_QUEUE, 1, 0, 0, FS_DEAD_ITEM,
+	              FS_NONE, FS_NONE, NULL },
+	[FS_DEAD_ITEM] = { "dead letter", RO_MODE, FS_DEAD, 1, 1, 0, FS_NONE,
+	                   FS_NONE, FS_NONE, NULL },
 
 	[FS_CNT_SCOPE] = { "counter scope", DIR_MODE, FS_COUNTER_ROOT, 1, 0,
 	                   SFS_FAM_COUNTER, FS_CNT_NS, FS_NONE, FS_CNT_NS, NULL },

@@ -1,6 +1,6 @@
 /*
  * special.c - the files that change the store when read: .drain of a
- * namespace, and .pop, .drain, .wait of a queue.
+ * namespace, and .pop, .drain, .wait, .claim of a queue.
  *
  * They report size 0 and are opened with direct_io (file.c), so the kernel
  * asks us instead of trusting the size. The store is touched at the first
@@ -9,17 +9,23 @@
  * the handle and later READs are served from it by offset (`head -c`, `dd
  * bs=1`, `read -r line` all work and pop once).
  *
- * Delivery: if the reader was interrupted (Ctrl-C, `timeout`) by the time
- * the bytes are taken, or the kernel refuses the reply, the item goes back
- * to the queue (at its tail: the engine has no put-back at the head) and
- * the READ fails with EINTR. Once bytes were delivered the pop is done:
- * RELEASE drops whatever part of them the reader did not read. That is
- * at-most-once, which is what a pop is; claims (docs/claims.md) are the
- * at-least-once way.
+ * .pop, .wait and .claim take the head item under a claim (sfs_claim, the
+ * mount's lease). .pop and .wait ack it once the bytes are delivered;
+ * .claim returns the item's name and leaves the claim to the reader, who
+ * settles it under inflight/ (rm = ack, mv back = nack, touch =
+ * heartbeat). If the reader was interrupted (Ctrl-C, `timeout`) by the
+ * time the item was taken, or the kernel refuses the reply, the claim is
+ * nacked: the item is back at its place, the head, under its name, and
+ * the READ fails with EINTR. Should the daemon die between the take and
+ * the ack, the lease runs out and the item comes back: nothing is lost.
+ * Once bytes were delivered a pop is done: RELEASE drops whatever part of
+ * them the reader did not read (a pop is at-most-once; .claim is the
+ * at-least-once way).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs_i.h"
 
@@ -46,9 +52,28 @@ static int take_buf(fs_file *h, sfs_buf *b)
 	return err;
 }
 
+/* Puts a taken item back at its place (the claim's nack). Lock held. */
+static void put_back(fs *f, fs_file *h)
+{
+	int rc = sfs_claim_nack(f->store, h->claim);
+
+	/* A lost claim went back by itself (its lease ran out). */
+	if (rc && rc != SFS_CLAIMLOST)
+		fs_log(f, LOG_ERR, "an item taken for an interrupted reader "
+		       "could not be put back now (its claim %lld returns it "
+		       "when its lease ends): %s: %s", (long long)h->claim,
+		       sfs_strerror(rc), sfs_errdetail());
+	h->claim = 0;
+	h->loaded = 0;
+	h->len = 0;
+}
+
 int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
 {
-	sfs_buf item = { NULL, 0 };
+	char name[FS_ID_NAME + 1];
+	int64_t cid = 0;
+	sfs_list l = { NULL, 0 };
+	sfs_buf b;
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
@@ -56,42 +81,71 @@ int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
 		pthread_mutex_unlock(&h->lock);
 		return SFS_OK;
 	}
-	rc = sfs_queue_pop(f->store, queue, &item, NULL);
-	if (rc == SFS_OK && take_buf(h, &item)) {
-		/* Cannot keep it: give it back rather than lose it. */
-		pthread_mutex_unlock(&h->lock);
-		return SFS_NOMEM;
+	rc = sfs_claim(f->store, queue, 1, f->lease_ms, &cid, &l);
+	if (rc == SFS_OK) {
+		h->claim = cid;
+		if (h->kind == FS_QUEUE_CLAIM) {
+			/* the item's name under inflight/, and a newline */
+			fs_id_name(l.items[0].id, name);
+			strcat(name, "\n");
+			b.len = strlen(name);
+			b.ptr = malloc(b.len + 1);
+			if (b.ptr)
+				memcpy(b.ptr, name, b.len + 1);
+		} else {
+			b.len = l.items[0].value.len;
+			b.ptr = malloc(b.len + 1);
+			if (b.ptr)
+				memcpy(b.ptr, l.items[0].value.ptr, b.len);
+		}
+		if (!b.ptr || take_buf(h, &b)) {
+			put_back(f, h); /* cannot keep it: back in its place */
+			rc = SFS_NOMEM;
+		}
 	}
+	sfs_list_free(&l);
 	pthread_mutex_unlock(&h->lock);
 	return rc;
 }
 
-/* Puts popped bytes back at the tail of the queue. Lock held. */
-static void put_back(fs *f, fs_file *h, sfs_slice queue)
+/* After delivery: a pop is done (ack); a .claim is the reader's now. */
+static void delivered(fs *f, fs_file *h)
 {
-	sfs_slice item = sfs_bytes(h->buf ? (void *)h->buf : "", h->len);
-	int rc = sfs_queue_push(f->store, queue, &item, 1, NULL);
+	int rc;
 
+	if (h->kind == FS_QUEUE_CLAIM || !h->claim)
+		return;
+	rc = sfs_claim_ack(f->store, h->claim);
 	if (rc)
-		fs_log(f, LOG_ERR, "an item popped for an interrupted reader "
-		       "could not be put back (%zu bytes lost): %s: %s", h->len,
+		fs_log(f, LOG_WARNING, "an item read from %s was delivered but "
+		       "its claim %lld could not be settled (it may be "
+		       "delivered again): %s: %s",
+		       fs_class_of(h->kind)->special, (long long)h->claim,
 		       sfs_strerror(rc), sfs_errdetail());
-	h->loaded = 0;
-	h->len = 0;
+	h->claim = 0;
 }
 
 void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off)
 {
+	(void)queue;
+	if (f->test_deliver_delay_ms > 0) {
+		struct timespec ts = { f->test_deliver_delay_ms / 1000,
+		                       (f->test_deliver_delay_ms % 1000) *
+		                       1000000L };
+		nanosleep(&ts, NULL);
+	}
 	pthread_mutex_lock(&h->lock);
 	if (fuse_req_interrupted(req)) {
-		put_back(f, h, queue);
+		put_back(f, h);
 		pthread_mutex_unlock(&h->lock);
 		fuse_reply_err(req, EINTR);
 		return;
 	}
 	if (serve(req, h, size, off) != 0)
-		put_back(f, h, queue);
+		put_back(f, h);
+	else
+		delivered(f, h);
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -190,6 +244,7 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 		break;
 	case FS_QUEUE_POP:
 	case FS_QUEUE_WAIT:
+	case FS_QUEUE_CLAIM:
 		pthread_mutex_unlock(&h->lock);
 		rc = fs_special_pop(f, h, queue);
 		if (rc == SFS_OK)

@@ -14,6 +14,8 @@
  *  - A log key with no entries cannot be stored; mkdir of one keeps it in
  *    the inode table (ephemeral) until rmdir or unmount, so that
  *    `mkdir -p exec/s/ns/k && echo x > exec/s/ns/k/new` works.
+ * A queue's inflight/ and dead/ always exist too (reached by name); their
+ * items are the claims API's (sfs_inflight_*, sfs_dead_*).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -122,6 +124,18 @@ int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime)
 	case FS_QUEUE_ITEM:
 		rc = sfs_queue_stat(f->store, fs_part(a, 0), a->id, &sz, &mt);
 		break;
+	case FS_INFLIGHT_ITEM: {
+		sfs_claim_info ci;
+
+		/* mtime: when the lease ends (ls -l inflight/) */
+		rc = sfs_inflight_stat(f->store, fs_part(a, 0), a->id, &ci);
+		sz = ci.size;
+		mt = ci.lease_until_ns;
+		break;
+	}
+	case FS_DEAD_ITEM:
+		rc = sfs_dead_stat(f->store, fs_part(a, 0), a->id, &sz, &mt);
+		break;
 	case FS_CNT_KEY:
 		rc = counter_stat(f, a, &v, &mt);
 		if (!rc)
@@ -170,6 +184,11 @@ int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
 		                    fs_part(dir, 2), id, limit, 1, out);
 	case FS_QUEUE:
 		return sfs_queue_scan(f->store, fs_part(dir, 0), id, limit, 1, out);
+	case FS_INFLIGHT:
+		return sfs_inflight_scan(f->store, fs_part(dir, 0), id, limit, 1,
+		                         out);
+	case FS_DEAD:
+		return sfs_dead_scan(f->store, fs_part(dir, 0), id, limit, 1, out);
 	case FS_KV_NS:
 	case FS_CNT_NS:
 		if (after->set) {
@@ -361,6 +380,11 @@ int fs_store_unlink(fs *f, const fs_addr *a)
 		                      fs_part(a, 2), a->id);
 	case FS_QUEUE_ITEM:
 		return sfs_queue_delete(f->store, fs_part(a, 0), a->id);
+	case FS_INFLIGHT_ITEM: /* rm = ack; a lost claim: ENOENT */
+		return sfs_inflight_settle(f->store, fs_part(a, 0), a->id,
+		                           SFS_OUTCOME_DONE);
+	case FS_DEAD_ITEM:
+		return sfs_dead_delete(f->store, fs_part(a, 0), a->id);
 	case FS_CNT_KEY:
 		return sfs_counter_delete(f->store, fs_part(a, 0), fs_part(a, 1),
 		                          fs_part(a, 2));

@@ -43,6 +43,7 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	cfg.readonly = o->ro;
 	cfg.create = !o->ro;
 	cfg.max_value = o->max_value;
+	cfg.lease_ms = o->lease_ms;
 	rc = sfs_store_open_config(&cfg, out, &notice);
 	if (notice) {
 		/* The engine's sentence names the program already. */
@@ -104,6 +105,7 @@ int main(int argc, char *argv[])
 	memset(&fcfg, 0, sizeof(fcfg));
 	fcfg.readonly = o.ro;
 	fcfg.max_value = o.max_value;
+	fcfg.lease_ms = o.lease_ms;
 	fcfg.log = mountd_log_sink;
 	if ((rc = fs_create(&fcfg, &f)) != 0) {
 		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));

@@ -19,6 +19,8 @@ typedef struct mountd_opts {
 	int ro;
 	char *max_value_text;
 	uint64_t max_value;       /* parsed from max_value_text; 0: default */
+	char *lease_text;
+	int64_t lease_ms;         /* parsed from lease_text; 0: ten minutes */
 	/* general options */
 	int show_help;
 	int show_version;

@@ -35,6 +35,7 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("plaintext", plaintext, 1),
 	MOUNTD_OPT("ro", ro, 1),
 	MOUNTD_OPT("max_value=%s", max_value_text, 0),
+	MOUNTD_OPT("lease=%s", lease_text, 0),
 	MOUNTD_OPT("-f", foreground, 1),
 	MOUNTD_OPT("-s", singlethread, 1),
 	MOUNTD_OPT("-d", debug, 1),
@@ -196,6 +197,13 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 			return -1;
 		}
 	}
+	if (o->lease_text && (sfs_duration_parse(o->lease_text, &o->lease_ms)
+	                      != SFS_OK || o->lease_ms <= 0)) {
+		fprintf(stderr, "%s: -o lease=%s is not a duration (seconds, or a "
+		        "number followed by ms, s, m, h or d, more than 0); see "
+		        "-h\n", prog, o->lease_text);
+		return -1;
+	}
 	if (o->db && add_fsname(args, o->db) != 0)
 		return -1;
 	if (!o->db && fuse_opt_add_arg(args, "-ofsname=statefs") != 0)
@@ -210,6 +218,7 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->db);
 	free(o->keyfile);
 	free(o->max_value_text);
+	free(o->lease_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
 	memset(o, 0, sizeof(*o));
@@ -232,6 +241,9 @@ void mountd_usage(const char *prog)
 	       "    -o ro                  mount read-only\n"
 	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
 	       "                           (default 64M; suffixes K, M, G)\n"
+	       "    -o lease=DURATION      the lease of claims made through the\n"
+	       "                           mount (.claim, mv to inflight/, touch):\n"
+	       "                           seconds, or 30s, 10m, 1h (default 10m)\n"
 	       "\n"
 	       "general options:\n"
 	       "    -h   --help            print help\n"

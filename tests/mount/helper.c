@@ -7,11 +7,15 @@
  *   worker EXEC ID VALUE        cset SCOPE NS KEY N    cget SCOPE NS KEY
  *   lappend SCOPE NS KEY VALUE  qpush QUEUE VALUE...   qlen QUEUE
  *   kvcount SCOPE NS            verify                 dump
+ *   qinflight QUEUE             qdead QUEUE            (counts)
+ *   qpolicy QUEUE TTL_MS MAX_DELIVERIES
  * Byte-string arguments are taken as they are, or as hex after "x:"
  * ("x:00ff"). get prints the raw value; dump prints every row of the store
  * (hex fields), so two dumps compare equal iff the store is the same.
  * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE=plain, else
- * the key as the daemon finds it (sfs_store_open_config).
+ * the key as the daemon finds it (sfs_store_open_config), without the
+ * claim recovery of a writable open: the helper observes, the daemon (or a
+ * claim) recovers.
  * Exit: 0; 1 with a sentence (2 for get/cget of something absent).
  */
 #include <inttypes.h>
@@ -97,6 +101,7 @@ int main(int argc, char **argv)
 
 	cfg.plaintext = mode && strcmp(mode, "plain") == 0;
 	cfg.create = 1;
+	cfg.no_recovery = 1;
 	rc = sfs_store_open_config(&cfg, &store, NULL);
 	if (rc)
 		die("open", rc);
@@ -145,6 +150,19 @@ int main(int argc, char **argv)
 		if (!rc)
 			printf("%zu\n", l.n);
 		sfs_list_free(&l);
+	} else if ((!strcmp(cmd, "qinflight") || !strcmp(cmd, "qdead")) &&
+	           argc == 3) {
+		sfs_list l = { NULL, 0 };
+		rc = cmd[1] == 'i'
+		   ? sfs_inflight_scan(store, arg(argv[2]), -1, 0, 1, &l)
+		   : sfs_dead_scan(store, arg(argv[2]), -1, 0, 1, &l);
+		if (!rc)
+			printf("%zu\n", l.n);
+		sfs_list_free(&l);
+	} else if (!strcmp(cmd, "qpolicy") && argc == 5) {
+		sfs_queue_policy p = { strtoll(argv[3], NULL, 10),
+		                       strtoll(argv[4], NULL, 10) };
+		rc = sfs_queue_policy_set(store, arg(argv[2]), &p);
 	} else if (!strcmp(cmd, "verify") && argc == 2) {
 		rc = sfs_store_verify(store, NULL, NULL);
 	} else if (!strcmp(cmd, "dump") && argc == 2) {
