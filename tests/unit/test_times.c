@@ -527,6 +527,20 @@ static void test_v2_migrates(void **state)
 	}
 	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
 	queue_times(s, "exec", want, 3);
+	{
+		/* the claim tables it lacks read as empty */
+		sfs_list l;
+
+		OK(sfs_inflight_scan(s, SC, -1, 0, 0, &l));
+		assert_int_equal(l.n, 0);
+		sfs_list_free(&l);
+		OK(sfs_dead_scan(s, SC, -1, 0, 0, &l));
+		assert_int_equal(l.n, 0);
+		sfs_list_free(&l);
+		OK(sfs_store_info(s, &info));
+		assert_int_equal(info.claimed_rows, 0);
+		IS(SFS_READONLY, sfs_claim(s, SC, 1, 0, &(int64_t){ 0 }, NULL));
+	}
 	sfs_store_close(s);
 	OK(tfx_open(path, 0, &s));
 	queue_times(s, "exec", want, 3);
