@@ -42,8 +42,9 @@ enum {
 	X_RETRY_PEND, X_DEL, X_END,
 	R_POLICY, R_POLICIES, R_ANY, R_TTL_Z, R_TTL_C, R_TTL_MAP, R_TTL_OWN,
 	R_TTL_PEND,
-	R_DEAD, R_BACK = R_DEAD + 2, R_PEND = R_BACK + 2,
-	R_DEL_ITEMS = R_PEND + 2, R_DEL_CLAIMS = R_DEL_ITEMS + 2,
+	R_EXPIRED, R_DEAD = R_EXPIRED + 2, R_BACK = R_DEAD + 2,
+	R_PEND = R_BACK + 2, R_DEL_ITEMS = R_PEND + 2,
+	R_DEL_CLAIMS = R_DEL_ITEMS + 2,
 	I_SCAN = R_DEL_CLAIMS + 2, I_PEEK = I_SCAN + 2, I_STAT,
 	D_SCAN, D_PEEK = D_SCAN + 2, D_STAT, D_REQ, D_DEL, D_CLEAR,
 	P_SET, P_DEL,
@@ -65,7 +66,8 @@ _Static_assert(C_NSLOTS <= ST_CLAIM_END - ST_CLAIM, "claim slots");
 #define OF_CLAIM "i.claim_id=?1 AND i.id BETWEEN ?2 AND ?3"
 
 /* The claims whose lease ended by ?2 (now), of every queue or of ?1. */
-#define EXPIRED(qf) "(SELECT claim_id FROM statefs_claim WHERE lease_until<=?2" qf ")"
+#define EXPIRED(qf)                                                        \
+	"(SELECT claim_id FROM statefs_claim WHERE lease_until<=?2" qf ")"
 #define ALLQ ""
 #define ONEQ " AND queue=?1"
 
@@ -206,8 +208,23 @@ static int return_expired(sfs_backend *b, const sfs_slice *queue,
 	};
 	static const int slot[5] = { R_DEAD, R_BACK, R_PEND, R_DEL_ITEMS,
 		                     R_DEL_CLAIMS };
-	int v = queue != NULL, status = SFS_OK;
-	int64_t t[2] = { now, now_s };
+	int v = queue != NULL, status = SFS_OK, found;
+	int64_t t[2] = { now, now_s }, one;
+	/* The common case, nothing expired, costs one index seek. */
+	sqlite3_stmt *any = stmt(b, R_EXPIRED + v, v ?
+	        "SELECT 1 FROM statefs_claim WHERE queue=?1 AND lease_until<=?2"
+	        " LIMIT 1" :
+	        "SELECT 1 FROM statefs_claim WHERE lease_until<=?2 LIMIT 1",
+	        &status);
+
+	if (!any)
+		return status;
+	if (queue)
+		sqlb_bind(any, 1, *queue);
+	sqlite3_bind_int64(any, 2, now);
+	status = one_row(b, any, &one, 1, &found, "looking for expired claims");
+	if (status != SFS_OK || !found)
+		return status;
 
 	for (int i = 0; i < 5; i++) {
 		sqlite3_stmt *st = stmt(b, slot[i] + v, sql[i][v], &status);
@@ -842,7 +859,7 @@ int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
 }
 
-/* --- in-flight items and dead letters: reading ----------------------------- */
+/* --- in-flight items and dead letters: reading ---------------------------- */
 
 /* Reads rows of (id, value-or-NULL, size, mtime, n[, key]) into a list. */
 static int rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
@@ -1016,7 +1033,7 @@ int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 	return SFS_OK;
 }
 
-/* --- dead letters and policies: writing ------------------------------------ */
+/* --- dead letters and policies: writing ----------------------------------- */
 
 static int dead_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 {

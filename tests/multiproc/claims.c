@@ -139,7 +139,7 @@ static void push_n(sfs_store *s, int n)
 	}
 }
 
-/* --- crash ----------------------------------------------------------------- */
+/* --- crash ---------------------------------------------------------------- */
 
 /* Claims every item with a lease of lease_ms, writes "CLAIM LEASE_END" to
  * ready, then waits to be killed. */
@@ -260,7 +260,7 @@ static int test_crash(void)
 	return bad;
 }
 
-/* --- heartbeat ------------------------------------------------------------- */
+/* --- heartbeat ------------------------------------------------------------ */
 
 /* Claims the item with a 1 s lease, heartbeats every 200 ms for 4 s, acks;
  * exits 0 only if every heartbeat and the ack succeeded. */
@@ -331,7 +331,7 @@ static int test_heartbeat(void)
 	return bad;
 }
 
-/* --- chaos ----------------------------------------------------------------- */
+/* --- chaos ---------------------------------------------------------------- */
 
 #define CHAOS_ITEMS 10000
 
@@ -606,7 +606,7 @@ static int test_chaos(void)
 	return bad;
 }
 
-/* --- main ------------------------------------------------------------------ */
+/* --- main ----------------------------------------------------------------- */
 
 static void setup_dir(void)
 {

@@ -720,7 +720,7 @@ static void test_bad_args(void **state)
 	sfs_store_close(ro);
 }
 
-/* --- export, import, restore ----------------------------------------------- */
+/* --- export, import, restore ---------------------------------------------- */
 
 typedef struct dump {
 	unsigned char *p;
