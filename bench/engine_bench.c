@@ -356,7 +356,7 @@ static double raw_pushpop(raw *r, int mode)
 	        " enqueued_ns) SELECT ?1, ?2 WHERE ?2 > coalesce((SELECT"
 	        " enqueued_ns FROM statefs_queue_timemap ORDER BY id DESC"
 	        " LIMIT 1), -1)");
-	sqlite3_stmt *dt = prep(r, "DELETE FROM statefs_queue_timeoverride"
+	sqlite3_stmt *dt = prep(r, "DELETE FROM statefs_queue_pending"
 	                        " WHERE id=?");
 	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
 	static unsigned char out[VLEN + 1];
