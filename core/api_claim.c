@@ -11,22 +11,6 @@
 #include "list_i.h"
 #include "store_i.h"
 
-#define CHECK(expr)                                                        \
-	do {                                                               \
-		int c_ = (expr);                                           \
-		if (c_ != SFS_OK)                                          \
-			return c_;                                         \
-	} while (0)
-
-#define CALL(s, expr)                                                      \
-	do {                                                               \
-		int r_;                                                    \
-		store_lock(s);                                             \
-		r_ = (expr);                                               \
-		store_unlock(s);                                           \
-		return r_;                                                 \
-	} while (0)
-
 /* Leases longer than this are refused: now + lease must fit int64 ns. */
 #define MAX_LEASE_MS (1000LL * 3600 * 24 * 365 * 100)
 

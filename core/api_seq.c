@@ -4,29 +4,6 @@
  */
 #include "store_i.h"
 
-#define CHECK(expr)                                                        \
-	do {                                                               \
-		int c_ = (expr);                                           \
-		if (c_ != SFS_OK)                                          \
-			return c_;                                         \
-	} while (0)
-
-#define CALL(s, expr)                                                      \
-	do {                                                               \
-		int r_;                                                    \
-		store_lock(s);                                             \
-		r_ = (expr);                                               \
-		store_unlock(s);                                           \
-		return r_;                                                 \
-	} while (0)
-
-static int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key)
-{
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
-	return chk_name(key, "key");
-}
-
 int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                    sfs_slice value, int64_t *id)
 {

@@ -12,22 +12,6 @@
 #include "list_i.h"
 #include "store_i.h"
 
-#define CHECK(expr)                                                        \
-	do {                                                               \
-		int c_ = (expr);                                           \
-		if (c_ != SFS_OK)                                          \
-			return c_;                                         \
-	} while (0)
-
-#define CALL(s, expr)                                                      \
-	do {                                                               \
-		int r_;                                                    \
-		store_lock(s);                                             \
-		r_ = (expr);                                               \
-		store_unlock(s);                                           \
-		return r_;                                                 \
-	} while (0)
-
 #define NS(x) sfs_bytes(x, sizeof(x) - 1)
 
 void sfs_id_encode(int64_t id, unsigned char out[8])

@@ -11,13 +11,6 @@
 
 #include "store_i.h"
 
-#define CHECK(expr)                                                        \
-	do {                                                               \
-		int c_ = (expr);                                           \
-		if (c_ != SFS_OK)                                          \
-			return c_;                                         \
-	} while (0)
-
 /* --- argument checks ---------------------------------------------------- */
 
 int chk_name(sfs_slice n, const char *what)
@@ -28,6 +21,13 @@ int chk_name(sfs_slice n, const char *what)
 		return sfs_err(SFS_TOOBIG, "%s is %zu bytes, more than %u", what,
 		               n.len, SFS_MAX_NAME);
 	return SFS_OK;
+}
+
+int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key)
+{
+	CHECK(chk_name(scope, "scope"));
+	CHECK(chk_name(ns, "namespace"));
+	return chk_name(key, "key");
 }
 
 int chk_opt_name(sfs_slice n, const char *what)

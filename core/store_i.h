@@ -37,11 +37,32 @@ static inline void store_unlock(sfs_store *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Returns expr's status from the calling function unless it is SFS_OK. */
+#define CHECK(expr)                                                        \
+	do {                                                               \
+		int c_ = (expr);                                           \
+		if (c_ != SFS_OK)                                          \
+			return c_;                                         \
+	} while (0)
+
+/* Calls one backend entry under the handle's lock and returns its status
+ * from the calling function. */
+#define CALL(s, expr)                                                      \
+	do {                                                               \
+		int r_;                                                    \
+		store_lock(s);                                             \
+		r_ = (expr);                                               \
+		store_unlock(s);                                           \
+		return r_;                                                 \
+	} while (0)
+
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */
 
 /* A scope, namespace or key: present, at most SFS_MAX_NAME bytes. */
 int chk_name(sfs_slice n, const char *what);
+/* The three names of a key/value, counter or log key. */
+int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key);
 /* An optional name (scan bound, `after`): SFS_NONE or a valid name. */
 int chk_opt_name(sfs_slice n, const char *what);
 /* A value: present, at most the store's max_value bytes. */
