@@ -25,12 +25,12 @@
  *              delivery but the last of an item was in a claim of a killed
  *              consumer (duplicates only where a crash happened); no ack
  *              ever reported a lost claim.
- * STATEFS_TEST_MODE=encrypted shares one key through a key file.
+ * STATEFS_TEST_MODE=encrypted shares one key through a key file. The
+ * scratch store and the spawning of children are harness.c's.
  * Exit: 0 pass, 1 fail.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,20 +38,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "statefs.h"
+#include "harness.h"
 
-#define S(x) sfs_str(x)
 #define Q S("jobs")
 #define NS_PER_MS 1000000LL
-
-static char dir[256], store[512], keyfile[320];
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "[%ld] %s: %s (%s)\n", (long)getpid(), what,
-	        sfs_strerror(rc), sfs_errdetail());
-	exit(1);
-}
 
 static int64_t now_ns(void)
 {
@@ -67,50 +57,6 @@ static void sleep_ms(long ms)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
-}
-
-static sfs_store *open_store(unsigned flags)
-{
-	const char *m = getenv("STATEFS_TEST_MODE");
-	sfs_open_opts o;
-	sfs_key *key = NULL;
-	sfs_store *s;
-	int rc;
-
-	memset(&o, 0, sizeof(o));
-	o.path = store;
-	o.flags = flags;
-	if (m && !strcmp(m, "encrypted")) {
-		if ((rc = sfs_key_from_file(keyfile, &key)))
-			die("key", rc);
-		o.key = key;
-	} else {
-		o.flags |= SFS_OPEN_PLAINTEXT;
-	}
-	rc = sfs_store_open(&o, &s);
-	sfs_key_destroy(key);
-	if (rc)
-		die("open", rc);
-	return s;
-}
-
-static pid_t spawn(const char *const *argv)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execv("/proc/self/exe", (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int exited_ok(pid_t pid)
-{
-	int st;
-
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-	       WEXITSTATUS(st) == 0;
 }
 
 /* Waits until path exists (a child's "ready" signal). */
@@ -135,7 +81,7 @@ static void push_n(sfs_store *s, int n)
 		snprintf(buf, sizeof(buf), "%d", i);
 		it = S(buf);
 		if ((rc = sfs_queue_push(s, Q, &it, 1, NULL)))
-			die("push", rc);
+			mp_die("push", rc);
 	}
 }
 
@@ -145,17 +91,17 @@ static void push_n(sfs_store *s, int n)
  * ready, then waits to be killed. */
 static void child_hold(const char *ready, int lease_ms)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	int64_t cid;
 	sfs_list l;
 	FILE *f;
 	int rc;
 
 	if ((rc = sfs_claim(s, Q, 100, lease_ms, &cid, &l)))
-		die("claim", rc);
+		mp_die("claim", rc);
 	f = fopen(ready, "w");
 	if (!f)
-		die("ready", SFS_IO);
+		mp_die("ready", SFS_IO);
 	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].mtime_ns);
 	fclose(f);
 	sfs_list_free(&l);
@@ -175,14 +121,13 @@ static int test_crash(void)
 	pid_t pid;
 	FILE *f;
 
-	s = open_store(0);
+	s = mp_open_store(0);
 	push_n(s, 5);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	pid = spawn(argv);
+	snprintf(ready, sizeof(ready), "%s/ready", mp_dir);
+	pid = mp_spawn(argv);
 	if (wait_file(ready, 10000) < 0) {
 		fprintf(stderr, "the holder did not claim\n");
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		mp_kill(pid);
 		return 1;
 	}
 	sleep_ms(20); /* the file is written after the claim committed */
@@ -192,8 +137,7 @@ static int test_crash(void)
 		return 1;
 	}
 	fclose(f);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	mp_kill(pid);
 	/* Before the lease ends: nothing to claim, five in flight. A claim
 	 * that returned before the lease end proves it; one that ended after
 	 * it may rightly get the items, and then is the redelivery. */
@@ -210,14 +154,14 @@ static int test_crash(void)
 			break;
 		}
 		if (rc != SFS_NOTFOUND)
-			die("claim", rc);
+			mp_die("claim", rc);
 		if (t0 > until + 5000 * NS_PER_MS) {
 			fprintf(stderr, "not redelivered 5 s after the lease\n");
 			return 1;
 		}
 		if (t1 < until) {
 			if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
-				die("inflight", 1);
+				mp_die("inflight", 1);
 			bad |= l.n != 5;
 			sfs_list_free(&l);
 			checked_before++;
@@ -251,9 +195,9 @@ static int test_crash(void)
 		bad = 1;
 	}
 	if ((rc = sfs_claim_ack(s, got)))
-		die("ack", rc);
+		mp_die("ack", rc);
 	if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
-		die("inflight", 1);
+		mp_die("inflight", 1);
 	bad |= l.n != 0;
 	sfs_list_free(&l);
 	sfs_store_close(s);
@@ -266,24 +210,24 @@ static int test_crash(void)
  * exits 0 only if every heartbeat and the ack succeeded. */
 static void child_beat(const char *ready)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	int64_t cid, start;
 	FILE *f;
 	int rc;
 
 	if ((rc = sfs_claim(s, Q, 1, 1000, &cid, NULL)))
-		die("claim", rc);
+		mp_die("claim", rc);
 	if (!(f = fopen(ready, "w")))
-		die("ready", SFS_IO);
+		mp_die("ready", SFS_IO);
 	fclose(f);
 	start = now_ns();
 	while (now_ns() - start < 4000 * NS_PER_MS) {
 		sleep_ms(200);
 		if ((rc = sfs_claim_heartbeat(s, cid, 1000, NULL)))
-			die("heartbeat", rc);
+			mp_die("heartbeat", rc);
 	}
 	if ((rc = sfs_claim_ack(s, cid)))
-		die("ack", rc);
+		mp_die("ack", rc);
 	sfs_store_close(s);
 }
 
@@ -291,15 +235,15 @@ static int test_heartbeat(void)
 {
 	char ready[400];
 	const char *argv[] = { "claims", "child", "beat", ready, NULL };
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	int bad = 0, tries = 0, rc, st;
 	int64_t cid;
 	uint64_t n;
 	pid_t pid;
 
 	push_n(s, 1);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	pid = spawn(argv);
+	snprintf(ready, sizeof(ready), "%s/ready", mp_dir);
+	pid = mp_spawn(argv);
 	if (wait_file(ready, 10000) < 0)
 		bad = 1;
 	/* keep trying while the holder heartbeats */
@@ -318,8 +262,7 @@ static int test_heartbeat(void)
 		bad = 1;
 	}
 	if (bad) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		mp_kill(pid);
 	}
 	if (sfs_queue_len(s, Q, &n) || n != 0)
 		bad = 1;
@@ -340,7 +283,7 @@ static int test_heartbeat(void)
  * ack found the claim lost). Stops when the counter "stop" is set. */
 static void child_consume(const char *log)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	int64_t cid, stop = 0;
 	unsigned seed = (unsigned)getpid();
@@ -348,18 +291,18 @@ static void child_consume(const char *log)
 	int rc;
 
 	if (fd < 0)
-		die("log", SFS_IO);
+		mp_die("log", SFS_IO);
 	while (!stop) {
 		rc = sfs_claim(s, Q, 1 + rand_r(&seed) % 20, 3000, &cid, &l);
 		if (rc == SFS_NOTFOUND) {
 			if ((rc = sfs_counter_get(s, S("t"), S("n"), S("stop"),
 			                          &stop, NULL)))
-				die("get", rc);
+				mp_die("get", rc);
 			sleep_ms(20);
 			continue;
 		}
 		if (rc)
-			die("claim", rc);
+			mp_die("claim", rc);
 		for (size_t i = 0; i < l.n; i++) {
 			dprintf(fd, "P %lld %s\n", (long long)cid,
 			        (char *)l.items[i].value.ptr);
@@ -370,7 +313,7 @@ static void child_consume(const char *log)
 		if (rc == SFS_CLAIMLOST)
 			dprintf(fd, "X %lld\n", (long long)cid);
 		else if (rc)
-			die("ack", rc);
+			mp_die("ack", rc);
 		else
 			dprintf(fd, "A %lld\n", (long long)cid);
 	}
@@ -497,7 +440,7 @@ static int test_chaos(void)
 	char logs[MAXPROC][400];
 	pid_t pids[MAXPROC];
 	int killed[MAXPROC] = { 0 }, live[CONSUMERS];
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	unsigned seed = (unsigned)time(NULL);
 	int nproc = 0, bad = 0, kills = 0, rc;
 	chaos_log c;
@@ -516,15 +459,15 @@ static int test_chaos(void)
 				items[i] = S(buf[i]);
 			}
 			if ((rc = sfs_queue_push(s, Q, items, 500, NULL)))
-				die("push", rc);
+				mp_die("push", rc);
 		}
 	}
 	for (int i = 0; i < CONSUMERS; i++) {
 		const char *argv[] = { "claims", "child", "consume", logs[nproc],
 		                       NULL };
 
-		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", dir, nproc);
-		pids[nproc] = spawn(argv);
+		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", mp_dir, nproc);
+		pids[nproc] = mp_spawn(argv);
 		live[i] = nproc++;
 	}
 	/* while items are pending, kill one consumer at a random moment
@@ -537,14 +480,13 @@ static int test_chaos(void)
 
 		sleep_ms(50 + rand_r(&seed) % 250);
 		if (sfs_store_info(s, &info))
-			die("info", 1);
+			mp_die("info", 1);
 		if (info.queue_rows == 0)
 			break;
-		kill(pids[live[victim]], SIGKILL);
-		waitpid(pids[live[victim]], NULL, 0);
+		mp_kill(pids[live[victim]]);
 		killed[live[victim]] = 1;
-		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", dir, nproc);
-		pids[nproc] = spawn(argv);
+		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", mp_dir, nproc);
+		pids[nproc] = mp_spawn(argv);
 		live[victim] = nproc++;
 	}
 	/* drained: nothing pending or in flight (a dead consumer's claims
@@ -554,13 +496,13 @@ static int test_chaos(void)
 
 		/* one snapshot: pending and in flight counted together */
 		if (sfs_queue_gc(s, SFS_NONE, NULL) || sfs_store_info(s, &info))
-			die("poll", 1);
+			mp_die("poll", 1);
 		if (info.queue_rows == 0 && info.claimed_rows == 0)
 			break;
 		sleep_ms(20);
 	}
 	if ((rc = sfs_counter_set(s, S("t"), S("n"), S("stop"), 1)))
-		die("stop", rc);
+		mp_die("stop", rc);
 	fprintf(stderr, "chaos: %d consumers killed while items were pending\n",
 	        kills);
 	if (kills < 3) {
@@ -568,7 +510,7 @@ static int test_chaos(void)
 		bad = 1;
 	}
 	for (int i = 0; i < CONSUMERS; i++)
-		if (!exited_ok(pids[live[i]])) {
+		if (!mp_exited_ok(pids[live[i]])) {
 			fprintf(stderr, "consumer %d failed\n", live[i]);
 			bad = 1;
 		}
@@ -606,80 +548,27 @@ static int test_chaos(void)
 	return bad;
 }
 
-/* --- main ----------------------------------------------------------------- */
-
-static void setup_dir(void)
+static int child(int argc, char **argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	sfs_key *key;
-	sfs_store *s;
-	int rc;
-
-	snprintf(dir, sizeof(dir), "%s/statefs-claims-XXXXXX",
-	         tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	snprintf(store, sizeof(store), "%s/store.db", dir);
-	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	{
-		const char *m = getenv("STATEFS_TEST_MODE");
-
-		if (m && !strcmp(m, "encrypted")) {
-			if ((rc = sfs_key_generate(&key)))
-				die("keygen", rc);
-			if ((rc = sfs_key_write_file(key, keyfile)))
-				die("key file", rc);
-			sfs_key_destroy(key);
-		}
-	}
-	s = open_store(SFS_OPEN_CREATE | SFS_OPEN_EXCL);
-	sfs_store_close(s);
-}
-
-static void cleanup(void)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	if (!strcmp(argv[2], "hold") && argc == 5)
+		child_hold(argv[3], atoi(argv[4]));
+	else if (!strcmp(argv[2], "beat") && argc == 4)
+		child_beat(argv[3]);
+	else if (!strcmp(argv[2], "consume") && argc == 4)
+		child_consume(argv[3]);
+	else
+		return 2;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	int bad;
+	static const mp_test tests[] = {
+		{ "crash", test_crash },
+		{ "heartbeat", test_heartbeat },
+		{ "chaos", test_chaos },
+		{ NULL, NULL },
+	};
 
-	if (argc >= 3 && !strcmp(argv[1], "child")) {
-		snprintf(dir, sizeof(dir), "%s", getenv("CLAIMS_DIR"));
-		snprintf(store, sizeof(store), "%s/store.db", dir);
-		snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-		if (!strcmp(argv[2], "hold") && argc == 5)
-			child_hold(argv[3], atoi(argv[4]));
-		else if (!strcmp(argv[2], "beat") && argc == 4)
-			child_beat(argv[3]);
-		else if (!strcmp(argv[2], "consume") && argc == 4)
-			child_consume(argv[3]);
-		else
-			return 2;
-		return 0;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: claims crash|heartbeat|chaos\n");
-		return 2;
-	}
-	setup_dir();
-	setenv("CLAIMS_DIR", dir, 1);
-	if (!strcmp(argv[1], "crash"))
-		bad = test_crash();
-	else if (!strcmp(argv[1], "heartbeat"))
-		bad = test_heartbeat();
-	else if (!strcmp(argv[1], "chaos"))
-		bad = test_chaos();
-	else
-		bad = 2;
-	cleanup();
-	printf("%s %s\n", argv[1], bad ? "FAILED" : "ok");
-	return bad;
+	return mp_main(argc, argv, "claims", tests, child);
 }

@@ -10,76 +10,32 @@
  *                 consistent snapshots that restore
  * Every child fails on any status but the expected ones: none may see
  * SFS_BUSY. STATEFS_TEST_MODE=encrypted shares one key through a key file.
- * Exit: 0 pass, 1 fail.
+ * The scratch store and the spawning and reaping of children are
+ * harness.c's. Exit: 0 pass, 1 fail.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "statefs.h"
-
-#define S(x) sfs_str(x)
-
-static char dir[256], store[512], keyfile[320];
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "[%ld] %s: %s (%s)\n", (long)getpid(), what,
-	        sfs_strerror(rc), sfs_errdetail());
-	exit(1);
-}
-
-static int encrypted(void)
-{
-	const char *m = getenv("STATEFS_TEST_MODE");
-
-	return m && !strcmp(m, "encrypted");
-}
-
-static sfs_store *open_store(unsigned flags)
-{
-	sfs_open_opts o;
-	sfs_key *key = NULL;
-	sfs_store *s;
-	int rc;
-
-	memset(&o, 0, sizeof(o));
-	o.path = store;
-	o.flags = flags;
-	if (encrypted()) {
-		rc = sfs_key_from_file(keyfile, &key);
-		if (rc)
-			die("key", rc);
-		o.key = key;
-	} else {
-		o.flags |= SFS_OPEN_PLAINTEXT;
-	}
-	rc = sfs_store_open(&o, &s);
-	sfs_key_destroy(key);
-	if (rc)
-		die("open", rc);
-	return s;
-}
+#include "harness.h"
 
 /* --- children ----------------------------------------------------------- */
 
 static void child_counter(int n)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	int rc;
 
 	for (int i = 0; i < n; i++)
 		if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("c"), 1, NULL)))
-			die("counter add", rc);
+			mp_die("counter add", rc);
 	sfs_store_close(s);
 }
 
 static void child_produce(int id, int n)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	char buf[32];
 	int rc;
 
@@ -89,29 +45,29 @@ static void child_produce(int id, int n)
 		snprintf(buf, sizeof(buf), "%d-%d", id, i);
 		it = S(buf);
 		if ((rc = sfs_queue_push(s, S("q"), &it, 1, NULL)))
-			die("push", rc);
+			mp_die("push", rc);
 	}
 	/* after the last push committed: consumers may stop once all four
 	 * producers said so and the queue is empty */
 	if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("done"), 1, NULL)))
-		die("done", rc);
+		mp_die("done", rc);
 	sfs_store_close(s);
 }
 
 static void child_consume(const char *out)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	FILE *f = fopen(out, "w");
 	int64_t done;
 	sfs_buf b;
 	int rc;
 
 	if (!f)
-		die("fopen", SFS_IO);
+		mp_die("fopen", SFS_IO);
 	for (;;) {
 		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
 		                          NULL)))
-			die("get", rc);
+			mp_die("get", rc);
 		rc = sfs_queue_pop(s, S("q"), &b, NULL);
 		if (rc == SFS_OK) {
 			fprintf(f, "%s\n", (char *)b.ptr);
@@ -121,7 +77,7 @@ static void child_consume(const char *out)
 				break; /* read before the pop: nothing can come */
 			usleep(200);
 		} else {
-			die("pop", rc);
+			mp_die("pop", rc);
 		}
 	}
 	fclose(f);
@@ -130,37 +86,37 @@ static void child_consume(const char *out)
 
 static void child_write(int id, int n)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	char k[32];
 	int rc;
 
 	for (int i = 0; i < n; i++) {
 		snprintf(k, sizeof(k), "%d-%d", id, i);
 		if ((rc = sfs_kv_put(s, S("mp"), S("inbox"), S(k), S("v"))))
-			die("put", rc);
+			mp_die("put", rc);
 	}
 	if ((rc = sfs_counter_add(s, S("mp"), S("n"), S("done"), 1, NULL)))
-		die("done", rc);
+		mp_die("done", rc);
 	sfs_store_close(s);
 }
 
 static void child_drain(const char *out)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	FILE *f = fopen(out, "w");
 	int64_t done;
 	int last = 0, rc;
 	sfs_list l;
 
 	if (!f)
-		die("fopen", SFS_IO);
+		mp_die("fopen", SFS_IO);
 	while (!last) {
 		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
 		                          NULL)))
-			die("get", rc);
+			mp_die("get", rc);
 		last = done == 4; /* one more drain after the writers ended */
 		if ((rc = sfs_kv_drain(s, S("mp"), S("inbox"), &l)))
-			die("drain", rc);
+			mp_die("drain", rc);
 		for (size_t i = 0; i < l.n; i++)
 			fprintf(f, "%s\n", (char *)l.items[i].key.ptr);
 		sfs_list_free(&l);
@@ -173,7 +129,7 @@ static void child_drain(const char *out)
  * counter, until told to stop. */
 static void child_pairs(int id)
 {
-	sfs_store *s = open_store(0);
+	sfs_store *s = mp_open_store(0);
 	sfs_slice keys[2] = { S("a"), S("b") };
 	char scope[16], v[32];
 	int64_t stop = 0;
@@ -186,44 +142,18 @@ static void child_pairs(int id)
 		snprintf(v, sizeof(v), "%ld", i);
 		vals[0] = vals[1] = S(v);
 		if ((rc = sfs_txn_put(s, S(scope), keys, vals, 2)))
-			die("txn put", rc);
+			mp_die("txn put", rc);
 		if ((rc = sfs_log_append(s, S(scope), S("log"), S("k"), S(v),
 		                         NULL)))
-			die("append", rc);
+			mp_die("append", rc);
 		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("stop"), &stop,
 		                          NULL)))
-			die("get", rc);
+			mp_die("get", rc);
 	}
 	sfs_store_close(s);
 }
 
 /* --- the parent ---------------------------------------------------------- */
-
-static pid_t spawn(const char *const *argv)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execv("/proc/self/exe", (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int reap(pid_t *pids, int n)
-{
-	int bad = 0, st;
-
-	for (int i = 0; i < n; i++) {
-		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) ||
-		    WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "child %ld failed (status 0x%x)\n",
-			        (long)pids[i], st);
-			bad = 1;
-		}
-	}
-	return bad;
-}
 
 /* Reads every line of the files into one sorted array and checks it holds
  * exactly "<p>-<i>" for p < np, i < ni, once each. */
@@ -242,7 +172,7 @@ static int check_once(const char *prefix, int files, int np, int ni)
 	for (int f = 0; f < files; f++) {
 		FILE *fp;
 
-		snprintf(path, sizeof(path), "%s/%s%d", dir, prefix, f);
+		snprintf(path, sizeof(path), "%s/%s%d", mp_dir, prefix, f);
 		fp = fopen(path, "r");
 		if (!fp)
 			return 1;
@@ -293,11 +223,11 @@ static int test_counter(void)
 	int bad;
 
 	for (int i = 0; i < 8; i++)
-		pids[i] = spawn(argv);
-	bad = reap(pids, 8);
-	s = open_store(0);
+		pids[i] = mp_spawn(argv);
+	bad = mp_reap(pids, 8);
+	s = mp_open_store(0);
 	if (sfs_counter_get(s, S("mp"), S("n"), S("c"), &v, NULL))
-		die("get", 1);
+		mp_die("get", 1);
 	sfs_store_close(s);
 	if (v != 8000) {
 		fprintf(stderr, "counter is %lld, want 8000\n", (long long)v);
@@ -319,11 +249,11 @@ static int test_queue(void)
 		                    NULL };
 
 		snprintf(ids[i], sizeof(ids[i]), "%d", i);
-		snprintf(outs[i], sizeof(outs[i]), "%s/popped%d", dir, i);
-		pids[i] = spawn(c);
-		pids[4 + i] = spawn(p);
+		snprintf(outs[i], sizeof(outs[i]), "%s/popped%d", mp_dir, i);
+		pids[i] = mp_spawn(c);
+		pids[4 + i] = mp_spawn(p);
 	}
-	bad = reap(pids, 8);
+	bad = mp_reap(pids, 8);
 	return bad | check_once("popped", 4, 4, 500);
 }
 
@@ -333,20 +263,20 @@ static int test_drain(void)
 	pid_t pids[5];
 	int bad;
 
-	snprintf(out, sizeof(out), "%s/drained0", dir);
+	snprintf(out, sizeof(out), "%s/drained0", mp_dir);
 	{
 		const char *d[] = { "multiproc", "child", "drain", out, NULL };
 
-		pids[4] = spawn(d);
+		pids[4] = mp_spawn(d);
 	}
 	for (int i = 0; i < 4; i++) {
 		const char *w[] = { "multiproc", "child", "write", ids[i], "500",
 		                    NULL };
 
 		snprintf(ids[i], sizeof(ids[i]), "%d", i);
-		pids[i] = spawn(w);
+		pids[i] = mp_spawn(w);
 	}
-	bad = reap(pids, 5);
+	bad = mp_reap(pids, 5);
 	return bad | check_once("drained", 1, 4, 500);
 }
 
@@ -361,9 +291,9 @@ static int test_checkpoint(void)
 		const char *w[] = { "multiproc", "child", "pairs", ids[i], NULL };
 
 		snprintf(ids[i], sizeof(ids[i]), "%d", i);
-		pids[i] = spawn(w);
+		pids[i] = mp_spawn(w);
 	}
-	s = open_store(0);
+	s = mp_open_store(0);
 	/* start checkpointing once every writer is writing */
 	for (int tries = 0; tries < 1000; tries++) {
 		int started = 0;
@@ -386,15 +316,13 @@ static int test_checkpoint(void)
 	for (int round = 0; round < 3 && !bad; round++) {
 		sfs_store *c;
 
-		snprintf(cp, sizeof(cp), "%s/cp%d.db", dir, round);
+		snprintf(cp, sizeof(cp), "%s/cp%d.db", mp_dir, round);
 		if ((rc = sfs_checkpoint(s, cp, NULL, NULL)))
-			die("checkpoint", rc);
+			mp_die("checkpoint", rc);
 		/* consistent: every writer's pair is equal in the copy */
-		snprintf(store, sizeof(store), "%s", cp);
-		c = open_store(SFS_OPEN_READONLY);
-		snprintf(store, sizeof(store), "%s/store.db", dir);
+		c = mp_open(cp, SFS_OPEN_READONLY);
 		if ((rc = sfs_store_verify(c, NULL, NULL)))
-			die("verify checkpoint", rc);
+			mp_die("verify checkpoint", rc);
 		for (int i = 0; i < 4; i++) {
 			sfs_slice keys[2] = { S("a"), S("b") };
 			char scope[16];
@@ -402,7 +330,7 @@ static int test_checkpoint(void)
 
 			snprintf(scope, sizeof(scope), "w%d", i);
 			if ((rc = sfs_txn_get(c, S(scope), keys, 2, &l)))
-				die("txn get", rc);
+				mp_die("txn get", rc);
 			/* every writer has written: both present and equal */
 			if (!l.items[0].value.ptr || !l.items[1].value.ptr ||
 			    strcmp(l.items[0].value.ptr, l.items[1].value.ptr)) {
@@ -419,91 +347,43 @@ static int test_checkpoint(void)
 	}
 	/* restore while the writers keep writing: one transaction */
 	if (!bad && (rc = sfs_restore(s, cp, NULL, NULL)))
-		die("restore", rc);
+		mp_die("restore", rc);
 	if ((rc = sfs_counter_set(s, S("mp"), S("n"), S("stop"), 1)))
-		die("stop", rc);
-	bad |= reap(pids, 4);
+		mp_die("stop", rc);
+	bad |= mp_reap(pids, 4);
 	sfs_store_close(s);
 	return bad;
 }
 
-static void setup_dir(void)
+static int child(int argc, char **argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	sfs_key *key;
-	sfs_store *s;
-	int rc;
-
-	snprintf(dir, sizeof(dir), "%s/statefs-mp-XXXXXX",
-	         tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	snprintf(store, sizeof(store), "%s/store.db", dir);
-	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	if (encrypted()) {
-		if ((rc = sfs_key_generate(&key)))
-			die("keygen", rc);
-		if ((rc = sfs_key_write_file(key, keyfile)))
-			die("key file", rc);
-		sfs_key_destroy(key);
-	}
-	s = open_store(SFS_OPEN_CREATE | SFS_OPEN_EXCL);
-	sfs_store_close(s);
-}
-
-static void cleanup(void)
-{
-	char cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	(void)argc;
+	if (!strcmp(argv[2], "counter"))
+		child_counter(atoi(argv[3]));
+	else if (!strcmp(argv[2], "produce"))
+		child_produce(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[2], "consume"))
+		child_consume(argv[3]);
+	else if (!strcmp(argv[2], "write"))
+		child_write(atoi(argv[3]), atoi(argv[4]));
+	else if (!strcmp(argv[2], "drain"))
+		child_drain(argv[3]);
+	else if (!strcmp(argv[2], "pairs"))
+		child_pairs(atoi(argv[3]));
+	else
+		return 2;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	int bad;
+	static const mp_test tests[] = {
+		{ "counter", test_counter },
+		{ "queue", test_queue },
+		{ "drain", test_drain },
+		{ "checkpoint", test_checkpoint },
+		{ NULL, NULL },
+	};
 
-	if (argc >= 3 && !strcmp(argv[1], "child")) {
-		/* children find the store through the environment */
-		snprintf(dir, sizeof(dir), "%s", getenv("MP_DIR"));
-		snprintf(store, sizeof(store), "%s/store.db", dir);
-		snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-		if (!strcmp(argv[2], "counter"))
-			child_counter(atoi(argv[3]));
-		else if (!strcmp(argv[2], "produce"))
-			child_produce(atoi(argv[3]), atoi(argv[4]));
-		else if (!strcmp(argv[2], "consume"))
-			child_consume(argv[3]);
-		else if (!strcmp(argv[2], "write"))
-			child_write(atoi(argv[3]), atoi(argv[4]));
-		else if (!strcmp(argv[2], "drain"))
-			child_drain(argv[3]);
-		else if (!strcmp(argv[2], "pairs"))
-			child_pairs(atoi(argv[3]));
-		else
-			return 2;
-		return 0;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: multiproc counter|queue|drain|checkpoint\n");
-		return 2;
-	}
-	setup_dir();
-	setenv("MP_DIR", dir, 1);
-	if (!strcmp(argv[1], "counter"))
-		bad = test_counter();
-	else if (!strcmp(argv[1], "queue"))
-		bad = test_queue();
-	else if (!strcmp(argv[1], "drain"))
-		bad = test_drain();
-	else if (!strcmp(argv[1], "checkpoint"))
-		bad = test_checkpoint();
-	else
-		bad = 2;
-	cleanup();
-	printf("%s %s\n", argv[1], bad ? "FAILED" : "ok");
-	return bad;
+	return mp_main(argc, argv, "multiproc", tests, child);
 }
