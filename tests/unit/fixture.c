@@ -1,5 +1,6 @@
 /*
- * fixture.c - temporary stores for the unit tests (see fixture.h).
+ * fixture.c - temporary stores and the fake clock for the unit tests (see
+ * fixture.h).
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "util_i.h"
 
 static sfs_key *key;
 
@@ -91,6 +93,26 @@ int tfx_teardown(void **state)
 	free(t);
 	*state = NULL;
 	return 0;
+}
+
+int64_t tfx_now;
+
+static int64_t fake_clock(void)
+{
+	return tfx_now;
+}
+
+int tfx_setup_clock(void **state)
+{
+	tfx_now = 1000 * 1000000000LL;
+	sfs_clock_set(fake_clock);
+	return tfx_setup(state);
+}
+
+int tfx_teardown_clock(void **state)
+{
+	sfs_clock_set(NULL);
+	return tfx_teardown(state);
 }
 
 void tfx_reopen(tfx *t)

@@ -36,6 +36,13 @@ void tfx_reopen(tfx *t);
 /* Removes a directory tree. */
 void tfx_rmtree(const char *dir);
 
+/* The engine's injectable clock (sfs_clock_set): cmocka setup/teardown
+ * that also start it at 1000 s, which the test moves through tfx_now, and
+ * put the real clock back. */
+extern int64_t tfx_now;
+int tfx_setup_clock(void **state);
+int tfx_teardown_clock(void **state);
+
 #define S(x) sfs_str(x)
 
 #define OK(expr)                                                           \

@@ -14,31 +14,10 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "util_i.h"
 
 #define SEC 1000000000LL
 #define MS 1000000LL
 #define Q S("jobs")
-
-static int64_t fake_now;
-
-static int64_t fake_clock(void)
-{
-	return fake_now;
-}
-
-static int setup(void **state)
-{
-	fake_now = 1000 * SEC;
-	sfs_clock_set(fake_clock);
-	return tfx_setup(state);
-}
-
-static int teardown(void **state)
-{
-	sfs_clock_set(NULL);
-	return tfx_teardown(state);
-}
 
 /* Pushes the space-separated words as items; returns the first id. */
 static int64_t push(sfs_store *s, const char *words)
@@ -128,7 +107,7 @@ static void test_claim_ack(void **state)
 	assert_int_equal(l.items[1].id, first + 1);
 	assert_int_equal(l.items[0].n, 1);
 	assert_int_equal(l.items[0].size, 1);
-	assert_int_equal(l.items[0].mtime_ns, fake_now + 60 * SEC);
+	assert_int_equal(l.items[0].mtime_ns, tfx_now + 60 * SEC);
 	sfs_list_free(&l);
 	/* in flight is not pending */
 	assert_int_equal(qlen(t->s), 1);
@@ -137,7 +116,7 @@ static void test_claim_ack(void **state)
 	assert_int_equal(l.n, 2);
 	assert_null(l.items[0].value.ptr);
 	assert_int_equal(l.items[1].n, cid);
-	assert_int_equal(l.items[1].mtime_ns, fake_now + 60 * SEC);
+	assert_int_equal(l.items[1].mtime_ns, tfx_now + 60 * SEC);
 	sfs_list_free(&l);
 	OK(sfs_inflight_peek(t->s, Q, first, &b));
 	tfx_buf(&b, "a");
@@ -145,7 +124,7 @@ static void test_claim_ack(void **state)
 	IS(SFS_NOTFOUND, sfs_inflight_peek(t->s, Q, first + 2, &b));
 	OK(sfs_inflight_stat(t->s, Q, first + 1, &ci));
 	assert_int_equal(ci.claim_id, cid);
-	assert_int_equal(ci.lease_until_ns, fake_now + 60 * SEC);
+	assert_int_equal(ci.lease_until_ns, tfx_now + 60 * SEC);
 	assert_int_equal(ci.enqueued_ns, 1000 * SEC);
 	assert_int_equal(ci.deliveries, 1);
 	assert_int_equal(ci.size, 1);
@@ -182,7 +161,7 @@ static void test_claim_empty(void **state)
 	IS(SFS_NOTFOUND, sfs_claim_heartbeat(t->s, 2, 0, NULL));
 	/* the default lease is ten minutes */
 	OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
-	assert_int_equal(l.items[0].mtime_ns, fake_now + 600 * SEC);
+	assert_int_equal(l.items[0].mtime_ns, tfx_now + 600 * SEC);
 	sfs_list_free(&l);
 }
 
@@ -195,13 +174,13 @@ static void check_cutoff(sfs_store *s, int gc_first)
 	sfs_list l;
 
 	OK(sfs_claim(s, Q, 2, 1000, &cid, NULL));
-	until = fake_now + SEC;
-	fake_now = until - 1;
+	until = tfx_now + SEC;
+	tfx_now = until - 1;
 	OK(sfs_queue_gc(s, SFS_NONE, &g));
 	assert_int_equal(g.returned, 0);
 	OK(sfs_claim_heartbeat(s, cid, 1, &until)); /* until = now + 1 ms */
-	assert_int_equal(until, fake_now + MS);
-	fake_now = until;
+	assert_int_equal(until, tfx_now + MS);
+	tfx_now = until;
 	if (gc_first) {
 		OK(sfs_queue_gc(s, Q, &g));
 		assert_int_equal(g.returned, 2);
@@ -233,13 +212,13 @@ static void test_cutoff_after_gc(void **state)
 static void test_heartbeat_keeps_claim(void **state)
 {
 	tfx *t = *state;
-	int64_t cid = 0, start = fake_now;
+	int64_t cid = 0, start = tfx_now;
 	sfs_gc_stats g;
 
 	push(t->s, "a");
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
 	for (int i = 1; i <= 10; i++) {
-		fake_now = start + i * 900 * MS; /* well past the first lease */
+		tfx_now = start + i * 900 * MS; /* well past the first lease */
 		OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 		assert_int_equal(g.returned, 0);
 		OK(sfs_claim_heartbeat(t->s, cid, 1000, NULL));
@@ -262,7 +241,7 @@ static void test_heartbeat_after_return(void **state)
 
 	push(t->s, "a");
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
-	fake_now += 2 * SEC;
+	tfx_now += 2 * SEC;
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 	assert_int_equal(g.returned, 1);
 	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(t->s, cid, 1000, NULL));
@@ -283,7 +262,7 @@ static void test_ack_of_returned_claim(void **state)
 
 	push(t->s, "a b");
 	OK(sfs_claim(t->s, Q, 2, 1000, &cid1, NULL));
-	fake_now += 1001 * MS;
+	tfx_now += 1001 * MS;
 	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, NULL)); /* recovers first */
 	inflight_are(t->s, "a b");
 	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid1));
@@ -313,7 +292,7 @@ static void test_nack_keeps_place(void **state)
 	sfs_list l;
 
 	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
-	fake_now += 7 * SEC;
+	tfx_now += 7 * SEC;
 	push(t->s, "e");
 	OK(sfs_claim_nack(t->s, cid));
 	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
@@ -360,7 +339,7 @@ static void test_settle_all_or_nothing(void **state)
 	pending_are(t->s, "");
 	dead_are(t->s, "");
 	/* all three at once */
-	fake_now += 3 * SEC;
+	tfx_now += 3 * SEC;
 	OK(sfs_claim_settle(t->s, cid, ids, o, 3));
 	inflight_are(t->s, "x");
 	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
@@ -423,11 +402,11 @@ static void test_inflight_item_calls(void **state)
 	                                    (sfs_outcome)0));
 	OK(sfs_inflight_settle(t->s, Q, first + 1, SFS_OUTCOME_NACK));
 	pending_are(t->s, "b");
-	fake_now += 900 * MS;
+	tfx_now += 900 * MS;
 	OK(sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
 	OK(sfs_inflight_stat(t->s, Q, first + 2, &ci));
-	assert_int_equal(ci.lease_until_ns, fake_now + SEC);
-	fake_now += SEC; /* exactly at the end of the new lease */
+	assert_int_equal(ci.lease_until_ns, tfx_now + SEC);
+	tfx_now += SEC; /* exactly at the end of the new lease */
 	IS(SFS_CLAIMLOST, sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
 	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, Q, first + 2,
 	                                     SFS_OUTCOME_DONE));
@@ -448,7 +427,7 @@ static void test_dead_letters(void **state)
 	sfs_buf b;
 
 	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
-	fake_now += 5 * SEC;
+	tfx_now += 5 * SEC;
 	OK(sfs_claim_settle(t->s, cid, ids, rej, 2));
 	dead_are(t->s, "a b");
 	OK(sfs_store_info(t->s, &info));
@@ -500,14 +479,14 @@ static void test_delivery_limit(void **state)
 	assert_int_equal(got.ttl_ms, 0);
 	push(t->s, "poison ok");
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL)); /* delivery 1 */
-	fake_now += 2 * SEC;
+	tfx_now += 2 * SEC;
 	OK(sfs_queue_gc(t->s, Q, &g));
 	assert_int_equal(g.returned, 1);
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, &l)); /* delivery 2 */
 	values_are(&l, "poison");
 	assert_int_equal(l.items[0].n, 2);
 	sfs_list_free(&l);
-	fake_now += 2 * SEC;
+	tfx_now += 2 * SEC;
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 	assert_int_equal(g.returned, 0);
 	assert_int_equal(g.dead, 1);
@@ -548,17 +527,17 @@ static void test_ttl(void **state)
 	OK(sfs_queue_policy_set(t->s, Q, &p));
 	push(t->s, "old1 old2");                       /* at 1000 s */
 	OK(sfs_claim(t->s, Q, 1, 30000, &cid, NULL));  /* old1, 30 s lease */
-	fake_now = 1005 * SEC;
+	tfx_now = 1005 * SEC;
 	push(t->s, "mid");
-	fake_now = 1010 * SEC; /* old2 waited exactly 10 s: kept */
+	tfx_now = 1010 * SEC; /* old2 waited exactly 10 s: kept */
 	OK(sfs_queue_gc(t->s, Q, &g));
 	assert_int_equal(g.expired, 0);
-	fake_now = 1010 * SEC + 1;
+	tfx_now = 1010 * SEC + 1;
 	OK(sfs_queue_gc(t->s, Q, &g));
 	assert_int_equal(g.expired, 1);
 	pending_are(t->s, "mid");
 	/* old1's lease ends at 1030: returned, not dropped, in one pass */
-	fake_now = 1030 * SEC;
+	tfx_now = 1030 * SEC;
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 	assert_int_equal(g.expired, 1);  /* mid, pushed at 1005 */
 	assert_int_equal(g.returned, 1);
@@ -567,10 +546,10 @@ static void test_ttl(void **state)
 	assert_int_equal(l.items[0].mtime_ns, 1030 * SEC);
 	sfs_list_free(&l);
 	/* its restarted wait counts from its return */
-	fake_now = 1040 * SEC;
+	tfx_now = 1040 * SEC;
 	OK(sfs_queue_gc(t->s, Q, &g));
 	assert_int_equal(g.expired, 0);
-	fake_now = 1041 * SEC;
+	tfx_now = 1041 * SEC;
 	IS(SFS_NOTFOUND, sfs_claim(t->s, Q, 1, 0, &cid, NULL)); /* dropped */
 	pending_are(t->s, "");
 	/* an item pushed by the Go SDK has no known time: never dropped */
@@ -586,7 +565,7 @@ static void test_recovery_at_open(void **state)
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));
 	sfs_store_close(t->s);
 	t->s = NULL;
-	fake_now += 5 * SEC;
+	tfx_now += 5 * SEC;
 	/* read-only opens change nothing */
 	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
 	inflight_are(ro, "a");
@@ -609,7 +588,7 @@ static void test_open_norecover(void **state)
 	OK(sfs_claim(t->s, Q, 2, 1000, &cid, NULL));
 	sfs_store_close(t->s);
 	t->s = NULL;
-	fake_now += 5 * SEC;
+	tfx_now += 5 * SEC;
 	OK(tfx_open(t->path, SFS_OPEN_NORECOVER, &t->s));
 	inflight_are(t->s, "a b");
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
@@ -900,7 +879,8 @@ static void test_restore_claims(void **state)
 	OK(sfs_claim_ack(t->s, cid));
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
 int main(void)
 {

@@ -13,31 +13,10 @@
 #include <sqlite3.h>
 
 #include "fixture.h"
-#include "util_i.h"
 
 #define SEC 1000000000LL
 #define SC S("exec")
 #define LOG S("log")
-
-static int64_t fake_now;
-
-static int64_t fake_clock(void)
-{
-	return fake_now;
-}
-
-static int setup(void **state)
-{
-	fake_now = 1000 * SEC;
-	sfs_clock_set(fake_clock);
-	return tfx_setup(state);
-}
-
-static int teardown(void **state)
-{
-	sfs_clock_set(NULL);
-	return tfx_teardown(state);
-}
 
 /* Rows of a table, read with sqlite3 directly (plaintext stores only). */
 static long rows_of(const char *path, const char *table)
@@ -73,30 +52,30 @@ static void test_kv_seconds(void **state)
 	tfx *t = *state;
 	sfs_list l;
 
-	fake_now = 1000 * SEC + 300000000;
+	tfx_now = 1000 * SEC + 300000000;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("1")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
-	fake_now = 1000 * SEC + 900000000; /* same second: no change */
+	tfx_now = 1000 * SEC + 900000000; /* same second: no change */
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("2")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
-	fake_now = 1001 * SEC + 1;
+	tfx_now = 1001 * SEC + 1;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("3")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
 	/* A clock stepped back does not move the time backwards. */
-	fake_now = 990 * SEC;
+	tfx_now = 990 * SEC;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("4")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
 	/* Counters the same way. */
-	fake_now = 2000 * SEC + 5;
+	tfx_now = 2000 * SEC + 5;
 	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
-	fake_now = 2000 * SEC + 999999999;
+	tfx_now = 2000 * SEC + 999999999;
 	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.items[0].n, 2);
 	assert_int_equal(l.items[0].mtime_ns, 2000 * SEC);
 	sfs_list_free(&l);
-	fake_now = 2003 * SEC;
+	tfx_now = 2003 * SEC;
 	OK(sfs_counter_set(t->s, SC, S("c"), S("n"), 7));
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.items[0].mtime_ns, 2003 * SEC);
@@ -147,7 +126,7 @@ static void test_log_map(void **state)
 	int64_t mt;
 
 	for (size_t i = 0; i < 6; i++) {
-		fake_now = at[i];
+		tfx_now = at[i];
 		OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), &id));
 		if (i == 0)
 			first = id;
@@ -156,7 +135,7 @@ static void test_log_map(void **state)
 	OK(sfs_log_stat(t->s, SC, LOG, S("k"), first + 4, &size, &mt));
 	assert_int_equal(mt, 101 * SEC);
 	/* a burst of appends in one second writes one map row */
-	fake_now = 200 * SEC;
+	tfx_now = 200 * SEC;
 	for (int i = 0; i < 100; i++)
 		OK(sfs_log_append(t->s, SC, LOG, S("burst"), S("v"), NULL));
 	if (!tfx_encrypted())
@@ -176,9 +155,9 @@ static void test_log_map(void **state)
 		/* 100 and 103 remain; the latest row (200) is always kept */
 		assert_int_equal(rows_of(t->path, "statefs_log_timemap"), 3);
 	/* appends after that still get the current second */
-	fake_now = 200 * SEC + 5;
+	tfx_now = 200 * SEC + 5;
 	OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), NULL));
-	fake_now = 201 * SEC;
+	tfx_now = 201 * SEC;
 	OK(sfs_log_append(t->s, SC, LOG, S("k"), S("v"), NULL));
 	{
 		const int64_t w3[] = { 100 * SEC, 100 * SEC, 103 * SEC,
@@ -187,7 +166,7 @@ static void test_log_map(void **state)
 		log_times(t->s, "k", w3, 5);
 	}
 	/* exec clear of another scope leaves these alone */
-	fake_now = 300 * SEC;
+	tfx_now = 300 * SEC;
 	OK(sfs_log_append(t->s, S("other"), LOG, S("k"), S("v"), NULL));
 	OK(sfs_exec_clear(t->s, S("other"), NULL));
 	{
@@ -207,13 +186,13 @@ static void test_queue_map(void **state)
 	uint64_t size, n;
 	int64_t mt;
 
-	fake_now = 10 * SEC + 1;
+	tfx_now = 10 * SEC + 1;
 	OK(sfs_queue_push(t->s, S("q"), items, 3, &first));
-	fake_now = 10 * SEC + 2;
+	tfx_now = 10 * SEC + 2;
 	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
-	fake_now = 12 * SEC;
+	tfx_now = 12 * SEC;
 	OK(sfs_queue_push(t->s, S("p"), items, 2, NULL));
-	fake_now = 13 * SEC;
+	tfx_now = 13 * SEC;
 	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
 	{
 		const int64_t w[] = { 10 * SEC, 10 * SEC, 10 * SEC, 10 * SEC,
@@ -233,7 +212,7 @@ static void test_queue_map(void **state)
 	}
 	OK(sfs_queue_clear(t->s, S("p"), &n));
 	assert_int_equal(n, 2);
-	fake_now = 20 * SEC;
+	tfx_now = 20 * SEC;
 	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
 	{
 		const int64_t w[] = { 13 * SEC, 20 * SEC };
@@ -327,7 +306,7 @@ static void test_import_interleaved_queue(void **state)
 
 	check_interleave(t->s, SFS_FAM_QUEUE);
 	/* a push after the import comes after id 8, at the current second */
-	fake_now = 5000 * SEC;
+	tfx_now = 5000 * SEC;
 	OK(sfs_queue_push(t->s, SC, items, 2, NULL));
 	{
 		const int64_t w[] = { 50, 200, 0, 444, 450, 600, 500, 900,
@@ -452,7 +431,7 @@ static void test_v1_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	v1_times_are(s);
 	/* and it goes on from there */
-	fake_now = 3000 * SEC + 7;
+	tfx_now = 3000 * SEC + 7;
 	OK(sfs_log_append(s, SC, LOG, S("k"), S("6"), NULL));
 	OK(sfs_queue_push(s, SC, &one, 1, NULL));
 	{
@@ -564,14 +543,15 @@ static void test_v1_checkpoint_restores(void **state)
 		skip();
 	snprintf(path, sizeof(path), "%s/v1.ckpt", t->dir);
 	make_v1(path);
-	fake_now = 9 * SEC;
+	tfx_now = 9 * SEC;
 	OK(sfs_log_append(t->s, SC, LOG, S("gone"), S("x"), NULL));
 	OK(sfs_restore(t->s, path, NULL, NULL));
 	v1_times_are(t->s);
 	log_times(t->s, "gone", NULL, 0);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) \
+	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
 int main(void)
 {
