@@ -199,14 +199,9 @@ const char *sfs_store_path(const sfs_store *s)
 
 int sfs_store_sync(sfs_store *s)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	store_lock(s);
-	r = s->ops->sync(s->be);
-	store_unlock(s);
-	return r;
+	CALL(s, s->ops->sync(s->be));
 }
 
 int sfs_store_version(sfs_store *s, uint64_t *out)
@@ -230,31 +225,21 @@ int sfs_store_version(sfs_store *s, uint64_t *out)
 int sfs_checkpoint(sfs_store *s, const char *path, sfs_progress_fn progress,
                    void *ctx)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	if (!path || !*path)
 		return sfs_err(SFS_INVALID, "no checkpoint path");
-	store_lock(s);
-	r = s->ops->checkpoint(s->be, path, progress, ctx);
-	store_unlock(s);
-	return r;
+	CALL(s, s->ops->checkpoint(s->be, path, progress, ctx));
 }
 
 int sfs_restore(sfs_store *s, const char *path, sfs_progress_fn progress,
                 void *ctx)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	if (!path || !*path)
 		return sfs_err(SFS_INVALID, "no checkpoint path");
-	store_lock(s);
-	r = s->ops->restore(s->be, path, progress, ctx);
-	store_unlock(s);
-	return r;
+	CALL(s, s->ops->restore(s->be, path, progress, ctx));
 }
 
 int sfs_store_info(sfs_store *s, sfs_info *out)
@@ -278,28 +263,18 @@ int sfs_store_info(sfs_store *s, sfs_info *out)
 
 int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	store_lock(s);
-	r = s->ops->verify(s->be, progress, ctx);
-	store_unlock(s);
-	return r;
+	CALL(s, s->ops->verify(s->be, progress, ctx));
 }
 
 int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	CHECK(chk_out((const void *)fn, "fn"));
-	store_lock(s);
-	r = s->ops->export_rows(s->be, fn, ctx, progress, pctx);
-	store_unlock(s);
-	return r;
+	CALL(s, s->ops->export_rows(s->be, fn, ctx, progress, pctx));
 }
 
 struct sfs_import {
