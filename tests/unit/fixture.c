@@ -1,6 +1,6 @@
 /*
- * fixture.c - temporary stores and the fake clock for the unit tests (see
- * fixture.h).
+ * fixture.c - temporary stores, the fake clock and export dumps for the
+ * unit tests (see fixture.h).
  */
 #include <ftw.h>
 #include <stdio.h>
@@ -149,4 +149,51 @@ void tfx_buf(const sfs_buf *b, const char *s)
 	assert_int_equal(b->len, strlen(s));
 	assert_memory_equal(b->ptr, s, b->len);
 	assert_int_equal(((const char *)b->ptr)[b->len], '\0');
+}
+
+static void dump_bytes(tfx_dump *d, const void *p, size_t n)
+{
+	if (d->len + n > d->cap) {
+		d->cap = (d->len + n) * 2 + 64;
+		d->p = realloc(d->p, d->cap);
+		assert_non_null(d->p);
+	}
+	memcpy(d->p + d->len, p, n);
+	d->len += n;
+}
+
+/* A length (-1: no bytes, SFS_NONE) and the bytes. */
+static void dump_slice(tfx_dump *d, sfs_slice s)
+{
+	long long n = s.ptr ? (long long)s.len : -1;
+
+	dump_bytes(d, &n, sizeof(n));
+	if (s.ptr)
+		dump_bytes(d, s.ptr, s.len);
+}
+
+int tfx_dump_row(const sfs_row *r, void *ctx)
+{
+	tfx_dump *d = ctx;
+	int f = r->family;
+
+	dump_bytes(d, &f, sizeof(f));
+	dump_slice(d, r->scope);
+	dump_slice(d, r->ns);
+	dump_slice(d, r->key);
+	dump_slice(d, r->value);
+	dump_bytes(d, &r->id, sizeof(r->id));
+	dump_bytes(d, &r->n, sizeof(r->n));
+	dump_bytes(d, &r->mtime_ns, sizeof(r->mtime_ns));
+	dump_bytes(d, &r->deliveries, sizeof(r->deliveries));
+	d->rows++;
+	if (f >= 0 && f < 16)
+		d->fam_rows[f]++;
+	return 0;
+}
+
+void tfx_dump_free(tfx_dump *d)
+{
+	free(d->p);
+	memset(d, 0, sizeof(*d));
 }

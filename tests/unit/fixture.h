@@ -43,6 +43,18 @@ extern int64_t tfx_now;
 int tfx_setup_clock(void **state);
 int tfx_teardown_clock(void **state);
 
+/* An export as bytes (every field of every row, in order) and its row
+ * counts, to compare two exports byte for byte. Zero it before use;
+ * tfx_dump_free releases it. */
+typedef struct tfx_dump {
+	unsigned char *p;
+	size_t len, cap;
+	int rows, fam_rows[16];   /* rows in all, and by sfs_family */
+} tfx_dump;
+/* An sfs_export callback: appends the row to the tfx_dump ctx. */
+int tfx_dump_row(const sfs_row *r, void *ctx);
+void tfx_dump_free(tfx_dump *d);
+
 #define S(x) sfs_str(x)
 
 #define OK(expr)                                                           \

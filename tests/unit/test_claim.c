@@ -701,52 +701,6 @@ static void test_bad_args(void **state)
 
 /* --- export, import, restore ---------------------------------------------- */
 
-typedef struct dump {
-	unsigned char *p;
-	size_t len, cap;
-	int rows, fam_rows[16];
-} dump;
-
-static void dump_bytes(dump *d, const void *p, size_t n)
-{
-	if (d->len + n > d->cap) {
-		d->cap = (d->len + n) * 2 + 64;
-		d->p = realloc(d->p, d->cap);
-		assert_non_null(d->p);
-	}
-	memcpy(d->p + d->len, p, n);
-	d->len += n;
-}
-
-static void dump_slice(dump *d, sfs_slice s)
-{
-	long long n = s.ptr ? (long long)s.len : -1;
-
-	dump_bytes(d, &n, sizeof(n));
-	if (s.ptr)
-		dump_bytes(d, s.ptr, s.len);
-}
-
-static int to_dump(const sfs_row *r, void *ctx)
-{
-	dump *d = ctx;
-	int f = r->family;
-
-	dump_bytes(d, &f, sizeof(f));
-	dump_slice(d, r->scope);
-	dump_slice(d, r->ns);
-	dump_slice(d, r->key);
-	dump_slice(d, r->value);
-	dump_bytes(d, &r->id, sizeof(r->id));
-	dump_bytes(d, &r->n, sizeof(r->n));
-	dump_bytes(d, &r->mtime_ns, sizeof(r->mtime_ns));
-	dump_bytes(d, &r->deliveries, sizeof(r->deliveries));
-	d->rows++;
-	if (f >= 0 && f < 16)
-		d->fam_rows[f]++;
-	return 0;
-}
-
 /* Imports every row of src into dst in one import. */
 typedef struct copy {
 	sfs_import *imp;
@@ -794,7 +748,7 @@ static void fill_claims(sfs_store *s, int64_t *cid)
 static void test_export_import_claims(void **state)
 {
 	tfx *t = *state;
-	dump d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
+	tfx_dump d1 = { 0 }, d2 = { 0 }, d3 = { 0 };
 	char path[400];
 	sfs_store *s2;
 	int64_t cid = 0, next = 0, id = 0;
@@ -802,7 +756,7 @@ static void test_export_import_claims(void **state)
 	sfs_list l;
 
 	fill_claims(t->s, &cid);
-	OK(sfs_export(t->s, to_dump, &d1, NULL, NULL));
+	OK(sfs_export(t->s, tfx_dump_row, &d1, NULL, NULL));
 	assert_int_equal(d1.fam_rows[SFS_FAM_CLAIM], 1);
 	assert_int_equal(d1.fam_rows[SFS_FAM_INFLIGHT], 2);
 	assert_int_equal(d1.fam_rows[SFS_FAM_DEAD], 1);
@@ -811,11 +765,11 @@ static void test_export_import_claims(void **state)
 	snprintf(path, sizeof(path), "%s/copy.db", t->dir);
 	OK(tfx_open(path, SFS_OPEN_CREATE, &s2));
 	OK(import_all(t->s, s2));
-	OK(sfs_export(s2, to_dump, &d2, NULL, NULL));
+	OK(sfs_export(s2, tfx_dump_row, &d2, NULL, NULL));
 	assert_int_equal(d1.len, d2.len);
 	assert_memory_equal(d1.p, d2.p, d1.len);
 	OK(import_all(t->s, s2)); /* idempotent */
-	OK(sfs_export(s2, to_dump, &d3, NULL, NULL));
+	OK(sfs_export(s2, tfx_dump_row, &d3, NULL, NULL));
 	assert_int_equal(d1.len, d3.len);
 	assert_memory_equal(d1.p, d3.p, d1.len);
 	/* the copy works: the claim is held there, ids are not reissued */
@@ -852,9 +806,9 @@ static void test_export_import_claims(void **state)
 		sfs_import_abort(imp);
 	}
 	sfs_store_close(s2);
-	free(d1.p);
-	free(d2.p);
-	free(d3.p);
+	tfx_dump_free(&d1);
+	tfx_dump_free(&d2);
+	tfx_dump_free(&d3);
 }
 
 /* Restore brings claims back as they were, and never reissues a claim id

@@ -229,49 +229,6 @@ static void test_info_verify(void **state)
 
 /* --- export / import ---------------------------------------------------- */
 
-typedef struct dump {
-	unsigned char *p;
-	size_t len, cap;
-	int rows;
-} dump;
-
-static void dump_bytes(dump *d, const void *p, size_t n)
-{
-	if (d->len + n > d->cap) {
-		d->cap = (d->len + n) * 2 + 64;
-		d->p = realloc(d->p, d->cap);
-		assert_non_null(d->p);
-	}
-	memcpy(d->p + d->len, p, n);
-	d->len += n;
-}
-
-static void dump_slice(dump *d, sfs_slice s)
-{
-	long long n = s.ptr ? (long long)s.len : -1;
-
-	dump_bytes(d, &n, sizeof(n));
-	if (s.ptr)
-		dump_bytes(d, s.ptr, s.len);
-}
-
-static int to_dump(const sfs_row *r, void *ctx)
-{
-	dump *d = ctx;
-	int f = r->family;
-
-	dump_bytes(d, &f, sizeof(f));
-	dump_slice(d, r->scope);
-	dump_slice(d, r->ns);
-	dump_slice(d, r->key);
-	dump_slice(d, r->value);
-	dump_bytes(d, &r->id, sizeof(r->id));
-	dump_bytes(d, &r->n, sizeof(r->n));
-	dump_bytes(d, &r->mtime_ns, sizeof(r->mtime_ns));
-	d->rows++;
-	return 0;
-}
-
 typedef struct rows {
 	sfs_row r[64];
 	unsigned char *mem[64];
@@ -368,7 +325,7 @@ static int stop_at_3(const sfs_row *r, void *ctx)
 static void test_export_import_roundtrip(void **state)
 {
 	tfx *t = *state;
-	dump first = { 0 }, second = { 0 }, third = { 0 };
+	tfx_dump first = { 0 }, second = { 0 }, third = { 0 };
 	rows rs = { .n = 0 };
 	sfs_import *imp;
 	char path[512];
@@ -376,7 +333,7 @@ static void test_export_import_roundtrip(void **state)
 	int n = 0, calls = 0;
 
 	fill(t->s);
-	OK(sfs_export(t->s, to_dump, &first, count_calls, &calls));
+	OK(sfs_export(t->s, tfx_dump_row, &first, count_calls, &calls));
 	assert_true(calls >= 1);
 	assert_int_equal(sfs_export(t->s, stop_at_3, &n, NULL, NULL), 42);
 	OK(sfs_export(t->s, to_rows, &rs, NULL, NULL));
@@ -387,7 +344,7 @@ static void test_export_import_roundtrip(void **state)
 	for (int i = 0; i < rs.n; i++)
 		OK(sfs_import_row(imp, &rs.r[i]));
 	OK(sfs_import_commit(imp));
-	OK(sfs_export(s2, to_dump, &second, NULL, NULL));
+	OK(sfs_export(s2, tfx_dump_row, &second, NULL, NULL));
 	assert_int_equal(first.rows, second.rows);
 	assert_int_equal(first.len, second.len);
 	assert_memory_equal(first.p, second.p, first.len);
@@ -396,7 +353,7 @@ static void test_export_import_roundtrip(void **state)
 	for (int i = 0; i < rs.n; i++)
 		OK(sfs_import_row(imp, &rs.r[i]));
 	OK(sfs_import_commit(imp));
-	OK(sfs_export(s2, to_dump, &third, NULL, NULL));
+	OK(sfs_export(s2, tfx_dump_row, &third, NULL, NULL));
 	assert_int_equal(first.len, third.len);
 	assert_memory_equal(first.p, third.p, first.len);
 	/* ids continue after the imported ones */
@@ -430,9 +387,9 @@ static void test_export_import_roundtrip(void **state)
 	sfs_store_close(s2);
 	for (int i = 0; i < rs.n; i++)
 		free(rs.mem[i]);
-	free(first.p);
-	free(second.p);
-	free(third.p);
+	tfx_dump_free(&first);
+	tfx_dump_free(&second);
+	tfx_dump_free(&third);
 }
 
 int main(void)
