@@ -53,21 +53,29 @@ static int rm_one(const char *p, const struct stat *sb, int type,
 	return remove(p);
 }
 
-void tfx_rmtree(const char *dir)
+int tfx_rmtree(const char *dir)
 {
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+int tfx_mkdtemp(char *dir, size_t n, const char *what)
+{
+	const char *tmp = getenv("TMPDIR");
+	int len = snprintf(dir, n, "%s/statefs-%s-XXXXXX",
+	                   tmp && *tmp ? tmp : "/tmp", what);
+
+	if (len < 0 || (size_t)len >= n || !mkdtemp(dir))
+		return -1;
+	return 0;
 }
 
 int tfx_setup(void **state)
 {
 	tfx *t = calloc(1, sizeof(*t));
-	const char *tmp = getenv("TMPDIR");
 
 	if (!t)
 		return -1;
-	snprintf(t->dir, sizeof(t->dir), "%s/statefs-test-XXXXXX",
-	         tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(t->dir)) {
+	if (tfx_mkdtemp(t->dir, sizeof(t->dir), "test") != 0) {
 		free(t);
 		return -1;
 	}

@@ -33,8 +33,12 @@ const sfs_key *tfx_key(void);
 int tfx_open(const char *path, unsigned flags, sfs_store **out);
 /* Closes and reopens t->s. */
 void tfx_reopen(tfx *t);
-/* Removes a directory tree. */
-void tfx_rmtree(const char *dir);
+/* For tests that make their own stores: a new directory for the whole
+ * group, "statefs-<what>-XXXXXX" under $TMPDIR or /tmp, written into dir
+ * (n bytes). Returns 0, or -1. */
+int tfx_mkdtemp(char *dir, size_t n, const char *what);
+/* Removes a directory tree. Returns 0, or -1 when something stayed. */
+int tfx_rmtree(const char *dir);
 
 /* The engine's injectable clock (sfs_clock_set): cmocka setup/teardown
  * that also start it at 1000 s, which the test moves through tfx_now, and

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "crypt_i.h"
+#include "fixture.h"
 #include "statefs.h"
 
 static char dir[64];
@@ -27,16 +28,13 @@ static int seq;
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sfs-cfg-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return tfx_mkdtemp(dir, sizeof(dir), "cfg");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tfx_rmtree(dir);
 }
 
 /* Fresh homes for one test; no key or store variables. */

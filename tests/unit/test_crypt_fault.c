@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "faultvfs.h"
+#include "fixture.h"
 #include "statefs.h"
 
 static char dir[64];
@@ -31,8 +32,7 @@ static int seq;
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sfs-fault-XXXXXX");
-	if (!mkdtemp(dir) || sfs_key_generate(&key))
+	if (tfx_mkdtemp(dir, sizeof(dir), "fault") || sfs_key_generate(&key))
 		return -1;
 	/* The default from now on: the encrypting VFS wraps the default. */
 	return faultvfs_register();
@@ -40,12 +40,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
 	(void)state;
 	faultvfs_unregister();
 	sfs_key_destroy(key);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tfx_rmtree(dir);
 }
 
 static void value_of(int i, unsigned char *v, size_t *n)

@@ -23,6 +23,7 @@
 #include <sodium.h>
 
 #include "crypt_i.h"
+#include "fixture.h"
 #include "statefs.h"
 
 /* A fixed key, and the same key in each accepted text form. */
@@ -45,16 +46,13 @@ static int setup(void **state)
 	                  sodium_base64_VARIANT_ORIGINAL_NO_PADDING);
 	sodium_bin2base64(url_key, sizeof(url_key), raw_key, 32,
 	                  sodium_base64_VARIANT_URLSAFE);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sfs-key-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tfx_mkdtemp(tmpdir, sizeof(tmpdir), "key");
 }
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tfx_rmtree(tmpdir);
 }
 
 /* The key's text form, for comparing keys without reaching inside. */

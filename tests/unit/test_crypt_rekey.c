@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "crypt_i.h"
+#include "fixture.h"
 #include "statefs.h"
 
 static char dir[64];
@@ -30,20 +31,17 @@ static int seq;
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sfs-rekey-XXXXXX");
-	if (!mkdtemp(dir))
+	if (tfx_mkdtemp(dir, sizeof(dir), "rekey"))
 		return -1;
 	return sfs_key_generate(&key_a) || sfs_key_generate(&key_b) ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
 	(void)state;
 	sfs_key_destroy(key_a);
 	sfs_key_destroy(key_b);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tfx_rmtree(dir);
 }
 
 /* Opens path with key (NULL: plaintext); the caller closes db and *v. */

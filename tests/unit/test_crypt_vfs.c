@@ -24,6 +24,7 @@
 
 #include "crypt_i.h"
 #include "crypt_page_i.h"
+#include "fixture.h"
 #include "statefs.h"
 
 #define P 4096
@@ -35,22 +36,17 @@ static int seq;
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sfs-vfs-XXXXXX");
-	if (!mkdtemp(dir))
+	if (tfx_mkdtemp(dir, sizeof(dir), "vfs"))
 		return -1;
-	if (sfs_key_generate(&key_a) || sfs_key_generate(&key_b))
-		return -1;
-	return 0;
+	return sfs_key_generate(&key_a) || sfs_key_generate(&key_b) ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
 	(void)state;
 	sfs_key_destroy(key_a);
 	sfs_key_destroy(key_b);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tfx_rmtree(dir);
 }
 
 /* A new path in the test directory. */
