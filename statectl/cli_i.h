@@ -194,6 +194,12 @@ int cli_out_raw(const void *p, size_t n);
 struct cli_name;
 int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
                   uint64_t count);
+/* Sets obj["queue"] to the queue's name. */
+void cli_json_set_queue(json_t *obj, const struct cli_name *q);
+/* A failure on a queue: "statectl: cannot <verb> queue 'q': <engine>";
+ * the exit code follows the status. */
+int cli_fail_queue(const cli *c, int status, const char *verb,
+                   const struct cli_name *q);
 /* Checks that everything reached stdout; call before exiting 0. */
 int cli_out_finish(const cli *c, int code);
 
@@ -252,6 +258,11 @@ int cli_store_open(cli *c, int mode, sfs_store **out);
 /* cli_store_open, then cli_names_resolve of the names given. */
 int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
                          cli_name *nm, int n);
+/* The queue named by the first positional argument (into *q) and the
+ * store, opened with cli_store_open_names; on failure neither is left to
+ * free. */
+int cli_store_open_queue(cli *c, const cli_args *a, int mode, cli_name *q,
+                         sfs_store **out);
 /* The store path, key and key file the engine's rules pick
  * (sfs_config_resolve) from --db, --key-file, --plaintext and the
  * environment; have: a key the caller already holds (a passphrase);

@@ -23,11 +23,6 @@
 
 #include "cli_i.h"
 
-static void set_queue(json_t *o, const cli_name *q)
-{
-	cli_json_set_bytes(o, "queue", q->s.ptr, q->s.len);
-}
-
 /* A claim or item id argument. */
 static int parse_id(const cli *c, const char *text, const char *what,
                     int64_t *out)
@@ -58,31 +53,6 @@ static int64_t lease_of(const cli_args *a)
 	return a->lease_ms < 0 ? 0 : a->lease_ms;
 }
 
-/* Opens the store and parses the queue argument. */
-static int open_queue(cli *c, cli_args *a, int mode, cli_name *q,
-                      sfs_store **s)
-{
-	int rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, q);
-
-	if (rc)
-		return rc;
-	rc = cli_store_open_names(c, mode, s, SFS_FAM_QUEUE, q, 1);
-	if (rc)
-		cli_name_free(q);
-	return rc;
-}
-
-/* A failure on a queue: "cannot <verb> queue 'q': <engine>". */
-static int queue_fail(const cli *c, int st, const char *verb,
-                      const cli_name *q)
-{
-	char *where = cli_name_show(q->s.ptr, q->s.len, SFS_NAME_SCOPE);
-	int rc = cli_fail_status(c, st, "cannot %s queue %s", verb, where);
-
-	free(where);
-	return rc;
-}
-
 /* queue claim QUEUE [--max N] [--lease D] */
 int cmd_claim(cli *c, cli_args *a)
 {
@@ -94,7 +64,7 @@ int cmd_claim(cli *c, cli_args *a)
 	char *where;
 	int rc, st;
 
-	if ((rc = open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
+	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		return rc;
 	st = sfs_claim(s, q.s, a->max ? a->max : 1, lease_of(a), &cid, &l);
 	if (st == SFS_NOTFOUND) {
@@ -105,7 +75,7 @@ int cmd_claim(cli *c, cli_args *a)
 		goto out;
 	}
 	if (st != SFS_OK) {
-		rc = queue_fail(c, st, "claim from", &q);
+		rc = cli_fail_queue(c, st, "claim from", &q);
 		goto out;
 	}
 	if (!c->json) {
@@ -119,7 +89,7 @@ int cmd_claim(cli *c, cli_args *a)
 		goto out;
 	}
 	o = json_object();
-	set_queue(o, &q);
+	cli_json_set_queue(o, &q);
 	json_object_set_new(o, "claim", json_integer(cid));
 	json_object_set_new(o, "lease_until_ns",
 	                    json_integer(l.items[0].mtime_ns));
@@ -282,16 +252,16 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 	json_t *o = NULL, *arr = NULL, *e;
 	int rc, st;
 
-	if ((rc = open_queue(c, a, CLI_STORE_READ, &q, &s)))
+	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
 	st = sfs_inflight_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
 	if (st != SFS_OK) {
-		rc = queue_fail(c, st, "list claims of", &q);
+		rc = cli_fail_queue(c, st, "list claims of", &q);
 		goto out;
 	}
 	if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		arr = json_array();
 	}
 	for (size_t i = 0; i < l.n; i++) {
@@ -344,7 +314,7 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 	int st = sfs_dead_scan(s, q->s, a->after, a->limit, a->keys_only, &l);
 
 	if (st != SFS_OK)
-		return queue_fail(c, st, "list dead letters of", q);
+		return cli_fail_queue(c, st, "list dead letters of", q);
 	if (!c->json) {
 		for (size_t i = 0; i < l.n; i++) {
 			const sfs_item *it = &l.items[i];
@@ -363,7 +333,7 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 		return CLI_EXIT_OK;
 	}
 	o = json_object();
-	set_queue(o, q);
+	cli_json_set_queue(o, q);
 	arr = json_array();
 	for (size_t i = 0; i < l.n; i++) {
 		const sfs_item *it = &l.items[i];
@@ -395,10 +365,10 @@ static int dead_show(cli *c, sfs_store *s, const cli_name *q, int64_t id)
 		return cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter %lld",
 		                (long long)id);
 	if (st != SFS_OK)
-		return queue_fail(c, st, "read a dead letter of", q);
+		return cli_fail_queue(c, st, "read a dead letter of", q);
 	if (c->json) {
 		o = json_object();
-		set_queue(o, q);
+		cli_json_set_queue(o, q);
 		json_object_set_new(o, "id", json_integer(id));
 		cli_json_set_bytes(o, "value", b.ptr, b.len);
 		json_object_set_new(o, "size", json_integer((json_int_t)b.len));
@@ -435,7 +405,7 @@ static int dead_delete(cli *c, cli_args *a, sfs_store *s, const cli_name *q,
 	if (a->all) {
 		st = sfs_dead_clear(s, q->s, &count);
 		if (st != SFS_OK)
-			return queue_fail(c, st, "clear dead letters of", q);
+			return cli_fail_queue(c, st, "clear dead letters of", q);
 	}
 	for (size_t i = 0; i < n; i++) {
 		st = sfs_dead_delete(s, q->s, ids[i]);
@@ -445,7 +415,7 @@ static int dead_delete(cli *c, cli_args *a, sfs_store *s, const cli_name *q,
 			rc = cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter %lld",
 			              (long long)ids[i]);
 		else
-			return queue_fail(c, st, "delete a dead letter of", q);
+			return cli_fail_queue(c, st, "delete a dead letter of", q);
 	}
 	if (rc != CLI_EXIT_OK)
 		return rc;
@@ -454,7 +424,7 @@ static int dead_delete(cli *c, cli_args *a, sfs_store *s, const cli_name *q,
 		return CLI_EXIT_OK;
 	}
 	o = json_object();
-	set_queue(o, q);
+	cli_json_set_queue(o, q);
 	json_object_set_new(o, "count", json_integer((json_int_t)count));
 	return cli_out_json(o);
 }
@@ -482,8 +452,8 @@ int cmd_claim_dead(cli *c, cli_args *a)
 		rc = cli_usage(c, "give one id to print a dead letter");
 		goto out0;
 	}
-	if ((rc = open_queue(c, a, a->del ? CLI_STORE_WRITE : CLI_STORE_READ,
-	                     &q, &s)))
+	if ((rc = cli_store_open_queue(c, a, a->del ? CLI_STORE_WRITE
+	                                            : CLI_STORE_READ, &q, &s)))
 		goto out0;
 	if (a->del)
 		rc = dead_delete(c, a, s, &q, ids, n);
@@ -515,12 +485,12 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 		rc = cli_usage(c, "give the dead letters' ids, or --all");
 		goto out0;
 	}
-	if ((rc = open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
+	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		goto out0;
 	if (a->all) {
 		st = sfs_dead_scan(s, q.s, -1, 0, 1, &l);
 		if (st != SFS_OK) {
-			rc = queue_fail(c, st, "list dead letters of", &q);
+			rc = cli_fail_queue(c, st, "list dead letters of", &q);
 			goto out;
 		}
 		free(ids);
@@ -539,14 +509,14 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 			goto out;
 		}
 		if (st != SFS_OK) {
-			rc = queue_fail(c, st, "requeue a dead letter of", &q);
+			rc = cli_fail_queue(c, st, "requeue a dead letter of", &q);
 			goto out;
 		}
 		nids[i] = nid;
 	}
 	if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		arr = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, json_integer(nids[i]));
@@ -576,7 +546,7 @@ int cmd_claim_gc(cli *c, cli_args *a)
 	int rc, st;
 
 	if (a->npos)
-		rc = open_queue(c, a, CLI_STORE_GC, &q, &s);
+		rc = cli_store_open_queue(c, a, CLI_STORE_GC, &q, &s);
 	else
 		rc = cli_store_open(c, CLI_STORE_GC, &s);
 	if (rc)
@@ -587,7 +557,7 @@ int cmd_claim_gc(cli *c, cli_args *a)
 	} else if (c->json) {
 		o = json_object();
 		if (a->npos)
-			set_queue(o, &q);
+			cli_json_set_queue(o, &q);
 		json_object_set_new(o, "expired", json_integer((json_int_t)g.expired));
 		json_object_set_new(o, "returned",
 		                    json_integer((json_int_t)g.returned));
@@ -616,8 +586,8 @@ int cmd_claim_policy(cli *c, cli_args *a)
 	json_t *o;
 	int rc, st;
 
-	if ((rc = open_queue(c, a, set ? CLI_STORE_WRITE : CLI_STORE_READ, &q,
-	                     &s)))
+	if ((rc = cli_store_open_queue(c, a, set ? CLI_STORE_WRITE
+	                                         : CLI_STORE_READ, &q, &s)))
 		return rc;
 	st = sfs_queue_policy_get(s, q.s, &p);
 	if (st == SFS_OK && set) {
@@ -628,11 +598,11 @@ int cmd_claim_policy(cli *c, cli_args *a)
 		st = sfs_queue_policy_set(s, q.s, &p);
 	}
 	if (st != SFS_OK) {
-		rc = queue_fail(c, st, set ? "set the policy of" :
+		rc = cli_fail_queue(c, st, set ? "set the policy of" :
 		                "read the policy of", &q);
 	} else if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		json_object_set_new(o, "ttl_ms", json_integer(p.ttl_ms));
 		json_object_set_new(o, "max_deliveries",
 		                    json_integer(p.max_deliveries));

@@ -13,11 +13,6 @@
 
 #include "cli_i.h"
 
-static void set_queue(json_t *o, const cli_name *q)
-{
-	cli_json_set_bytes(o, "queue", q->s.ptr, q->s.len);
-}
-
 /* Splits buf at sep into slices pointing into it. A final separator ends
  * the last item rather than starting an empty one. */
 static sfs_slice *split(char *buf, size_t n, char sep, size_t *count)
@@ -56,7 +51,6 @@ int cmd_queue_push(cli *c, cli_args *a)
 	void *mem = NULL;
 	int64_t first = 0;
 	json_t *o, *ids;
-	char *where;
 	int rc, st;
 
 	if (a->lines && a->nul)
@@ -94,14 +88,12 @@ int cmd_queue_push(cli *c, cli_args *a)
 		goto out;
 	st = sfs_queue_push(s, q.s, items, n, &first);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
-		rc = cli_fail_status(c, st, "cannot push to queue %s", where);
-		free(where);
+		rc = cli_fail_queue(c, st, "push to", &q);
 		goto out;
 	}
 	if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		ids = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(ids, json_integer(first + (int64_t)i));
@@ -130,23 +122,22 @@ int cmd_queue_pop(cli *c, cli_args *a)
 	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
+	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		return rc;
-	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
-	                                 SFS_FAM_QUEUE, &q, 1)))
-		goto out;
 	st = sfs_queue_pop(s, q.s, &item, &id);
-	if (st != SFS_OK) {
+	if (st == SFS_NOTFOUND) {
 		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
-		rc = st == SFS_NOTFOUND
-		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where)
-		   : cli_fail_status(c, st, "cannot pop from queue %s", where);
+		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where);
 		free(where);
+		goto out;
+	}
+	if (st != SFS_OK) {
+		rc = cli_fail_queue(c, st, "pop from", &q);
 		goto out;
 	}
 	if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		json_object_set_new(o, "id", json_integer(id));
 		cli_json_set_bytes(o, "value", item.ptr, item.len);
 		json_object_set_new(o, "size", json_integer((json_int_t)item.len));
@@ -168,25 +159,19 @@ static int len_or_clear(cli *c, cli_args *a, int clear)
 	sfs_store *s = NULL;
 	uint64_t n = 0;
 	json_t *o;
-	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
+	if ((rc = cli_store_open_queue(c, a, clear ? CLI_STORE_WRITE
+	                                           : CLI_STORE_READ, &q, &s)))
 		return rc;
-	if ((rc = cli_store_open_names(c, clear ? CLI_STORE_WRITE : CLI_STORE_READ, &s,
-	                                 SFS_FAM_QUEUE, &q, 1)))
-		goto out;
 	st = clear ? sfs_queue_clear(s, q.s, &n) : sfs_queue_len(s, q.s, &n);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
-		rc = cli_fail_status(c, st, "cannot %s queue %s",
-		                     clear ? "clear" : "count", where);
-		free(where);
+		rc = cli_fail_queue(c, st, clear ? "clear" : "count", &q);
 		goto out;
 	}
 	if (c->json) {
 		o = json_object();
-		set_queue(o, &q);
+		cli_json_set_queue(o, &q);
 		json_object_set_new(o, clear ? "count" : "len",
 		                    json_integer((json_int_t)n));
 		rc = cli_out_json(o);
@@ -209,19 +194,13 @@ int cmd_queue_scan(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
 	json_t *o, *arr, *e;
-	char *where;
 	int rc, st;
 
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
+	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
-	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
-	                                 SFS_FAM_QUEUE, &q, 1)))
-		goto out;
 	st = sfs_queue_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
 	if (st != SFS_OK) {
-		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
-		rc = cli_fail_status(c, st, "cannot list queue %s", where);
-		free(where);
+		rc = cli_fail_queue(c, st, "list", &q);
 		goto out;
 	}
 	if (!c->json) {
@@ -237,7 +216,7 @@ int cmd_queue_scan(cli *c, cli_args *a)
 		goto out;
 	}
 	o = json_object();
-	set_queue(o, &q);
+	cli_json_set_queue(o, &q);
 	arr = json_array();
 	for (size_t i = 0; i < l.n; i++) {
 		e = json_object();

@@ -343,3 +343,18 @@ int cli_out_count(const cli *c, const cli_name *nm, int nnames,
 	json_object_set_new(o, "count", json_integer((json_int_t)count));
 	return cli_out_json(o);
 }
+
+void cli_json_set_queue(json_t *obj, const cli_name *q)
+{
+	cli_json_set_bytes(obj, "queue", q->s.ptr, q->s.len);
+}
+
+int cli_fail_queue(const cli *c, int status, const char *verb,
+                   const cli_name *q)
+{
+	char *where = cli_name_show(q->s.ptr, q->s.len, SFS_NAME_SCOPE);
+	int rc = cli_fail_status(c, status, "cannot %s queue %s", verb, where);
+
+	free(where);
+	return rc;
+}

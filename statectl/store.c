@@ -250,3 +250,16 @@ int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
 	}
 	return rc;
 }
+
+int cli_store_open_queue(cli *c, const cli_args *a, int mode, cli_name *q,
+                         sfs_store **out)
+{
+	int rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, q);
+
+	if (rc)
+		return rc;
+	rc = cli_store_open_names(c, mode, out, SFS_FAM_QUEUE, q, 1);
+	if (rc)
+		cli_name_free(q);
+	return rc;
+}
