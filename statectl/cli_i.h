@@ -194,6 +194,16 @@ int cli_out_raw(const void *p, size_t n);
 struct cli_name;
 int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
                   uint64_t count);
+/* Prints a listing of kv entries, log entries or queue items: for people
+ * one "NAME<TAB>VALUE" line each (the value escaped; NAME alone with
+ * keys_only), NAME being the key as under the mount (kind: the
+ * sfs_name_kind of the keys) or, with kind CLI_LIST_IDS, the id; with
+ * --json, head (the object that names what is listed) gets "entries":
+ * [{"key" or "id", "value" (not with keys_only), "size", "mtime_ns" when
+ * known}] and is printed. Takes head over. */
+#define CLI_LIST_IDS (-1)
+int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
+                    int keys_only, int kind);
 /* Sets obj["queue"] to the queue's name. */
 void cli_json_set_queue(json_t *obj, const struct cli_name *q);
 /* A failure on a queue: "statectl: cannot <verb> queue 'q': <engine>";

@@ -35,45 +35,16 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 	return CLI_EXIT_OK;
 }
 
-/* One "key<TAB>value" line, or the JSON entry, of a kv or drain list. */
-static int print_entries(const cli *c, const cli_name *nm, int nnames,
-                         const sfs_list *l, int keys_only)
+/* A kv or drain listing (cli_out_entries) of namespace nm[1] of scope
+ * nm[0]. */
+static int print_entries(const cli *c, const cli_name *nm, const sfs_list *l,
+                         int keys_only)
 {
-	json_t *o, *arr, *e;
+	json_t *head = json_object();
 
-	if (!c->json) {
-		for (size_t i = 0; i < l->n; i++) {
-			const sfs_item *it = &l->items[i];
-			cli_name_print(stdout, it->key.ptr, it->key.len,
-			               sfs_name_key_kind(nm[1].s));
-			if (keys_only) {
-				fputc('\n', stdout);
-				continue;
-			}
-			fputc('\t', stdout);
-			cli_out_human(stdout, it->value.ptr, it->value.len);
-			fputc('\n', stdout);
-		}
-		return CLI_EXIT_OK;
-	}
-	o = json_object();
-	cli_names_json(o, nm, nnames);
-	arr = json_array();
-	for (size_t i = 0; i < l->n; i++) {
-		const sfs_item *it = &l->items[i];
-		e = json_object();
-		cli_json_set_bytes(e, "key", it->key.ptr, it->key.len);
-		if (!keys_only)
-			cli_json_set_bytes(e, "value", it->value.ptr,
-			                   it->value.len);
-		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
-		if (it->mtime_ns)
-			json_object_set_new(e, "mtime_ns",
-			                    json_integer(it->mtime_ns));
-		json_array_append_new(arr, e);
-	}
-	json_object_set_new(o, "entries", arr);
-	return cli_out_json(o);
+	cli_names_json(head, nm, 2);
+	return cli_out_entries(c, head, l, keys_only,
+	                       sfs_name_key_kind(nm[1].s));
 }
 
 /* get SCOPE NS KEY */
@@ -245,7 +216,7 @@ int cmd_scan(cli *c, cli_args *a)
 		free(where);
 		goto out;
 	}
-	rc = print_entries(c, nm, 2, &l, a->keys_only);
+	rc = print_entries(c, nm, &l, a->keys_only);
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);
@@ -315,7 +286,7 @@ int cmd_drain(cli *c, cli_args *a)
 		free(where);
 		goto out;
 	}
-	rc = print_entries(c, nm, 2, &l, 0);
+	rc = print_entries(c, nm, &l, 0);
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

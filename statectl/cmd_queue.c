@@ -193,7 +193,7 @@ int cmd_queue_scan(cli *c, cli_args *a)
 	cli_name q;
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
-	json_t *o, *arr, *e;
+	json_t *o;
 	int rc, st;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
@@ -203,36 +203,9 @@ int cmd_queue_scan(cli *c, cli_args *a)
 		rc = cli_fail_queue(c, st, "list", &q);
 		goto out;
 	}
-	if (!c->json) {
-		for (size_t i = 0; i < l.n; i++) {
-			printf("%lld", (long long)l.items[i].id);
-			if (!a->keys_only) {
-				fputc('\t', stdout);
-				cli_out_human(stdout, l.items[i].value.ptr,
-				              l.items[i].value.len);
-			}
-			fputc('\n', stdout);
-		}
-		goto out;
-	}
 	o = json_object();
 	cli_json_set_queue(o, &q);
-	arr = json_array();
-	for (size_t i = 0; i < l.n; i++) {
-		e = json_object();
-		json_object_set_new(e, "id", json_integer(l.items[i].id));
-		if (!a->keys_only)
-			cli_json_set_bytes(e, "value", l.items[i].value.ptr,
-			                   l.items[i].value.len);
-		json_object_set_new(e, "size",
-		                    json_integer((json_int_t)l.items[i].size));
-		if (l.items[i].mtime_ns)
-			json_object_set_new(e, "mtime_ns",
-			                    json_integer(l.items[i].mtime_ns));
-		json_array_append_new(arr, e);
-	}
-	json_object_set_new(o, "entries", arr);
-	rc = cli_out_json(o);
+	rc = cli_out_entries(c, o, &l, a->keys_only, CLI_LIST_IDS);
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

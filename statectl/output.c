@@ -344,6 +344,52 @@ int cli_out_count(const cli *c, const cli_name *nm, int nnames,
 	return cli_out_json(o);
 }
 
+int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
+                    int keys_only, int kind)
+{
+	int by_id = kind == CLI_LIST_IDS;
+	json_t *arr, *e;
+
+	if (!c->json) {
+		json_decref(head);
+		for (size_t i = 0; i < l->n; i++) {
+			const sfs_item *it = &l->items[i];
+
+			if (by_id)
+				printf("%lld", (long long)it->id);
+			else
+				cli_name_print(stdout, it->key.ptr, it->key.len,
+				               (sfs_name_kind)kind);
+			if (!keys_only) {
+				fputc('\t', stdout);
+				cli_out_human(stdout, it->value.ptr, it->value.len);
+			}
+			fputc('\n', stdout);
+		}
+		return CLI_EXIT_OK;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < l->n; i++) {
+		const sfs_item *it = &l->items[i];
+
+		e = json_object();
+		if (by_id)
+			json_object_set_new(e, "id", json_integer(it->id));
+		else
+			cli_json_set_bytes(e, "key", it->key.ptr, it->key.len);
+		if (!keys_only)
+			cli_json_set_bytes(e, "value", it->value.ptr,
+			                   it->value.len);
+		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
+		if (it->mtime_ns)
+			json_object_set_new(e, "mtime_ns",
+			                    json_integer(it->mtime_ns));
+		json_array_append_new(arr, e);
+	}
+	json_object_set_new(head, "entries", arr);
+	return cli_out_json(head);
+}
+
 void cli_json_set_queue(json_t *obj, const cli_name *q)
 {
 	cli_json_set_bytes(obj, "queue", q->s.ptr, q->s.len);
