@@ -4,8 +4,8 @@
  * and execution clear.
  *
  * They are key/value state under reserved namespaces with the SDK's key
- * encodings, so this file only encodes keys and shapes results; it calls the
- * same backend entries as sfs_kv_*. A backend gets them for free.
+ * encodings, so this file only encodes keys and shapes results; it calls
+ * sfs_kv_* or the same backend entries. A backend gets them for free.
  */
 #include <stdlib.h>
 
@@ -57,57 +57,16 @@ static void fill_ids(sfs_list *l)
 		                                 l->items[i].key.len));
 }
 
-static int put1(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                sfs_slice value)
-{
-	sfs_err_clear();
-	CHECK(chk_writable(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(key, "key"));
-	CHECK(chk_value(s, value, "value"));
-	CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1));
-}
-
-static int get1(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                sfs_buf *out)
-{
-	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(key, "key"));
-	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->kv_get(s->be, scope, ns, key, out));
-}
-
-static int scan_all(sfs_store *s, sfs_slice scope, sfs_slice ns, int drain,
+/* Every id of a list from its 8-byte key (the SDK's int64FromKey). */
+static int scan_ids(sfs_store *s, sfs_slice scope, sfs_slice ns, int drain,
                     sfs_list *out)
 {
-	sfs_scan_opts all = { SFS_NONE, SFS_NONE, 0, 0, 0 };
-	sfs_list l = { NULL, 0 };
-	int r;
+	int r = drain ? sfs_kv_drain(s, scope, ns, out)
+	              : sfs_kv_scan(s, scope, ns, NULL, out);
 
-	sfs_err_clear();
-	CHECK(drain ? chk_writable(s) : chk_store(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_out(out, "out"));
-	store_lock(s);
-	r = drain ? s->ops->kv_drain(s->be, scope, ns, &l)
-	          : s->ops->kv_scan(s->be, scope, ns, &all, &l);
-	store_unlock(s);
-	if (r != SFS_OK)
-		return r;
-	fill_ids(&l);
-	*out = l;
-	return SFS_OK;
-}
-
-static int clear_ns(sfs_store *s, sfs_slice scope, sfs_slice ns)
-{
-	sfs_err_clear();
-	CHECK(chk_writable(s));
-	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->kv_delete_range(s->be, scope, ns, SFS_NONE, SFS_NONE,
-	                                NULL));
+	if (r == SFS_OK)
+		fill_ids(out);
+	return r;
 }
 
 /* --- worker and scan-worker state --------------------------------------- */
@@ -118,36 +77,29 @@ int sfs_worker_put(sfs_store *s, sfs_slice exec, int64_t worker_id,
 	unsigned char k[8];
 
 	sfs_id_encode(worker_id, k);
-	return put1(s, exec, NS(SFS_NS_WORKER), sfs_bytes(k, 8), value);
+	return sfs_kv_put(s, exec, NS(SFS_NS_WORKER), sfs_bytes(k, 8), value);
 }
 
 int sfs_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out)
 {
-	return scan_all(s, exec, NS(SFS_NS_WORKER), 0, out);
+	return scan_ids(s, exec, NS(SFS_NS_WORKER), 0, out);
 }
 
 int sfs_worker_collect(sfs_store *s, sfs_slice exec, sfs_list *out)
 {
-	return scan_all(s, exec, NS(SFS_NS_WORKER), 1, out);
+	return scan_ids(s, exec, NS(SFS_NS_WORKER), 1, out);
 }
 
 int sfs_scan_worker_put(sfs_store *s, sfs_slice exec, sfs_slice stream_id,
                         sfs_slice value)
 {
-	return put1(s, exec, NS(SFS_NS_SCAN_WORKER), stream_id, value);
+	return sfs_kv_put(s, exec, NS(SFS_NS_SCAN_WORKER), stream_id, value);
 }
 
+/* Stream ids are bytes, not numbers: a key/value scan leaves item.id 0. */
 int sfs_scan_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out)
 {
-	sfs_list l;
-	int r = scan_all(s, exec, NS(SFS_NS_SCAN_WORKER), 0, &l);
-
-	if (r != SFS_OK)
-		return r;
-	for (size_t i = 0; i < l.n; i++)
-		l.items[i].id = 0; /* stream ids are bytes, not numbers */
-	*out = l;
-	return SFS_OK;
+	return sfs_kv_scan(s, exec, NS(SFS_NS_SCAN_WORKER), NULL, out);
 }
 
 /* --- aggregate state ---------------------------------------------------- */
@@ -233,19 +185,19 @@ int sfs_agg_put(sfs_store *s, sfs_slice exec, const int64_t *ids,
 
 int sfs_agg_clear(sfs_store *s, sfs_slice exec)
 {
-	return clear_ns(s, exec, NS(SFS_NS_AGG));
+	return sfs_kv_delete_ns(s, exec, NS(SFS_NS_AGG), NULL);
 }
 
 int sfs_agg_const_put(sfs_store *s, sfs_slice exec, sfs_slice function,
                       sfs_slice args)
 {
-	return put1(s, exec, NS(SFS_NS_AGG_CONST), function, args);
+	return sfs_kv_put(s, exec, NS(SFS_NS_AGG_CONST), function, args);
 }
 
 int sfs_agg_const_get(sfs_store *s, sfs_slice exec, sfs_slice function,
                       sfs_buf *out)
 {
-	return get1(s, exec, NS(SFS_NS_AGG_CONST), function, out);
+	return sfs_kv_get(s, exec, NS(SFS_NS_AGG_CONST), function, out);
 }
 
 /* --- window partitions -------------------------------------------------- */
@@ -256,7 +208,7 @@ int sfs_win_put(sfs_store *s, sfs_slice exec, int64_t partition,
 	unsigned char k[8];
 
 	sfs_id_encode(partition, k);
-	return put1(s, exec, NS(SFS_NS_WIN), sfs_bytes(k, 8), value);
+	return sfs_kv_put(s, exec, NS(SFS_NS_WIN), sfs_bytes(k, 8), value);
 }
 
 int sfs_win_get(sfs_store *s, sfs_slice exec, int64_t partition, sfs_buf *out)
@@ -264,7 +216,7 @@ int sfs_win_get(sfs_store *s, sfs_slice exec, int64_t partition, sfs_buf *out)
 	unsigned char k[8];
 
 	sfs_id_encode(partition, k);
-	return get1(s, exec, NS(SFS_NS_WIN), sfs_bytes(k, 8), out);
+	return sfs_kv_get(s, exec, NS(SFS_NS_WIN), sfs_bytes(k, 8), out);
 }
 
 int sfs_win_delete(sfs_store *s, sfs_slice exec, int64_t partition)
@@ -280,7 +232,7 @@ int sfs_win_delete(sfs_store *s, sfs_slice exec, int64_t partition)
 
 int sfs_win_clear(sfs_store *s, sfs_slice exec)
 {
-	return clear_ns(s, exec, NS(SFS_NS_WIN));
+	return sfs_kv_delete_ns(s, exec, NS(SFS_NS_WIN), NULL);
 }
 
 /* --- transaction state -------------------------------------------------- */
@@ -324,7 +276,7 @@ int sfs_txn_put(sfs_store *s, sfs_slice txn, const sfs_slice *keys,
 
 int sfs_txn_clear(sfs_store *s, sfs_slice txn)
 {
-	return clear_ns(s, txn, NS(SFS_NS_TXN));
+	return sfs_kv_delete_ns(s, txn, NS(SFS_NS_TXN), NULL);
 }
 
 /* --- execution clear ---------------------------------------------------- */
