@@ -338,6 +338,21 @@ static int node_stat(fs *f, fs_node *n, const fs_addr *a, struct stat *st)
 	return rc;
 }
 
+/* Replies with the attributes of node n at a (node_stat), or the errno. */
+static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
+                       const char *op)
+{
+	struct stat st;
+	double entry, attr;
+	int rc = node_stat(f, n, a, &st);
+
+	fs_ttl(n->kind, &entry, &attr);
+	if (rc)
+		fuse_reply_err(req, fs_errno(f, rc, op));
+	else
+		fuse_reply_attr(req, &st, attr);
+}
+
 /* GETATTR: fs_store_stat by kind. */
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
@@ -345,21 +360,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
-	struct stat st;
-	double entry, attr;
-	int rc, err;
+	int err;
 
 	(void)fi;
 	if ((err = node_addr(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	rc = node_stat(f, n, &a, &st);
-	fs_ttl(n->kind, &entry, &attr);
-	if (rc)
-		fuse_reply_err(req, fs_errno(f, rc, "getattr"));
-	else
-		fuse_reply_attr(req, &st, attr);
+	reply_attr(f, req, n, &a, "getattr");
 	fs_addr_free(&a);
 }
 
@@ -422,9 +430,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
-	struct stat st;
-	double entry, ttl;
-	int rc = SFS_OK, err;
+	int err;
 
 	if ((err = node_addr(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
@@ -437,8 +443,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			err = fs_file_truncate(f, (fs_file *)(uintptr_t)fi->fh,
 			                       attr->st_size);
 		} else if (n->kind == FS_KV_KEY) {
-			rc = truncate_value(f, &a, attr->st_size);
-			err = fs_errno(f, rc, "truncate");
+			err = fs_errno(f, truncate_value(f, &a, attr->st_size),
+			               "truncate");
 		} else if (n->kind == FS_CNT_KEY) {
 			err = attr->st_size == 0 ? 0 : EINVAL;
 		} else {
@@ -462,12 +468,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			return;
 		}
 	}
-	rc = node_stat(f, n, &a, &st);
-	fs_ttl(n->kind, &entry, &ttl);
-	if (rc)
-		fuse_reply_err(req, fs_errno(f, rc, "setattr"));
-	else
-		fuse_reply_attr(req, &st, ttl);
+	reply_attr(f, req, n, &a, "setattr");
 	fs_addr_free(&a);
 }
 
@@ -831,8 +832,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 /* DESTROY: ends every kept .wait read before the session goes. */
 static void op_destroy(void *userdata)
 {
-	fs_gc_stop(userdata);
-	fs_wait_stop(userdata);
+	fs_stop(userdata);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -923,8 +923,7 @@ void fs_destroy(fs *f)
 {
 	if (!f)
 		return;
-	fs_gc_stop(f);
-	fs_wait_stop(f);
+	fs_stop(f);
 	fs_files_free_all(f);
 	fs_dirs_free_all(f);
 	fs_inodes_free(f);
