@@ -92,6 +92,17 @@ int64_t fs_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void fs_deadline(clockid_t clock, long ms, struct timespec *ts)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
                   int64_t mtime_ns, struct stat *st)
 {

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fs.h"
 
@@ -283,6 +284,9 @@ int fs_errno(fs *f, int status, const char *op);
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr);
 int64_t fs_now_ns(void);
+/* Now on clock, plus ms: the deadline for a pthread_cond_timedwait on a
+ * condition variable that waits on that clock. */
+void fs_deadline(clockid_t clock, long ms, struct timespec *ts);
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
  * SFS_OK with *out set. A name that names nothing is SFS_NOTFOUND when

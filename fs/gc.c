@@ -35,13 +35,7 @@ static void *gc_main(void *arg)
 
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += f->gc_interval_ms / 1000;
-		ts.tv_nsec += (f->gc_interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		fs_deadline(CLOCK_MONOTONIC, f->gc_interval_ms, &ts);
 		while (!g->stop &&
 		       pthread_cond_timedwait(&g->cond, &g->lock, &ts) != ETIMEDOUT)
 			;

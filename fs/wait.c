@@ -144,12 +144,7 @@ static void *waiter_main(void *arg)
 		q->head = keep;
 		if (q->head && !q->look && !q->stop) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += POLL_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			fs_deadline(CLOCK_REALTIME, POLL_MS, &ts);
 			int any_interrupted = 0;
 			for (w = q->head; w; w = w->next)
 				any_interrupted |= w->interrupted;
