@@ -7,6 +7,7 @@
  * encodings, so this file only encodes keys and shapes results; it calls
  * sfs_kv_* or the same backend entries. A backend gets them for free.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "list_i.h"
@@ -104,11 +105,30 @@ int sfs_scan_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out)
 
 /* --- aggregate state ---------------------------------------------------- */
 
+/* The 8-byte keys of n >= 1 group ids, in one malloc'd block: *keys holds
+ * n slices, then the bytes they point into. */
+static int id_keys(const int64_t *ids, size_t n, sfs_slice **keys)
+{
+	const size_t each = sizeof(**keys) + 8;
+	sfs_slice *k;
+	unsigned char *kb;
+
+	k = n <= SIZE_MAX / each ? malloc(n * each) : NULL;
+	if (!k)
+		return sfs_err(SFS_NOMEM, "allocating %zu keys", n);
+	kb = (unsigned char *)(k + n);
+	for (size_t i = 0; i < n; i++) {
+		sfs_id_encode(ids[i], kb + 8 * i);
+		k[i] = sfs_bytes(kb + 8 * i, 8);
+	}
+	*keys = k;
+	return SFS_OK;
+}
+
 int sfs_agg_get(sfs_store *s, sfs_slice exec, const int64_t *ids, size_t n,
                 sfs_list *out)
 {
 	sfs_slice *keys = NULL;
-	unsigned char *kb = NULL;
 	sfs_list l = { NULL, 0 };
 	int r;
 
@@ -123,22 +143,11 @@ int sfs_agg_get(sfs_store *s, sfs_slice exec, const int64_t *ids, size_t n,
 		out->n = 0;
 		return SFS_OK;
 	}
-	keys = calloc(n, sizeof(*keys));
-	kb = malloc(n * 8);
-	if (!keys || !kb) {
-		free(keys);
-		free(kb);
-		return sfs_err(SFS_NOMEM, "allocating %zu keys", n);
-	}
-	for (size_t i = 0; i < n; i++) {
-		sfs_id_encode(ids[i], kb + 8 * i);
-		keys[i] = sfs_bytes(kb + 8 * i, 8);
-	}
+	CHECK(id_keys(ids, n, &keys));
 	store_lock(s);
 	r = s->ops->kv_get_many(s->be, exec, NS(SFS_NS_AGG), keys, n, &l);
 	store_unlock(s);
 	free(keys);
-	free(kb);
 	if (r != SFS_OK)
 		return r;
 	/* The SDK's zero entry for a group without state: id 0, no value. */
@@ -151,8 +160,7 @@ int sfs_agg_get(sfs_store *s, sfs_slice exec, const int64_t *ids, size_t n,
 int sfs_agg_put(sfs_store *s, sfs_slice exec, const int64_t *ids,
                 const sfs_slice *values, size_t n)
 {
-	sfs_slice *keys;
-	unsigned char *kb;
+	sfs_slice *keys = NULL;
 	int r;
 
 	sfs_err_clear();
@@ -164,22 +172,11 @@ int sfs_agg_put(sfs_store *s, sfs_slice exec, const int64_t *ids,
 		CHECK(chk_value(s, values[i], "value"));
 	if (n == 0)
 		return SFS_OK;
-	keys = calloc(n, sizeof(*keys));
-	kb = malloc(n * 8);
-	if (!keys || !kb) {
-		free(keys);
-		free(kb);
-		return sfs_err(SFS_NOMEM, "allocating %zu keys", n);
-	}
-	for (size_t i = 0; i < n; i++) {
-		sfs_id_encode(ids[i], kb + 8 * i);
-		keys[i] = sfs_bytes(kb + 8 * i, 8);
-	}
+	CHECK(id_keys(ids, n, &keys));
 	store_lock(s);
 	r = s->ops->kv_put_many(s->be, exec, NS(SFS_NS_AGG), keys, values, n);
 	store_unlock(s);
 	free(keys);
-	free(kb);
 	return r;
 }
 
