@@ -169,6 +169,14 @@ static const unsigned char *val(int i)
 
 #define BIND(st, i, p, n) sqlite3_bind_blob(st, i, p, (int)(n), SQLITE_STATIC)
 
+/* Binds a row's scope ("scope"), namespace and key to parameters 1-3. */
+static void bind_key(sqlite3_stmt *st, const char *ns, const char *k)
+{
+	BIND(st, 1, "scope", 5);
+	BIND(st, 2, ns, strlen(ns));
+	BIND(st, 3, k, strlen(k));
+}
+
 /* Each raw function times ops operations in a mode: SDK statements,
  * BEST statements, or the SAME work as the engine (best plus time rows in
  * one transaction). */
@@ -180,6 +188,15 @@ static int64_t clock_mtime(void)
 
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	return (int64_t)ts.tv_sec * 1000000000; /* whole seconds, as the engine */
+}
+
+/* The time row's upsert of a key (kv and counters; statement t takes
+ * scope, ns, key, mtime_ns), as the engine writes it. */
+static void key_time(raw *r, sqlite3_stmt *t, const char *ns, const char *k)
+{
+	bind_key(t, ns, k);
+	sqlite3_bind_int64(t, 4, clock_mtime());
+	run(r, t);
 }
 
 static double raw_put(raw *r, int mode)
@@ -203,17 +220,11 @@ static double raw_put(raw *r, int mode)
 		keyname(k, i);
 		if (same)
 			run(r, b);
-		BIND(put, 1, "scope", 5);
-		BIND(put, 2, "ns", 2);
-		BIND(put, 3, k, strlen(k));
+		bind_key(put, "ns", k);
 		BIND(put, 4, val(i), VLEN);
 		run(r, put);
 		if (same) {
-			BIND(t, 1, "scope", 5);
-			BIND(t, 2, "ns", 2);
-			BIND(t, 3, k, strlen(k));
-			sqlite3_bind_int64(t, 4, clock_mtime());
-			run(r, t);
+			key_time(r, t, "ns", k);
 			run(r, c);
 		}
 	}
@@ -236,9 +247,7 @@ static double raw_get(raw *r, int mode)
 	(void)mode; /* a read writes no time: one statement for all */
 	for (int i = 0; i < ops; i++) {
 		keyname(k, i);
-		BIND(get, 1, "scope", 5);
-		BIND(get, 2, "ns", 2);
-		BIND(get, 3, k, strlen(k));
+		bind_key(get, "ns", k);
 		if (sqlite3_step(get) != SQLITE_ROW)
 			die("get", "no row");
 		/* the caller gets its own copy, as from the engine */
@@ -268,9 +277,7 @@ static double raw_append(raw *r, int mode)
 		keyname(k, i % 10);
 		if (same)
 			run(r, b);
-		BIND(ins, 1, "scope", 5);
-		BIND(ins, 2, "log", 3);
-		BIND(ins, 3, k, strlen(k));
+		bind_key(ins, "log", k);
 		BIND(ins, 4, val(i), VLEN);
 		run(r, ins);
 		id = sqlite3_last_insert_rowid(r->db);
@@ -313,9 +320,7 @@ static double raw_counter(raw *r, int mode)
 		keyname(k, i % 100);
 		if (same)
 			run(r, b);
-		BIND(add, 1, "scope", 5);
-		BIND(add, 2, "c", 1);
-		BIND(add, 3, k, strlen(k));
+		bind_key(add, "c", k);
 		sqlite3_bind_int64(add, 4, 1);
 		if (same) {
 			sqlite3_bind_int64(add, 5, INT64_MIN);
@@ -326,11 +331,7 @@ static double raw_counter(raw *r, int mode)
 		v = sqlite3_column_int64(add, 0);
 		sqlite3_reset(add);
 		if (same) {
-			BIND(t, 1, "scope", 5);
-			BIND(t, 2, "c", 1);
-			BIND(t, 3, k, strlen(k));
-			sqlite3_bind_int64(t, 4, clock_mtime());
-			run(r, t);
+			key_time(r, t, "c", k);
 			run(r, c);
 		}
 	}
