@@ -17,7 +17,8 @@
 #   FS_BENCH_BIG (100000), FS_BENCH_SIZE (bytes per file, 100).
 # Needs /dev/fuse and a tmpfs at /dev/shm (the stores live there too, so
 # the disk is not measured).
-# Exit: 0; 77 without /dev/fuse; 1 when a mount does not come up.
+# Exit: 0; 77 without /dev/fuse; 1 when a mount does not come up or a
+#   measurement fails (the benchsmoke suite runs it tiny to see that).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 statefs=${1:-$top/build/mountd/statefs}
@@ -78,9 +79,11 @@ stop() { # mountpoint
 # falls on all of them alike, and each figure is the median of its rounds.
 declare -A all us
 run_round() { # label dir
+  local out op t
+  out=$("$fsb" ops "$2" "$n" "$size" 1) # a failure ends the script
   while read -r op t; do
     all[$1.$op]="${all[$1.$op]:-} $t"
-  done < <("$fsb" ops "$2" "$n" "$size" 1)
+  done <<<"$out"
 }
 median() { # numbers...
   printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
@@ -143,7 +146,8 @@ for k in "${sizes[@]}"; do
 done
 echo "  after listing each namespace once (SQLite's page cache warm): $(rss VmRSS) MiB"
 for k in "${sizes[@]}"; do
-  read -r _ keys ms < <("$fsb" list "$w/m-big/bench/n$k" "$reps")
+  out=$("$fsb" list "$w/m-big/bench/n$k" "$reps")
+  read -r _ keys ms <<<"$out"
   awk -v k="$keys" -v ms="$ms" -v rss="$(rss VmRSS)" -v hwm="$(rss VmHWM)" 'BEGIN {
     printf "%8d keys %9.1f ms %7.2f us/key   RSS %6.1f MiB (peak %6.1f MiB)\n",
       k, ms, ms * 1000 / k, rss, hwm }'
