@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "list_i.h"
 #include "store_i.h"
 
 /* Leases longer than this are refused: now + lease must fit int64 ns. */

@@ -2,7 +2,6 @@
  * api_kv.c - the public key/value, counter and directory functions: check
  * the arguments, take the handle's lock, call the backend once.
  */
-#include "list_i.h"
 #include "store_i.h"
 
 int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -83,19 +82,6 @@ int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out)
 	CHECK(chk_name(ns, "namespace"));
 	CHECK(chk_out(out, "out"));
 	CALL(s, s->ops->kv_drain(s->be, scope, ns, out));
-}
-
-/* Checks n (key, value) pairs; either array may be NULL only when n is 0. */
-static int chk_pairs(const sfs_store *s, const sfs_slice *keys,
-                     const sfs_slice *values, size_t n)
-{
-	if (n && (!keys || !values))
-		return sfs_err(SFS_INVALID, "keys or values is NULL");
-	for (size_t i = 0; i < n; i++) {
-		CHECK(chk_name(keys[i], "key"));
-		CHECK(chk_value(s, values[i], "value"));
-	}
-	return SFS_OK;
 }
 
 int sfs_kv_restore(sfs_store *s, sfs_slice scope, sfs_slice ns,

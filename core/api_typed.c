@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "list_i.h"
 #include "store_i.h"
 
 #define NS(x) sfs_bytes(x, sizeof(x) - 1)
@@ -259,12 +258,7 @@ int sfs_txn_put(sfs_store *s, sfs_slice txn, const sfs_slice *keys,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(txn, "txn"));
-	if (n && (!keys || !values))
-		return sfs_err(SFS_INVALID, "keys or values is NULL");
-	for (size_t i = 0; i < n; i++) {
-		CHECK(chk_name(keys[i], "key"));
-		CHECK(chk_value(s, values[i], "value"));
-	}
+	CHECK(chk_pairs(s, keys, values, n));
 	if (n == 0)
 		return SFS_OK;
 	CALL(s, s->ops->kv_put_many(s->be, txn, NS(SFS_NS_TXN), keys, values,

@@ -52,6 +52,18 @@ int chk_value(const sfs_store *s, sfs_slice v, const char *what)
 	return SFS_OK;
 }
 
+int chk_pairs(const sfs_store *s, const sfs_slice *keys,
+              const sfs_slice *values, size_t n)
+{
+	if (n && (!keys || !values))
+		return sfs_err(SFS_INVALID, "keys or values is NULL");
+	for (size_t i = 0; i < n; i++) {
+		CHECK(chk_name(keys[i], "key"));
+		CHECK(chk_value(s, values[i], "value"));
+	}
+	return SFS_OK;
+}
+
 int chk_store(const sfs_store *s)
 {
 	return s ? SFS_OK : sfs_err(SFS_INVALID, "the store handle is NULL");

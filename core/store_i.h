@@ -67,6 +67,9 @@ int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key);
 int chk_opt_name(sfs_slice n, const char *what);
 /* A value: present, at most the store's max_value bytes. */
 int chk_value(const sfs_store *s, sfs_slice v, const char *what);
+/* n (key, value) pairs; either array may be NULL only when n is 0. */
+int chk_pairs(const sfs_store *s, const sfs_slice *keys,
+              const sfs_slice *values, size_t n);
 /* The handle itself, and for writes, that it is not read-only. */
 int chk_store(const sfs_store *s);
 int chk_writable(const sfs_store *s);
