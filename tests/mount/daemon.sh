@@ -49,11 +49,7 @@ ok "-h, -V and bad command lines"
 # Signals in the foreground: a clean unmount and status 0.
 for sig in TERM INT HUP; do
   mount_fs
-  kill -$sig "$daemon_pid"
-  rc=0
-  wait "$daemon_pid" || rc=$?
-  daemon_pid=
-  expect_eq "$rc" 0 "exit after SIG$sig"
+  signal_fs $sig
   mountpoint -q "$mnt" && fail "still mounted after SIG$sig"
 done
 mount_fs

@@ -10,8 +10,9 @@
 #   STATEFS_FSOP       one syscall, its errno by name (fsop.c)
 #   STATEFS_TEST_MODE  plain or encrypted (default encrypted)
 # Provides: $work $mnt $mode; mount_fs [daemon options...], unmount_fs,
-#   helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT, expect_op WANT OP ARGS,
-#   ok WHAT, fail WHAT, allow_log REGEX (daemon log lines that are expected).
+#   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
+#   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
+#   lines that are expected).
 # The real $HOME is never touched: HOME and the XDG directories point into
 # $work, so the default store and key of a first run land there too.
 # Exit: 77 when /dev/fuse is missing; 1 at the first failed check, with the
@@ -97,13 +98,24 @@ mount_fs() {
   wait_mounted
 }
 
-# Unmounts the way a user does and checks the daemon exits 0.
-unmount_fs() {
+# Waits for the daemon and checks it exited 0 (WHAT stopped it).
+reap_fs() { # WHAT
   local rc=0
-  fusermount3 -u "$mnt"
   wait "$daemon_pid" || rc=$?
   daemon_pid=
-  [ "$rc" -eq 0 ] || fail "the daemon exited $rc after fusermount3 -u"
+  [ "$rc" -eq 0 ] || fail "the daemon exited $rc after $1"
+}
+
+# Unmounts the way a user does and checks the daemon exits 0.
+unmount_fs() {
+  fusermount3 -u "$mnt"
+  reap_fs "fusermount3 -u"
+}
+
+# Stops the daemon with signal SIG and checks it exits 0.
+signal_fs() { # SIG
+  kill -"$1" "$daemon_pid"
+  reap_fs "SIG$1"
 }
 
 cleanup() {

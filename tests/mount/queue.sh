@@ -119,11 +119,7 @@ cat $q/.wait > /dev/null 2>&1 &
 w=$!
 sleep 0.2
 cd /
-kill -TERM "$daemon_pid"
-rc=0
-wait "$daemon_pid" || rc=$?
-daemon_pid=
-expect_eq "$rc" 0 "exit with a blocked reader"
+signal_fs TERM
 wait "$w" || true
 mountpoint -q "$mnt" && fail "still mounted"
 ok "SIGTERM with a blocked .wait reader"
