@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 : "${HELPER:?HELPER must name the test helper}"
 make_store
-hkey=-; [ "$mode" = encrypted ] && hkey=$KEY
 # ballast, so that a checkpoint copies more than a handful of pages
 for i in $(seq 1 20); do
 	head -c 30000 /dev/urandom | base64 -w0 | sc put ballast n "k$i"

@@ -9,7 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 : "${HELPER:?HELPER must name the test helper}"
 make_store
-hkey=-; [ "$mode" = encrypted ] && hkey=$KEY
 
 "$HELPER" fill "$DB" "$hkey"
 sc put s n k 'plain text'

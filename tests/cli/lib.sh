@@ -6,6 +6,7 @@
 # Gives each test a scratch HOME (so the default store and key file live
 # there, never in the real home), removed on exit, and:
 #   sc ARGS...            statectl on the test store ($DB) with the mode's key
+#   $hkey                 the helper's key argument for $DB (- when plain)
 #   expect_exit N CMD...  runs CMD, fails unless it exits N; its stdout is in
 #                         $out, its stderr in $err
 #   expect_eq GOT WANT WHAT
@@ -38,13 +39,16 @@ fail() {
 	exit 1
 }
 
-# The test store and how to open it, by mode.
+# The test store and how to open it, by mode; hkey is the key argument of
+# the engine helper ($HELPER): the key file, or - for a plaintext store.
 DB=$T/store.db
 KEY=$T/key
 if [ "$mode" = plain ]; then
 	modeopts=(--plaintext)
+	hkey=-
 else
 	modeopts=(--key-file "$KEY")
+	hkey=$KEY
 fi
 
 sc() {
