@@ -322,9 +322,9 @@ static int changed(const sfs_gc_stats *g)
 	return g->expired || g->returned || g->dead || g->claims;
 }
 
-/* Ends a write transaction. On SFS_OK it commits; on a failure it rolls
- * back, unless keep says the recovery done first should stay (a lost
- * claim, an empty queue: the call itself wrote nothing). */
+/* Ends a write transaction as sqlb_end_write does, except that a failure
+ * with keep set commits: the recovery done first stays (a lost claim, an
+ * empty queue: the call itself wrote nothing). */
 static int finish(sfs_backend *b, int status, int keep)
 {
 	int c;
@@ -365,10 +365,7 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	if (status != SFS_OK)
 		return status;
 	status = recover(b, queue.ptr ? &queue : NULL, &g);
-	if (status == SFS_OK && !changed(&g))
-		sqlb_rollback(b); /* nothing to commit */
-	else
-		status = finish(b, status, 0);
+	status = sqlb_end_write_if(b, status, changed(&g));
 	if (status == SFS_OK && out)
 		*out = g;
 	return status;
@@ -1083,9 +1080,8 @@ int sqlb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
 	int64_t nid = 0;
 	int status = sqlb_begin_write(b);
 
-	if (status != SFS_OK)
-		return status;
-	status = finish(b, requeue_tx(b, queue, id, &nid), 0);
+	if (status == SFS_OK)
+		status = sqlb_end_write(b, requeue_tx(b, queue, id, &nid));
 	if (status == SFS_OK && new_id)
 		*new_id = nid;
 	return status;
@@ -1112,10 +1108,7 @@ int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	status = sqlb_run(b, st, "clearing dead letters");
 	if (status == SFS_OK)
 		c = (uint64_t)sqlite3_changes64(b->db);
-	if (status == SFS_OK && c)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write_if(b, status, c > 0);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;
@@ -1143,7 +1136,7 @@ int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
 		sqlite3_bind_int64(st, 2, p->ttl_ms);
 		sqlite3_bind_int64(st, 3, p->max_deliveries);
 	}
-	return finish(b, sqlb_run(b, st, "setting a queue's policy"), 0);
+	return sqlb_end_write(b, sqlb_run(b, st, "setting a queue's policy"));
 }
 
 int sqlb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out)

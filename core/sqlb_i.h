@@ -138,19 +138,28 @@ int sqlb_begin_read(sfs_backend *b);
 int sqlb_commit(sfs_backend *b);
 void sqlb_rollback(sfs_backend *b);
 
-/* The body of a write function: returns expr's status inside BEGIN
- * IMMEDIATE ... COMMIT, rolled back on any status but SFS_OK. */
+/* Ends the write transaction sqlb_begin_write opened, after its body
+ * returned status: commits on SFS_OK, else rolls back. Returns status, or
+ * the commit's failure. A write function reads
+ *     status = sqlb_begin_write(b);
+ *     if (status == SFS_OK)
+ *             status = sqlb_end_write(b, body_tx(b, ..., &v));
+ *     if (status == SFS_OK && out)
+ *             *out = v;
+ * so its outputs are set only once the commit succeeded. */
+int sqlb_end_write(sfs_backend *b, int status);
+/* The same for a body that may have changed nothing (a clear, a drain, a
+ * recovery pass): a successful one that did not (changed == 0) is rolled
+ * back, so it counts no commit and sfs_store_version stays. */
+int sqlb_end_write_if(sfs_backend *b, int status, int changed);
+
+/* The body of a write function without outputs: returns expr's status
+ * inside BEGIN IMMEDIATE ... COMMIT, rolled back on any status but
+ * SFS_OK. */
 #define IN_WRITE_TX(b, expr)                                               \
 	do {                                                               \
 		int st_ = sqlb_begin_write(b);                             \
-		if (st_ != SFS_OK)                                         \
-			return st_;                                        \
-		st_ = (expr);                                              \
-		if (st_ != SFS_OK) {                                       \
-			sqlb_rollback(b);                                  \
-			return st_;                                        \
-		}                                                          \
-		return sqlb_commit(b);                                     \
+		return st_ != SFS_OK ? st_ : sqlb_end_write(b, (expr));    \
 	} while (0)
 
 /* Runs one SQL text that needs no caching (DDL, PRAGMAs). */

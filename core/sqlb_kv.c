@@ -163,24 +163,23 @@ static int put_stmts(sfs_backend *b, sqlite3_stmt **put, sqlite3_stmt **tput)
 	return *put && *tput ? SFS_OK : status;
 }
 
-int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     const sfs_slice *keys, const sfs_slice *values, size_t n)
+static int put_many_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                       const sfs_slice *keys, const sfs_slice *values,
+                       size_t n)
 {
 	sqlite3_stmt *put, *tput;
 	int64_t now = sfs_clock_mtime_ns();
 	int status = put_stmts(b, &put, &tput);
 
-	if (status == SFS_OK)
-		status = sqlb_begin_write(b);
-	if (status != SFS_OK)
-		return status;
 	for (size_t i = 0; i < n && status == SFS_OK; i++)
 		status = put_one(b, put, tput, scope, ns, keys[i], values[i], now);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	return sqlb_commit(b);
+	return status;
+}
+
+int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, const sfs_slice *values, size_t n)
+{
+	IN_WRITE_TX(b, put_many_tx(b, scope, ns, keys, values, n));
 }
 
 static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
@@ -383,16 +382,7 @@ int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (status != SFS_OK)
 		return status;
 	status = delete_range_tx(b, scope, ns, start, end, &c);
-	if (status == SFS_OK && c == 0) {
-		sqlb_rollback(b); /* nothing changed: no commit to count */
-		if (count)
-			*count = 0;
-		return SFS_OK;
-	}
-	if (status == SFS_OK)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write_if(b, status, c > 0);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;
@@ -413,10 +403,7 @@ int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	status = scan(b, 0, scope, ns, &all, &l);
 	if (status == SFS_OK && l.n)
 		status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
-	if (status == SFS_OK)
-		status = l.n ? sqlb_commit(b) : (sqlb_rollback(b), SFS_OK);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write_if(b, status, l.n > 0);
 	if (status != SFS_OK) {
 		sfs_list_free(&l);
 		return status;
@@ -425,25 +412,20 @@ int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return SFS_OK;
 }
 
+static int restore_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_slice *keys, const sfs_slice *values,
+                      size_t n)
+{
+	int status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
+
+	return status == SFS_OK ? put_many_tx(b, scope, ns, keys, values, n)
+	                        : status;
+}
+
 int sqlb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     const sfs_slice *keys, const sfs_slice *values, size_t n)
 {
-	sqlite3_stmt *put, *tput;
-	int64_t now = sfs_clock_mtime_ns();
-	int status = put_stmts(b, &put, &tput);
-
-	if (status == SFS_OK)
-		status = sqlb_begin_write(b);
-	if (status != SFS_OK)
-		return status;
-	status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
-	for (size_t i = 0; i < n && status == SFS_OK; i++)
-		status = put_one(b, put, tput, scope, ns, keys[i], values[i], now);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	return sqlb_commit(b);
+	IN_WRITE_TX(b, restore_tx(b, scope, ns, keys, values, n));
 }
 
 static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -614,14 +596,9 @@ int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int64_t v = 0;
 	int status = sqlb_begin_write(b);
 
-	if (status != SFS_OK)
-		return status;
-	status = counter_add_tx(b, scope, ns, key, delta, &v);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	status = sqlb_commit(b);
+	if (status == SFS_OK)
+		status = sqlb_end_write(b, counter_add_tx(b, scope, ns, key,
+		                                          delta, &v));
 	if (status == SFS_OK && value)
 		*value = v;
 	return status;

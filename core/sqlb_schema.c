@@ -386,11 +386,7 @@ int sqlb_schema_init(sfs_backend *b)
 		         " ('schema_version', %d)", SQLB_SCHEMA_VERSION);
 		status = sqlb_exec(b, sql, "writing the schema version");
 	}
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	status = sqlb_commit(b);
+	status = sqlb_end_write(b, status);
 	if (status == SFS_OK && v > 0)
 		sfs_log(LOG_INFO, "%s: migrated from schema version %lld to %d",
 		        b->path, (long long)v, SQLB_SCHEMA_VERSION);

@@ -127,14 +127,9 @@ int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int64_t v = 0;
 	int status = sqlb_begin_write(b);
 
-	if (status != SFS_OK)
-		return status;
-	status = log_append_tx(b, scope, ns, key, value, &v);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	status = sqlb_commit(b);
+	if (status == SFS_OK)
+		status = sqlb_end_write(b, log_append_tx(b, scope, ns, key, value,
+		                                         &v));
 	if (status == SFS_OK && id)
 		*id = v;
 	return status;
@@ -255,8 +250,8 @@ int sqlb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return listb_finish(&lb, out);
 }
 
-int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    sfs_slice key, int64_t id)
+static int log_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                         sfs_slice key, int64_t id)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_DEL,
@@ -264,21 +259,18 @@ int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	status = sqlb_begin_write(b);
-	if (status != SFS_OK)
-		return status;
 	bind3(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
 	status = sqlb_run(b, st, "deleting a log entry");
 	if (status == SFS_OK && sqlite3_changes(b->db) == 0)
-		status = SFS_NOTFOUND;
-	if (status == SFS_OK)
-		status = tm_prune(b, TM_LOG, id, id);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	return sqlb_commit(b);
+		return SFS_NOTFOUND;
+	return status == SFS_OK ? tm_prune(b, TM_LOG, id, id) : status;
+}
+
+int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t id)
+{
+	IN_WRITE_TX(b, log_delete_tx(b, scope, ns, key, id));
 }
 
 /* Variant 0: whole scope, 1: one namespace, 2: one key. The id range of
@@ -338,14 +330,7 @@ int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	}
 	if (status == SFS_OK && c)
 		status = tm_prune(b, TM_LOG, lo, hi);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	if (c == 0)
-		sqlb_rollback(b);
-	else
-		status = sqlb_commit(b);
+	status = sqlb_end_write_if(b, status, c > 0);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;
@@ -382,58 +367,55 @@ int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
 	int64_t id = 0;
 	int status = sqlb_begin_write(b);
 
-	if (status != SFS_OK)
-		return status;
-	status = queue_push_tx(b, queue, items, n, &id);
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	status = sqlb_commit(b);
+	if (status == SFS_OK)
+		status = sqlb_end_write(b, queue_push_tx(b, queue, items, n, &id));
 	if (status == SFS_OK && first_id)
 		*first_id = id;
 	return status;
 }
 
-int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                   int64_t *id)
+/* Takes the head into *item (malloc'd, also on a failure after the copy:
+ * the caller frees it) and *id. */
+static int queue_pop_tx(sfs_backend *b, sfs_slice queue, sfs_buf *item,
+                        int64_t *id)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
 	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
 	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
 	        " RETURNING id, work_item", &status);
-	sfs_buf v = { NULL, 0 };
 	const void *p;
 	size_t n;
-	int64_t got = 0;
 	int rc;
 
 	if (!st)
 		return status;
-	status = sqlb_begin_write(b);
-	if (status != SFS_OK)
-		return status;
 	sqlb_bind(st, 1, queue);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		got = sqlite3_column_int64(st, 0);
+		*id = sqlite3_column_int64(st, 0);
 		p = sqlb_col(st, 1, &n);
-		status = buf_copy(&v, p, n);
+		status = buf_copy(item, p, n);
 		if (status == SFS_OK)
 			rc = sqlite3_step(st);
 	}
 	sqlite3_reset(st);
-	if (status == SFS_OK && rc == SQLITE_DONE && !v.ptr)
-		status = SFS_NOTFOUND;
-	else if (status == SFS_OK && rc != SQLITE_DONE)
-		status = sqlb_fail(b, rc, "popping");
+	if (status == SFS_OK && rc == SQLITE_DONE && !item->ptr)
+		return SFS_NOTFOUND;
+	if (status == SFS_OK && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "popping");
+	return status == SFS_OK ? tm_override_del(b, *id) : status;
+}
+
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
+                   int64_t *id)
+{
+	sfs_buf v = { NULL, 0 };
+	int64_t got = 0;
+	int status = sqlb_begin_write(b);
+
 	if (status == SFS_OK)
-		status = tm_override_del(b, got);
-	if (status == SFS_OK)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+		status = sqlb_end_write(b, queue_pop_tx(b, queue, &v, &got));
 	if (status != SFS_OK) {
 		sfs_buf_free(&v);
 		return status;
@@ -532,10 +514,7 @@ int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	status = id_rows_into(b, st, 0, &l);
 	if (status == SFS_OK && l.n)
 		status = queue_clear_tx(b, queue, &c);
-	if (status == SFS_OK && l.n)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write_if(b, status, l.n > 0);
 	if (status != SFS_OK) {
 		sfs_list_free(&l);
 		return status;
@@ -607,10 +586,7 @@ int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	if (status != SFS_OK)
 		return status;
 	status = queue_clear_tx(b, queue, &c);
-	if (status == SFS_OK && c)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write_if(b, status, c > 0);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;

@@ -183,6 +183,24 @@ void sqlb_rollback(sfs_backend *b)
 	}
 }
 
+int sqlb_end_write(sfs_backend *b, int status)
+{
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	return sqlb_commit(b);
+}
+
+int sqlb_end_write_if(sfs_backend *b, int status, int changed)
+{
+	if (status == SFS_OK && !changed) {
+		sqlb_rollback(b); /* nothing to commit, nor to count */
+		return SFS_OK;
+	}
+	return sqlb_end_write(b, status);
+}
+
 /* What is at path before SQLite touches it: 0 new or empty, 1 a plaintext
  * SQLite database, 2 something else (encrypted, or not a database). */
 static int peek_kind(const char *path)

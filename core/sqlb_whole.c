@@ -81,10 +81,7 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 	}
 	if (status == SFS_OK)
 		status = tm_prune(b, TM_LOG, lo, hi);
-	if (status == SFS_OK)
-		status = sqlb_commit(b);
-	else
-		sqlb_rollback(b);
+	status = sqlb_end_write(b, status);
 	if (status == SFS_OK && count)
 		*count = total;
 	return status;
@@ -434,10 +431,7 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn fn,
 		progress_off(b);
 		if (status != SFS_OK && p.cancelled)
 			status = sfs_err(SFS_CANCELLED, "cancelled by the caller");
-		if (status == SFS_OK)
-			status = sqlb_commit(b);
-		else
-			sqlb_rollback(b);
+		status = sqlb_end_write(b, status);
 	}
 	run_named(b, "DETACH ckpt", NULL, "closing the checkpoint");
 	if (status == SFS_OK && fn)
