@@ -527,13 +527,15 @@ int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
 
 /* --- acting on a claim ---------------------------------------------------- */
 
+/* Claim ?1's queue; no row once the claim is not held. */
+#define CLAIM_GET "SELECT queue FROM statefs_claim WHERE claim_id=?1"
+
 /* The queue of a claim into *queue (malloc'd). SFS_CLAIMLOST when the
  * claim was issued but is gone, SFS_NOTFOUND when it never was. */
 static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
 {
 	int status = SFS_OK, rc, found;
-	sqlite3_stmt *get = stmt(b, C_GET, "SELECT queue FROM statefs_claim"
-	        " WHERE claim_id=?1", &status);
+	sqlite3_stmt *get = stmt(b, C_GET, CLAIM_GET, &status);
 	sqlite3_stmt *seq = get ? stmt(b, C_SEQ, "SELECT seq FROM"
 	        " sqlite_sequence WHERE name='statefs_claim'", &status) : NULL;
 	const void *p;
@@ -567,8 +569,7 @@ static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
 static int still_held(sfs_backend *b, int64_t cid)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *get = stmt(b, C_GET, "SELECT queue FROM statefs_claim"
-	        " WHERE claim_id=?1", &status);
+	sqlite3_stmt *get = stmt(b, C_GET, CLAIM_GET, &status);
 	int64_t v;
 
 	if (!get)
@@ -747,13 +748,13 @@ int sqlb_claim_settle(sfs_backend *b, int64_t cid, const int64_t *ids,
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
 }
 
-static int heartbeat_tx(sfs_backend *b, int64_t cid, int64_t lease_ns,
-                        int64_t *until, int *keep)
+/* Extends a held claim's lease to now + lease_ns, into *until. */
+static int extend(sfs_backend *b, int64_t cid, int64_t lease_ns,
+                  int64_t *until)
 {
-	int status = hold(b, cid, keep);
-	sqlite3_stmt *st = status == SFS_OK ? stmt(b, C_BEAT, "UPDATE"
-	        " statefs_claim SET lease_until=?2 WHERE claim_id=?1", &status)
-	        : NULL;
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, C_BEAT, "UPDATE statefs_claim SET"
+	        " lease_until=?2 WHERE claim_id=?1", &status);
 
 	if (!st)
 		return status;
@@ -761,6 +762,14 @@ static int heartbeat_tx(sfs_backend *b, int64_t cid, int64_t lease_ns,
 	sqlite3_bind_int64(st, 1, cid);
 	sqlite3_bind_int64(st, 2, *until);
 	return sqlb_run(b, st, "extending a lease");
+}
+
+static int heartbeat_tx(sfs_backend *b, int64_t cid, int64_t lease_ns,
+                        int64_t *until, int *keep)
+{
+	int status = hold(b, cid, keep);
+
+	return status == SFS_OK ? extend(b, cid, lease_ns, until) : status;
 }
 
 int sqlb_claim_heartbeat(sfs_backend *b, int64_t cid, int64_t lease_ns,
@@ -840,19 +849,12 @@ int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 {
 	int64_t cid = 0, until;
 	int keep = 0, status = sqlb_begin_write(b);
-	sqlite3_stmt *st;
 
 	if (status != SFS_OK)
 		return status;
 	status = item_held(b, queue, id, &cid, &keep);
-	st = status == SFS_OK ? stmt(b, C_BEAT, "UPDATE statefs_claim SET"
-	        " lease_until=?2 WHERE claim_id=?1", &status) : NULL;
-	if (st) {
-		until = sfs_clock_ns() + lease_ns;
-		sqlite3_bind_int64(st, 1, cid);
-		sqlite3_bind_int64(st, 2, until);
-		status = sqlb_run(b, st, "extending a lease");
-	}
+	if (status == SFS_OK)
+		status = extend(b, cid, lease_ns, &until);
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
 }
 
