@@ -534,27 +534,18 @@ int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
  * claim was issued but is gone, SFS_NOTFOUND when it never was. */
 static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
 {
-	int status = SFS_OK, rc, found;
+	int status = SFS_OK, found;
 	sqlite3_stmt *get = stmt(b, C_GET, CLAIM_GET, &status);
 	sqlite3_stmt *seq = get ? stmt(b, C_SEQ, "SELECT seq FROM"
 	        " sqlite_sequence WHERE name='statefs_claim'", &status) : NULL;
-	const void *p;
-	size_t n;
 	int64_t last = 0;
 
 	if (!seq)
 		return status;
 	sqlite3_bind_int64(get, 1, cid);
-	rc = sqlite3_step(get);
-	if (rc == SQLITE_ROW) {
-		p = sqlb_col(get, 0, &n);
-		status = buf_copy(queue, p, n);
-		sqlite3_reset(get);
+	status = sqlb_one_blob(b, get, queue, "reading a claim");
+	if (status != SFS_NOTFOUND)
 		return status;
-	}
-	sqlite3_reset(get);
-	if (rc != SQLITE_DONE)
-		return sqlb_fail(b, rc, "reading a claim");
 	status = one_row(b, seq, &last, 1, &found, "reading a claim");
 	if (status != SFS_OK)
 		return status;
@@ -922,25 +913,13 @@ int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	return rows_into(b, st, keys_only, 0, out);
 }
 
-/* A statement returning one BLOB for (?1 queue, ?2 id) into *out. */
-static int one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_slice queue,
-                    int64_t id, sfs_buf *out, const char *what)
+/* A statement returning an item for (?1 queue, ?2 id) into *out. */
+static int peek(sfs_backend *b, sqlite3_stmt *st, sfs_slice queue,
+                int64_t id, sfs_buf *out)
 {
-	const void *p;
-	size_t n;
-	int rc, status;
-
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		p = sqlb_col(st, 0, &n);
-		status = buf_copy(out, p, n);
-	} else {
-		status = rc == SQLITE_DONE ? SFS_NOTFOUND : sqlb_fail(b, rc, what);
-	}
-	sqlite3_reset(st);
-	return status;
+	return sqlb_one_blob(b, st, out, "reading an item");
 }
 
 int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -950,7 +929,7 @@ int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
 	sqlite3_stmt *st = stmt(b, I_PEEK, "SELECT item FROM statefs_inflight"
 	        " WHERE id=?2 AND queue=?1", &status);
 
-	return st ? one_blob(b, st, queue, id, item, "reading an item") : status;
+	return st ? peek(b, st, queue, id, item) : status;
 }
 
 int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -1006,30 +985,21 @@ int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
 	sqlite3_stmt *st = stmt(b, D_PEEK, "SELECT item FROM statefs_dead"
 	        " WHERE id=?2 AND queue=?1", &status);
 
-	return st ? one_blob(b, st, queue, id, item, "reading an item") : status;
+	return st ? peek(b, st, queue, id, item) : status;
 }
 
 int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
                    uint64_t *size, int64_t *mtime_ns)
 {
-	int status = SFS_OK, found;
+	int status = SFS_OK;
 	sqlite3_stmt *st = stmt(b, D_STAT, "SELECT length(item), dead_ns FROM"
 	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
-	int64_t v[2];
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, id);
-	status = one_row(b, st, v, 2, &found, "reading an item");
-	if (status != SFS_OK)
-		return status;
-	if (!found)
-		return SFS_NOTFOUND;
-	*size = (uint64_t)v[0];
-	if (mtime_ns)
-		*mtime_ns = v[1];
-	return SFS_OK;
+	return sqlb_one_stat(b, st, size, mtime_ns, "reading an item");
 }
 
 /* --- dead letters and policies: writing ----------------------------------- */

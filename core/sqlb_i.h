@@ -170,6 +170,15 @@ int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s);
 /* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
 
+/* Step a bound statement that returns at most one row, and reset it. No
+ * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
+ * sqlb_one_blob copies the row's first column into *out (malloc'd);
+ * sqlb_one_stat reads (size, mtime) columns, mtime_ns may be NULL. */
+int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
+                  const char *what);
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
+                  int64_t *mtime_ns, const char *what);
+
 /* --- sqlb_schema.c ----------------------------------------------------- */
 /* Creates missing tables (or, read-only, shadows our missing tables with
  * empty temporary ones) and checks the schema version. */

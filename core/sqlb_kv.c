@@ -193,26 +193,13 @@ int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = get_stmt(b, &status);
-	const void *p;
-	size_t n;
-	int rc;
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, scope);
 	sqlb_bind(st, 2, ns);
 	sqlb_bind(st, 3, key);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		p = sqlb_col(st, 0, &n);
-		status = buf_copy(out, p, n);
-	} else if (rc == SQLITE_DONE) {
-		status = SFS_NOTFOUND;
-	} else {
-		status = sqlb_fail(b, rc, "reading a value");
-	}
-	sqlite3_reset(st);
-	return status;
+	return sqlb_one_blob(b, st, out, "reading a value");
 }
 
 int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -271,26 +258,13 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	        " LEFT JOIN statefs_kv_time t ON t.scope_id=f.scope_id"
 	        " AND t.ns=f.ns AND t.key=f.key"
 	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
-	int rc;
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, scope);
 	sqlb_bind(st, 2, ns);
 	sqlb_bind(st, 3, key);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*size = (uint64_t)sqlite3_column_int64(st, 0);
-		if (mtime_ns)
-			*mtime_ns = sqlite3_column_int64(st, 1);
-		status = SFS_OK;
-	} else if (rc == SQLITE_DONE) {
-		status = SFS_NOTFOUND;
-	} else {
-		status = sqlb_fail(b, rc, "reading a value's size");
-	}
-	sqlite3_reset(st);
-	return status;
+	return sqlb_one_stat(b, st, size, mtime_ns, "reading a value's size");
 }
 
 /* Deletes one row of a data table and its time row, in an open write

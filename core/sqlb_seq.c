@@ -54,45 +54,6 @@ static int id_rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
 	return listb_finish(&lb, out);
 }
 
-/* Steps a statement expected to return at most one BLOB into *out. */
-static int one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
-                    const char *what)
-{
-	const void *p;
-	size_t n;
-	int rc = sqlite3_step(st), status;
-
-	if (rc == SQLITE_ROW) {
-		p = sqlb_col(st, 0, &n);
-		status = buf_copy(out, p, n);
-	} else if (rc == SQLITE_DONE) {
-		status = SFS_NOTFOUND;
-	} else {
-		status = sqlb_fail(b, rc, what);
-	}
-	sqlite3_reset(st);
-	return status;
-}
-
-/* Steps a (size, time) statement. */
-static int one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
-                    int64_t *mtime_ns)
-{
-	int rc = sqlite3_step(st), status = SFS_OK;
-
-	if (rc == SQLITE_ROW) {
-		*size = (uint64_t)sqlite3_column_int64(st, 0);
-		if (mtime_ns)
-			*mtime_ns = sqlite3_column_int64(st, 1);
-	} else if (rc == SQLITE_DONE) {
-		status = SFS_NOTFOUND;
-	} else {
-		status = sqlb_fail(b, rc, "reading an entry's size");
-	}
-	sqlite3_reset(st);
-	return status;
-}
-
 static void bind3(sqlite3_stmt *st, sfs_slice a, sfs_slice b, sfs_slice c)
 {
 	sqlb_bind(st, 1, a);
@@ -170,7 +131,7 @@ int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 		return status;
 	bind3(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
-	return one_blob(b, st, out, "reading a log entry");
+	return sqlb_one_blob(b, st, out, "reading a log entry");
 }
 
 int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -187,7 +148,8 @@ int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		return status;
 	bind3(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
-	return one_stat(b, st, size, mtime_ns);
+	return sqlb_one_stat(b, st, size, mtime_ns,
+	                     "reading an entry's size");
 }
 
 /* The distinct keys, one index seek per key (a DISTINCT would visit every
@@ -535,7 +497,7 @@ int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
 		return status;
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, id);
-	return one_blob(b, st, item, "reading a queue item");
+	return sqlb_one_blob(b, st, item, "reading a queue item");
 }
 
 int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -551,7 +513,8 @@ int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 		return status;
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, id);
-	return one_stat(b, st, size, mtime_ns);
+	return sqlb_one_stat(b, st, size, mtime_ns,
+	                     "reading an entry's size");
 }
 
 static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)

@@ -127,6 +127,43 @@ const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len)
 	return p ? p : "";
 }
 
+int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
+                  const char *what)
+{
+	const void *p;
+	size_t n;
+	int rc = sqlite3_step(st), status;
+
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(st, 0, &n);
+		status = buf_copy(out, p, n);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
+                  int64_t *mtime_ns, const char *what)
+{
+	int rc = sqlite3_step(st), status = SFS_OK;
+
+	if (rc == SQLITE_ROW) {
+		*size = (uint64_t)sqlite3_column_int64(st, 0);
+		if (mtime_ns)
+			*mtime_ns = sqlite3_column_int64(st, 1);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
 int sqlb_begin_write(sfs_backend *b)
 {
 	int status = SFS_OK;
