@@ -306,9 +306,7 @@ static int keyed_time(sfs_import_be *imp, int put, int del,
 {
 	sqlite3_stmt *st = imp->st[r->mtime_ns ? put : del];
 
-	sqlb_bind(st, 1, r->scope);
-	sqlb_bind(st, 2, r->ns);
-	sqlb_bind(st, 3, r->key);
+	sqlb_bind_key(st, r->scope, r->ns, r->key);
 	if (r->mtime_ns)
 		sqlite3_bind_int64(st, 4, r->mtime_ns);
 	return step(imp->b, st);

@@ -167,6 +167,10 @@ int sqlb_exec(sfs_backend *b, const char *sql, const char *what);
 
 /* Binds a byte string (never NULL: an empty slice binds x''). */
 int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s);
+/* Binds a key's three names to ?1, ?2, ?3, as SQLB_KEYEQ names them. */
+void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key);
+#define SQLB_KEYEQ "scope_id=?1 AND ns=?2 AND key=?3"
 /* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
 

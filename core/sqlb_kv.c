@@ -25,8 +25,6 @@
 #include "sqlb_i.h"
 #include "util_i.h"
 
-#define KEYEQ "scope_id=?1 AND ns=?2 AND key=?3"
-
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
  * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3). */
 static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
@@ -129,16 +127,12 @@ static int put_one(sfs_backend *b, sqlite3_stmt *put, sqlite3_stmt *tput,
 {
 	int status;
 
-	sqlb_bind(put, 1, scope);
-	sqlb_bind(put, 2, ns);
-	sqlb_bind(put, 3, key);
+	sqlb_bind_key(put, scope, ns, key);
 	sqlb_bind(put, 4, value);
 	status = sqlb_run(b, put, "writing a value");
 	if (status != SFS_OK)
 		return status;
-	sqlb_bind(tput, 1, scope);
-	sqlb_bind(tput, 2, ns);
-	sqlb_bind(tput, 3, key);
+	sqlb_bind_key(tput, scope, ns, key);
 	sqlite3_bind_int64(tput, 4, now);
 	return sqlb_run(b, tput, "writing a value's time");
 }
@@ -185,7 +179,7 @@ int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
 {
 	return sqlb_stmt(b, ST_KV_GET,
-	        "SELECT value FROM function_state WHERE " KEYEQ, status);
+	        "SELECT value FROM function_state WHERE " SQLB_KEYEQ, status);
 }
 
 int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -196,9 +190,7 @@ int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	return sqlb_one_blob(b, st, out, "reading a value");
 }
 
@@ -221,9 +213,7 @@ int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		if (!listb_push(&lb))
 			break;
 		listb_key(&lb, keys[i].ptr, keys[i].len);
-		sqlb_bind(st, 1, scope);
-		sqlb_bind(st, 2, ns);
-		sqlb_bind(st, 3, keys[i]);
+		sqlb_bind_key(st, scope, ns, keys[i]);
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW) {
 			p = sqlb_col(st, 0, &len);
@@ -261,9 +251,7 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	return sqlb_one_stat(b, st, size, mtime_ns, "reading a value's size");
 }
 
@@ -279,17 +267,13 @@ static int delete_one(sfs_backend *b, int slot, const char *sql, int tslot,
 
 	if (!tst)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	status = sqlb_run(b, st, "deleting");
 	if (status != SFS_OK)
 		return status;
 	if (sqlite3_changes(b->db) == 0)
 		return SFS_NOTFOUND;
-	sqlb_bind(tst, 1, scope);
-	sqlb_bind(tst, 2, ns);
-	sqlb_bind(tst, 3, key);
+	sqlb_bind_key(tst, scope, ns, key);
 	return sqlb_run(b, tst, "deleting a time");
 }
 
@@ -297,9 +281,9 @@ static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
 	return delete_one(b, ST_KV_DEL,
-	                  "DELETE FROM function_state WHERE " KEYEQ,
+	                  "DELETE FROM function_state WHERE " SQLB_KEYEQ,
 	                  ST_KV_DEL_TIME,
-	                  "DELETE FROM statefs_kv_time WHERE " KEYEQ,
+	                  "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ,
 	                  scope, ns, key);
 }
 
@@ -407,14 +391,12 @@ static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_EXISTS,
-	        "SELECT 1 FROM function_state WHERE " KEYEQ, &status);
+	        "SELECT 1 FROM function_state WHERE " SQLB_KEYEQ, &status);
 	int rc;
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW)
@@ -451,18 +433,16 @@ static int kv_rename_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		return status;
 	mv = sqlb_stmt(b, ST_KV_MOVE,
 	        "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
-	        " WHERE " KEYEQ, &status);
+	        " WHERE " SQLB_KEYEQ, &status);
 	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME,
 	        "UPDATE statefs_kv_time SET scope_id=?4, ns=?5, key=?6"
-	        " WHERE " KEYEQ, &status) : NULL;
+	        " WHERE " SQLB_KEYEQ, &status) : NULL;
 	if (!tmv)
 		return status;
 	for (int i = 0; i < 2; i++) {
 		sqlite3_stmt *st = i ? tmv : mv;
 
-		sqlb_bind(st, 1, scope);
-		sqlb_bind(st, 2, ns);
-		sqlb_bind(st, 3, key);
+		sqlb_bind_key(st, scope, ns, key);
 		sqlb_bind(st, 4, to_scope);
 		sqlb_bind(st, 5, to_ns);
 		sqlb_bind(st, 6, to_key);
@@ -488,14 +468,12 @@ int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_GET,
-	        "SELECT n FROM function_counter WHERE " KEYEQ, &status);
+	        "SELECT n FROM function_counter WHERE " SQLB_KEYEQ, &status);
 	int rc;
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
 		*value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
@@ -521,9 +499,7 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, sfs_clock_mtime_ns());
 	return sqlb_run(b, st, "writing a counter's time");
 }
@@ -543,9 +519,7 @@ static int counter_add_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, delta);
 	sqlite3_bind_int64(st, 5, lo);
 	sqlite3_bind_int64(st, 6, hi);
@@ -589,9 +563,7 @@ static int counter_set_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	sqlb_bind(st, 3, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, value);
 	status = sqlb_run(b, st, "setting a counter");
 	return status == SFS_OK ? counter_time(b, scope, ns, key) : status;
@@ -607,8 +579,8 @@ int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
 	IN_WRITE_TX(b, delete_one(b, ST_CTR_DEL,
-	            "DELETE FROM function_counter WHERE " KEYEQ,
+	            "DELETE FROM function_counter WHERE " SQLB_KEYEQ,
 	            ST_CTR_DEL_TIME,
-	            "DELETE FROM statefs_counter_time WHERE " KEYEQ,
+	            "DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ,
 	            scope, ns, key));
 }

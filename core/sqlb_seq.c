@@ -23,8 +23,6 @@
 #include "sqlb_i.h"
 #include "util_i.h"
 
-#define LOGEQ "scope_id=?1 AND ns=?2 AND key=?3"
-
 /* Reads rows of (id, value-or-NULL, size, time) into a list. */
 static int id_rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
                         sfs_list *out)
@@ -54,13 +52,6 @@ static int id_rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
 	return listb_finish(&lb, out);
 }
 
-static void bind3(sqlite3_stmt *st, sfs_slice a, sfs_slice b, sfs_slice c)
-{
-	sqlb_bind(st, 1, a);
-	sqlb_bind(st, 2, b);
-	sqlb_bind(st, 3, c);
-}
-
 /* --- logs --------------------------------------------------------------- */
 
 static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -73,7 +64,7 @@ static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	bind3(st, scope, ns, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlb_bind(st, 4, value);
 	status = sqlb_run(b, st, "appending");
 	if (status != SFS_OK)
@@ -113,7 +104,7 @@ int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	bind3(st, scope, ns, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, after_id);
 	sqlite3_bind_int64(st, 5, limit > 0 ? limit : -1);
 	return id_rows_into(b, st, keys_only, out);
@@ -124,12 +115,12 @@ int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_GET,
-	        "SELECT value FROM function_state_log WHERE id=?4 AND " LOGEQ,
-	        &status);
+	        "SELECT value FROM function_state_log"
+	        " WHERE id=?4 AND " SQLB_KEYEQ, &status);
 
 	if (!st)
 		return status;
-	bind3(st, scope, ns, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
 	return sqlb_one_blob(b, st, out, "reading a log entry");
 }
@@ -146,7 +137,7 @@ int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!st)
 		return status;
-	bind3(st, scope, ns, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
 	return sqlb_one_stat(b, st, size, mtime_ns,
 	                     "reading an entry's size");
@@ -217,11 +208,12 @@ static int log_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_DEL,
-	        "DELETE FROM function_state_log WHERE id=?4 AND " LOGEQ, &status);
+	        "DELETE FROM function_state_log WHERE id=?4 AND " SQLB_KEYEQ,
+	        &status);
 
 	if (!st)
 		return status;
-	bind3(st, scope, ns, key);
+	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
 	status = sqlb_run(b, st, "deleting a log entry");
 	if (status == SFS_OK && sqlite3_changes(b->db) == 0)

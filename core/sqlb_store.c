@@ -119,6 +119,14 @@ int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s)
 	                           SQLITE_STATIC);
 }
 
+void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key)
+{
+	sqlb_bind(st, 1, scope);
+	sqlb_bind(st, 2, ns);
+	sqlb_bind(st, 3, key);
+}
+
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len)
 {
 	const void *p = sqlite3_column_blob(st, i);
