@@ -279,32 +279,15 @@ static int recover(sfs_backend *b, const sfs_slice *queue, sfs_gc_stats *g)
 			status = ttl_pass(b, *queue, now - p.ttl_ms * NS_PER_MS,
 			                  &g->expired);
 	} else {
-		/* Every queue with a time-to-live; listed first, as the
-		 * passes write. */
-		sqlite3_stmt *st = stmt(b, R_POLICIES, "SELECT queue, ttl_ms"
-		        " FROM statefs_queue_policy WHERE ttl_ms>0 ORDER BY queue",
-		        &status);
-		listb lb = LISTB_INIT;
-		sfs_item *it;
-		const void *ptr;
-		size_t n;
-		int rc;
+		/* Every queue with a time-to-live (key, n = ttl_ms); listed
+		 * first, as the passes write. */
+		sqlite3_stmt *st = stmt(b, R_POLICIES, "SELECT 0, NULL, 0, 0,"
+		        " ttl_ms, queue FROM statefs_queue_policy WHERE ttl_ms>0"
+		        " ORDER BY queue", &status);
 
 		if (!st)
 			return status;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			if (!(it = listb_push(&lb)))
-				break;
-			it->n = sqlite3_column_int64(st, 1);
-			ptr = sqlb_col(st, 0, &n);
-			listb_key(&lb, ptr, n);
-		}
-		sqlite3_reset(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-			listb_discard(&lb);
-			return sqlb_fail(b, rc, "reading queue policies");
-		}
-		status = listb_finish(&lb, &l);
+		status = sqlb_rows(b, st, &l, "reading queue policies");
 		for (size_t i = 0; i < l.n && status == SFS_OK; i++)
 			status = ttl_pass(b, sfs_bytes(l.items[i].key.ptr,
 			                               l.items[i].key.len),
@@ -378,34 +361,16 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 static int read_claim(sfs_backend *b, int64_t cid, int64_t until,
                       sfs_list *out)
 {
-	int status = SFS_OK, rc;
-	sqlite3_stmt *st = stmt(b, C_READ, "SELECT id, item, length(item),"
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, C_READ, "SELECT id, item, length(item), ?2,"
 	        " deliveries FROM statefs_inflight WHERE claim_id=?1 ORDER BY id",
 	        &status);
-	listb lb = LISTB_INIT;
-	sfs_item *it;
-	const void *p;
-	size_t n;
 
 	if (!st)
 		return status;
 	sqlite3_bind_int64(st, 1, cid);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(it = listb_push(&lb)))
-			break;
-		it->id = sqlite3_column_int64(st, 0);
-		it->size = (uint64_t)sqlite3_column_int64(st, 2);
-		it->n = sqlite3_column_int64(st, 3);
-		it->mtime_ns = until;
-		p = sqlb_col(st, 1, &n);
-		listb_value(&lb, p, n);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		listb_discard(&lb);
-		return sqlb_fail(b, rc, "reading claimed items");
-	}
-	return listb_finish(&lb, out);
+	sqlite3_bind_int64(st, 2, until);
+	return sqlb_rows(b, st, out, "reading claimed items");
 }
 
 /* The claim body: head items (id == 0, up to max) or one item by id move
@@ -851,40 +816,6 @@ int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 
 /* --- in-flight items and dead letters: reading ---------------------------- */
 
-/* Reads rows of (id, value-or-NULL, size, mtime, n[, key]) into a list. */
-static int rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
-                     int with_key, sfs_list *out)
-{
-	listb lb = LISTB_INIT;
-	sfs_item *it;
-	const void *p;
-	size_t n;
-	int rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(it = listb_push(&lb)))
-			break;
-		it->id = sqlite3_column_int64(st, 0);
-		it->size = (uint64_t)sqlite3_column_int64(st, 2);
-		it->mtime_ns = sqlite3_column_int64(st, 3);
-		it->n = sqlite3_column_int64(st, 4);
-		if (!keys_only) {
-			p = sqlb_col(st, 1, &n);
-			listb_value(&lb, p, n);
-		}
-		if (with_key) {
-			p = sqlb_col(st, 5, &n);
-			listb_key(&lb, p, n);
-		}
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		listb_discard(&lb);
-		return sqlb_fail(b, rc, "reading items");
-	}
-	return listb_finish(&lb, out);
-}
-
 static void bind_scan(sqlite3_stmt *st, sfs_slice queue, int64_t after_id,
                       long limit)
 {
@@ -910,7 +841,7 @@ int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	if (!st)
 		return status;
 	bind_scan(st, queue, after_id, limit);
-	return rows_into(b, st, keys_only, 0, out);
+	return sqlb_rows(b, st, out, "reading items");
 }
 
 /* A statement returning an item for (?1 queue, ?2 id) into *out. */
@@ -975,7 +906,7 @@ int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	if (!st)
 		return status;
 	bind_scan(st, queue, after_id, limit);
-	return rows_into(b, st, keys_only, 1, out);
+	return sqlb_rows(b, st, out, "reading items");
 }
 
 int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,

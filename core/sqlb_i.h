@@ -174,6 +174,13 @@ void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
 /* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
 
+/* Steps a bound listing statement to its end into *out, and resets it.
+ * Its columns, as far as it has them, are the sfs_item fields id, value
+ * (NULL: not loaded), size, mtime_ns, n and key (NULL: none), in that
+ * order. A failure is sqlb_fail(what). */
+int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
+              const char *what);
+
 /* Step a bound statement that returns at most one row, and reset it. No
  * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
  * sqlb_one_blob copies the row's first column into *out (malloc'd);

@@ -26,7 +26,8 @@
 #include "util_i.h"
 
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
- * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3). */
+ * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3). Its
+ * columns are sqlb_rows': id (0), value, size, mtime, n, key. */
 static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
                                int *status)
 {
@@ -34,53 +35,20 @@ static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
 	const char *table = counters ? "function_counter" : "function_state";
 	const char *ttable = counters ? "statefs_counter_time"
 	                              : "statefs_kv_time";
-	const char *val = counters ? "f.n, 0" : (v & 8) ? "NULL, length(f.value)"
-	                                       : "f.value, length(f.value)";
+	const char *cols = counters ? "NULL, 0, t.mtime_ns, f.n"
+	                 : (v & 8) ? "NULL, length(f.value), t.mtime_ns, 0"
+	                           : "f.value, length(f.value), t.mtime_ns, 0";
 	char sql[512];
 
 	if (b->st[slot])
 		return b->st[slot];
 	snprintf(sql, sizeof(sql),
-	         "SELECT f.key, %s, t.mtime_ns FROM %s f LEFT JOIN %s t"
+	         "SELECT 0, %s, f.key FROM %s f LEFT JOIN %s t"
 	         " ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	         " WHERE f.scope_id=?1 AND f.ns=?2%s%s ORDER BY f.key%s LIMIT ?5",
-	         val, table, ttable, (v & 1) ? " AND f.key>=?3" : "",
+	         cols, table, ttable, (v & 1) ? " AND f.key>=?3" : "",
 	         (v & 2) ? " AND f.key<?4" : "", (v & 4) ? " DESC" : "");
 	return sqlb_stmt(b, slot, sql, status);
-}
-
-/* Runs a prepared scan into a list. Columns: key, value-or-n, size, mtime. */
-static int scan_into(sfs_backend *b, sqlite3_stmt *st, int counters,
-                     int keys_only, sfs_list *out)
-{
-	listb lb = LISTB_INIT;
-	sfs_item *it;
-	const void *p;
-	size_t n;
-	int rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(it = listb_push(&lb)))
-			break;
-		it->mtime_ns = sqlite3_column_int64(st, 3);
-		if (counters) {
-			it->n = sqlite3_column_int64(st, 1);
-		} else {
-			it->size = (uint64_t)sqlite3_column_int64(st, 2);
-			if (!keys_only) {
-				p = sqlb_col(st, 1, &n);
-				listb_value(&lb, p, n);
-			}
-		}
-		p = sqlb_col(st, 0, &n);
-		listb_key(&lb, p, n);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		listb_discard(&lb);
-		return sqlb_fail(b, rc, "scanning");
-	}
-	return listb_finish(&lb, out);
 }
 
 static void bind_range(sqlite3_stmt *st, sfs_slice start, sfs_slice end)
@@ -105,7 +73,7 @@ static int scan(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
 	sqlb_bind(st, 2, ns);
 	bind_range(st, o->start, o->end);
 	sqlite3_bind_int64(st, 5, o->limit > 0 ? o->limit : -1);
-	return scan_into(b, st, counters, o->keys_only, out);
+	return sqlb_rows(b, st, out, "scanning");
 }
 
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,

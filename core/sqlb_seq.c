@@ -23,35 +23,6 @@
 #include "sqlb_i.h"
 #include "util_i.h"
 
-/* Reads rows of (id, value-or-NULL, size, time) into a list. */
-static int id_rows_into(sfs_backend *b, sqlite3_stmt *st, int keys_only,
-                        sfs_list *out)
-{
-	listb lb = LISTB_INIT;
-	sfs_item *it;
-	const void *p;
-	size_t n;
-	int rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!(it = listb_push(&lb)))
-			break;
-		it->id = sqlite3_column_int64(st, 0);
-		it->size = (uint64_t)sqlite3_column_int64(st, 2);
-		it->mtime_ns = sqlite3_column_int64(st, 3);
-		if (!keys_only) {
-			p = sqlb_col(st, 1, &n);
-			listb_value(&lb, p, n);
-		}
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		listb_discard(&lb);
-		return sqlb_fail(b, rc, "reading entries");
-	}
-	return listb_finish(&lb, out);
-}
-
 /* --- logs --------------------------------------------------------------- */
 
 static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -107,7 +78,7 @@ int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, after_id);
 	sqlite3_bind_int64(st, 5, limit > 0 ? limit : -1);
-	return id_rows_into(b, st, keys_only, out);
+	return sqlb_rows(b, st, out, "reading entries");
 }
 
 int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -403,7 +374,7 @@ int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, after_id);
 	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
-	return id_rows_into(b, st, keys_only, out);
+	return sqlb_rows(b, st, out, "reading entries");
 }
 
 /* Deletes every item of a queue and their times; inside a write
@@ -465,7 +436,7 @@ int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	sqlb_bind(st, 1, queue);
 	sqlite3_bind_int64(st, 2, INT64_MIN);
 	sqlite3_bind_int64(st, 3, -1);
-	status = id_rows_into(b, st, 0, &l);
+	status = sqlb_rows(b, st, &l, "reading entries");
 	if (status == SFS_OK && l.n)
 		status = queue_clear_tx(b, queue, &c);
 	status = sqlb_end_write_if(b, status, l.n > 0);

@@ -135,6 +135,43 @@ const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len)
 	return p ? p : "";
 }
 
+int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
+              const char *what)
+{
+	int ncol = sqlite3_column_count(st);
+	listb lb = LISTB_INIT;
+	sfs_item *it;
+	const void *p;
+	size_t n;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = sqlite3_column_int64(st, 0);
+		if (ncol > 1 && sqlite3_column_type(st, 1) != SQLITE_NULL) {
+			p = sqlb_col(st, 1, &n);
+			listb_value(&lb, p, n);
+		}
+		if (ncol > 2)
+			it->size = (uint64_t)sqlite3_column_int64(st, 2);
+		if (ncol > 3)
+			it->mtime_ns = sqlite3_column_int64(st, 3);
+		if (ncol > 4)
+			it->n = sqlite3_column_int64(st, 4);
+		if (ncol > 5 && sqlite3_column_type(st, 5) != SQLITE_NULL) {
+			p = sqlb_col(st, 5, &n);
+			listb_key(&lb, p, n);
+		}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, what);
+	}
+	return listb_finish(&lb, out);
+}
+
 int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
                   const char *what)
 {
