@@ -6,7 +6,8 @@
  * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
  * directories, renames), sqlb_seq.c (logs and queues), sqlb_timemap.c
  * (the time maps of log entries and queue items), sqlb_claim.c (claims,
- * in-flight items, dead letters, recovery), sqlb_whole.c
+ * in-flight items, dead letters, recovery), sqlb_stamp.c (the times a
+ * connection knows are already written), sqlb_whole.c
  * (exec clear, checkpoint, restore, info, verify) and sqlb_export.c.
  *
  * Concurrency rules every file follows (see docs/engine.md):
@@ -106,6 +107,8 @@ enum {
 	ST_MAX
 };
 
+typedef struct stamp_cache stamp_cache;
+
 struct sfs_backend {
 	sqlite3 *db;
 	crypt_vfs *vfs;            /* NULL for plaintext and memory stores */
@@ -114,6 +117,7 @@ struct sfs_backend {
 	int readonly;
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
+	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
 
@@ -134,6 +138,10 @@ sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
 int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
 
 int sqlb_begin_write(sfs_backend *b);
+/* The same for a transaction whose writes only move times forward (put,
+ * counter add and set, log append, queue push and pop): it may use the
+ * stamp cache (sqlb_stamp.c). */
+int sqlb_begin_stamped(sfs_backend *b);
 int sqlb_begin_read(sfs_backend *b);
 int sqlb_commit(sfs_backend *b);
 void sqlb_rollback(sfs_backend *b);
@@ -159,6 +167,12 @@ int sqlb_end_write_if(sfs_backend *b, int status, int changed);
 #define IN_WRITE_TX(b, expr)                                               \
 	do {                                                               \
 		int st_ = sqlb_begin_write(b);                             \
+		return st_ != SFS_OK ? st_ : sqlb_end_write(b, (expr));    \
+	} while (0)
+/* The same in a stamped transaction. */
+#define IN_STAMPED_TX(b, expr)                                             \
+	do {                                                               \
+		int st_ = sqlb_begin_stamped(b);                           \
 		return st_ != SFS_OK ? st_ : sqlb_end_write(b, (expr));    \
 	} while (0)
 
@@ -360,5 +374,22 @@ int sqlb_import_begin(sfs_backend *b, sfs_import_be **out);
 int sqlb_import_row(sfs_import_be *imp, const sfs_row *row);
 int sqlb_import_commit(sfs_import_be *imp);
 void sqlb_import_abort(sfs_import_be *imp);
+
+/* --- sqlb_stamp.c ------------------------------------------------------ */
+/* Called by the transaction functions of sqlb_store.c: after BEGIN
+ * IMMEDIATE (stamped: the transaction may use the cache), and at its end
+ * (committed or rolled back). */
+void stamp_begin(sfs_backend *b, int stamped);
+void stamp_end(sfs_backend *b, int committed);
+void stamp_free(sfs_backend *b);
+/* Inside a stamped transaction, before writing a key's time row
+ * (counters: of function_counter) or a time map's note at now: 1 when the
+ * row is known to hold now or later already (skip the statement); else 0,
+ * and the cache takes the statement the caller now runs as done (if it
+ * fails, the transaction rolls back, and that forgets). Always 0 outside a
+ * stamped transaction. */
+int stamp_key(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
+              sfs_slice key, int64_t now);
+int stamp_map(sfs_backend *b, tm_which w, int64_t now);
 
 #endif /* STATEFS_SQLB_I_H */

@@ -10,7 +10,9 @@
  * (util_i.h), and the time upsert's conflict branch only updates when the
  * stored second is older than the current one: a key rewritten many times
  * in one second dirties its time page once, and the upsert that changes
- * nothing dirties no page at all. A clock stepped back leaves the later time
+ * nothing dirties no page at all; when the connection knows the row is
+ * current (sqlb_stamp.c), the upsert is not even run. A clock stepped back
+ * leaves the later time
  * in place until the clock catches up (times of a key never go backwards).
  *
  * Counter overflow: SQLite turns an integer overflow into a REAL, which the
@@ -98,7 +100,7 @@ static int put_one(sfs_backend *b, sqlite3_stmt *put, sqlite3_stmt *tput,
 	sqlb_bind_key(put, scope, ns, key);
 	sqlb_bind(put, 4, value);
 	status = sqlb_run(b, put, "writing a value");
-	if (status != SFS_OK)
+	if (status != SFS_OK || stamp_key(b, 0, scope, ns, key, now))
 		return status;
 	sqlb_bind_key(tput, scope, ns, key);
 	sqlite3_bind_int64(tput, 4, now);
@@ -141,7 +143,7 @@ static int put_many_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_slice *keys, const sfs_slice *values, size_t n)
 {
-	IN_WRITE_TX(b, put_many_tx(b, scope, ns, keys, values, n));
+	IN_STAMPED_TX(b, put_many_tx(b, scope, ns, keys, values, n));
 }
 
 static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
@@ -459,16 +461,17 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
 	int status = SFS_OK;
+	int64_t now = sfs_clock_mtime_ns();
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_TIME,
 	        "INSERT INTO statefs_counter_time (scope_id, ns, key, mtime_ns)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
 	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns<excluded.mtime_ns", &status);
 
-	if (!st)
+	if (!st || stamp_key(b, 1, scope, ns, key, now))
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
-	sqlite3_bind_int64(st, 4, sfs_clock_mtime_ns());
+	sqlite3_bind_int64(st, 4, now);
 	return sqlb_run(b, st, "writing a counter's time");
 }
 
@@ -510,7 +513,7 @@ int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t delta, int64_t *value)
 {
 	int64_t v = 0;
-	int status = sqlb_begin_write(b);
+	int status = sqlb_begin_stamped(b);
 
 	if (status == SFS_OK)
 		status = sqlb_end_write(b, counter_add_tx(b, scope, ns, key,
@@ -540,7 +543,7 @@ static int counter_set_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t value)
 {
-	IN_WRITE_TX(b, counter_set_tx(b, scope, ns, key, value));
+	IN_STAMPED_TX(b, counter_set_tx(b, scope, ns, key, value));
 }
 
 int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -48,7 +48,7 @@ int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, sfs_slice value, int64_t *id)
 {
 	int64_t v = 0;
-	int status = sqlb_begin_write(b);
+	int status = sqlb_begin_stamped(b);
 
 	if (status == SFS_OK)
 		status = sqlb_end_write(b, log_append_tx(b, scope, ns, key, value,
@@ -290,7 +290,7 @@ int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
                     size_t n, int64_t *first_id)
 {
 	int64_t id = 0;
-	int status = sqlb_begin_write(b);
+	int status = sqlb_begin_stamped(b);
 
 	if (status == SFS_OK)
 		status = sqlb_end_write(b, queue_push_tx(b, queue, items, n, &id));
@@ -337,7 +337,7 @@ int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 {
 	sfs_buf v = { NULL, 0 };
 	int64_t got = 0;
-	int status = sqlb_begin_write(b);
+	int status = sqlb_begin_stamped(b);
 
 	if (status == SFS_OK)
 		status = sqlb_end_write(b, queue_pop_tx(b, queue, &v, &got));

@@ -209,7 +209,7 @@ int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
 	return status;
 }
 
-int sqlb_begin_write(sfs_backend *b)
+static int begin_write(sfs_backend *b, int stamped)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_BEGIN_WRITE, "BEGIN IMMEDIATE",
@@ -220,9 +220,21 @@ int sqlb_begin_write(sfs_backend *b)
 	if (b->readonly)
 		return sfs_err(SFS_READONLY, "the store was opened read-only");
 	status = sqlb_run(b, st, "beginning a write transaction");
-	if (status == SFS_OK)
+	if (status == SFS_OK) {
 		b->in_write = 1;
+		stamp_begin(b, stamped);
+	}
 	return status;
+}
+
+int sqlb_begin_write(sfs_backend *b)
+{
+	return begin_write(b, 0);
+}
+
+int sqlb_begin_stamped(sfs_backend *b)
+{
+	return begin_write(b, 1);
 }
 
 int sqlb_begin_read(sfs_backend *b)
@@ -244,8 +256,10 @@ int sqlb_commit(sfs_backend *b)
 		sqlb_rollback(b);
 		return status;
 	}
-	if (b->in_write)
+	if (b->in_write) {
 		b->commits++;
+		stamp_end(b, 1);
+	}
 	b->in_write = 0;
 	return SFS_OK;
 }
@@ -256,6 +270,7 @@ void sqlb_rollback(sfs_backend *b)
 	sqlite3_stmt *st;
 
 	b->in_write = 0;
+	stamp_end(b, 0);
 	if (sqlite3_get_autocommit(b->db))
 		return;
 	st = sqlb_stmt(b, ST_ROLLBACK, "ROLLBACK", &status);
@@ -398,6 +413,7 @@ static void sqlb_close(sfs_backend *b)
 		sqlite3_close(b->db);
 	if (b->vfs)
 		crypt_vfs_close(b->vfs);
+	stamp_free(b);
 	free(b->path);
 	free(b);
 }

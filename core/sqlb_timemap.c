@@ -136,7 +136,7 @@ int tm_note(sfs_backend *b, tm_which w, int64_t id, int64_t now)
 	        " coalesce((SELECT {col} FROM {map} ORDER BY id DESC LIMIT 1),"
 	        " -1)", &status);
 
-	if (!st)
+	if (!st || stamp_map(b, w, now))
 		return status;
 	status = run2(b, st, 2, id, now, "writing a time");
 	if (status != SFS_OK || sqlite3_changes(b->db) == 0)

@@ -550,6 +550,79 @@ static void test_v1_checkpoint_restores(void **state)
 	log_times(t->s, "gone", NULL, 0);
 }
 
+/* An append or a push in this second on s, its id in *id. */
+static void add_entry(sfs_store *s, sfs_family fam, int64_t *id)
+{
+	sfs_slice v = S("v");
+
+	if (fam == SFS_FAM_LOG)
+		OK(sfs_log_append(s, SC, LOG, S("k"), v, id));
+	else
+		OK(sfs_queue_push(s, SC, &v, 1, id));
+}
+
+/* An import (on b, then on s) makes an older second the time map's latest
+ * row; the next append or push on s must add its own row. */
+static void map_stamps(sfs_store *s, sfs_store *b, sfs_family fam)
+{
+	const int64_t id1[] = { 100 }, id2[] = { 200 }, old[] = { 500 };
+	const int64_t want[] = { 1000 * SEC, 500, 1000 * SEC, 500, 1000 * SEC };
+	int64_t id;
+
+	add_entry(s, fam, &id);
+	import_ids(b, fam, id1, old, 1);
+	add_entry(s, fam, &id);
+	import_ids(s, fam, id2, old, 1);
+	add_entry(s, fam, &id);
+	if (fam == SFS_FAM_LOG)
+		log_times(s, "k", want, 5);
+	else
+		queue_times(s, "exec", want, 5);
+}
+
+/* The stamp cache (core/sqlb_stamp.c) skips a time write this handle knows
+ * is already done. Whatever else changes the store in between, another
+ * handle (another connection, as another process would be) or this
+ * handle's own delete, rename, restore or import, the next write in the
+ * same second must write its time again. */
+static void test_stamps_follow_changes(void **state)
+{
+	tfx *t = *state;
+	sfs_slice keys[] = { S("x") }, vals[] = { S("x") };
+	sfs_store *b;
+	sfs_list l;
+
+	OK(tfx_open(t->path, 0, &b));
+	tfx_now = 1000 * SEC;
+	/* a key: put here, deleted there, put here again */
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("1")));
+	OK(sfs_kv_delete(b, SC, S("ns"), S("k")));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("2")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	/* this handle's own delete, rename and restore */
+	OK(sfs_kv_delete(t->s, SC, S("ns"), S("k")));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("3")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	OK(sfs_kv_rename(t->s, SC, S("ns"), S("k"), SC, S("ns"), S("m"), 0));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("4")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	assert_int_equal(kv_mtime(t->s, "m"), 1000 * SEC);
+	OK(sfs_kv_restore(t->s, SC, S("ns"), keys, vals, 1));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("5")));
+	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
+	/* a counter: set here, deleted there, added to here */
+	OK(sfs_counter_set(t->s, SC, S("c"), S("n"), 1));
+	OK(sfs_counter_delete(b, SC, S("c"), S("n")));
+	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
+	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].mtime_ns, 1000 * SEC);
+	sfs_list_free(&l);
+	map_stamps(t->s, b, SFS_FAM_LOG);
+	map_stamps(t->s, b, SFS_FAM_QUEUE);
+	sfs_store_close(b);
+}
+
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
@@ -561,6 +634,7 @@ int main(void)
 		T(test_queue_map),
 		T(test_import_interleaved_log),
 		T(test_import_interleaved_queue),
+		T(test_stamps_follow_changes),
 		T(test_v1_migrates),
 		T(test_v1_checkpoint_restores),
 		T(test_v2_migrates),
