@@ -10,7 +10,9 @@
  * bs=1`, `read -r line` all work and pop once).
  *
  * .pop, .wait and .claim take the head item under a claim (sfs_claim, the
- * mount's lease). .pop and .wait ack it once the bytes are delivered;
+ * mount's lease), and a queue's .drain every pending item under one claim
+ * (a namespace's .drain is sfs_kv_drain: keys have no claims). .pop, .wait
+ * and .drain ack once the bytes are delivered;
  * .claim returns the item's name and leaves the claim to the reader, who
  * settles it under inflight/ (rm = ack, mv back = nack, touch =
  * heartbeat). If the reader was interrupted (Ctrl-C, `timeout`) by the
@@ -23,6 +25,7 @@
  * at-least-once way).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,12 +71,50 @@ static void put_back(fs *f, fs_file *h)
 	h->len = 0;
 }
 
-int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
+/* What a take serves, into *b (malloc'd): the item's bytes (.pop, .wait),
+ * its name under inflight/ and a newline (.claim), or every item as JSON
+ * Lines with the time each was enqueued (.drain). SFS_OK or a status. */
+static int render(fs *f, fs_file *h, sfs_slice queue, sfs_list *l,
+                  sfs_buf *b)
 {
 	char name[FS_ID_NAME + 1];
+	sfs_claim_info ci;
+	sfs_slice v;
+	int rc;
+
+	switch (h->kind) {
+	case FS_QUEUE_DRAIN:
+		/* the claim's items carry their lease end: show when each
+		 * was enqueued, as a peek and the engine's drain do */
+		for (size_t i = 0; i < l->n; i++) {
+			rc = sfs_inflight_stat(f->store, queue, l->items[i].id,
+			                       &ci);
+			if (rc)
+				return rc;
+			l->items[i].mtime_ns = ci.enqueued_ns;
+		}
+		return fs_json_queue_lines(l, b) ? SFS_NOMEM : SFS_OK;
+	case FS_QUEUE_CLAIM:
+		fs_id_name(l->items[0].id, name);
+		strcat(name, "\n");
+		v = sfs_str(name);
+		break;
+	default:
+		v = sfs_bytes(l->items[0].value.ptr, l->items[0].value.len);
+		break;
+	}
+	b->len = v.len;
+	if (!(b->ptr = malloc(v.len + 1)))
+		return SFS_NOMEM;
+	memcpy(b->ptr, v.ptr, v.len);
+	return SFS_OK;
+}
+
+int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
+{
 	int64_t cid = 0;
 	sfs_list l = { NULL, 0 };
-	sfs_buf b;
+	sfs_buf b = { NULL, 0 };
 	int rc;
 
 	pthread_mutex_lock(&h->lock);
@@ -81,26 +122,16 @@ int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
 		pthread_mutex_unlock(&h->lock);
 		return SFS_OK;
 	}
-	rc = sfs_claim(f->store, queue, 1, f->lease_ms, &cid, &l);
+	rc = sfs_claim(f->store, queue, h->kind == FS_QUEUE_DRAIN ? LONG_MAX : 1,
+	               f->lease_ms, &cid, &l);
 	if (rc == SFS_OK) {
 		h->claim = cid;
-		if (h->kind == FS_QUEUE_CLAIM) {
-			/* the item's name under inflight/, and a newline */
-			fs_id_name(l.items[0].id, name);
-			strcat(name, "\n");
-			b.len = strlen(name);
-			b.ptr = malloc(b.len + 1);
-			if (b.ptr)
-				memcpy(b.ptr, name, b.len + 1);
-		} else {
-			b.len = l.items[0].value.len;
-			b.ptr = malloc(b.len + 1);
-			if (b.ptr)
-				memcpy(b.ptr, l.items[0].value.ptr, b.len);
-		}
-		if (!b.ptr || take_buf(h, &b)) {
-			put_back(f, h); /* cannot keep it: back in its place */
+		rc = render(f, h, queue, &l, &b);
+		if (rc == SFS_OK && take_buf(h, &b))
 			rc = SFS_NOMEM;
+		if (rc != SFS_OK) {
+			sfs_buf_free(&b);
+			put_back(f, h); /* cannot keep it: back in its place */
 		}
 	}
 	sfs_list_free(&l);
@@ -149,23 +180,21 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Puts drained rows back: the reader never got them. Queue items go to
- * the tail in their order; keys are put again (a value written meanwhile
- * by someone else is overwritten: the window is one reply long). */
-static void restore_rows(fs *f, fs_kind kind, const fs_addr *a,
-                         const sfs_list *l)
+/* Puts a namespace's drained rows back: the reader never got them. A
+ * value written meanwhile by someone else is overwritten: the window is
+ * one reply long. */
+static void restore_rows(fs *f, const fs_addr *a, const sfs_list *l)
 {
 	int rc = SFS_OK;
 
 	for (size_t i = 0; i < l->n && rc == SFS_OK; i++) {
 		const sfs_item *it = &l->items[i];
-		sfs_slice v = sfs_bytes(it->value.ptr ? it->value.ptr : "",
-		                        it->value.len);
-		rc = kind == FS_KV_DRAIN
-		   ? sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
-		                sfs_bytes(it->key.ptr ? it->key.ptr : "", it->key.len),
-		                v)
-		   : sfs_queue_push(f->store, fs_part(a, 0), &v, 1, NULL);
+
+		rc = sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
+		                sfs_bytes(it->key.ptr ? it->key.ptr : "",
+		                          it->key.len),
+		                sfs_bytes(it->value.ptr ? it->value.ptr : "",
+		                          it->value.len));
 	}
 	if (rc)
 		fs_log(f, LOG_ERR, "drained rows of an interrupted reader could "
@@ -173,7 +202,7 @@ static void restore_rows(fs *f, fs_kind kind, const fs_addr *a,
 		       sfs_errdetail());
 }
 
-/* The first READ of a .drain: sfs_kv_drain or sfs_queue_drain, in one
+/* The first READ of a namespace's .drain: sfs_kv_drain, in one
  * transaction, rendered as JSON Lines into the handle; *rows keeps what
  * was taken until it is delivered. Lock held; returns an errno. */
 static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
@@ -181,17 +210,12 @@ static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
 	sfs_buf out = { NULL, 0 };
 	int rc, err;
 
-	if (h->kind == FS_KV_DRAIN)
-		rc = sfs_kv_drain(f->store, fs_part(a, 0), fs_part(a, 1), rows);
-	else
-		rc = sfs_queue_drain(f->store, fs_part(a, 0), rows);
+	rc = sfs_kv_drain(f->store, fs_part(a, 0), fs_part(a, 1), rows);
 	if (rc)
 		return fs_errno(f, rc, "drain");
-	err = h->kind == FS_KV_DRAIN
-	    ? fs_json_kv_lines(rows, sfs_name_key_kind(fs_part(a, 1)), &out)
-	    : fs_json_queue_lines(rows, &out);
+	err = fs_json_kv_lines(rows, sfs_name_key_kind(fs_part(a, 1)), &out);
 	if (err) {
-		restore_rows(f, h->kind, a, rows);
+		restore_rows(f, a, rows);
 		return err;
 	}
 	free(h->buf);
@@ -199,6 +223,20 @@ static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
 	h->len = h->cap = out.len;
 	h->loaded = 1;
 	return 0;
+}
+
+/* A queue's .drain that found nothing reads as empty, and stays so for
+ * the handle: one take per handle, as for the other special files. */
+static void drained_nothing(fuse_req_t req, fs_file *h, size_t size,
+                            off_t off)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!h->loaded) {
+		h->loaded = 1;
+		h->len = 0;
+	}
+	serve(req, h, size, off);
+	pthread_mutex_unlock(&h->lock);
 }
 
 void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
@@ -223,19 +261,18 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	queue = fs_part(&a, 0);
 	switch (h->kind) {
 	case FS_KV_DRAIN:
-	case FS_QUEUE_DRAIN:
 		err = drain(f, h, &a, &rows);
 		if (err) {
 			fuse_reply_err(req, err);
 		} else if (fuse_req_interrupted(req)) {
-			restore_rows(f, h->kind, &a, &rows);
+			restore_rows(f, &a, &rows);
 			h->loaded = 0;
 			h->len = 0;
 			fuse_reply_err(req, EINTR);
 		} else if (serve(req, h, size, off) != 0) {
 			/* The reply did not reach the reader (and freed
 			 * the request): nobody has these rows. */
-			restore_rows(f, h->kind, &a, &rows);
+			restore_rows(f, &a, &rows);
 			h->loaded = 0;
 			h->len = 0;
 		}
@@ -245,12 +282,15 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	case FS_QUEUE_POP:
 	case FS_QUEUE_WAIT:
 	case FS_QUEUE_CLAIM:
+	case FS_QUEUE_DRAIN:
 		pthread_mutex_unlock(&h->lock);
 		rc = fs_special_pop(f, h, queue);
 		if (rc == SFS_OK)
 			fs_special_deliver(f, req, h, queue, size, off);
 		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_WAIT)
 			fs_wait_add(f, req, h, queue, size, off);
+		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_DRAIN)
+			drained_nothing(req, h, size, off);
 		else if (rc == SFS_NOTFOUND)
 			fuse_reply_err(req, ENODATA); /* the loop's end */
 		else

@@ -7,8 +7,9 @@
 # racing claimers wins, the others get ENOENT); a worker killed with
 # SIGKILL has its item back after the lease (the daemon's recovery) and not
 # before, and its late rm fails with ENOENT; dead/ lists, requeues and
-# deletes dead letters; the delivery limit; a .pop or .wait reader
-# interrupted after the item was taken leaves it at the head, same name.
+# deletes dead letters; the delivery limit; a .pop, .wait, .claim or .drain
+# reader interrupted after the items were taken leaves them at the head,
+# same names, and a daemon killed during a .drain's reply loses nothing.
 # Runs with -o lease=2s; the daemon recovers every second.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
@@ -160,7 +161,7 @@ unset STATEFS_TEST_DELIVER_DELAY_MS
 cd "$mnt"
 for i in x y; do echo $i > $q/new; done
 names=$(ls $q | tr '\n' ' ')
-for f in .pop .wait .claim; do
+for f in .pop .wait .claim .drain; do
   rc=0
   timeout -s INT 0.2 cat $q/$f >/dev/null || rc=$?
   expect_eq "$rc" 124 "the $f reader was interrupted"
@@ -171,6 +172,28 @@ done
 expect_eq "$(cat $q/.pop)" x "delivered, the pop is done"
 expect_eq "$(ls $q | wc -l),$(ls $q/inflight | wc -l)" "1,0" "acked on delivery"
 ok "an interrupted reader leaves the item at the head"
+
+# --- the daemon killed between a drain's take and its reply ----------------
+# The items are in flight under the dead daemon's claim; after the lease the
+# next daemon's recovery puts them back at their places, under their names.
+for i in d1 d2; do echo $i > $q/new; done
+names=$(ls $q | tr '\n' ' ')
+cat $q/.drain >/dev/null 2>&1 & reader=$!
+sleep 0.3 # inside the 600 ms delivery delay
+expect_eq "$(helper qlen jobs)" 0 "the drain took every item"
+cd /
+kill -9 "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=
+wait "$reader" 2>/dev/null || true
+fusermount3 -u "$mnt"
+mount_fs -o lease=2s
+cd "$mnt"
+sleep 3.5 # the lease (2 s) ends; the daemon recovers every second
+expect_eq "$(ls $q | tr '\n' ' ')" "$names" "after the lease: same items, same names, same order"
+expect_eq "$(jq -r '.value | rtrimstr("\n")' $q/.drain | tr '\n' ,)" "y,d1,d2," \
+  "then drained for real"
+ok "a daemon killed during a .drain loses nothing"
 
 cd /
 unmount_fs

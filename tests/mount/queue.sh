@@ -41,10 +41,15 @@ expect_op ENODATA read $q/.pop
 expect_eq "$(cat $q/.pop 2>&1)" "cat: $q/.pop: No data available" "the message"
 ok ".pop and ENODATA"
 
-# .drain: every item at once, in order, as JSON Lines.
+# .drain: every item at once, in order, as JSON Lines, each with the time
+# it was enqueued (what stat shows for the item), not its claim's lease.
 helper qpush jobs a b x:ff00
-expect_eq "$(jq -r '.value // .value_b64' $q/.drain | tr '\n' ,)" "a,b,/wA=," ".drain"
+times=$(stat -c %Y $q/* | tr '\n' ,)
+d=$(cat $q/.drain)
+expect_eq "$(jq -r '.value // .value_b64' <<<"$d" | tr '\n' ,)" "a,b,/wA=," ".drain"
+expect_eq "$(jq -r '.mtime_ns / 1000000000 | floor' <<<"$d" | tr '\n' ,)" "$times" ".drain's times"
 expect_eq "$(helper qlen jobs)" 0 "drained"
+expect_eq "$(ls $q/inflight | wc -l)" 0 "nothing left in flight"
 expect_eq "$(cat $q/.drain | wc -c)" 0 "an empty drain is empty"
 ok ".drain"
 
