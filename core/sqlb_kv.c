@@ -12,8 +12,8 @@
  * in one second dirties its time page once, and the upsert that changes
  * nothing dirties no page at all; when the connection knows the row is
  * current (sqlb_stamp.c), the upsert is not even run. A clock stepped back
- * leaves the later time
- * in place until the clock catches up (times of a key never go backwards).
+ * leaves the later time in place until the clock catches up (times of a
+ * key never go backwards).
  *
  * Counter overflow: SQLite turns an integer overflow into a REAL, which the
  * SDK would then store. The add statement instead carries the bounds

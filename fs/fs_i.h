@@ -424,7 +424,7 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 /* Takes the head item of queue into h under a claim (.pop, .wait: its
  * bytes; .claim: its name), or every pending item (.drain: JSON Lines).
  * SFS_OK, SFS_NOTFOUND when empty. */
-int fs_special_pop(fs *f, fs_file *h, sfs_slice queue);
+int fs_special_take(fs *f, fs_file *h, sfs_slice queue);
 /* Replies to a READ of what h took. Delivered, a pop's or a drain's claim
  * is acked (a .claim's is kept for the reader to settle); if the reader
  * was interrupted meanwhile or the reply fails, the claim is nacked: the

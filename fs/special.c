@@ -110,7 +110,7 @@ static int render(fs *f, fs_file *h, sfs_slice queue, sfs_list *l,
 	return SFS_OK;
 }
 
-int fs_special_pop(fs *f, fs_file *h, sfs_slice queue)
+int fs_special_take(fs *f, fs_file *h, sfs_slice queue)
 {
 	int64_t cid = 0;
 	sfs_list l = { NULL, 0 };
@@ -284,7 +284,7 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	case FS_QUEUE_CLAIM:
 	case FS_QUEUE_DRAIN:
 		pthread_mutex_unlock(&h->lock);
-		rc = fs_special_pop(f, h, queue);
+		rc = fs_special_take(f, h, queue);
 		if (rc == SFS_OK)
 			fs_special_deliver(f, req, h, queue, size, off);
 		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_WAIT)
