@@ -121,8 +121,8 @@ static void *waiter_main(void *arg)
 			interrupted = w->interrupted;
 			pthread_mutex_unlock(&q->lock);
 			if (!interrupted && look)
-				rc = fs_special_take(f, w->h, sfs_bytes(w->queue.ptr,
-				                                       w->queue.len));
+				rc = fs_special_take(f, w->h,
+				        sfs_bytes(w->queue.ptr, w->queue.len));
 			if (interrupted || rc == SFS_OK) {
 				finish(f, w, rc == SFS_OK);
 			} else if (rc != SFS_NOTFOUND) {
