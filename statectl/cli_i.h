@@ -245,6 +245,11 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
 /* "key 'k' in scope 's' namespace 'n'" (n == 3; noun replaces "key" when
  * not NULL), "namespace 'n' of scope 's'" (2), "scope 's'" (1): malloc'd. */
 char *cli_names_where(const cli_name *nm, int n, const char *noun);
+/* The failure of an operation on the names nm (described as
+ * cli_names_where does): SFS_NOTFOUND is "no such <where>" (exit 1), any
+ * other status "cannot <doing> <where>: <status>" (cli_fail_status). */
+int cli_fail_names(const cli *c, int status, const cli_name *nm, int n,
+                   const char *noun, const char *doing);
 /* Sets "scope", "ns", "key" (the first n) on a JSON object. */
 void cli_names_json(json_t *obj, const cli_name *nm, int n);
 

@@ -65,19 +65,17 @@ static int counter_cmd(cli *c, cli_args *a, int op)
 	default: st = sfs_counter_delete(s, nm[0].s, nm[1].s, nm[2].s); break;
 	}
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, "counter");
-		if (st == SFS_NOTFOUND)
-			rc = cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where);
-		else if (st == SFS_OVERFLOW)
+		if (st == SFS_OVERFLOW) {
+			where = cli_names_where(nm, 3, "counter");
 			rc = cli_fail(c, CLI_EXIT_DATA, "adding %lld to %s would "
 			              "leave the 64-bit range; nothing changed",
 			              (long long)arg, where);
-		else
-			rc = cli_fail_status(c, st, "cannot %s %s",
-			                     op == 'g' ? "read" : op == 'd' ? "delete"
-			                                                    : "change",
-			                     where);
-		free(where);
+			free(where);
+		} else {
+			rc = cli_fail_names(c, st, nm, 3, "counter",
+			                    op == 'g' ? "read" : op == 'd' ? "delete"
+			                                                   : "change");
+		}
 		goto out;
 	}
 	if (op == 'd') {
@@ -113,7 +111,6 @@ int cmd_counter_scan(cli *c, cli_args *a)
 	sfs_scan_opts so = { SFS_NONE, SFS_NONE, 0, 0, 0 };
 	sfs_list l = { NULL, 0 };
 	json_t *o, *arr, *e;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
@@ -131,9 +128,7 @@ int cmd_counter_scan(cli *c, cli_args *a)
 	so.limit = a->limit;
 	st = sfs_counter_scan(s, nm[0].s, nm[1].s, &so, &l);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 2, NULL);
-		rc = cli_fail_status(c, st, "cannot scan the counters of %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 2, NULL, "scan the counters of");
 		goto out;
 	}
 	if (!c->json) {

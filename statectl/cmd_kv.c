@@ -54,7 +54,6 @@ int cmd_get(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_buf v = { NULL, 0 };
 	json_t *o;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
@@ -64,11 +63,7 @@ int cmd_get(cli *c, cli_args *a)
 		goto out;
 	st = sfs_kv_get(s, nm[0].s, nm[1].s, nm[2].s, &v);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, NULL);
-		rc = st == SFS_NOTFOUND
-		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where)
-		   : cli_fail_status(c, st, "cannot read %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 3, NULL, "read");
 		goto out;
 	}
 	if (c->json) {
@@ -95,7 +90,6 @@ int cmd_put(cli *c, cli_args *a)
 	sfs_slice value;
 	void *mem = NULL;
 	json_t *o;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
@@ -107,9 +101,7 @@ int cmd_put(cli *c, cli_args *a)
 		goto out;
 	st = sfs_kv_put(s, nm[0].s, nm[1].s, nm[2].s, value);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, NULL);
-		rc = cli_fail_status(c, st, "cannot write %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 3, NULL, "write");
 		goto out;
 	}
 	if (c->json) {
@@ -131,7 +123,6 @@ int cmd_del(cli *c, cli_args *a)
 	cli_name nm[3];
 	sfs_store *s = NULL;
 	json_t *o;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
@@ -141,11 +132,7 @@ int cmd_del(cli *c, cli_args *a)
 		goto out;
 	st = sfs_kv_delete(s, nm[0].s, nm[1].s, nm[2].s);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, NULL);
-		rc = st == SFS_NOTFOUND
-		   ? cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where)
-		   : cli_fail_status(c, st, "cannot delete %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 3, NULL, "delete");
 		goto out;
 	}
 	if (c->json) {
@@ -191,7 +178,6 @@ int cmd_scan(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_scan_opts so;
 	sfs_list l = { NULL, 0 };
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
@@ -211,9 +197,7 @@ int cmd_scan(cli *c, cli_args *a)
 	so.keys_only = a->keys_only;
 	st = sfs_kv_scan(s, nm[0].s, nm[1].s, &so, &l);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 2, NULL);
-		rc = cli_fail_status(c, st, "cannot scan %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 2, NULL, "scan");
 		goto out;
 	}
 	rc = print_entries(c, nm, &l, a->keys_only);
@@ -232,7 +216,6 @@ int cmd_delete_range(cli *c, cli_args *a)
 	cli_name nm[2], start, end;
 	sfs_store *s = NULL;
 	uint64_t count = 0;
-	char *where;
 	int rc, st;
 
 	if (!a->start && !a->end && !a->all)
@@ -251,9 +234,7 @@ int cmd_delete_range(cli *c, cli_args *a)
 		goto out;
 	st = sfs_kv_delete_range(s, nm[0].s, nm[1].s, start.s, end.s, &count);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 2, NULL);
-		rc = cli_fail_status(c, st, "cannot delete keys of %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 2, NULL, "delete keys of");
 		goto out;
 	}
 	rc = cli_out_count(c, nm, 2, count);
@@ -271,7 +252,6 @@ int cmd_drain(cli *c, cli_args *a)
 	cli_name nm[2];
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
@@ -281,9 +261,7 @@ int cmd_drain(cli *c, cli_args *a)
 		goto out;
 	st = sfs_kv_drain(s, nm[0].s, nm[1].s, &l);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 2, NULL);
-		rc = cli_fail_status(c, st, "cannot drain %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 2, NULL, "drain");
 		goto out;
 	}
 	rc = print_entries(c, nm, &l, 0);
@@ -300,7 +278,6 @@ int cmd_exec_clear(cli *c, cli_args *a)
 	cli_name nm[1];
 	sfs_store *s = NULL;
 	uint64_t count = 0;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 1, nm)))
@@ -310,9 +287,7 @@ int cmd_exec_clear(cli *c, cli_args *a)
 		goto out;
 	st = sfs_exec_clear(s, nm[0].s, &count);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 1, NULL);
-		rc = cli_fail_status(c, st, "cannot clear %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 1, NULL, "clear");
 		goto out;
 	}
 	rc = cli_out_count(c, nm, 1, count);

@@ -19,7 +19,6 @@ int cmd_log_append(cli *c, cli_args *a)
 	void *mem = NULL;
 	int64_t id = 0;
 	json_t *o;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
@@ -31,9 +30,7 @@ int cmd_log_append(cli *c, cli_args *a)
 		goto out;
 	st = sfs_log_append(s, nm[0].s, nm[1].s, nm[2].s, value, &id);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, "log");
-		rc = cli_fail_status(c, st, "cannot append to %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 3, "log", "append to");
 		goto out;
 	}
 	if (c->json) {
@@ -58,7 +55,6 @@ int cmd_log_scan(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
 	json_t *o;
-	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 3, nm)))
@@ -69,9 +65,7 @@ int cmd_log_scan(cli *c, cli_args *a)
 	st = sfs_log_scan(s, nm[0].s, nm[1].s, nm[2].s, a->after, a->limit,
 	                  a->keys_only, &l);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, 3, "log");
-		rc = cli_fail_status(c, st, "cannot read %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, 3, "log", "read");
 		goto out;
 	}
 	o = json_object();
@@ -91,7 +85,6 @@ int cmd_log_clear(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	uint64_t count = 0;
 	int rc, st, n = a->npos;
-	char *where;
 
 	if ((rc = cli_names_parse(c, a->pos, n, nm)))
 		return rc;
@@ -101,9 +94,7 @@ int cmd_log_clear(cli *c, cli_args *a)
 	st = sfs_log_clear(s, nm[0].s, n > 1 ? nm[1].s : SFS_NONE,
 	                   n > 2 ? nm[2].s : SFS_NONE, &count);
 	if (st != SFS_OK) {
-		where = cli_names_where(nm, n, "log");
-		rc = cli_fail_status(c, st, "cannot clear the logs of %s", where);
-		free(where);
+		rc = cli_fail_names(c, st, nm, n, "log", "clear the logs of");
 		goto out;
 	}
 	rc = cli_out_count(c, nm, n, count);

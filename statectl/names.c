@@ -234,6 +234,18 @@ char *cli_names_where(const cli_name *nm, int n, const char *noun)
 	return out;
 }
 
+int cli_fail_names(const cli *c, int status, const cli_name *nm, int n,
+                   const char *noun, const char *doing)
+{
+	char *where = cli_names_where(nm, n, noun);
+	int rc = status == SFS_NOTFOUND
+	       ? cli_fail(c, CLI_EXIT_NOTFOUND, "no such %s", where)
+	       : cli_fail_status(c, status, "cannot %s %s", doing, where);
+
+	free(where);
+	return rc;
+}
+
 void cli_names_json(json_t *obj, const cli_name *nm, int n)
 {
 	for (int i = 0; i < n && i < 3; i++)
