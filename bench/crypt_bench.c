@@ -39,7 +39,7 @@
 
 #include <sodium.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
 #include "statefs.h"
 
 #define PAGE 4096

@@ -37,7 +37,7 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "statefs.h"
 
 #define KEYS 1000

@@ -2,7 +2,7 @@
  * api_claim.c - the public claim functions (statefs.h, "Claims"): check the
  * arguments, turn leases into nanoseconds, take the handle's lock, call the
  * backend once. The protocol itself is docs/claims.md; its SQL is
- * sqlb_claim.c.
+ * core/sqlite/claim.c.
  */
 #include <errno.h>
 #include <stdlib.h>

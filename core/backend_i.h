@@ -194,7 +194,7 @@ typedef struct sfs_backend_cfg {
 	uint64_t max_value;        /* > 0 */
 } sfs_backend_cfg;
 
-/* The SQLite backend (sqlb_store.c). */
+/* The SQLite backend (core/sqlite/conn.c). */
 extern const sfs_backend_ops sqlb_ops;
 int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
 

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "err_i.h"
 
 /* $XDG_<var> if absolute (the XDG spec ignores relative values), else

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 #include "statefs.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_crypt_key.c - key sources and key hygiene (core/key.c, config.c).
+ * test_crypt_key.c - key sources and key hygiene (core/crypt/key.c, core/config.c).
  *
  * Runs in the unit suite, so also under ASan+UBSan. The environment test
  * re-executes this binary with STATEFS_KEY in its *initial* environment,
@@ -22,7 +22,7 @@
 
 #include <sodium.h>
 
-#include "crypt_i.h"
+#include "crypt/crypt_i.h"
 #include "fixture.h"
 #include "statefs.h"
 

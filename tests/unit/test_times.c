@@ -580,7 +580,7 @@ static void map_stamps(sfs_store *s, sfs_store *b, sfs_family fam)
 		queue_times(s, "exec", want, 5);
 }
 
-/* The stamp cache (core/sqlb_stamp.c) skips a time write this handle knows
+/* The stamp cache (core/sqlite/stamp.c) skips a time write this handle knows
  * is already done. Whatever else changes the store in between, another
  * handle (another connection, as another process would be) or this
  * handle's own delete, rename, restore or import, the next write in the

@@ -1,5 +1,5 @@
 /*
- * sqlb_whole.c - operations on a whole scope or the whole store: execution
+ * whole.c - operations on a whole scope or the whole store: execution
  * clear, checkpoint, restore, info and verify.
  *
  * Checkpoint is VACUUM INTO a temporary file beside the target, through the
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 #include "util_i.h"
 
 /* --- execution clear ---------------------------------------------------- */

@@ -34,7 +34,8 @@
 
 #include <sqlite3.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
+#include "vfs_i.h"
 #include "err_i.h"
 
 struct rekey {

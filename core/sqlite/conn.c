@@ -1,10 +1,10 @@
 /*
- * sqlb_store.c - the SQLite backend's connection: open and close, the
+ * conn.c - the SQLite backend's connection: open and close, the
  * statement cache, transactions, durability, the change counter, and the one
  * function that turns SQLite result codes into sfs_status.
  *
  * Opening follows the encryption layer's order when a key is given
- * (crypt_i.h): preflight, a VFS for the key, sqlite3_open_v2 through it,
+ * (vfs_i.h): preflight, a VFS for the key, sqlite3_open_v2 through it,
  * crypt_db_setup before any statement. Then, for every file store, the
  * busy timeout BEFORE journal_mode=WAL: switching to WAL takes an exclusive
  * lock, and processes starting together would otherwise fail at once with
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 #include "util_i.h"
 
 int sqlb_fail(sfs_backend *b, int rc, const char *what)

@@ -1,5 +1,5 @@
 /*
- * sqlb_schema.c - the store's tables: the VGI Go SDK's four, with its exact
+ * schema.c - the store's tables: the VGI Go SDK's four, with its exact
  * DDL, and ours, prefixed statefs_, with a schema version.
  *
  * The SDK's tables are created with the SDK's own statements (whitespace
@@ -18,7 +18,7 @@
  *   statefs_queue_pending enqueue time and delivery count of pending items
  *                         that need their own (they re-entered the queue
  *                         at their old id, or were delivered before)
- *   statefs_claim         claims: queue, lease end (sqlb_claim.c)
+ *   statefs_claim         claims: queue, lease end (claim.c)
  *   statefs_inflight      claimed items, with their original ids
  *   statefs_dead          dead letters
  *   statefs_queue_policy  per-queue time-to-live and delivery limit
@@ -27,7 +27,7 @@
  * A key/value or counter row the Go SDK wrote has no time row: its mtime
  * reads as 0. A time row whose data row the SDK deleted is invisible
  * (reads join on the data row) and is removed by the next statefs delete
- * or clear of that key or scope. The time maps are sqlb_timemap.c's.
+ * or clear of that key or scope. The time maps are timemap.c's.
  *
  * Versions: 1 kept one time row per log entry and queue item
  * (statefs_log_time, statefs_queue_time); 2 has the sparse maps and
@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 
 static const char sdk_ddl[] =
 	"CREATE TABLE IF NOT EXISTS work_queue (\n"

@@ -1,5 +1,5 @@
 /*
- * sqlb_seq.c - append-logs (function_state_log) and work queues
+ * seq.c - append-logs (function_state_log) and work queues
  * (work_queue) over SQLite: the two families whose rows carry ids.
  *
  * Ids come from AUTOINCREMENT, i.e. from sqlite_sequence in the store, not
@@ -13,14 +13,14 @@
  * processes never get one item.
  *
  * Times of entries and items come from the sparse time maps
- * (sqlb_timemap.c): an append or push writes a map row at most once a
+ * (timemap.c): an append or push writes a map row at most once a
  * second, a pop writes none, and every listing derives each row's time in
  * the same query (one index seek per row, as a join would).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 #include "util_i.h"
 
 /* --- logs --------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * sqlb_export.c - export every row of every family from one snapshot, and
+ * export.c - export every row of every family from one snapshot, and
  * import such rows back in one transaction.
  *
  * Export order is fixed (statefs.h): family (KV, counters, logs, queues,
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 
 /* --- export ------------------------------------------------------------- */
 

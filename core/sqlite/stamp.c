@@ -1,5 +1,5 @@
 /*
- * sqlb_stamp.c - what this connection knows is already stamped.
+ * stamp.c - what this connection knows is already stamped.
  *
  * A write's modification time is a second statement in its transaction:
  * the key's time row upsert, or the time map's conditional insert. Within
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 
 #define SETS 1024           /* a power of two; two slots each */
 #define SLOT_BYTES 100      /* tag, scope, ns, key with 2-byte lengths */

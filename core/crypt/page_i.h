@@ -1,7 +1,7 @@
 /*
- * crypt_page_i.h - one encrypted page: layout, keys, seal and open
- * (private to the encryption layer: crypt_page.c, used by crypt_vfs.c,
- * crypt_check.c and rekey.c).
+ * page_i.h - one encrypted page: layout, keys, seal and open
+ * (private to the encryption layer: page.c, used by sqlite/vfs.c,
+ * sqlite/check.c and sqlite/rekey.c).
  *
  * Layout of every page of P bytes (docs/encryption.md has the full table):
  *

@@ -1,9 +1,9 @@
 /*
- * crypt_vfs.c - the page-encrypting SQLite VFS shim.
+ * vfs.c - the page-encrypting SQLite VFS shim.
  *
  * A VFS instance wraps the default VFS ("unix") and holds one key; every
  * database file, WAL and rollback journal opened through it is encrypted
- * page by page (crypt_page.c). It works with the stock libsqlite3: SQLite
+ * page by page (crypt/page.c). It works with the stock libsqlite3: SQLite
  * never knows, except that it keeps 48 reserved bytes at the end of each
  * page (crypt_db_setup) which the shim fills with nonce, tag and trailer on
  * the way down and gives back as zeros on the way up.
@@ -22,7 +22,7 @@
  *    the gap with encrypted zero pages, so a zero page on disk is an error.
  *
  * What it deliberately leaves out: other page layouts than the one in
- * crypt_page_i.h, rollback-journal hardening beyond SQLite's own checksums
+ * crypt/page_i.h, rollback-journal hardening beyond SQLite's own checksums
  * (statefs stores run in WAL mode), and any cache: each page operation is
  * one pread/pwrite plus one AEAD call.
  *
@@ -40,7 +40,8 @@
 #include <sodium.h>
 #include <sqlite3.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
+#include "vfs_i.h"
 #include "err_i.h"
 
 struct crypt_vfs {

@@ -1,5 +1,5 @@
 /*
- * crypt_check.c - reading an encrypted store without SQLite: the preflight
+ * check.c - reading an encrypted store without SQLite: the preflight
  * that turns "file is not a database" into a sentence, and the page-by-page
  * verification behind sfs_store_verify.
  *
@@ -25,7 +25,8 @@
 
 #include <sodium.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
+#include "vfs_i.h"
 #include "err_i.h"
 
 static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
@@ -138,7 +139,7 @@ static int head_key(const char *path, head *h, const sfs_key *key,
 {
 	int kdf = h->page1[h->P - 7], rc, r;
 
-	/* A raw key ignores the kdf byte (see crypt_vfs.c main_ready). */
+	/* A raw key ignores the kdf byte (see vfs.c main_ready). */
 	rc = cp_derive(key, h->page1,
 	               crypt_key_is_passphrase(key) ? kdf : CRYPT_KDF_RAW, fk);
 	if (rc == SFS_WRONGKEY)

@@ -1,5 +1,5 @@
 /*
- * sqlb_timemap.c - when log entries and queue items were written: sparse
+ * timemap.c - when log entries and queue items were written: sparse
  * time maps keyed by id.
  *
  * Ids of logs and of queues are global and increase with every commit, so
@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 
 typedef struct tm_desc {
 	const char *map;   /* the sparse map */

@@ -1,14 +1,14 @@
 /*
- * sqlb_i.h - the SQLite backend's shared internals (private).
+ * sqlite_i.h - the SQLite backend's shared internals (private).
  *
- * The backend is split by job: sqlb_store.c (connection, statement cache,
- * transactions, status translation), sqlb_schema.c (DDL and versions),
- * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
- * directories, renames), sqlb_seq.c (logs and queues), sqlb_timemap.c
- * (the time maps of log entries and queue items), sqlb_claim.c (claims,
- * in-flight items, dead letters, recovery), sqlb_stamp.c (the times a
- * connection knows are already written), sqlb_whole.c
- * (exec clear, checkpoint, restore, info, verify) and sqlb_export.c.
+ * The backend is split by job: conn.c (connection, statement cache,
+ * transactions, status translation), schema.c (DDL and versions),
+ * kv.c (key/value and counters), dir.c (scopes, namespaces,
+ * directories, renames), seq.c (logs and queues), timemap.c
+ * (the time maps of log entries and queue items), claim.c (claims,
+ * in-flight items, dead letters, recovery), stamp.c (the times a
+ * connection knows are already written), whole.c
+ * (exec clear, checkpoint, restore, info, verify) and export.c.
  *
  * Concurrency rules every file follows (see docs/engine.md):
  *  - One connection per handle; the caller's lock serialises calls.
@@ -27,12 +27,12 @@
 #include <sqlite3.h>
 
 #include "backend_i.h"
-#include "crypt_i.h"
+#include "vfs_i.h"
 #include "err_i.h"
 #include "list_i.h"
 
 /* 1: one time row per log entry and queue item. 2: sparse time maps
- * (sqlb_timemap.c), whole-second mtimes. 3: claims (sqlb_claim.c); the
+ * (timemap.c), whole-second mtimes. 3: claims (claim.c); the
  * time override table became statefs_queue_pending, with a delivery
  * count. */
 #define SQLB_SCHEMA_VERSION 3
@@ -93,7 +93,7 @@ enum {
 	ST_TM_PRUNE_RANGE = ST_TM_PRUNE_BELOW + 2, /* 2 */
 	ST_TM_OVR_SET = ST_TM_PRUNE_RANGE + 2,
 	ST_TM_OVR_DEL,
-	/* claims: sqlb_claim.c numbers its own statements in this range */
+	/* claims: claim.c numbers its own statements in this range */
 	ST_CLAIM,
 	ST_CLAIM_END = ST_CLAIM + 64,
 	/* directories: [family] ranges are indexed by family - 1 */
@@ -117,11 +117,11 @@ struct sfs_backend {
 	int readonly;
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
-	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */
+	stamp_cache *stamps;       /* stamp.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
 
-/* --- sqlb_store.c ------------------------------------------------------ */
+/* --- conn.c ------------------------------------------------------ */
 
 /* THE translation of SQLite result codes into sfs_status: every failure of
  * a SQLite call in the engine goes through here. Sets the thread's detail to
@@ -140,7 +140,7 @@ int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
 int sqlb_begin_write(sfs_backend *b);
 /* The same for a transaction whose writes only move times forward (put,
  * counter add and set, log append, queue push and pop): it may use the
- * stamp cache (sqlb_stamp.c). */
+ * stamp cache (stamp.c). */
 int sqlb_begin_stamped(sfs_backend *b);
 int sqlb_begin_read(sfs_backend *b);
 int sqlb_commit(sfs_backend *b);
@@ -204,7 +204,7 @@ int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
 int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
                   int64_t *mtime_ns, const char *what);
 
-/* --- sqlb_schema.c ----------------------------------------------------- */
+/* --- schema.c ----------------------------------------------------- */
 /* Creates missing tables (or, read-only, shadows our missing tables with
  * empty temporary ones) and checks the schema version. */
 int sqlb_schema_init(sfs_backend *b);
@@ -214,7 +214,7 @@ int sqlb_schema_init(sfs_backend *b);
 int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
 void sqlb_schema_tables_free(char **names);
 
-/* --- sqlb_timemap.c ---------------------------------------------------- */
+/* --- timemap.c ---------------------------------------------------- */
 /* Sparse time maps of log entries and queue items (see the file). Every
  * call runs inside the caller's write transaction. */
 typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
@@ -375,8 +375,8 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *row);
 int sqlb_import_commit(sfs_import_be *imp);
 void sqlb_import_abort(sfs_import_be *imp);
 
-/* --- sqlb_stamp.c ------------------------------------------------------ */
-/* Called by the transaction functions of sqlb_store.c: after BEGIN
+/* --- stamp.c ------------------------------------------------------ */
+/* Called by the transaction functions of conn.c: after BEGIN
  * IMMEDIATE (stamped: the transaction may use the cache), and at its end
  * (committed or rolled back). */
 void stamp_begin(sfs_backend *b, int stamped);

@@ -1,5 +1,5 @@
 /*
- * sqlb_claim.c - claims over SQLite: items move from work_queue into
+ * claim.c - claims over SQLite: items move from work_queue into
  * statefs_inflight under a statefs_claim with a lease, and leave it by ack
  * (deleted), nack (back at their original id), retry (a new id at the
  * tail), reject (statefs_dead), or recovery when the lease ran out.
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 #include "util_i.h"
 
 /* Statement slots, offsets from ST_CLAIM. [2] ranges: variant 0 every
@@ -106,7 +106,7 @@ static int one_row(sfs_backend *b, sqlite3_stmt *st, int64_t *v, int n,
 
 /* Time-to-live of one queue: drops its pending items whose wait began
  * before cut, keeping those whose time is unknown (0). The queue map is
- * monotone (sqlb_timemap.c), so the items it dates before cut are the ids
+ * monotone (timemap.c), so the items it dates before cut are the ids
  * in [Z, C): Z the first row with a known time, C the first at or after
  * cut. Items with their own time (statefs_queue_pending) are judged by it. */
 static int ttl_pass(sfs_backend *b, sfs_slice queue, int64_t cut,

@@ -1,5 +1,5 @@
 /*
- * crypt_page.c - seal and open one page (layout in crypt_page_i.h).
+ * page.c - seal and open one page (layout in page_i.h).
  *
  * The cipher is XChaCha20-Poly1305-IETF in detached mode with a fresh
  * random 24-byte nonce for every write: random nonces of that size never
@@ -28,7 +28,7 @@
 
 #include <sodium.h>
 
-#include "crypt_page_i.h"
+#include "page_i.h"
 #include "err_i.h"
 
 static const unsigned char magic[16] = "SQLite format 3";

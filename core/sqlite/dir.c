@@ -1,5 +1,5 @@
 /*
- * sqlb_dir.c - scopes and namespaces as directories: listing them, explicit
+ * dir.c - scopes and namespaces as directories: listing them, explicit
  * empty ones (statefs_dir), and renaming a whole scope or namespace.
  *
  * A scope or namespace of a family exists while a row of that family's
@@ -11,13 +11,13 @@
  * holding any namespace.
  *
  * A queue exists while it holds pending items, in-flight items (under a
- * claim) or dead letters (sqlb_claim.c), or is explicit; renaming it moves
+ * claim) or dead letters (claim.c), or is explicit; renaming it moves
  * all of them, its claims and its policy along.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 
 typedef struct fam_desc {
 	const char *table;   /* the family's data table */

@@ -1,5 +1,5 @@
 /*
- * sqlb_kv.c - scoped key/value state (function_state) and counters
+ * kv.c - scoped key/value state (function_state) and counters
  * (function_counter) over SQLite.
  *
  * Every write also maintains the row's last write time in statefs_kv_time or
@@ -11,7 +11,7 @@
  * stored second is older than the current one: a key rewritten many times
  * in one second dirties its time page once, and the upsert that changes
  * nothing dirties no page at all; when the connection knows the row is
- * current (sqlb_stamp.c), the upsert is not even run. A clock stepped back
+ * current (stamp.c), the upsert is not even run. A clock stepped back
  * leaves the later time in place until the clock catches up (times of a
  * key never go backwards).
  *
@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sqlb_i.h"
+#include "sqlite_i.h"
 #include "util_i.h"
 
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
