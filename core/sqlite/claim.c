@@ -33,26 +33,6 @@
 #include "sqlite_i.h"
 #include "util_i.h"
 
-/* Statement slots, offsets from ST_CLAIM. [2] ranges: variant 0 every
- * queue (or values), variant 1 one queue (or keys only). */
-enum {
-	C_SEQ, C_GET, C_NEW, C_HEAD, C_ONE, C_ANY, C_ANY_ONE, C_DEL_PEND,
-	C_DEL_Q, C_READ, C_BEAT, C_OWNER, C_HOLDS,
-	X_DEAD_LIMIT, X_DEAD_REJECT, X_BACK, X_BACK_PEND, X_RETRY,
-	X_RETRY_PEND, X_DEL, X_END,
-	R_POLICY, R_POLICIES, R_ANY, R_TTL_Z, R_TTL_C, R_TTL_MAP, R_TTL_OWN,
-	R_TTL_PEND,
-	R_EXPIRED, R_DEAD = R_EXPIRED + 2, R_BACK = R_DEAD + 2,
-	R_PEND = R_BACK + 2, R_DEL_ITEMS = R_PEND + 2,
-	R_DEL_CLAIMS = R_DEL_ITEMS + 2,
-	I_SCAN = R_DEL_CLAIMS + 2, I_PEEK = I_SCAN + 2, I_STAT,
-	D_SCAN, D_PEEK = D_SCAN + 2, D_STAT, D_REQ, D_DEL, D_CLEAR,
-	P_SET, P_DEL,
-	C_NSLOTS
-};
-
-_Static_assert(C_NSLOTS <= ST_CLAIM_END - ST_CLAIM, "claim slots");
-
 #define NS_PER_MS 1000000LL
 
 /* Whether an in-flight item (alias i) reached its queue's delivery
@@ -70,12 +50,6 @@ _Static_assert(C_NSLOTS <= ST_CLAIM_END - ST_CLAIM, "claim slots");
 	"(SELECT claim_id FROM statefs_claim WHERE lease_until<=?2" qf ")"
 #define ALLQ ""
 #define ONEQ " AND queue=?1"
-
-static sqlite3_stmt *stmt(sfs_backend *b, int slot, const char *sql,
-                          int *status)
-{
-	return sqlb_stmt(b, ST_CLAIM + slot, sql, status);
-}
 
 /* Binds int64 values to ?first.. as far as the statement has parameters. */
 static void bind_ints(sqlite3_stmt *st, int first, int n, const int64_t *v)
@@ -113,20 +87,21 @@ static int ttl_pass(sfs_backend *b, sfs_slice queue, int64_t cut,
                     uint64_t *dropped)
 {
 	int status = SFS_OK, fz, fc;
-	sqlite3_stmt *z = stmt(b, R_TTL_Z, "SELECT id FROM statefs_queue_timemap"
-	        " WHERE enqueued_ns>0 ORDER BY enqueued_ns, id LIMIT 1", &status);
-	sqlite3_stmt *c = z ? stmt(b, R_TTL_C, "SELECT id FROM"
+	sqlite3_stmt *z = sqlb_stmt(b, ST_GC_TTL_Z, "SELECT id FROM"
+	        " statefs_queue_timemap WHERE enqueued_ns>0 ORDER BY"
+	        " enqueued_ns, id LIMIT 1", &status);
+	sqlite3_stmt *c = z ? sqlb_stmt(b, ST_GC_TTL_C, "SELECT id FROM"
 	        " statefs_queue_timemap WHERE enqueued_ns>=?1"
 	        " ORDER BY enqueued_ns, id LIMIT 1", &status) : NULL;
-	sqlite3_stmt *m = c ? stmt(b, R_TTL_MAP, "DELETE FROM work_queue"
-	        " WHERE execution_id=?1 AND id>=?2 AND id<?3 AND NOT EXISTS"
-	        " (SELECT 1 FROM statefs_queue_pending p"
+	sqlite3_stmt *m = c ? sqlb_stmt(b, ST_GC_TTL_MAP, "DELETE FROM"
+	        " work_queue WHERE execution_id=?1 AND id>=?2 AND id<?3 AND NOT"
+	        " EXISTS (SELECT 1 FROM statefs_queue_pending p"
 	        " WHERE p.id=work_queue.id)", &status) : NULL;
-	sqlite3_stmt *o = m ? stmt(b, R_TTL_OWN, "DELETE FROM work_queue"
-	        " WHERE execution_id=?1 AND id IN (SELECT id FROM"
+	sqlite3_stmt *o = m ? sqlb_stmt(b, ST_GC_TTL_OWN, "DELETE FROM"
+	        " work_queue WHERE execution_id=?1 AND id IN (SELECT id FROM"
 	        " statefs_queue_pending WHERE enqueued_ns>0 AND enqueued_ns<?2)",
 	        &status) : NULL;
-	sqlite3_stmt *p = o ? stmt(b, R_TTL_PEND, "DELETE FROM"
+	sqlite3_stmt *p = o ? sqlb_stmt(b, ST_GC_TTL_PEND, "DELETE FROM"
 	        " statefs_queue_pending WHERE enqueued_ns>0 AND enqueued_ns<?1"
 	        " AND NOT EXISTS (SELECT 1 FROM work_queue q"
 	        " WHERE q.id=statefs_queue_pending.id)", &status) : NULL;
@@ -206,12 +181,12 @@ static int return_expired(sfs_backend *b, const sfs_slice *queue,
 		{ "DELETE FROM statefs_claim WHERE lease_until<=?2" ALLQ,
 		  "DELETE FROM statefs_claim WHERE lease_until<=?2" ONEQ },
 	};
-	static const int slot[5] = { R_DEAD, R_BACK, R_PEND, R_DEL_ITEMS,
-		                     R_DEL_CLAIMS };
+	static const int slot[5] = { ST_GC_DEAD, ST_GC_BACK, ST_GC_PEND,
+		                     ST_GC_DEL_ITEMS, ST_GC_DEL_CLAIMS };
 	int v = queue != NULL, status = SFS_OK, found;
 	int64_t t[2] = { now, now_s }, one;
 	/* The common case, nothing expired, costs one index seek. */
-	sqlite3_stmt *any = stmt(b, R_EXPIRED + v, v ?
+	sqlite3_stmt *any = sqlb_stmt(b, ST_GC_EXPIRED + v, v ?
 	        "SELECT 1 FROM statefs_claim WHERE queue=?1 AND lease_until<=?2"
 	        " LIMIT 1" :
 	        "SELECT 1 FROM statefs_claim WHERE lease_until<=?2 LIMIT 1",
@@ -227,7 +202,7 @@ static int return_expired(sfs_backend *b, const sfs_slice *queue,
 		return status;
 
 	for (int i = 0; i < 5; i++) {
-		sqlite3_stmt *st = stmt(b, slot[i] + v, sql[i][v], &status);
+		sqlite3_stmt *st = sqlb_stmt(b, slot[i] + v, sql[i][v], &status);
 
 		if (!st)
 			return status;
@@ -251,8 +226,9 @@ static int return_expired(sfs_backend *b, const sfs_slice *queue,
 static int policy_of(sfs_backend *b, sfs_slice queue, sfs_queue_policy *p)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *st = stmt(b, R_POLICY, "SELECT ttl_ms, max_deliveries"
-	        " FROM statefs_queue_policy WHERE queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_GC_POLICY, "SELECT ttl_ms,"
+	        " max_deliveries FROM statefs_queue_policy WHERE"
+	        " queue=?1", &status);
 	int64_t v[2] = { 0, 0 };
 
 	if (!st)
@@ -281,9 +257,9 @@ static int recover(sfs_backend *b, const sfs_slice *queue, sfs_gc_stats *g)
 	} else {
 		/* Every queue with a time-to-live (key, n = ttl_ms); listed
 		 * first, as the passes write. */
-		sqlite3_stmt *st = stmt(b, R_POLICIES, "SELECT 0, NULL, 0, 0,"
-		        " ttl_ms, queue FROM statefs_queue_policy WHERE ttl_ms>0"
-		        " ORDER BY queue", &status);
+		sqlite3_stmt *st = sqlb_stmt(b, ST_GC_POLICIES, "SELECT 0,"
+		        " NULL, 0, 0, ttl_ms, queue FROM statefs_queue_policy"
+		        " WHERE ttl_ms>0 ORDER BY queue", &status);
 
 		if (!st)
 			return status;
@@ -330,9 +306,10 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	if (at_open) {
 		/* Opening must not take the write lock when there is nothing
 		 * to do: many processes open at once. */
-		sqlite3_stmt *st = stmt(b, R_ANY, "SELECT EXISTS (SELECT 1 FROM"
-		        " statefs_claim WHERE lease_until<=?1) OR EXISTS (SELECT 1"
-		        " FROM statefs_queue_policy WHERE ttl_ms>0)", &status);
+		sqlite3_stmt *st = sqlb_stmt(b, ST_GC_ANY, "SELECT EXISTS"
+		        " (SELECT 1 FROM statefs_claim WHERE lease_until<=?1)"
+		        " OR EXISTS (SELECT 1 FROM statefs_queue_policy WHERE"
+		        " ttl_ms>0)", &status);
 
 		if (!st)
 			return status;
@@ -362,8 +339,9 @@ static int read_claim(sfs_backend *b, int64_t cid, int64_t until,
                       sfs_list *out)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, C_READ, "SELECT id, item, length(item), ?2,"
-	        " deliveries FROM statefs_inflight WHERE claim_id=?1 ORDER BY id",
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_READ, "SELECT id, item,"
+	        " length(item), ?2, deliveries FROM statefs_inflight WHERE"
+	        " claim_id=?1 ORDER BY id",
 	        &status);
 
 	if (!st)
@@ -381,32 +359,34 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
                     int *keep)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *any = id ? stmt(b, C_ANY_ONE, "SELECT 1 FROM work_queue"
-	        " WHERE id=?2 AND execution_id=?1", &status)
-	        : stmt(b, C_ANY, "SELECT 1 FROM work_queue WHERE"
+	sqlite3_stmt *any = id ? sqlb_stmt(b, ST_CLAIM_ANY_ONE, "SELECT 1 FROM"
+	        " work_queue WHERE id=?2 AND execution_id=?1", &status)
+	        : sqlb_stmt(b, ST_CLAIM_ANY, "SELECT 1 FROM work_queue WHERE"
 	        " execution_id=?1 LIMIT 1", &status);
-	sqlite3_stmt *nw = any ? stmt(b, C_NEW, "INSERT INTO statefs_claim"
-	        " (queue, lease_until, claimed_ns) VALUES (?1, ?2, ?3)", &status)
+	sqlite3_stmt *nw = any ? sqlb_stmt(b, ST_CLAIM_NEW, "INSERT INTO"
+	        " statefs_claim (queue, lease_until, claimed_ns) VALUES (?1,"
+	        " ?2, ?3)", &status)
 	        : NULL;
 	/* The items' delivery counts and enqueue times come along. */
-	sqlite3_stmt *mv = !nw ? NULL : id ? stmt(b, C_ONE,
+	sqlite3_stmt *mv = !nw ? NULL : id ? sqlb_stmt(b, ST_CLAIM_ONE,
 	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
 	        " q.work_item, " TM_QUEUE_AT("q.id") ", coalesce((SELECT"
 	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0)+1"
 	        " FROM work_queue q WHERE q.id=?3 AND q.execution_id=?1",
-	        &status) : stmt(b, C_HEAD,
+	        &status) : sqlb_stmt(b, ST_CLAIM_HEAD,
 	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
 	        " q.work_item, " TM_QUEUE_AT("q.id") ", coalesce((SELECT"
 	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0)+1"
 	        " FROM work_queue q WHERE q.execution_id=?1 ORDER BY q.id"
 	        " LIMIT ?3", &status);
-	sqlite3_stmt *dp = mv ? stmt(b, C_DEL_PEND, "DELETE FROM"
+	sqlite3_stmt *dp = mv ? sqlb_stmt(b, ST_CLAIM_DEL_PEND, "DELETE FROM"
 	        " statefs_queue_pending WHERE id IN (SELECT id FROM"
 	        " statefs_inflight WHERE claim_id=?1)", &status) : NULL;
-	sqlite3_stmt *dq = dp ? stmt(b, C_DEL_Q, "DELETE FROM work_queue WHERE"
-	        " id IN (SELECT id FROM statefs_inflight WHERE claim_id=?1)",
+	sqlite3_stmt *dq = dp ? sqlb_stmt(b, ST_CLAIM_DEL_Q, "DELETE FROM"
+	        " work_queue WHERE id IN (SELECT id FROM statefs_inflight WHERE"
+	        " claim_id=?1)",
 	        &status) : NULL;
 	sfs_gc_stats g = { 0, 0, 0, 0 };
 	int64_t now, cid, v;
@@ -500,8 +480,8 @@ int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
 static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *get = stmt(b, C_GET, CLAIM_GET, &status);
-	sqlite3_stmt *seq = get ? stmt(b, C_SEQ, "SELECT seq FROM"
+	sqlite3_stmt *get = sqlb_stmt(b, ST_CLAIM_GET, CLAIM_GET, &status);
+	sqlite3_stmt *seq = get ? sqlb_stmt(b, ST_CLAIM_SEQ, "SELECT seq FROM"
 	        " sqlite_sequence WHERE name='statefs_claim'", &status) : NULL;
 	int64_t last = 0;
 
@@ -525,7 +505,7 @@ static int claim_queue(sfs_backend *b, int64_t cid, sfs_buf *queue)
 static int still_held(sfs_backend *b, int64_t cid)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *get = stmt(b, C_GET, CLAIM_GET, &status);
+	sqlite3_stmt *get = sqlb_stmt(b, ST_CLAIM_GET, CLAIM_GET, &status);
 	int64_t v;
 
 	if (!get)
@@ -563,7 +543,7 @@ static int on_items(sfs_backend *b, int slot, const char *sql, int64_t cid,
                     int64_t *changes)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, slot, sql, &status);
+	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
 	int64_t v[5] = { cid, lo, hi, now_s, extra };
 
 	if (!st)
@@ -592,40 +572,40 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 	case SFS_OUTCOME_DONE:
 		break;
 	case SFS_OUTCOME_REJECT:
-		status = on_items(b, X_DEAD_REJECT, DEAD_SQL("rejected", ""),
+		status = on_items(b, ST_SETTLE_DEAD_REJECT, DEAD_SQL("rejected", ""),
 		                  cid, lo, hi, now_s, 0, NULL);
 		break;
 	case SFS_OUTCOME_NACK:
-		status = on_items(b, X_DEAD_LIMIT, DEAD_SQL("delivery limit",
+		status = on_items(b, ST_SETTLE_DEAD_LIMIT, DEAD_SQL("delivery limit",
 		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
 		                  NULL);
 		if (status == SFS_OK)
-			status = on_items(b, X_BACK, "INSERT INTO work_queue (id,"
+			status = on_items(b, ST_SETTLE_BACK, "INSERT INTO work_queue (id,"
 			        " execution_id, work_item) SELECT i.id, i.queue,"
 			        " i.item FROM statefs_inflight i WHERE " OF_CLAIM
 			        " AND NOT " LIMIT_REACHED " ORDER BY i.id", cid, lo,
 			        hi, now_s, 0, NULL);
 		if (status == SFS_OK)
-			status = on_items(b, X_BACK_PEND, "INSERT OR REPLACE INTO"
+			status = on_items(b, ST_SETTLE_BACK_PEND, "INSERT OR REPLACE INTO"
 			        " statefs_queue_pending (id, enqueued_ns, deliveries)"
 			        " SELECT i.id, ?4, i.deliveries FROM statefs_inflight"
 			        " i WHERE " OF_CLAIM " AND NOT " LIMIT_REACHED, cid,
 			        lo, hi, now_s, 0, NULL);
 		break;
 	case SFS_OUTCOME_RETRY: /* one item: lo == hi */
-		status = on_items(b, X_DEAD_LIMIT, DEAD_SQL("delivery limit",
+		status = on_items(b, ST_SETTLE_DEAD_LIMIT, DEAD_SQL("delivery limit",
 		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
 		                  &n);
 		if (status != SFS_OK || n)
 			break;
-		status = on_items(b, X_RETRY, "INSERT INTO work_queue"
+		status = on_items(b, ST_SETTLE_RETRY, "INSERT INTO work_queue"
 		        " (execution_id, work_item) SELECT i.queue, i.item FROM"
 		        " statefs_inflight i WHERE " OF_CLAIM, cid, lo, hi, now_s,
 		        0, &n);
 		if (status != SFS_OK || !n)
 			break;
 		nid = sqlite3_last_insert_rowid(b->db);
-		status = on_items(b, X_RETRY_PEND, "INSERT INTO"
+		status = on_items(b, ST_SETTLE_RETRY_PEND, "INSERT INTO"
 		        " statefs_queue_pending (id, enqueued_ns, deliveries)"
 		        " SELECT ?5, ?4, i.deliveries FROM statefs_inflight i"
 		        " WHERE " OF_CLAIM, cid, lo, hi, now_s, nid, NULL);
@@ -634,7 +614,7 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 		return sfs_err(SFS_INVALID, "unknown outcome %d", (int)o);
 	}
 	if (status == SFS_OK)
-		status = on_items(b, X_DEL, "DELETE FROM statefs_inflight WHERE"
+		status = on_items(b, ST_SETTLE_DEL, "DELETE FROM statefs_inflight WHERE"
 		                  " claim_id=?1 AND id BETWEEN ?2 AND ?3", cid, lo,
 		                  hi, now_s, 0, NULL);
 	return status;
@@ -644,9 +624,9 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 static int end_if_empty(sfs_backend *b, int64_t cid)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, X_END, "DELETE FROM statefs_claim WHERE"
-	        " claim_id=?1 AND NOT EXISTS (SELECT 1 FROM statefs_inflight"
-	        " WHERE claim_id=?1)", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_SETTLE_END, "DELETE FROM"
+	        " statefs_claim WHERE claim_id=?1 AND NOT EXISTS (SELECT 1 FROM"
+	        " statefs_inflight WHERE claim_id=?1)", &status);
 
 	if (!st)
 		return status;
@@ -657,8 +637,8 @@ static int end_if_empty(sfs_backend *b, int64_t cid)
 static int holds(sfs_backend *b, int64_t cid, int64_t id)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *st = stmt(b, C_HOLDS, "SELECT 1 FROM statefs_inflight"
-	        " WHERE id=?1 AND claim_id=?2", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_HOLDS, "SELECT 1 FROM"
+	        " statefs_inflight WHERE id=?1 AND claim_id=?2", &status);
 	int64_t v;
 
 	if (!st)
@@ -709,8 +689,8 @@ static int extend(sfs_backend *b, int64_t cid, int64_t lease_ns,
                   int64_t *until)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, C_BEAT, "UPDATE statefs_claim SET"
-	        " lease_until=?2 WHERE claim_id=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_BEAT, "UPDATE statefs_claim"
+	        " SET lease_until=?2 WHERE claim_id=?1", &status);
 
 	if (!st)
 		return status;
@@ -749,7 +729,7 @@ static int owner_of(sfs_backend *b, sfs_slice queue, int64_t id,
                     int64_t *cid)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *st = stmt(b, C_OWNER, "SELECT claim_id FROM"
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_OWNER, "SELECT claim_id FROM"
 	        " statefs_inflight WHERE id=?1 AND queue=?2", &status);
 
 	if (!st)
@@ -828,7 +808,7 @@ int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                        long limit, int keys_only, sfs_list *out)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, I_SCAN + !!keys_only, keys_only ?
+	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_SCAN + !!keys_only, keys_only ?
 	        "SELECT i.id, NULL, length(i.item), coalesce(c.lease_until, 0),"
 	        " i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"
 	        " ON c.claim_id=i.claim_id WHERE i.queue=?1 AND i.id>?2"
@@ -857,8 +837,8 @@ int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                        sfs_buf *item)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, I_PEEK, "SELECT item FROM statefs_inflight"
-	        " WHERE id=?2 AND queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_PEEK, "SELECT item FROM"
+	        " statefs_inflight WHERE id=?2 AND queue=?1", &status);
 
 	return st ? peek(b, st, queue, id, item) : status;
 }
@@ -867,7 +847,7 @@ int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
                        sfs_claim_info *out)
 {
 	int status = SFS_OK, found;
-	sqlite3_stmt *st = stmt(b, I_STAT, "SELECT i.claim_id,"
+	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_STAT, "SELECT i.claim_id,"
 	        " coalesce(c.lease_until, 0), i.enqueued_ns, i.deliveries,"
 	        " length(i.item) FROM statefs_inflight i LEFT JOIN statefs_claim"
 	        " c ON c.claim_id=i.claim_id WHERE i.id=?2 AND i.queue=?1",
@@ -895,7 +875,7 @@ int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                    long limit, int keys_only, sfs_list *out)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_SCAN + !!keys_only, keys_only ?
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_SCAN + !!keys_only, keys_only ?
 	        "SELECT id, NULL, length(item), dead_ns, deliveries, reason"
 	        " FROM statefs_dead WHERE queue=?1 AND id>?2 ORDER BY id"
 	        " LIMIT ?3" :
@@ -913,8 +893,8 @@ int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                    sfs_buf *item)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_PEEK, "SELECT item FROM statefs_dead"
-	        " WHERE id=?2 AND queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_PEEK, "SELECT item FROM"
+	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
 
 	return st ? peek(b, st, queue, id, item) : status;
 }
@@ -923,8 +903,8 @@ int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
                    uint64_t *size, int64_t *mtime_ns)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_STAT, "SELECT length(item), dead_ns FROM"
-	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_STAT, "SELECT length(item),"
+	        " dead_ns FROM statefs_dead WHERE id=?2 AND queue=?1", &status);
 
 	if (!st)
 		return status;
@@ -938,8 +918,8 @@ int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 static int dead_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_DEL, "DELETE FROM statefs_dead WHERE id=?2"
-	        " AND queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_DEL, "DELETE FROM statefs_dead"
+	        " WHERE id=?2 AND queue=?1", &status);
 
 	if (!st)
 		return status;
@@ -958,9 +938,9 @@ static int requeue_tx(sfs_backend *b, sfs_slice queue, int64_t id,
                       int64_t *new_id)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_REQ, "INSERT INTO work_queue (execution_id,"
-	        " work_item) SELECT queue, item FROM statefs_dead WHERE id=?2"
-	        " AND queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_REQ, "INSERT INTO work_queue"
+	        " (execution_id, work_item) SELECT queue, item FROM"
+	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
 
 	if (!st)
 		return status;
@@ -998,8 +978,8 @@ int sqlb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id)
 int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = stmt(b, D_CLEAR, "DELETE FROM statefs_dead WHERE"
-	        " queue=?1", &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_CLEAR, "DELETE FROM"
+	        " statefs_dead WHERE queue=?1", &status);
 	uint64_t c = 0;
 
 	if (!st)
@@ -1022,11 +1002,11 @@ int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
 {
 	int del = p->ttl_ms == 0 && p->max_deliveries == 0;
 	int status = SFS_OK;
-	sqlite3_stmt *st = del ? stmt(b, P_DEL, "DELETE FROM"
+	sqlite3_stmt *st = del ? sqlb_stmt(b, ST_POLICY_DEL, "DELETE FROM"
 	        " statefs_queue_policy WHERE queue=?1", &status)
-	        : stmt(b, P_SET, "INSERT INTO statefs_queue_policy (queue,"
-	        " ttl_ms, max_deliveries) VALUES (?1, ?2, ?3) ON CONFLICT (queue)"
-	        " DO UPDATE SET ttl_ms=excluded.ttl_ms,"
+	        : sqlb_stmt(b, ST_POLICY_SET, "INSERT INTO statefs_queue_policy"
+	        " (queue, ttl_ms, max_deliveries) VALUES (?1, ?2, ?3) ON"
+	        " CONFLICT (queue) DO UPDATE SET ttl_ms=excluded.ttl_ms,"
 	        " max_deliveries=excluded.max_deliveries", &status);
 
 	if (!st)

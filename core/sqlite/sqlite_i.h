@@ -37,73 +37,64 @@
  * count. */
 #define SQLB_SCHEMA_VERSION 3
 
-/* Statement cache slots. Fixed statements have one slot; statements with
- * variants (optional bounds, direction) reserve a range. */
+/* The statement cache: one row per statement, with the number of variants
+ * it has (optional bounds, direction, keys only: the file that builds it
+ * says which bit is which). SQLB_SLOTS gives each row its first slot,
+ * ST_<name>; variant v (v < the row's count) is slot ST_<name> + v. The
+ * enum is generated from this table, so a statement is added by adding its
+ * row, in the group of the file that prepares it. */
+#define SQLB_STATEMENTS(X)                                                 \
+	/* conn.c: transactions and the change counter */                  \
+	X(BEGIN_WRITE, 1) X(BEGIN_READ, 1) X(COMMIT, 1) X(ROLLBACK, 1)     \
+	X(DATA_VERSION, 1)                                                 \
+	/* kv.c: values (scan: start, end, descending, keys only) */       \
+	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
+	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 16)      \
+	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
+	X(KV_MOVE_TIME, 1)                                                 \
+	/* kv.c: counters (scan: start, end, descending) */                \
+	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
+	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 8)                    \
+	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
+	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
+	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
+	X(LOG_CLEAR, 3) X(LOG_CLEAR_RANGE, 3)                              \
+	/* seq.c: queues (scan: keys only) */                              \
+	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_SCAN, 2) X(Q_PEEK, 1) X(Q_STAT, 1)    \
+	X(Q_DEL, 1) X(Q_CLEAR_OVR, 1) X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 1)    \
+	X(Q_LEN, 1)                                                        \
+	/* timemap.c: [tm_which] pairs */                                  \
+	X(TM_NOTE, 2) X(TM_PRUNE_BELOW, 2) X(TM_PRUNE_RANGE, 2)            \
+	X(TM_OVR_SET, 1) X(TM_OVR_DEL, 1)                                  \
+	/* claim.c: claiming and acting on a claim */                      \
+	X(CLAIM_SEQ, 1) X(CLAIM_GET, 1) X(CLAIM_NEW, 1) X(CLAIM_HEAD, 1)   \
+	X(CLAIM_ONE, 1) X(CLAIM_ANY, 1) X(CLAIM_ANY_ONE, 1)                \
+	X(CLAIM_DEL_PEND, 1) X(CLAIM_DEL_Q, 1) X(CLAIM_READ, 1)            \
+	X(CLAIM_BEAT, 1) X(CLAIM_OWNER, 1) X(CLAIM_HOLDS, 1)               \
+	/* claim.c: settling items */                                      \
+	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
+	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \
+	X(SETTLE_DEL, 1) X(SETTLE_END, 1)                                  \
+	/* claim.c: recovery (pairs: every queue, one queue) */            \
+	X(GC_POLICY, 1) X(GC_POLICIES, 1) X(GC_ANY, 1) X(GC_TTL_Z, 1)      \
+	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \
+	X(GC_EXPIRED, 2) X(GC_DEAD, 2) X(GC_BACK, 2) X(GC_PEND, 2)         \
+	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2)                             \
+	/* claim.c: in-flight items, dead letters, policies (scans: keys   \
+	 * only) */                                                        \
+	X(INF_SCAN, 2) X(INF_PEEK, 1) X(INF_STAT, 1) X(DEAD_SCAN, 2)       \
+	X(DEAD_PEEK, 1) X(DEAD_STAT, 1) X(DEAD_REQ, 1) X(DEAD_DEL, 1)      \
+	X(DEAD_CLEAR, 1) X(POLICY_SET, 1) X(POLICY_DEL, 1)                 \
+	/* dir.c: [family - 1] rows (next: 4 families x first, next) */    \
+	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
+	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
+	X(DIR_HAS_NS_DIRS, 1)
+
 enum {
-	ST_BEGIN_WRITE,
-	ST_BEGIN_READ,
-	ST_COMMIT,
-	ST_ROLLBACK,
-	ST_DATA_VERSION,
-	/* kv */
-	ST_KV_PUT,
-	ST_KV_PUT_TIME,
-	ST_KV_GET,
-	ST_KV_STAT,
-	ST_KV_DEL,
-	ST_KV_DEL_TIME,
-	ST_KV_EXISTS,
-	ST_KV_SCAN,                   /* 16 variants: start, end, rev, keys */
-	ST_KV_DELRANGE = ST_KV_SCAN + 16,       /* 4: start, end */
-	ST_KV_DELRANGE_TIME = ST_KV_DELRANGE + 4, /* 4 */
-	ST_KV_MOVE = ST_KV_DELRANGE_TIME + 4,
-	ST_KV_MOVE_TIME,
-	/* counters */
-	ST_CTR_ADD,
-	ST_CTR_SET,
-	ST_CTR_TIME,
-	ST_CTR_GET,
-	ST_CTR_DEL,
-	ST_CTR_DEL_TIME,
-	ST_CTR_SCAN,                  /* 8 variants: start, end, rev */
-	/* logs */
-	ST_LOG_APPEND = ST_CTR_SCAN + 8,
-	ST_LOG_SCAN,                  /* 2 variants: keys_only */
-	ST_LOG_GET = ST_LOG_SCAN + 2,
-	ST_LOG_STAT,
-	ST_LOG_KEY_FIRST,
-	ST_LOG_KEY_NEXT,
-	ST_LOG_DEL,
-	ST_LOG_CLEAR,                 /* 3 variants: scope, ns, key */
-	ST_LOG_CLEAR_RANGE = ST_LOG_CLEAR + 3,  /* 3: min and max id */
-	/* queues */
-	ST_Q_PUSH = ST_LOG_CLEAR_RANGE + 3,
-	ST_Q_POP,
-	ST_Q_SCAN,                    /* 2 variants: keys_only */
-	ST_Q_PEEK = ST_Q_SCAN + 2,
-	ST_Q_STAT,
-	ST_Q_DEL,
-	ST_Q_CLEAR_OVR,
-	ST_Q_CLEAR_RANGE,
-	ST_Q_CLEAR,
-	ST_Q_LEN,
-	/* time maps: [tm_which] pairs */
-	ST_TM_NOTE,                   /* 2 */
-	ST_TM_PRUNE_BELOW = ST_TM_NOTE + 2,     /* 2 */
-	ST_TM_PRUNE_RANGE = ST_TM_PRUNE_BELOW + 2, /* 2 */
-	ST_TM_OVR_SET = ST_TM_PRUNE_RANGE + 2,
-	ST_TM_OVR_DEL,
-	/* claims: claim.c numbers its own statements in this range */
-	ST_CLAIM,
-	ST_CLAIM_END = ST_CLAIM + 64,
-	/* directories: [family] ranges are indexed by family - 1 */
-	ST_DIR_NEXT_SCOPE,            /* 8: 4 families x (first, next) */
-	ST_DIR_NEXT_NS = ST_DIR_NEXT_SCOPE + 8,   /* 8 */
-	ST_DIR_HAS_SCOPE = ST_DIR_NEXT_NS + 8,    /* 4 */
-	ST_DIR_HAS_NS = ST_DIR_HAS_SCOPE + 4,     /* 4 */
-	ST_DIR_INSERT = ST_DIR_HAS_NS + 4,
-	ST_DIR_DELETE,
-	ST_DIR_HAS_NS_DIRS,
+#define SQLB_SLOT(name, variants)                                          \
+	ST_##name, ST_##name##_LAST_ = ST_##name + (variants) - 1,
+	SQLB_STATEMENTS(SQLB_SLOT)
+#undef SQLB_SLOT
 	ST_MAX
 };
 
