@@ -14,7 +14,8 @@
 #include "statefs.h"
 
 typedef struct listb {
-	sfs_item *items;    /* key.ptr/value.ptr hold offset+1 (0: NULL) */
+	sfs_item *items;    /* key, value and reason .ptr hold offset+1
+	                       (0: NULL) */
 	size_t n, cap;
 	unsigned char *bytes;
 	size_t len, bcap;
@@ -26,10 +27,11 @@ typedef struct listb {
 /* Appends a zeroed item and returns it (valid until the next push), or NULL
  * on allocation failure (then finish fails). */
 sfs_item *listb_push(listb *lb);
-/* Copies bytes into the last item's key or value (p may be NULL with n 0:
- * an empty, present string). */
+/* Copies bytes into the last item's key, value or reason (p may be NULL
+ * with n 0: an empty, present string). */
 void listb_key(listb *lb, const void *p, size_t n);
 void listb_value(listb *lb, const void *p, size_t n);
+void listb_reason(listb *lb, const void *p, size_t n);
 /* Packs the list into *out (on SFS_OK) and releases the builder. */
 int listb_finish(listb *lb, sfs_list *out);
 /* Releases the builder without producing a list. */

@@ -45,7 +45,7 @@ static void show_list(const char *title, const sfs_list *l)
 
 static void kv(sfs_store *s)
 {
-	sfs_scan_opts range = { sfs_str("b"), sfs_str("d"), 0, 0, 0 };
+	sfs_scan_opts range = { .start = sfs_str("b"), .end = sfs_str("d") };
 	sfs_slice sc = sfs_str("demo"), ns = sfs_str("cursors");
 	sfs_list l;
 	sfs_buf b;
@@ -118,40 +118,51 @@ static void queues(sfs_store *s)
 	                       sfs_str("job-3") };
 	sfs_slice q = sfs_str("exec-1");
 	uint64_t len = 0;
-	sfs_buf b;
+	sfs_list l;
 
 	printf("work queue: push 3 jobs, pop until empty\n");
 	step(sfs_queue_push(s, q, items, 3, NULL), "push");
-	step(sfs_queue_len(s, q, &len), "len");
+	step(sfs_item_count(s, q, SFS_ITEM_PENDING, &len), "count");
 	printf("  length %" PRIu64 "\n", len);
-	while (sfs_queue_pop(s, q, &b, NULL) == SFS_OK) {
-		printf("  pop %s\n", (const char *)b.ptr);
-		sfs_buf_free(&b);
+	while (sfs_queue_pop(s, q, 1, &l) == SFS_OK) {
+		printf("  pop %s\n", (const char *)l.items[0].value.ptr);
+		sfs_list_free(&l);
 	}
 	printf("  pop on the empty queue: %s\n",
-	       sfs_strerror(sfs_queue_pop(s, q, &b, NULL)));
+	       sfs_strerror(sfs_queue_pop(s, q, 1, &l)));
 }
 
+/* The Go SDK's typed state: key/value under its namespaces, with int64
+ * ids as 8-byte keys (statefs.h, "The Go SDK's families"). */
 static void typed(sfs_store *s)
 {
-	sfs_slice ex = sfs_str("exec-1");
-	int64_t groups[2] = { 7, 8 };
+	sfs_slice ex = sfs_str("exec-1"), worker = sfs_str(SFS_NS_WORKER);
+	sfs_slice agg = sfs_str(SFS_NS_AGG);
+	unsigned char k[3][8];
+	sfs_slice keys[2] = { sfs_bytes(k[1], 8), sfs_bytes(k[2], 8) };
 	sfs_slice states[1] = { sfs_str("sum=42") };
 	uint64_t n = 0;
 	sfs_list l;
 
 	printf("VGI typed state: two workers, one aggregate group\n");
-	step(sfs_worker_put(s, ex, 1001, sfs_str("w1")), "worker put");
-	step(sfs_worker_put(s, ex, 1002, sfs_str("w2")), "worker put");
-	step(sfs_agg_put(s, ex, groups, states, 1), "agg put");
-	if (step(sfs_agg_get(s, ex, groups, 2, &l), "agg get") == SFS_OK) {
+	sfs_id_encode(1001, k[0]);
+	step(sfs_kv_put(s, ex, worker, sfs_bytes(k[0], 8), sfs_str("w1")),
+	     "worker put");
+	sfs_id_encode(1002, k[0]);
+	step(sfs_kv_put(s, ex, worker, sfs_bytes(k[0], 8), sfs_str("w2")),
+	     "worker put");
+	sfs_id_encode(7, k[1]);
+	sfs_id_encode(8, k[2]);
+	step(sfs_kv_put_many(s, ex, agg, keys, states, 1, 0), "agg put");
+	if (step(sfs_kv_get_many(s, ex, agg, keys, 2, &l), "agg get")
+	    == SFS_OK) {
 		for (size_t i = 0; i < l.n; i++)
-			printf("  group %" PRId64 ": %s\n", groups[i],
+			printf("  group %d: %s\n", 7 + (int)i,
 			       l.items[i].value.ptr ? (const char *)l.items[i].value.ptr
 			                            : "(no state)");
 		sfs_list_free(&l);
 	}
-	if (step(sfs_worker_collect(s, ex, &l), "collect") == SFS_OK) {
+	if (step(sfs_kv_drain(s, ex, worker, &l), "collect") == SFS_OK) {
 		printf("  collected %zu worker states\n", l.n);
 		sfs_list_free(&l);
 	}
@@ -184,7 +195,7 @@ int main(void)
 {
 	char dir[] = "/tmp/statefs-demo-XXXXXX";
 	char path[64], wal[80], shm[80];
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_key *key = NULL;
 	sfs_store *s;
 	sfs_info info;
@@ -195,7 +206,7 @@ int main(void)
 	}
 	snprintf(path, sizeof(path), "%s/state.db", dir);
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_CREATE | SFS_OPEN_EXCL;
 	if (sfs_key_generate(&key) == SFS_OK) {
 		o.key = key;
@@ -204,7 +215,7 @@ int main(void)
 		o.flags |= SFS_OPEN_PLAINTEXT;
 	}
 	printf("statefs %s demo: store %s\n", SFS_VERSION_STRING, path);
-	if (step(sfs_store_open(&o, &s), "open") != SFS_OK) {
+	if (step(sfs_store_open(&o, &s, NULL), "open") != SFS_OK) {
 		sfs_key_destroy(key);
 		rmdir(dir);
 		return 1;
@@ -217,9 +228,10 @@ int main(void)
 	typed(s);
 	checkpoint(s, dir);
 	if (step(sfs_store_info(s, &info), "info") == SFS_OK)
-		printf("store: %s, schema %d, cipher %s, %" PRIu64 " pages\n",
+		printf("store: %s, %s, schema %d, cipher %s, %" PRIu64
+		       " bytes\n", info.backend,
 		       info.encrypted ? "encrypted" : "plaintext",
-		       info.schema_version, info.cipher, info.page_count);
+		       info.schema_version, info.cipher, info.size);
 	sfs_store_close(s);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	snprintf(shm, sizeof(shm), "%s-shm", path);

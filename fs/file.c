@@ -40,11 +40,6 @@
 
 #define COUNTER_INPUT_MAX 64
 
-static fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 static fs_file *file_of(struct fuse_file_info *fi)
 {
 	return (fs_file *)(uintptr_t)fi->fh;
@@ -276,8 +271,8 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 {
 	sfs_buf v = { NULL, 0 };
 	char text[24];
-	int64_t n;
-	int rc, exists, acc = h->flags & O_ACCMODE;
+	int64_t n = 0;
+	int rc, acc = h->flags & O_ACCMODE;
 
 	switch (h->kind) {
 	case FS_KV_KEY:
@@ -292,11 +287,11 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_CNT_KEY:
 		rc = sfs_counter_get(f->store, fs_part(a, 0), fs_part(a, 1),
-		                     fs_part(a, 2), &n, &exists);
+		                     fs_part(a, 2), &n, NULL);
+		if (rc == SFS_NOTFOUND && fs_node_held(f, h->node))
+			rc = SFS_OK; /* being created: 0 until stored */
 		if (rc)
 			return rc;
-		if (!exists && !fs_node_held(f, h->node))
-			return SFS_NOTFOUND;
 		v.len = fs_counter_text(n, text);
 		if (fs_file_reserve(h, v.len + 1))
 			return SFS_NOMEM;
@@ -308,13 +303,10 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		                 fs_part(a, 2), a->id, &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_QUEUE_ITEM:
-		rc = sfs_queue_peek(f->store, fs_part(a, 0), a->id, &v);
-		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_INFLIGHT_ITEM:
-		rc = sfs_inflight_peek(f->store, fs_part(a, 0), a->id, &v);
-		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_DEAD_ITEM:
-		rc = sfs_dead_peek(f->store, fs_part(a, 0), a->id, &v);
+		rc = sfs_item_get(f->store, fs_part(a, 0), fs_item_state(h->kind),
+		                  a->id, &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	default:
 		return SFS_OK; /* special files: at the first READ */
@@ -330,7 +322,7 @@ static void set_open_flags(fs_file *h, struct fuse_file_info *fi)
 	fi->noflush = (h->flags & O_ACCMODE) == O_RDONLY;
 }
 
-/* OPEN: sfs_kv_get, sfs_counter_get, sfs_log_get or sfs_queue_peek into a
+/* OPEN: sfs_kv_get, sfs_counter_get, sfs_log_get or sfs_item_get into a
  * snapshot (nothing for O_TRUNC, nothing yet for special files). */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -524,8 +516,8 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 {
 	fs_addr a = { 0 };
 	unsigned char *p;
-	int64_t cur, v, r;
-	int set, st, rc, exists, err;
+	int64_t cur = 0, v, r;
+	int set, st, rc, err;
 
 	if (h->inlen + size > COUNTER_INPUT_MAX)
 		return EINVAL;
@@ -541,8 +533,10 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 		if ((err = fs_node_addr(f, h->node, &a)))
 			return err;
 		rc = sfs_counter_get(f->store, fs_part(&a, 0), fs_part(&a, 1),
-		                     fs_part(&a, 2), &cur, &exists);
+		                     fs_part(&a, 2), &cur, NULL);
 		fs_addr_free(&a);
+		if (rc == SFS_NOTFOUND)
+			rc = SFS_OK; /* an add starts at 0 */
 		if (rc)
 			return fs_errno(f, rc, "counter read");
 		if (__builtin_add_overflow(cur, v, &r))

@@ -97,11 +97,11 @@ static int append_line(json_t *obj, sfs_buf *out, size_t *cap)
 	return 0;
 }
 
-static int lines(const sfs_list *l, sfs_name_kind nk, int queue, sfs_buf *out)
+static int lines(const sfs_list *l, fs_name_kind nk, int queue, sfs_buf *out)
 {
 	sfs_buf b = { NULL, 0 };
 	size_t cap = 0;
-	char name[SFS_NAME_MAX + 1];
+	char name[FS_NAME_MAX + 1];
 	int err = 0;
 
 	for (size_t i = 0; i < l->n && !err; i++) {
@@ -118,16 +118,16 @@ static int lines(const sfs_list *l, sfs_name_kind nk, int queue, sfs_buf *out)
 			err = json_object_set_new(obj, "id", json_integer(it->id)) ||
 			      json_object_set_new(obj, "name", json_string(id));
 		} else {
-			err = sfs_name_encode(sfs_bytes(it->key.ptr ? it->key.ptr : "",
+			err = fs_name_encode(sfs_bytes(it->key.ptr ? it->key.ptr : "",
 			                                it->key.len), nk, name, NULL) ||
 			      json_object_set_new(obj, "name", json_string(name)) ||
 			      set_bytes(obj, "key", &it->key);
 		}
 		if (!err)
 			err = set_bytes(obj, "value", &it->value);
-		if (!err && it->mtime_ns)
+		if (!err && it->st.mtime_ns)
 			err = json_object_set_new(obj, "mtime_ns",
-			                          json_integer(it->mtime_ns));
+			                          json_integer(it->st.mtime_ns));
 		err = err ? ENOMEM : append_line(obj, &b, &cap);
 		json_decref(obj);
 	}
@@ -139,12 +139,12 @@ static int lines(const sfs_list *l, sfs_name_kind nk, int queue, sfs_buf *out)
 	return 0;
 }
 
-int fs_json_kv_lines(const sfs_list *l, sfs_name_kind kind, sfs_buf *out)
+int fs_json_kv_lines(const sfs_list *l, fs_name_kind kind, sfs_buf *out)
 {
 	return lines(l, kind, 0, out);
 }
 
 int fs_json_queue_lines(const sfs_list *l, sfs_buf *out)
 {
-	return lines(l, SFS_NAME_KEY, 1, out);
+	return lines(l, FS_NAME_KEY, 1, out);
 }

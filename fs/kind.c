@@ -24,13 +24,13 @@
 const fs_class fs_classes[FS_KIND_MAX] = {
 	[FS_ROOT] = { .what = "root", .mode = DIR_MODE, .fam = SFS_FAM_KV,
 		.child = FS_KV_SCOPE, .mkdir = FS_KV_SCOPE },
-	[FS_EXEC_ROOT] = { .what = "exec", .mode = DIR_MODE, .parent = FS_ROOT,
+	[FS_EXEC_ROOT] = { .what = FS_NAME_EXEC, .mode = DIR_MODE, .parent = FS_ROOT,
 		.fam = SFS_FAM_LOG, .child = FS_LOG_SCOPE,
 		.mkdir = FS_LOG_SCOPE },
-	[FS_QUEUE_ROOT] = { .what = "queue", .mode = DIR_MODE,
+	[FS_QUEUE_ROOT] = { .what = FS_NAME_QUEUE, .mode = DIR_MODE,
 		.parent = FS_ROOT, .fam = SFS_FAM_QUEUE, .child = FS_QUEUE,
 		.mkdir = FS_QUEUE },
-	[FS_COUNTER_ROOT] = { .what = "counter", .mode = DIR_MODE,
+	[FS_COUNTER_ROOT] = { .what = FS_NAME_COUNTER, .mode = DIR_MODE,
 		.parent = FS_ROOT, .fam = SFS_FAM_COUNTER,
 		.child = FS_CNT_SCOPE, .mkdir = FS_CNT_SCOPE },
 
@@ -43,7 +43,7 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 	[FS_KV_KEY] = { .what = "key", .mode = RW_MODE, .parent = FS_KV_NS,
 		.parts = 3 },
 	[FS_KV_DRAIN] = { .what = "namespace drain", .mode = RO_MODE,
-		.parent = FS_KV_NS, .parts = 2, .special = ".drain" },
+		.parent = FS_KV_NS, .parts = 2, .special = FS_NAME_DRAIN },
 
 	[FS_LOG_SCOPE] = { .what = "log scope", .mode = DIR_MODE,
 		.parent = FS_EXEC_ROOT, .parts = 1, .fam = SFS_FAM_LOG,
@@ -61,30 +61,36 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 
 	[FS_QUEUE] = { .what = "queue", .mode = DIR_MODE,
 		.parent = FS_QUEUE_ROOT, .parts = 1, .fam = SFS_FAM_QUEUE,
-		.child = FS_QUEUE_ITEM, .create = FS_QUEUE_NEW },
+		.child = FS_QUEUE_ITEM, .create = FS_QUEUE_NEW,
+		.state = SFS_ITEM_PENDING },
 	[FS_QUEUE_ITEM] = { .what = "queue item", .mode = RO_MODE,
-		.parent = FS_QUEUE, .parts = 1, .by_id = 1 },
+		.parent = FS_QUEUE, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_PENDING },
 	[FS_QUEUE_NEW] = { .what = "new queue item", .mode = RW_MODE,
 		.parent = FS_QUEUE, .parts = 1, .by_id = 1 },
 	[FS_QUEUE_POP] = { .what = "queue pop", .mode = RO_MODE,
-		.parent = FS_QUEUE, .parts = 1, .special = ".pop" },
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_POP },
 	[FS_QUEUE_DRAIN] = { .what = "queue drain", .mode = RO_MODE,
-		.parent = FS_QUEUE, .parts = 1, .special = ".drain" },
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_DRAIN },
 	[FS_QUEUE_WAIT] = { .what = "queue wait", .mode = RO_MODE,
-		.parent = FS_QUEUE, .parts = 1, .special = ".wait" },
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_WAIT },
 	[FS_QUEUE_CLAIM] = { .what = "queue claim", .mode = RO_MODE,
-		.parent = FS_QUEUE, .parts = 1, .special = ".claim" },
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_CLAIM },
 	/* Claims (docs/claims.md): fixed directories of a queue, reached by
 	 * name like the special files (a listing of the queue shows exactly
 	 * its pending items). Their `what` is their name. */
-	[FS_INFLIGHT] = { .what = "inflight", .mode = DIR_MODE,
-		.parent = FS_QUEUE, .parts = 1, .child = FS_INFLIGHT_ITEM },
+	[FS_INFLIGHT] = { .what = FS_NAME_INFLIGHT, .mode = DIR_MODE,
+		.parent = FS_QUEUE, .parts = 1, .child = FS_INFLIGHT_ITEM,
+		.state = SFS_ITEM_INFLIGHT },
 	[FS_INFLIGHT_ITEM] = { .what = "in-flight item", .mode = RO_MODE,
-		.parent = FS_INFLIGHT, .parts = 1, .by_id = 1 },
-	[FS_DEAD] = { .what = "dead", .mode = DIR_MODE, .parent = FS_QUEUE,
-		.parts = 1, .child = FS_DEAD_ITEM },
+		.parent = FS_INFLIGHT, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_INFLIGHT },
+	[FS_DEAD] = { .what = FS_NAME_DEAD, .mode = DIR_MODE,
+		.parent = FS_QUEUE, .parts = 1, .child = FS_DEAD_ITEM,
+		.state = SFS_ITEM_DEAD },
 	[FS_DEAD_ITEM] = { .what = "dead letter", .mode = RO_MODE,
-		.parent = FS_DEAD, .parts = 1, .by_id = 1 },
+		.parent = FS_DEAD, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_DEAD },
 
 	[FS_CNT_SCOPE] = { .what = "counter scope", .mode = DIR_MODE,
 		.parent = FS_COUNTER_ROOT, .parts = 1, .fam = SFS_FAM_COUNTER,
@@ -151,22 +157,22 @@ int fs_addr_child(const fs_addr *dir, fs_kind kind, const void *p, size_t n,
 	return 0;
 }
 
-sfs_name_kind fs_name_kind(const fs_addr *dir, fs_kind k)
+fs_name_kind fs_names_of(const fs_addr *dir, fs_kind k)
 {
 	switch (k) {
 	case FS_KV_SCOPE:
 	case FS_LOG_SCOPE:
 	case FS_CNT_SCOPE:
 	case FS_QUEUE:
-		return SFS_NAME_SCOPE;
+		return FS_NAME_SCOPE;
 	case FS_KV_KEY:
 	case FS_LOG_KEY:
 	case FS_CNT_KEY:
 		/* The typed namespaces show their 8-byte ids in decimal, in
 		 * every family, as statectl does. */
-		return sfs_name_key_kind(fs_part(dir, 1));
+		return fs_name_key_kind(fs_part(dir, 1));
 	default:
-		return SFS_NAME_KEY;
+		return FS_NAME_KEY;
 	}
 }
 

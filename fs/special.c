@@ -58,7 +58,7 @@ static int take_buf(fs_file *h, sfs_buf *b)
 /* Puts a taken item back at its place (the claim's nack). Lock held. */
 static void put_back(fs *f, fs_file *h)
 {
-	int rc = sfs_claim_nack(f->store, h->claim);
+	int rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_NACK);
 
 	/* A lost claim went back by itself (its lease ran out). */
 	if (rc && rc != SFS_CLAIMLOST)
@@ -74,25 +74,14 @@ static void put_back(fs *f, fs_file *h)
 /* What a take serves, into *b (malloc'd): the item's bytes (.pop, .wait),
  * its name under inflight/ and a newline (.claim), or every item as JSON
  * Lines with the time each was enqueued (.drain). SFS_OK or a status. */
-static int render(fs *f, fs_file *h, sfs_slice queue, sfs_list *l,
-                  sfs_buf *b)
+static int render(const fs_file *h, const sfs_list *l, sfs_buf *b)
 {
 	char name[FS_ID_NAME + 1];
-	sfs_claim_info ci;
 	sfs_slice v;
-	int rc;
 
 	switch (h->kind) {
 	case FS_QUEUE_DRAIN:
-		/* the claim's items carry their lease end: show when each
-		 * was enqueued, as a peek and the engine's drain do */
-		for (size_t i = 0; i < l->n; i++) {
-			rc = sfs_inflight_stat(f->store, queue, l->items[i].id,
-			                       &ci);
-			if (rc)
-				return rc;
-			l->items[i].mtime_ns = ci.enqueued_ns;
-		}
+		/* each item's mtime is when it was enqueued */
 		return fs_json_queue_lines(l, b) ? SFS_NOMEM : SFS_OK;
 	case FS_QUEUE_CLAIM:
 		fs_id_name(l->items[0].id, name);
@@ -126,7 +115,7 @@ int fs_special_take(fs *f, fs_file *h, sfs_slice queue)
 	               f->lease_ms, &cid, &l);
 	if (rc == SFS_OK) {
 		h->claim = cid;
-		rc = render(f, h, queue, &l, &b);
+		rc = render(h, &l, &b);
 		if (rc == SFS_OK && take_buf(h, &b))
 			rc = SFS_NOMEM;
 		if (rc != SFS_OK) {
@@ -146,7 +135,7 @@ static void delivered(fs *f, fs_file *h)
 
 	if (h->kind == FS_QUEUE_CLAIM || !h->claim)
 		return;
-	rc = sfs_claim_ack(f->store, h->claim);
+	rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_DONE);
 	if (rc)
 		fs_log(f, LOG_WARNING, "an item read from %s was delivered but "
 		       "its claim %lld could not be settled (it may be "
@@ -213,7 +202,7 @@ static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
 	rc = sfs_kv_drain(f->store, fs_part(a, 0), fs_part(a, 1), rows);
 	if (rc)
 		return fs_errno(f, rc, "drain");
-	err = fs_json_kv_lines(rows, sfs_name_key_kind(fs_part(a, 1)), &out);
+	err = fs_json_kv_lines(rows, fs_name_key_kind(fs_part(a, 1)), &out);
 	if (err) {
 		restore_rows(f, a, rows);
 		return err;

@@ -96,7 +96,7 @@ static int parse_long(const cli *c, const char *opt, const char *text,
 static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 {
 	int64_t v = 0;
-	int rc;
+	int rc, st;
 
 	switch (d->id) {
 	case OPT_DB: c->db = arg; break;
@@ -131,8 +131,13 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 		break;
 	case OPT_LEASE:
 	case OPT_TTL:
-		if (sfs_duration_parse(arg, &v) != SFS_OK)
-			return cli_usage(c, "--%s: %s", d->name, sfs_errdetail());
+		st = fs_duration_parse(arg, &v);
+		if (st == SFS_TOOBIG)
+			return cli_usage(c, "--%s: '%s' is too long", d->name, arg);
+		if (st != SFS_OK)
+			return cli_usage(c, "--%s: '%s' is not a duration (a whole"
+			                 " number, then ms, s, m, h or d)", d->name,
+			                 arg);
 		if (d->id == OPT_LEASE && v == 0)
 			return cli_usage(c, "--lease must be longer than 0");
 		*(d->id == OPT_LEASE ? &a->lease_ms : &a->ttl_ms) = v;

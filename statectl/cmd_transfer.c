@@ -67,6 +67,34 @@ static void set_field(json_t *o, const char *name, sfs_slice s, int always)
 		cli_json_set_bytes(o, name, "", 0);
 }
 
+/* Format version 1 writes several fields of a row in one integer, "n" (a
+ * counter's value, a directory's family, a claim's lease end, an
+ * in-flight item's claim, a policy's time-to-live), a dead letter's reason
+ * as "key" and a policy's delivery limit as "deliveries". */
+static int64_t row_n(const sfs_row *r)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: return r->counter;
+	case SFS_FAM_DIR: return (int64_t)r->dir_family;
+	case SFS_FAM_CLAIM: return r->lease_until_ns;
+	case SFS_FAM_INFLIGHT: return r->claim_id;
+	case SFS_FAM_POLICY: return r->ttl_ms;
+	default: return 0;
+	}
+}
+
+static void row_set_n(sfs_row *r, int64_t n)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: r->counter = n; break;
+	case SFS_FAM_DIR: r->dir_family = (sfs_family)n; break;
+	case SFS_FAM_CLAIM: r->lease_until_ns = n; break;
+	case SFS_FAM_INFLIGHT: r->claim_id = n; break;
+	case SFS_FAM_POLICY: r->ttl_ms = n; break;
+	default: break;
+	}
+}
+
 static json_t *row_to_json(const sfs_row *r)
 {
 	const char *fam = family_name(r->family);
@@ -80,19 +108,21 @@ static json_t *row_to_json(const sfs_row *r)
 	json_object_set_new(o, "family", json_string(fam));
 	set_field(o, "scope", r->scope, 1);
 	set_field(o, "ns", r->ns, named);
-	set_field(o, "key", r->key, named);
+	set_field(o, "key", r->family == SFS_FAM_DEAD ? r->reason : r->key,
+	          named);
 	if (r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE || r->id)
 		json_object_set_new(o, "id", json_integer(r->id));
-	if (r->family == SFS_FAM_COUNTER || r->n)
-		json_object_set_new(o, "n", json_integer(r->n));
+	if (r->family == SFS_FAM_COUNTER || row_n(r))
+		json_object_set_new(o, "n", json_integer(row_n(r)));
 	set_field(o, "value", r->value, r->family == SFS_FAM_KV ||
 	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE ||
 	          r->family == SFS_FAM_INFLIGHT || r->family == SFS_FAM_DEAD);
 	if (r->mtime_ns)
 		json_object_set_new(o, "mtime_ns", json_integer(r->mtime_ns));
-	if (r->deliveries)
-		json_object_set_new(o, "deliveries",
-		                    json_integer(r->deliveries));
+	if (r->family == SFS_FAM_POLICY ? r->max_deliveries : r->deliveries)
+		json_object_set_new(o, "deliveries", json_integer(
+		        r->family == SFS_FAM_POLICY ? r->max_deliveries
+		                                    : r->deliveries));
 	return o;
 }
 
@@ -170,7 +200,7 @@ int cmd_export(cli *c, cli_args *a)
 		rc = cli_fail(c, CLI_EXIT_INTERNAL, "the store has rows of family "
 		              "%d, which this statectl cannot export", x.bad_family);
 	else if (st != SFS_OK)
-		rc = cli_fail_status(c, st, "cannot export %s", sfs_store_path(s));
+		rc = cli_fail_status(c, st, "cannot export %s", c->opened);
 	if (file) {
 		if (fclose(x.out) != 0 && rc == CLI_EXIT_OK)
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
@@ -228,6 +258,7 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	const char *fam, *field;
 	json_t *v;
 	size_t n;
+	int64_t num = 0, deliveries = 0;
 	int present, ok;
 
 	memset(row, 0, sizeof(*row));
@@ -264,10 +295,19 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 		*slots[i] = present ? sfs_bytes(m->p[i], n) : SFS_NONE;
 	}
 	if (int_field(o, "id", &row->id, err) < 0 ||
-	    int_field(o, "n", &row->n, err) < 0 ||
+	    int_field(o, "n", &num, err) < 0 ||
 	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||
-	    int_field(o, "deliveries", &row->deliveries, err) < 0)
+	    int_field(o, "deliveries", &deliveries, err) < 0)
 		return -1;
+	row_set_n(row, num);
+	if (row->family == SFS_FAM_POLICY)
+		row->max_deliveries = deliveries;
+	else
+		row->deliveries = deliveries;
+	if (row->family == SFS_FAM_DEAD) {
+		row->reason = row->key;
+		row->key = SFS_NONE;
+	}
 	return 0;
 }
 
@@ -292,118 +332,133 @@ static int check_header(const cli *c, const char *line, size_t len)
 	return rc;
 }
 
-/* import [FILE] */
-int cmd_import(cli *c, cli_args *a)
-{
-	const char *file = a->npos ? a->pos[0] : NULL;
-	FILE *in = stdin;
-	sfs_store *s = NULL;
-	sfs_import *imp = NULL;
+/* The import's source: the lines of an export, one row at a time. */
+typedef struct import_ctx {
+	cli *c;
+	FILE *in;
+	const char *file;
+	char *line;
+	size_t cap;
+	uint64_t lineno, rows, bytes, total;
+	row_mem m;               /* the bytes of the row last given */
 	cli_progress p;
-	struct stat sb;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	uint64_t lineno = 0, rows = 0, bytes = 0, total = 0;
+	int rc;                  /* why next_row stopped the import */
+	int ended;               /* every line was read */
+} import_ctx;
+
+/* An sfs_import source: the next row of the export, SFS_NOTFOUND at its
+ * end, or -1 after printing why the input cannot be imported. */
+static int next_row(sfs_row *row, void *arg)
+{
+	import_ctx *x = arg;
 	json_error_t jerr;
 	const char *err;
+	ssize_t len;
 	json_t *o;
-	sfs_row row;
-	row_mem m;
-	int rc, st, progress_on = 0;
 
-	if (file && !(in = fopen(file, "re")))
-		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
-		                                   : CLI_EXIT_SYSTEM,
-		                "cannot read %s: %s", file, strerror(errno));
-	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
-		total = (uint64_t)sb.st_size;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
-		goto out;
-	if ((st = sfs_import_begin(s, &imp)) != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot start the import");
-		goto out;
-	}
-	cli_progress_begin(&p, c, "import", "bytes");
-	progress_on = 1;
-	while ((len = getline(&line, &cap, in)) >= 0) {
-		lineno++;
-		bytes += (uint64_t)len;
-		if (cli_progress_cb(bytes, total > bytes ? total : bytes, &p)) {
-			rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing "
-			              "was imported");
-			goto out;
+	row_mem_free(&x->m);
+	memset(&x->m, 0, sizeof(x->m));
+	while ((len = getline(&x->line, &x->cap, x->in)) >= 0) {
+		x->lineno++;
+		x->bytes += (uint64_t)len;
+		if (cli_progress_cb(x->bytes, x->total > x->bytes ? x->total
+		                                                  : x->bytes,
+		                    &x->p)) {
+			x->rc = cli_fail(x->c, CLI_EXIT_INTERRUPTED, "interrupted;"
+			                 " nothing was imported");
+			return -1;
 		}
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = 0;
-		if (lineno == 1) {
-			if ((rc = check_header(c, line, (size_t)len)))
-				goto out;
+		if (len > 0 && x->line[len - 1] == '\n')
+			x->line[--len] = 0;
+		if (x->lineno == 1) {
+			if ((x->rc = check_header(x->c, x->line, (size_t)len)))
+				return -1;
 			continue;
 		}
 		if (len == 0)
 			continue;
-		o = json_loadb(line, (size_t)len, JSON_ALLOW_NUL |
+		o = json_loadb(x->line, (size_t)len, JSON_ALLOW_NUL |
 		               JSON_REJECT_DUPLICATES, &jerr);
 		if (!o) {
-			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: not valid JSON "
-			              "(%s); nothing was imported",
-			              (unsigned long long)lineno, jerr.text);
-			goto out;
+			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: not valid"
+			                 " JSON (%s); nothing was imported",
+			                 (unsigned long long)x->lineno, jerr.text);
+			return -1;
 		}
-		if (json_to_row(o, &row, &m, &err) < 0) {
+		if (json_to_row(o, row, &x->m, &err) < 0) {
 			json_decref(o);
-			row_mem_free(&m);
-			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: %s; nothing was "
-			              "imported", (unsigned long long)lineno, err);
-			goto out;
+			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: %s; nothing"
+			                 " was imported",
+			                 (unsigned long long)x->lineno, err);
+			return -1;
 		}
 		json_decref(o);
-		st = sfs_import_row(imp, &row);
-		row_mem_free(&m);
-		if (st != SFS_OK) {
-			rc = cli_fail_status(c, st, "line %llu: cannot import the "
-			                     "row; nothing was imported",
-			                     (unsigned long long)lineno);
-			goto out;
-		}
-		rows++;
+		x->rows++;
+		return SFS_OK;
 	}
 	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
-		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was "
-		              "imported");
-		goto out;
+		x->rc = cli_fail(x->c, CLI_EXIT_INTERRUPTED, "interrupted; nothing"
+		                 " was imported");
+		return -1;
 	}
-	if (ferror(in)) {
-		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
-		              "imported", file ? file : "stdin", strerror(errno));
-		goto out;
+	if (ferror(x->in)) {
+		x->rc = cli_fail(x->c, CLI_EXIT_SYSTEM, "cannot read %s: %s;"
+		                 " nothing was imported",
+		                 x->file ? x->file : "stdin", strerror(errno));
+		return -1;
 	}
-	if (lineno == 0) {
-		rc = cli_fail(c, CLI_EXIT_DATA, "the input is empty, not a statefs "
-		              "export");
-		goto out;
+	if (x->lineno == 0) {
+		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "the input is empty, not a"
+		                 " statefs export");
+		return -1;
 	}
-	st = sfs_import_commit(imp);
-	imp = NULL;
-	if (st != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot commit the import; nothing was "
-		                     "imported");
+	x->ended = 1;
+	return SFS_NOTFOUND;
+}
+
+/* import [FILE] */
+int cmd_import(cli *c, cli_args *a)
+{
+	import_ctx x;
+	sfs_store *s = NULL;
+	struct stat sb;
+	int rc, st;
+
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.in = stdin;
+	x.file = a->npos ? a->pos[0] : NULL;
+	if (x.file && !(x.in = fopen(x.file, "re")))
+		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
+		                                   : CLI_EXIT_SYSTEM,
+		                "cannot read %s: %s", x.file, strerror(errno));
+	if (fstat(fileno(x.in), &sb) == 0 && S_ISREG(sb.st_mode))
+		x.total = (uint64_t)sb.st_size;
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
-	}
-	if (c->json)
-		rc = cli_out_json(json_pack("{s:s, s:I}", "path", sfs_store_path(s),
-		                            "rows", (json_int_t)rows));
+	cli_progress_begin(&x.p, c, "import", "bytes");
+	st = sfs_import(s, next_row, &x);
+	cli_progress_end(&x.p);
+	if (st == -1)
+		rc = x.rc;
+	else if (st != SFS_OK && x.ended)
+		rc = cli_fail_status(c, st, "cannot commit the import; nothing was"
+		                     " imported");
+	else if (st != SFS_OK)
+		rc = cli_fail_status(c, st, "line %llu: cannot import the row;"
+		                     " nothing was imported",
+		                     (unsigned long long)x.lineno);
+	else if (c->json)
+		rc = cli_out_json(json_pack("{s:s, s:I}", "path", c->opened,
+		                            "rows", (json_int_t)x.rows));
 	else
-		printf("imported %llu rows into %s\n", (unsigned long long)rows,
-		       sfs_store_path(s));
+		printf("imported %llu rows into %s\n",
+		       (unsigned long long)x.rows, c->opened);
 out:
-	if (progress_on)
-		cli_progress_end(&p);
-	sfs_import_abort(imp);
+	row_mem_free(&x.m);
 	sfs_store_close(s);
-	free(line);
-	if (in != stdin)
-		fclose(in);
+	free(x.line);
+	if (x.in != stdin)
+		fclose(x.in);
 	return rc;
 }

@@ -29,6 +29,12 @@ enum {
 	CRYPT_KDF_SENSITIVE = 3,    /* Argon2id, SENSITIVE */
 };
 
+/* Reads STATEFS_KEY (as sfs_key_from_text), then wipes the value in place
+ * and removes it from the environment, also on error: the open rules'
+ * reader of it (config.c). SFS_NOTFOUND when the variable is not set. Not
+ * thread-safe (it edits the environment). */
+int crypt_key_from_env(sfs_key **out);
+
 /* The kdf byte a file created with key gets. */
 int crypt_key_kdf(const sfs_key *key);
 int crypt_key_is_passphrase(const sfs_key *key);

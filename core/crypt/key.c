@@ -163,7 +163,7 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out)
 	return key_from_text(text, len, "the key text", out);
 }
 
-int sfs_key_from_env(sfs_key **out)
+int crypt_key_from_env(sfs_key **out)
 {
 	char *val = getenv("STATEFS_KEY");
 	char *copy;
@@ -171,7 +171,7 @@ int sfs_key_from_env(sfs_key **out)
 	int rc;
 
 	if (!out)
-		return sfs_err(SFS_INVALID, "sfs_key_from_env: out is NULL");
+		return sfs_err(SFS_INVALID, "crypt_key_from_env: out is NULL");
 	if (!val)
 		return sfs_err(SFS_NOTFOUND, "STATEFS_KEY is not set");
 	len = strlen(val);

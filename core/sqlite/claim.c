@@ -246,7 +246,6 @@ static int recover(sfs_backend *b, const sfs_slice *queue, sfs_gc_stats *g)
 {
 	int64_t now = sfs_clock_ns(), now_s = sfs_clock_mtime_ns();
 	sfs_queue_policy p;
-	sfs_list l = { NULL, 0 };
 	int status = SFS_OK;
 
 	if (queue) {
@@ -255,21 +254,41 @@ static int recover(sfs_backend *b, const sfs_slice *queue, sfs_gc_stats *g)
 			status = ttl_pass(b, *queue, now - p.ttl_ms * NS_PER_MS,
 			                  &g->expired);
 	} else {
-		/* Every queue with a time-to-live (key, n = ttl_ms); listed
-		 * first, as the passes write. */
-		sqlite3_stmt *st = sqlb_stmt(b, ST_GC_POLICIES, "SELECT 0,"
-		        " NULL, 0, 0, ttl_ms, queue FROM statefs_queue_policy"
-		        " WHERE ttl_ms>0 ORDER BY queue", &status);
+		/* Every queue with a time-to-live, one at a time, each read
+		 * with a fresh seek (the passes write between them). */
+		sqlite3_stmt *st = sqlb_stmt(b, ST_GC_POLICIES, "SELECT queue,"
+		        " ttl_ms FROM statefs_queue_policy WHERE ttl_ms>0 AND"
+		        " (?2=0 OR queue>?1) ORDER BY queue LIMIT 1", &status);
+		sfs_buf cur = { NULL, 0 };
+		int64_t ttl;
+		size_t n;
+		const void *q;
+		int rc;
 
 		if (!st)
 			return status;
-		status = sqlb_rows(b, st, &l, "reading queue policies");
-		for (size_t i = 0; i < l.n && status == SFS_OK; i++)
-			status = ttl_pass(b, sfs_bytes(l.items[i].key.ptr,
-			                               l.items[i].key.len),
-			                  now - l.items[i].n * NS_PER_MS,
-			                  &g->expired);
-		sfs_list_free(&l);
+		while (status == SFS_OK) {
+			sqlb_bind(st, 1, sfs_bytes(cur.ptr, cur.len));
+			sqlite3_bind_int(st, 2, cur.ptr != NULL);
+			rc = sqlite3_step(st);
+			if (rc != SQLITE_ROW) {
+				sqlite3_reset(st);
+				if (rc != SQLITE_DONE)
+					status = sqlb_fail(b, rc, "reading queue"
+					                   " policies");
+				break;
+			}
+			q = sqlb_col(st, 0, &n);
+			ttl = sqlite3_column_int64(st, 1);
+			sfs_buf_free(&cur);
+			status = buf_copy(&cur, q, n);
+			sqlite3_reset(st);
+			if (status == SFS_OK)
+				status = ttl_pass(b, sfs_bytes(cur.ptr, cur.len),
+				                  now - ttl * NS_PER_MS,
+				                  &g->expired);
+		}
+		sfs_buf_free(&cur);
 	}
 	if (status != SFS_OK)
 		return status;
@@ -333,16 +352,15 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 
 /* --- claiming ------------------------------------------------------------ */
 
-/* Reads a claim's items into a list: item.id, value, size, n =
- * deliveries, mtime = lease end. */
+/* Reads a claim's items into a list: item.id, value and the in-flight
+ * sfs_stat (its lease ends at until). */
 static int read_claim(sfs_backend *b, int64_t cid, int64_t until,
                       sfs_list *out)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_READ, "SELECT id, item,"
-	        " length(item), ?2, deliveries FROM statefs_inflight WHERE"
-	        " claim_id=?1 ORDER BY id",
-	        &status);
+	        " length(item), enqueued_ns, 0, NULL, deliveries, claim_id, ?2"
+	        " FROM statefs_inflight WHERE claim_id=?1 ORDER BY id", &status);
 
 	if (!st)
 		return status;
@@ -662,7 +680,16 @@ static int settle_tx(sfs_backend *b, int64_t cid, const int64_t *ids,
 
 	if (status != SFS_OK)
 		return status;
-	if (!ids) {
+	if (!ids && outcomes[0] == SFS_OUTCOME_RETRY) {
+		/* A retry pushes each item again: one at a time. */
+		sfs_list l = { NULL, 0 };
+
+		status = read_claim(b, cid, 0, &l);
+		for (size_t i = 0; i < l.n && status == SFS_OK; i++)
+			status = apply(b, cid, l.items[i].id, l.items[i].id,
+			               SFS_OUTCOME_RETRY, now_s);
+		sfs_list_free(&l);
+	} else if (!ids) {
 		status = apply(b, cid, INT64_MIN, INT64_MAX, outcomes[0], now_s);
 	} else {
 		for (size_t i = 0; i < n && status == SFS_OK; i++)
@@ -764,8 +791,8 @@ static int item_held(sfs_backend *b, sfs_slice queue, int64_t id,
 	return status;
 }
 
-int sqlb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
-                         sfs_outcome outcome)
+int sqlb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                     sfs_outcome outcome)
 {
 	int64_t cid = 0;
 	int keep = 0, status = sqlb_begin_write(b);
@@ -780,8 +807,8 @@ int sqlb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
 }
 
-int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                            int64_t lease_ns)
+int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                        int64_t lease_ns)
 {
 	int64_t cid = 0, until;
 	int keep = 0, status = sqlb_begin_write(b);
@@ -792,125 +819,6 @@ int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 	if (status == SFS_OK)
 		status = extend(b, cid, lease_ns, &until);
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
-}
-
-/* --- in-flight items and dead letters: reading ---------------------------- */
-
-static void bind_scan(sqlite3_stmt *st, sfs_slice queue, int64_t after_id,
-                      long limit)
-{
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, after_id);
-	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
-}
-
-int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                       long limit, int keys_only, sfs_list *out)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_SCAN + !!keys_only, keys_only ?
-	        "SELECT i.id, NULL, length(i.item), coalesce(c.lease_until, 0),"
-	        " i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"
-	        " ON c.claim_id=i.claim_id WHERE i.queue=?1 AND i.id>?2"
-	        " ORDER BY i.id LIMIT ?3" :
-	        "SELECT i.id, i.item, length(i.item), coalesce(c.lease_until, 0),"
-	        " i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"
-	        " ON c.claim_id=i.claim_id WHERE i.queue=?1 AND i.id>?2"
-	        " ORDER BY i.id LIMIT ?3", &status);
-
-	if (!st)
-		return status;
-	bind_scan(st, queue, after_id, limit);
-	return sqlb_rows(b, st, out, "reading items");
-}
-
-/* A statement returning an item for (?1 queue, ?2 id) into *out. */
-static int peek(sfs_backend *b, sqlite3_stmt *st, sfs_slice queue,
-                int64_t id, sfs_buf *out)
-{
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, id);
-	return sqlb_one_blob(b, st, out, "reading an item");
-}
-
-int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                       sfs_buf *item)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_PEEK, "SELECT item FROM"
-	        " statefs_inflight WHERE id=?2 AND queue=?1", &status);
-
-	return st ? peek(b, st, queue, id, item) : status;
-}
-
-int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                       sfs_claim_info *out)
-{
-	int status = SFS_OK, found;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_INF_STAT, "SELECT i.claim_id,"
-	        " coalesce(c.lease_until, 0), i.enqueued_ns, i.deliveries,"
-	        " length(i.item) FROM statefs_inflight i LEFT JOIN statefs_claim"
-	        " c ON c.claim_id=i.claim_id WHERE i.id=?2 AND i.queue=?1",
-	        &status);
-	int64_t v[5];
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, id);
-	status = one_row(b, st, v, 5, &found, "reading an item");
-	if (status != SFS_OK)
-		return status;
-	if (!found)
-		return SFS_NOTFOUND;
-	out->claim_id = v[0];
-	out->lease_until_ns = v[1];
-	out->enqueued_ns = v[2];
-	out->deliveries = v[3];
-	out->size = (uint64_t)v[4];
-	return SFS_OK;
-}
-
-int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                   long limit, int keys_only, sfs_list *out)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_SCAN + !!keys_only, keys_only ?
-	        "SELECT id, NULL, length(item), dead_ns, deliveries, reason"
-	        " FROM statefs_dead WHERE queue=?1 AND id>?2 ORDER BY id"
-	        " LIMIT ?3" :
-	        "SELECT id, item, length(item), dead_ns, deliveries, reason"
-	        " FROM statefs_dead WHERE queue=?1 AND id>?2 ORDER BY id"
-	        " LIMIT ?3", &status);
-
-	if (!st)
-		return status;
-	bind_scan(st, queue, after_id, limit);
-	return sqlb_rows(b, st, out, "reading items");
-}
-
-int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                   sfs_buf *item)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_PEEK, "SELECT item FROM"
-	        " statefs_dead WHERE id=?2 AND queue=?1", &status);
-
-	return st ? peek(b, st, queue, id, item) : status;
-}
-
-int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                   uint64_t *size, int64_t *mtime_ns)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_DEAD_STAT, "SELECT length(item),"
-	        " dead_ns FROM statefs_dead WHERE id=?2 AND queue=?1", &status);
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, id);
-	return sqlb_one_stat(b, st, size, mtime_ns, "reading an item");
 }
 
 /* --- dead letters and policies: writing ----------------------------------- */
@@ -957,7 +865,7 @@ static int requeue_tx(sfs_backend *b, sfs_slice queue, int64_t id,
 	return status == SFS_OK ? dead_delete_tx(b, queue, id) : status;
 }
 
-int sqlb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+int sqlb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
                       int64_t *new_id)
 {
 	int64_t nid = 0;

@@ -1,7 +1,8 @@
 /*
  * conn.c - the SQLite backend's connection: open and close, the
- * statement cache, transactions, durability, the change counter, and the one
- * function that turns SQLite result codes into sfs_status.
+ * statement cache, transactions, durability, the change counter, the one
+ * function that turns SQLite result codes into sfs_status (sqlb_status),
+ * and the backend's ops table.
  *
  * Opening follows the encryption layer's order when a key is given
  * (vfs_i.h): preflight, a VFS for the key, sqlite3_open_v2 through it,
@@ -25,9 +26,9 @@
 #include "sqlite_i.h"
 #include "util_i.h"
 
-int sqlb_fail(sfs_backend *b, int rc, const char *what)
+int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
 {
-	const char *msg = b && b->db ? sqlite3_errmsg(b->db) : sqlite3_errstr(rc);
+	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *cmsg;
 	int st;
 
@@ -71,12 +72,17 @@ int sqlb_fail(sfs_backend *b, int rc, const char *what)
 	}
 	/* A page that failed authentication: the VFS knows which page of which
 	 * file, SQLite only says "disk I/O error". */
-	cmsg = b && b->vfs ? crypt_last_error() : NULL;
+	cmsg = encrypted ? crypt_last_error() : NULL;
 	if (st == SFS_CORRUPT && cmsg)
 		return sfs_err(st, "%s: %s", what, cmsg);
 	if (st == SFS_IO && cmsg && (rc & 0xff) == SQLITE_IOERR)
 		return sfs_err(st, "%s: %s (%s)", what, msg, cmsg);
 	return sfs_err(st, "%s: %s (sqlite %d)", what, msg, rc);
+}
+
+int sqlb_fail(sfs_backend *b, int rc, const char *what)
+{
+	return sqlb_status(b ? b->db : NULL, b && b->vfs, rc, what);
 }
 
 sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
@@ -135,34 +141,53 @@ const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len)
 	return p ? p : "";
 }
 
+/* A BLOB or TEXT column into the last item's buffer of that role. */
+static void col_bytes(listb *lb, sqlite3_stmt *st, int i,
+                      void (*put)(listb *, const void *, size_t))
+{
+	const void *p;
+	size_t n;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return;
+	p = sqlb_col(st, i, &n);
+	put(lb, p, n);
+}
+
 int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
               const char *what)
 {
 	int ncol = sqlite3_column_count(st);
 	listb lb = LISTB_INIT;
 	sfs_item *it;
-	const void *p;
-	size_t n;
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (!(it = listb_push(&lb)))
 			break;
-		it->id = sqlite3_column_int64(st, 0);
-		if (ncol > 1 && sqlite3_column_type(st, 1) != SQLITE_NULL) {
-			p = sqlb_col(st, 1, &n);
-			listb_value(&lb, p, n);
-		}
-		if (ncol > 2)
-			it->size = (uint64_t)sqlite3_column_int64(st, 2);
-		if (ncol > 3)
-			it->mtime_ns = sqlite3_column_int64(st, 3);
-		if (ncol > 4)
-			it->n = sqlite3_column_int64(st, 4);
-		if (ncol > 5 && sqlite3_column_type(st, 5) != SQLITE_NULL) {
-			p = sqlb_col(st, 5, &n);
-			listb_key(&lb, p, n);
-		}
+		it->id = sqlite3_column_int64(st, SQLB_COL_ID);
+		if (ncol > SQLB_COL_VALUE)
+			col_bytes(&lb, st, SQLB_COL_VALUE, listb_value);
+		if (ncol > SQLB_COL_SIZE)
+			it->st.size = (uint64_t)sqlite3_column_int64(st,
+			                                             SQLB_COL_SIZE);
+		if (ncol > SQLB_COL_MTIME)
+			it->st.mtime_ns = sqlite3_column_int64(st, SQLB_COL_MTIME);
+		if (ncol > SQLB_COL_COUNTER)
+			it->st.counter = sqlite3_column_int64(st,
+			                                      SQLB_COL_COUNTER);
+		if (ncol > SQLB_COL_KEY)
+			col_bytes(&lb, st, SQLB_COL_KEY, listb_key);
+		if (ncol > SQLB_COL_DELIVERIES)
+			it->st.deliveries = sqlite3_column_int64(st,
+			                                SQLB_COL_DELIVERIES);
+		if (ncol > SQLB_COL_CLAIM)
+			it->st.claim_id = sqlite3_column_int64(st, SQLB_COL_CLAIM);
+		if (ncol > SQLB_COL_LEASE)
+			it->st.lease_until_ns = sqlite3_column_int64(st,
+			                                     SQLB_COL_LEASE);
+		if (ncol > SQLB_COL_REASON)
+			col_bytes(&lb, st, SQLB_COL_REASON, listb_reason);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -191,15 +216,22 @@ int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
 	return status;
 }
 
-int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
-                  int64_t *mtime_ns, const char *what)
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
+                  const char *what)
 {
+	int ncol = sqlite3_column_count(st);
 	int rc = sqlite3_step(st), status = SFS_OK;
 
 	if (rc == SQLITE_ROW) {
-		*size = (uint64_t)sqlite3_column_int64(st, 0);
-		if (mtime_ns)
-			*mtime_ns = sqlite3_column_int64(st, 1);
+		memset(out, 0, sizeof(*out));
+		out->size = (uint64_t)sqlite3_column_int64(st, 0);
+		out->mtime_ns = sqlite3_column_int64(st, 1);
+		if (ncol > 2)
+			out->deliveries = sqlite3_column_int64(st, 2);
+		if (ncol > 3)
+			out->claim_id = sqlite3_column_int64(st, 3);
+		if (ncol > 4)
+			out->lease_until_ns = sqlite3_column_int64(st, 4);
 	} else if (rc == SQLITE_DONE) {
 		status = SFS_NOTFOUND;
 	} else {
@@ -326,28 +358,28 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 	int fd, rc;
 
 	*created = 0;
-	if (stat(cfg->path, &sb) == 0) {
+	if (stat(cfg->db, &sb) == 0) {
 		if ((cfg->flags & SFS_OPEN_CREATE) && (cfg->flags & SFS_OPEN_EXCL))
-			return sfs_err(SFS_EXISTS, "%s exists", cfg->path);
+			return sfs_err(SFS_EXISTS, "%s exists", cfg->db);
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
-			               cfg->path);
+			               cfg->db);
 		return SFS_OK;
 	}
 	if (errno != ENOENT)
-		return sfs_err(SFS_IO, "stat %s: %s", cfg->path, strerror(errno));
+		return sfs_err(SFS_IO, "stat %s: %s", cfg->db, strerror(errno));
 	if (!(cfg->flags & SFS_OPEN_CREATE))
-		return sfs_err(SFS_NOTFOUND, "%s does not exist", cfg->path);
-	rc = util_mkparents(cfg->path, 0700);
+		return sfs_err(SFS_NOTFOUND, "%s does not exist", cfg->db);
+	rc = util_mkparents(cfg->db, 0700);
 	if (rc != SFS_OK)
 		return rc;
-	fd = open(cfg->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = open(cfg->db, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		/* Another process created it between our stat and open. */
 		if (errno == EEXIST && !(cfg->flags & SFS_OPEN_EXCL))
 			return SFS_OK;
 		return sfs_err(errno == EEXIST ? SFS_EXISTS : SFS_IO,
-		               "create %s: %s", cfg->path, strerror(errno));
+		               "create %s: %s", cfg->db, strerror(errno));
 	}
 	close(fd);
 	*created = 1;
@@ -403,7 +435,7 @@ static int set_pragmas(sfs_backend *b, int busy_ms)
 	                 "setting connection pragmas");
 }
 
-static void sqlb_close(sfs_backend *b)
+void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
@@ -418,25 +450,25 @@ static void sqlb_close(sfs_backend *b)
 	free(b);
 }
 
-int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
+static int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 {
 	sfs_backend *b = calloc(1, sizeof(*b));
 	const char *vfsname = NULL;
 	crypt_kind kind;
 	int flags, rc, status, created = 0;
 
-	if (!b || !(b->path = strdup(cfg->path))) {
+	if (!b || !(b->path = strdup(cfg->db))) {
 		free(b);
 		return sfs_err(SFS_NOMEM, "allocating a store");
 	}
-	b->memory = strcmp(cfg->path, ":memory:") == 0;
+	b->memory = strcmp(cfg->db, ":memory:") == 0;
 	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
 	if (!b->memory) {
 		status = prepare_file(cfg, &created);
 		if (status != SFS_OK)
 			goto fail;
 		if (cfg->key) {
-			status = crypt_preflight(cfg->path, cfg->key, &kind);
+			status = crypt_preflight(cfg->db, cfg->key, &kind);
 			if (status != SFS_OK)
 				goto fail;
 			status = crypt_vfs_open(cfg->key, &b->vfs);
@@ -444,7 +476,7 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 				goto fail;
 			vfsname = crypt_vfs_name(b->vfs);
 		} else {
-			status = check_plain(cfg->path);
+			status = check_plain(cfg->db);
 			if (status != SFS_OK)
 				goto fail;
 		}
@@ -452,9 +484,9 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
 	        (b->readonly ? SQLITE_OPEN_READONLY
 	                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-	rc = sqlite3_open_v2(cfg->path, &b->db, flags, vfsname);
+	rc = sqlite3_open_v2(cfg->db, &b->db, flags, vfsname);
 	if (rc != SQLITE_OK) {
-		status = sqlb_fail(b, rc, cfg->path);
+		status = sqlb_fail(b, rc, cfg->db);
 		goto fail;
 	}
 	if (b->vfs) {
@@ -476,10 +508,10 @@ fail:
 	if (created) {
 		char aux[4096];
 
-		unlink(cfg->path);
-		snprintf(aux, sizeof(aux), "%s-wal", cfg->path);
+		unlink(cfg->db);
+		snprintf(aux, sizeof(aux), "%s-wal", cfg->db);
 		unlink(aux);
-		snprintf(aux, sizeof(aux), "%s-shm", cfg->path);
+		snprintf(aux, sizeof(aux), "%s-shm", cfg->db);
 		unlink(aux);
 	}
 	return status;
@@ -538,8 +570,41 @@ static int sqlb_version(sfs_backend *b, uint64_t *out)
 	return SFS_OK;
 }
 
+/* Every name is a file path (or ":memory:"): SQLite is the backend of
+ * last resort, asked after every other. */
+static int sqlb_accepts(const char *db)
+{
+	(void)db;
+	return 1;
+}
+
+static int sqlb_probe(const char *db, be_kind *kind)
+{
+	crypt_kind k;
+	int rc;
+
+	if (strcmp(db, ":memory:") == 0) {
+		*kind = BE_KIND_NEW;
+		return SFS_OK;
+	}
+	rc = crypt_preflight(db, NULL, &k);
+	if (rc == SFS_NOKEY) {
+		sfs_err_clear();
+		*kind = BE_KIND_ENCRYPTED;
+		return SFS_OK;
+	}
+	if (rc == SFS_OK)
+		*kind = k == CRYPT_KIND_NEW ? BE_KIND_NEW : k == CRYPT_KIND_PLAIN
+		        ? BE_KIND_PLAIN : BE_KIND_ENCRYPTED;
+	return rc;
+}
+
 const sfs_backend_ops sqlb_ops = {
 	.name = "sqlite",
+	.accepts = sqlb_accepts,
+	.open = sqlb_open,
+	.probe = sqlb_probe,
+	.rekey = sqlb_rekey,
 	.close = sqlb_close,
 	.sync = sqlb_sync,
 	.version = sqlb_version,
@@ -551,10 +616,8 @@ const sfs_backend_ops sqlb_ops = {
 	.kv_scan = sqlb_kv_scan,
 	.kv_delete_range = sqlb_kv_delete_range,
 	.kv_drain = sqlb_kv_drain,
-	.kv_restore = sqlb_kv_restore,
 	.kv_rename = sqlb_kv_rename,
-	.scope_list = sqlb_scope_list,
-	.ns_list = sqlb_ns_list,
+	.dir_list = sqlb_dir_list,
 	.dir_exists = sqlb_dir_exists,
 	.dir_create = sqlb_dir_create,
 	.dir_remove = sqlb_dir_remove,
@@ -568,33 +631,23 @@ const sfs_backend_ops sqlb_ops = {
 	.log_scan = sqlb_log_scan,
 	.log_get = sqlb_log_get,
 	.log_stat = sqlb_log_stat,
-	.log_keys = sqlb_log_keys,
 	.log_delete = sqlb_log_delete,
 	.log_clear = sqlb_log_clear,
 	.queue_push = sqlb_queue_push,
 	.queue_pop = sqlb_queue_pop,
-	.queue_drain = sqlb_queue_drain,
-	.queue_scan = sqlb_queue_scan,
-	.queue_peek = sqlb_queue_peek,
-	.queue_stat = sqlb_queue_stat,
-	.queue_delete = sqlb_queue_delete,
-	.queue_clear = sqlb_queue_clear,
-	.queue_len = sqlb_queue_len,
+	.item_count = sqlb_item_count,
+	.item_scan = sqlb_item_scan,
+	.item_get = sqlb_item_get,
+	.item_stat = sqlb_item_stat,
+	.item_delete = sqlb_item_delete,
+	.item_clear = sqlb_item_clear,
 	.claim = sqlb_claim,
 	.claim_item = sqlb_claim_item,
 	.claim_heartbeat = sqlb_claim_heartbeat,
 	.claim_settle = sqlb_claim_settle,
-	.inflight_settle = sqlb_inflight_settle,
-	.inflight_heartbeat = sqlb_inflight_heartbeat,
-	.inflight_scan = sqlb_inflight_scan,
-	.inflight_peek = sqlb_inflight_peek,
-	.inflight_stat = sqlb_inflight_stat,
-	.dead_scan = sqlb_dead_scan,
-	.dead_peek = sqlb_dead_peek,
-	.dead_stat = sqlb_dead_stat,
-	.dead_requeue = sqlb_dead_requeue,
-	.dead_delete = sqlb_dead_delete,
-	.dead_clear = sqlb_dead_clear,
+	.item_settle = sqlb_item_settle,
+	.item_heartbeat = sqlb_item_heartbeat,
+	.item_requeue = sqlb_item_requeue,
 	.policy_set = sqlb_policy_set,
 	.policy_get = sqlb_policy_get,
 	.queue_gc = sqlb_queue_gc,
@@ -604,8 +657,5 @@ const sfs_backend_ops sqlb_ops = {
 	.info = sqlb_info,
 	.verify = sqlb_verify,
 	.export_rows = sqlb_export,
-	.import_begin = sqlb_import_begin,
-	.import_row = sqlb_import_row,
-	.import_commit = sqlb_import_commit,
-	.import_abort = sqlb_import_abort,
+	.import_rows = sqlb_import,
 };

@@ -130,8 +130,8 @@ static int walk(sfs_backend *b, sqlite3_stmt *first, sqlite3_stmt *next,
 	return listb_finish(&lb, out);
 }
 
-int sqlb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
-                    long limit, sfs_list *out)
+static int scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
+                      long limit, sfs_list *out)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *first = next_scope_stmt(b, fam, 0, &status);
@@ -142,22 +142,40 @@ int sqlb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
 	return walk(b, first, next, NULL, after, limit, out);
 }
 
-int sqlb_ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
-                 sfs_slice after, long limit, sfs_list *out)
+static int ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                   sfs_slice after, long limit, sfs_list *out)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *first, *next;
+	sqlite3_stmt *first = next_ns_stmt(b, fam, 0, &status);
+	sqlite3_stmt *next = first ? next_ns_stmt(b, fam, 1, &status) : NULL;
 
-	if (fam == SFS_FAM_QUEUE) { /* queues have no namespaces */
-		out->items = NULL;
-		out->n = 0;
-		return SFS_OK;
-	}
-	first = next_ns_stmt(b, fam, 0, &status);
-	next = first ? next_ns_stmt(b, fam, 1, &status) : NULL;
 	if (!next)
 		return status;
 	return walk(b, first, next, &scope, after, limit, out);
+}
+
+/* The keys of a namespace: a log's distinct keys, or the values' and
+ * counters' keys (with their sizes and times) from their scans. */
+static int key_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns, sfs_slice after, long limit, sfs_list *out)
+{
+	sfs_scan_opts o = { .start = after, .end = SFS_NONE,
+	                    .start_after = 1, .limit = limit, .keys_only = 1 };
+
+	if (fam == SFS_FAM_LOG)
+		return sqlb_log_keys(b, scope, ns, after, limit, out);
+	return fam == SFS_FAM_KV ? sqlb_kv_scan(b, scope, ns, &o, out)
+	                         : sqlb_counter_scan(b, scope, ns, &o, out);
+}
+
+int sqlb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                  sfs_slice ns, sfs_slice after, long limit, sfs_list *out)
+{
+	if (!scope.ptr)
+		return scope_list(b, fam, after, limit, out);
+	if (!ns.ptr)
+		return ns_list(b, fam, scope, after, limit, out);
+	return key_list(b, fam, scope, ns, after, limit, out);
 }
 
 /* Whether the scope (ns.ptr == NULL) or namespace exists: data rows or an

@@ -27,7 +27,9 @@
 
 /* --- export ------------------------------------------------------------- */
 
-/* Every statement gives: scope, ns, key, value, mtime, id, n, deliveries. */
+/* Every statement gives the generic columns scope, ns, key, value, mtime,
+ * id, n, deliveries; wire_*() below say which sfs_row field each carries
+ * in each family. */
 static const char *const export_sql[] = {
 	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0, 0, 0"
 	" FROM function_state f LEFT JOIN statefs_kv_time t"
@@ -42,7 +44,7 @@ static const char *const export_sql[] = {
 	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
 	", q.id, 0, coalesce((SELECT deliveries FROM statefs_queue_pending p"
 	" WHERE p.id=q.id), 0) FROM work_queue q ORDER BY q.execution_id, q.id",
-	/* A directory's own family travels in row.n. */
+	/* A directory's own family travels in n. */
 	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
 	" family, 0 FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
 	/* Claims before their items, so an import meets a claim first. */
@@ -62,6 +64,53 @@ static const sfs_family export_fam[] = {
 };
 
 #define N_FAM (sizeof(export_fam) / sizeof(export_fam[0]))
+
+/* n: a counter's value, a directory's family, a claim's lease end, an
+ * in-flight item's claim, a policy's time-to-live. */
+static int64_t wire_n(const sfs_row *r)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: return r->counter;
+	case SFS_FAM_DIR: return (int64_t)r->dir_family;
+	case SFS_FAM_CLAIM: return r->lease_until_ns;
+	case SFS_FAM_INFLIGHT: return r->claim_id;
+	case SFS_FAM_POLICY: return r->ttl_ms;
+	default: return 0;
+	}
+}
+
+/* key: a dead letter's reason; deliveries: a policy's limit. */
+static sfs_slice wire_key(const sfs_row *r)
+{
+	return r->family == SFS_FAM_DEAD ? r->reason : r->key;
+}
+
+static int64_t wire_deliveries(const sfs_row *r)
+{
+	return r->family == SFS_FAM_POLICY ? r->max_deliveries
+	                                   : r->deliveries;
+}
+
+static void wire_set(sfs_row *r, sfs_slice key, int64_t n,
+                     int64_t deliveries)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: r->counter = n; break;
+	case SFS_FAM_DIR: r->dir_family = (sfs_family)n; break;
+	case SFS_FAM_CLAIM: r->lease_until_ns = n; break;
+	case SFS_FAM_INFLIGHT: r->claim_id = n; break;
+	case SFS_FAM_POLICY: r->ttl_ms = n; break;
+	default: break;
+	}
+	if (r->family == SFS_FAM_DEAD)
+		r->reason = key;
+	else
+		r->key = key;
+	if (r->family == SFS_FAM_POLICY)
+		r->max_deliveries = deliveries;
+	else
+		r->deliveries = deliveries;
+}
 
 static sfs_slice col_opt(sqlite3_stmt *st, int i)
 {
@@ -115,12 +164,11 @@ static int export_family(sfs_backend *b, size_t i,
 		row.family = export_fam[i];
 		row.scope = col_opt(st, 0);
 		row.ns = col_opt(st, 1);
-		row.key = col_opt(st, 2);
 		row.value = col_opt(st, 3);
 		row.mtime_ns = sqlite3_column_int64(st, 4);
 		row.id = sqlite3_column_int64(st, 5);
-		row.n = sqlite3_column_int64(st, 6);
-		row.deliveries = sqlite3_column_int64(st, 7);
+		wire_set(&row, col_opt(st, 2), sqlite3_column_int64(st, 6),
+		         sqlite3_column_int64(st, 7));
 		r = fn(&row, ctx);
 		if (r != 0)
 			break;
@@ -236,63 +284,40 @@ static const char *const import_sql[IM_MAX] = {
 	        " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name=?2)",
 };
 
-struct sfs_import_be {
+/* An import in progress: its statements, prepared for its length. */
+typedef struct import {
 	sfs_backend *b;
 	sqlite3_stmt *st[IM_MAX];
-};
+} import;
 
-int sqlb_import_begin(sfs_backend *b, sfs_import_be **out)
-{
-	sfs_import_be *imp = calloc(1, sizeof(*imp));
-	int rc, status;
-
-	if (!imp)
-		return sfs_err(SFS_NOMEM, "allocating an import");
-	imp->b = b;
-	for (int i = 0; i < IM_MAX; i++) {
-		rc = sqlite3_prepare_v2(b->db, import_sql[i], -1, &imp->st[i],
-		                        NULL);
-		if (rc != SQLITE_OK) {
-			status = sqlb_fail(b, rc, "preparing an import");
-			sqlb_import_abort(imp);
-			return status;
-		}
-	}
-	status = sqlb_begin_write(b);
-	if (status != SFS_OK) {
-		sqlb_import_abort(imp);
-		return status;
-	}
-	*out = imp;
-	return SFS_OK;
-}
-
-/* Binds ?1 scope, ?2 ns, ?3 key, ?4 value/n, ?5 id, ?6 n, ?7 mtime_ns,
- * ?8 deliveries as far as present. */
-static void bind_row(sqlite3_stmt *st, const sfs_row *r, int counter)
+/* Binds ?1 scope, ?2 ns, ?3 key, ?4 value (counters: n), ?5 id, ?6 n,
+ * ?7 mtime_ns, ?8 deliveries as far as present, in the generic columns'
+ * sense (wire_*). */
+static void bind_row(sqlite3_stmt *st, const sfs_row *r)
 {
 	int n = sqlite3_bind_parameter_count(st);
+	sfs_slice key = wire_key(r);
 
 	if (n >= 1)
 		sqlb_bind(st, 1, r->scope);
 	if (n >= 2)
 		sqlb_bind(st, 2, r->ns.ptr ? r->ns : sfs_bytes("", 0));
 	if (n >= 3)
-		sqlb_bind(st, 3, r->key.ptr ? r->key : sfs_bytes("", 0));
+		sqlb_bind(st, 3, key.ptr ? key : sfs_bytes("", 0));
 	if (n >= 4) {
-		if (counter)
-			sqlite3_bind_int64(st, 4, r->n);
+		if (r->family == SFS_FAM_COUNTER)
+			sqlite3_bind_int64(st, 4, r->counter);
 		else
 			sqlb_bind(st, 4, r->value);
 	}
 	if (n >= 5)
 		sqlite3_bind_int64(st, 5, r->id);
 	if (n >= 6)
-		sqlite3_bind_int64(st, 6, r->n);
+		sqlite3_bind_int64(st, 6, wire_n(r));
 	if (n >= 7)
 		sqlite3_bind_int64(st, 7, r->mtime_ns);
 	if (n >= 8)
-		sqlite3_bind_int64(st, 8, r->deliveries);
+		sqlite3_bind_int64(st, 8, wire_deliveries(r));
 }
 
 static int step(sfs_backend *b, sqlite3_stmt *st)
@@ -301,7 +326,7 @@ static int step(sfs_backend *b, sqlite3_stmt *st)
 }
 
 /* Writes or removes the time row of a keyed row (kv, counter). */
-static int keyed_time(sfs_import_be *imp, int put, int del,
+static int keyed_time(import *imp, int put, int del,
                       const sfs_row *r)
 {
 	sqlite3_stmt *st = imp->st[r->mtime_ns ? put : del];
@@ -315,7 +340,7 @@ static int keyed_time(sfs_import_be *imp, int put, int del,
 /* Inserts a row with an id; an existing id must hold the same row. */
 /* Item ids live in one place: pending (0), in flight (1) or dead (2). An
  * id already in a place other than `mine` is a conflict. */
-static int check_places(sfs_import_be *imp, const sfs_row *r, int mine)
+static int check_places(import *imp, const sfs_row *r, int mine)
 {
 	sqlite3_stmt *st = imp->st[IM_PLACES];
 	static const char *const what[3] = { "pending", "in flight", "dead" };
@@ -336,7 +361,7 @@ static int check_places(sfs_import_be *imp, const sfs_row *r, int mine)
 }
 
 /* Raises table's AUTOINCREMENT sequence to at least id. */
-static int raise_seq(sfs_import_be *imp, const char *table, int64_t id)
+static int raise_seq(import *imp, const char *table, int64_t id)
 {
 	int status = SFS_OK;
 
@@ -351,7 +376,7 @@ static int raise_seq(sfs_import_be *imp, const char *table, int64_t id)
 }
 
 /* Inserts a row with an id; an existing id must hold the same row. */
-static int insert_same(sfs_import_be *imp, int ins, int same,
+static int insert_same(import *imp, int ins, int same,
                        const sfs_row *r)
 {
 	sfs_backend *b = imp->b;
@@ -361,12 +386,12 @@ static int insert_same(sfs_import_be *imp, int ins, int same,
 	if (r->id <= 0)
 		return sfs_err(SFS_INVALID, "a row of family %d needs an id > 0",
 		               (int)r->family);
-	bind_row(st, r, 0);
+	bind_row(st, r);
 	status = step(b, st);
 	if (status != SFS_OK || sqlite3_changes(b->db) != 0)
 		return status;
 	st = imp->st[same];
-	bind_row(st, r, 0);
+	bind_row(st, r);
 	rc = sqlite3_step(st);
 	eq = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
 	sqlite3_reset(st);
@@ -378,7 +403,7 @@ static int insert_same(sfs_import_be *imp, int ins, int same,
 	return SFS_OK;
 }
 
-static int id_row(sfs_import_be *imp, int ins, int same, tm_which w,
+static int id_row(import *imp, int ins, int same, tm_which w,
                   const sfs_row *r)
 {
 	int status = insert_same(imp, ins, same, r);
@@ -389,7 +414,7 @@ static int id_row(sfs_import_be *imp, int ins, int same, tm_which w,
 
 /* A pending item: its time as logs', and its delivery count (a row of
  * statefs_queue_pending, which the time may already have made). */
-static int queue_row(sfs_import_be *imp, const sfs_row *r)
+static int queue_row(import *imp, const sfs_row *r)
 {
 	int status = check_places(imp, r, 0);
 	sqlite3_stmt *st;
@@ -399,18 +424,18 @@ static int queue_row(sfs_import_be *imp, const sfs_row *r)
 	if (status != SFS_OK)
 		return status;
 	st = imp->st[r->deliveries ? IM_Q_DELIV : IM_Q_UNDELIV];
-	bind_row(st, r, 0);
+	bind_row(st, r);
 	return step(imp->b, st);
 }
 
-static int inflight_row(sfs_import_be *imp, const sfs_row *r)
+static int inflight_row(import *imp, const sfs_row *r)
 {
 	sqlite3_stmt *st = imp->st[IM_INF_CLAIM];
 	int status = check_places(imp, r, 1), rc, ok;
 
 	if (status != SFS_OK)
 		return status;
-	bind_row(st, r, 0);
+	bind_row(st, r);
 	rc = sqlite3_step(st);
 	ok = rc == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
 	sqlite3_reset(st);
@@ -420,12 +445,12 @@ static int inflight_row(sfs_import_be *imp, const sfs_row *r)
 		return sfs_err(SFS_INVALID, "in-flight item %lld belongs to claim"
 		               " %lld, which is not in this store (or is of"
 		               " another queue)", (long long)r->id,
-		               (long long)r->n);
+		               (long long)r->claim_id);
 	status = insert_same(imp, IM_INF, IM_INF_SAME, r);
 	return status == SFS_OK ? raise_seq(imp, "work_queue", r->id) : status;
 }
 
-int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
+static int import_row(import *imp, const sfs_row *r)
 {
 	sfs_backend *b = imp->b;
 	sqlite3_stmt *st;
@@ -433,12 +458,12 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
 
 	switch (r->family) {
 	case SFS_FAM_KV:
-		bind_row(imp->st[IM_KV], r, 0);
+		bind_row(imp->st[IM_KV], r);
 		status = step(b, imp->st[IM_KV]);
 		return status ? status
 		              : keyed_time(imp, IM_KV_TIME, IM_KV_UNTIME, r);
 	case SFS_FAM_COUNTER:
-		bind_row(imp->st[IM_CTR], r, 1);
+		bind_row(imp->st[IM_CTR], r);
 		status = step(b, imp->st[IM_CTR]);
 		return status ? status
 		              : keyed_time(imp, IM_CTR_TIME, IM_CTR_UNTIME, r);
@@ -448,7 +473,7 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
 		return queue_row(imp, r);
 	case SFS_FAM_DIR:
 		st = imp->st[IM_DIR];
-		sqlite3_bind_int64(st, 1, r->n);
+		sqlite3_bind_int64(st, 1, (int64_t)r->dir_family);
 		sqlb_bind(st, 2, r->scope);
 		sqlite3_bind_int(st, 3, r->ns.ptr != NULL);
 		sqlb_bind(st, 4, r->ns.ptr ? r->ns : sfs_bytes("", 0));
@@ -467,31 +492,37 @@ int sqlb_import_row(sfs_import_be *imp, const sfs_row *r)
 		                        : status;
 	case SFS_FAM_POLICY:
 		st = imp->st[IM_POLICY];
-		bind_row(st, r, 0);
+		bind_row(st, r);
 		return step(b, st);
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)r->family);
 }
 
-static void import_free(sfs_import_be *imp)
+int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+                void *ctx)
 {
+	import imp = { b, { NULL } };
+	sfs_row row;
+	int rc, got, status = SFS_OK;
+
+	for (int i = 0; i < IM_MAX && status == SFS_OK; i++) {
+		rc = sqlite3_prepare_v2(b->db, import_sql[i], -1, &imp.st[i],
+		                        NULL);
+		if (rc != SQLITE_OK)
+			status = sqlb_fail(b, rc, "preparing an import");
+	}
+	if (status == SFS_OK)
+		status = sqlb_begin_write(b);
+	if (status == SFS_OK) {
+		while ((got = next(&row, ctx)) == SFS_OK &&
+		       (status = import_row(&imp, &row)) == SFS_OK)
+			;
+		/* SFS_NOTFOUND from next is the end of the rows */
+		if (status == SFS_OK && got != SFS_NOTFOUND)
+			status = got;
+		status = sqlb_end_write(b, status);
+	}
 	for (int i = 0; i < IM_MAX; i++)
-		sqlite3_finalize(imp->st[i]);
-	free(imp);
-}
-
-int sqlb_import_commit(sfs_import_be *imp)
-{
-	int status = sqlb_commit(imp->b);
-
-	import_free(imp);
+		sqlite3_finalize(imp.st[i]);
 	return status;
-}
-
-void sqlb_import_abort(sfs_import_be *imp)
-{
-	if (!imp)
-		return;
-	sqlb_rollback(imp->b);
-	import_free(imp);
 }

@@ -28,8 +28,9 @@
 #include "util_i.h"
 
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
- * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3). Its
- * columns are sqlb_rows': id (0), value, size, mtime, n, key. */
+ * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3), bit 4
+ * the start bound is exclusive. Its columns are sqlb_rows': id (0),
+ * value, size, mtime, counter, key. */
 static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
                                int *status)
 {
@@ -48,7 +49,8 @@ static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
 	         "SELECT 0, %s, f.key FROM %s f LEFT JOIN %s t"
 	         " ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	         " WHERE f.scope_id=?1 AND f.ns=?2%s%s ORDER BY f.key%s LIMIT ?5",
-	         cols, table, ttable, (v & 1) ? " AND f.key>=?3" : "",
+	         cols, table, ttable,
+	         (v & 1) ? ((v & 16) ? " AND f.key>?3" : " AND f.key>=?3") : "",
 	         (v & 2) ? " AND f.key<?4" : "", (v & 4) ? " DESC" : "");
 	return sqlb_stmt(b, slot, sql, status);
 }
@@ -65,7 +67,8 @@ static int scan(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
                 const sfs_scan_opts *o, sfs_list *out)
 {
 	int v = (o->start.ptr ? 1 : 0) | (o->end.ptr ? 2 : 0) |
-	        (o->reverse ? 4 : 0) | (!counters && o->keys_only ? 8 : 0);
+	        (o->reverse ? 4 : 0) | (!counters && o->keys_only ? 8 : 0) |
+	        (o->start.ptr && o->start_after ? 16 : 0);
 	int status = SFS_OK;
 	sqlite3_stmt *st = scan_stmt(b, counters, v, &status);
 
@@ -140,12 +143,6 @@ static int put_many_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return status;
 }
 
-int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     const sfs_slice *keys, const sfs_slice *values, size_t n)
-{
-	IN_STAMPED_TX(b, put_many_tx(b, scope, ns, keys, values, n));
-}
-
 static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
 {
 	return sqlb_stmt(b, ST_KV_GET,
@@ -188,7 +185,7 @@ int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		if (rc == SQLITE_ROW) {
 			p = sqlb_col(st, 0, &len);
 			listb_value(&lb, p, len);
-			lb.items[lb.n - 1].size = len;
+			lb.items[lb.n - 1].st.size = len;
 			rc = SQLITE_DONE;
 		}
 		sqlite3_reset(st);
@@ -210,7 +207,7 @@ int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 }
 
 int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                 uint64_t *size, int64_t *mtime_ns)
+                 sfs_stat *out)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_STAT,
@@ -222,7 +219,7 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	if (!st)
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
-	return sqlb_one_stat(b, st, size, mtime_ns, "reading a value's size");
+	return sqlb_one_stat(b, st, out, "reading a value's size");
 }
 
 /* Deletes one row of a data table and its time row, in an open write
@@ -316,13 +313,35 @@ int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return status;
 }
 
+/* SFS_PUT_REPLACE (the stream engine's RestoreAll): the namespace empties
+ * first, in the same transaction. A replace deletes time rows, so it is not
+ * a stamped transaction. */
+static int replace_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_slice *keys, const sfs_slice *values,
+                      size_t n)
+{
+	int status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
+
+	return status == SFS_OK ? put_many_tx(b, scope, ns, keys, values, n)
+	                        : status;
+}
+
+int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, const sfs_slice *values, size_t n,
+                     unsigned flags)
+{
+	if (flags & SFS_PUT_REPLACE)
+		IN_WRITE_TX(b, replace_tx(b, scope, ns, keys, values, n));
+	IN_STAMPED_TX(b, put_many_tx(b, scope, ns, keys, values, n));
+}
+
 /* Drain: the read and the delete share one write transaction, which holds
  * the write lock from its first statement, so no other process can add or
  * remove a key in between and nothing is lost or returned twice. */
 int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_list *out)
 {
-	sfs_scan_opts all = { SFS_NONE, SFS_NONE, 0, 0, 0 };
+	sfs_scan_opts all = { .start = SFS_NONE, .end = SFS_NONE };
 	sfs_list l = { NULL, 0 };
 	int status = sqlb_begin_write(b);
 
@@ -338,22 +357,6 @@ int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	}
 	*out = l;
 	return SFS_OK;
-}
-
-static int restore_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                      const sfs_slice *keys, const sfs_slice *values,
-                      size_t n)
-{
-	int status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
-
-	return status == SFS_OK ? put_many_tx(b, scope, ns, keys, values, n)
-	                        : status;
-}
-
-int sqlb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    const sfs_slice *keys, const sfs_slice *values, size_t n)
-{
-	IN_WRITE_TX(b, restore_tx(b, scope, ns, keys, values, n));
 }
 
 static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -434,22 +437,26 @@ int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 /* --- counters ----------------------------------------------------------- */
 
 int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key, int64_t *value, int *exists)
+                     sfs_slice key, int64_t *value, int64_t *mtime_ns)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_GET,
-	        "SELECT n FROM function_counter WHERE " SQLB_KEYEQ, &status);
+	        "SELECT f.n, t.mtime_ns FROM function_counter f"
+	        " LEFT JOIN statefs_counter_time t ON t.scope_id=f.scope_id"
+	        " AND t.ns=f.ns AND t.key=f.key"
+	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
 	int rc;
 
 	if (!st)
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-		*value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-		if (exists)
-			*exists = rc == SQLITE_ROW;
+	if (rc == SQLITE_ROW) {
+		*value = sqlite3_column_int64(st, 0);
+		*mtime_ns = sqlite3_column_int64(st, 1);
 		status = SFS_OK;
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
 	} else {
 		status = sqlb_fail(b, rc, "reading a counter");
 	}

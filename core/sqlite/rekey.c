@@ -1,5 +1,6 @@
 /*
- * rekey.c - sfs_rekey: re-encrypt a store under a new key, crash-safe.
+ * rekey.c - the SQLite backend's sfs_rekey: re-encrypt a store under a new
+ * key, crash-safe.
  *
  * Offline copy, not in-place rewrite. With the store locked exclusively
  * (no other process may hold it open), the WAL is checkpointed into the
@@ -12,8 +13,8 @@
  * neither, and a second run finishes the job (it notices a store already
  * under the new key).
  *
- * Why not in place with a VFS that knows both keys (the other design in
- * ../shared/notes/encryption.md §3.8): a half-rekeyed file would need both
+ * Why not in place with a VFS that knows both keys (the other design
+ * docs/encryption.md weighs): a half-rekeyed file would need both
  * keys to open until the rewrite finishes, and a file whose pages carry
  * two key check values makes "wrong key" ambiguous. The copy costs twice
  * the disk space for a moment; a store is small next to that safety.
@@ -35,8 +36,7 @@
 #include <sqlite3.h>
 
 #include "crypt/page_i.h"
-#include "vfs_i.h"
-#include "err_i.h"
+#include "sqlite_i.h"
 
 struct rekey {
 	const char *path;
@@ -50,32 +50,18 @@ struct rekey {
 	int tmp_made;              /* r->tmp is ours to remove on failure */
 };
 
+/* A SQLite failure, through the backend's one translation (sqlb_status),
+ * with the sentences a rekey owes: a store in use, a cancel. */
 static int sql_fail(struct rekey *r, sqlite3 *db, int rc, const char *what)
 {
-	const char *c = crypt_last_error();
-	int st;
+	int st = sqlb_status(db, 1, rc, what);
 
-	switch (rc & 0xff) {
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
+	if (st == SFS_BUSY)
 		return sfs_err(SFS_BUSY, "%s is open in another process; close "
 		               "it (stop the daemon) before rekeying", r->path);
-	case SQLITE_INTERRUPT:
+	if (st == SFS_CANCELLED)
 		return sfs_err(SFS_CANCELLED, "rekey of %s cancelled", r->path);
-	case SQLITE_FULL:
-		st = SFS_FULL;
-		break;
-	case SQLITE_CORRUPT:
-		st = SFS_CORRUPT;
-		break;
-	case SQLITE_IOERR:
-		st = rc == SQLITE_IOERR_DATA ? SFS_CORRUPT : SFS_IO;
-		break;
-	default:
-		st = SFS_IO;
-	}
-	return sfs_err(st, "%s: %s", what,
-	               c ? c : db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	return st;
 }
 
 static int open_db(struct rekey *r, const char *path, crypt_vfs *v,
@@ -359,18 +345,13 @@ static int rekey_run(struct rekey *r, const sfs_key *old_key,
 	return SFS_OK;
 }
 
-int sfs_rekey(const char *path, const sfs_key *old_key,
-              const sfs_key *new_key, sfs_progress_fn progress, void *ctx)
+int sqlb_rekey(const char *path, const sfs_key *old_key,
+               const sfs_key *new_key, sfs_progress_fn progress, void *ctx)
 {
 	struct rekey r = { 0 };
 	crypt_kind kind;
 	int rc;
 
-	sfs_err_clear();
-	if (!path || !*path || strcmp(path, ":memory:") == 0)
-		return sfs_err(SFS_INVALID, "sfs_rekey needs the path of a store");
-	if (!old_key && !new_key)
-		return sfs_err(SFS_INVALID, "sfs_rekey: no key on either side");
 	r.path = path;
 	r.progress = progress;
 	r.ctx = ctx;

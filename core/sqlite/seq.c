@@ -1,6 +1,7 @@
 /*
- * seq.c - append-logs (function_state_log) and work queues
- * (work_queue) over SQLite: the two families whose rows carry ids.
+ * seq.c - append-logs (function_state_log) and work queues (work_queue)
+ * over SQLite: the two families whose rows carry ids. A queue's pending
+ * items are read through item.c, with the other states.
  *
  * Ids come from AUTOINCREMENT, i.e. from sqlite_sequence in the store, not
  * from the process: they strictly increase across every scope and queue and
@@ -97,8 +98,7 @@ int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 }
 
 int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                  sfs_slice key, int64_t id, uint64_t *size,
-                  int64_t *mtime_ns)
+                  sfs_slice key, int64_t id, sfs_stat *out)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_LOG_STAT,
@@ -110,8 +110,7 @@ int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, id);
-	return sqlb_one_stat(b, st, size, mtime_ns,
-	                     "reading an entry's size");
+	return sqlb_one_stat(b, st, out, "reading an entry's size");
 }
 
 /* The distinct keys, one index seek per key (a DISTINCT would visit every
@@ -299,104 +298,88 @@ int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
 	return status;
 }
 
-/* Takes the head into *item (malloc'd, also on a failure after the copy:
- * the caller frees it) and *id. */
-static int queue_pop_tx(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                        int64_t *id)
+/* Takes the head: one statement, the SDK's DELETE ... RETURNING, with the
+ * item's size and enqueue time. */
+static int pop_one_tx(sfs_backend *b, sfs_slice queue, sfs_list *out)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
 	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
 	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
-	        " RETURNING id, work_item", &status);
-	const void *p;
-	size_t n;
-	int rc;
+	        " RETURNING id, work_item, length(work_item), "
+	        TM_QUEUE_AT("work_queue.id"), &status);
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, queue);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*id = sqlite3_column_int64(st, 0);
-		p = sqlb_col(st, 1, &n);
-		status = buf_copy(item, p, n);
-		if (status == SFS_OK)
-			rc = sqlite3_step(st);
-	}
-	sqlite3_reset(st);
-	if (status == SFS_OK && rc == SQLITE_DONE && !item->ptr)
+	status = sqlb_rows(b, st, out, "popping");
+	if (status == SFS_OK && out->n == 0)
 		return SFS_NOTFOUND;
-	if (status == SFS_OK && rc != SQLITE_DONE)
-		return sqlb_fail(b, rc, "popping");
-	return status == SFS_OK ? tm_override_del(b, *id) : status;
+	return status == SFS_OK ? tm_override_del(b, out->items[0].id)
+	                        : status;
 }
 
-int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                   int64_t *id)
+/* Takes up to max items from the head: they are the first max pending
+ * ones, read, then deleted up to the last one's id, under the write lock
+ * that the transaction took before it read. */
+static int pop_many_tx(sfs_backend *b, sfs_slice queue, long max,
+                       sfs_list *out)
 {
-	sfs_buf v = { NULL, 0 };
-	int64_t got = 0;
-	int status = sqlb_begin_stamped(b);
+	uint64_t c = 0;
+	int status = sqlb_item_scan(b, queue, SFS_ITEM_PENDING, -1, max, 0,
+	                            out);
 
+	if (status == SFS_OK && out->n == 0)
+		return SFS_NOTFOUND;
 	if (status == SFS_OK)
-		status = sqlb_end_write(b, queue_pop_tx(b, queue, &v, &got));
+		status = sqlb_pending_clear_tx(b, queue,
+		                               out->items[out->n - 1].id, &c);
+	return status;
+}
+
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, long max, sfs_list *out)
+{
+	sfs_list l = { NULL, 0 };
+	int status = max == 1 ? sqlb_begin_stamped(b) : sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = max == 1 ? pop_one_tx(b, queue, &l)
+	                  : pop_many_tx(b, queue, max, &l);
+	status = sqlb_end_write_if(b, status, l.n > 0);
+	if (status == SFS_OK && l.n == 0)
+		status = SFS_NOTFOUND;
 	if (status != SFS_OK) {
-		sfs_buf_free(&v);
+		sfs_list_free(&l);
 		return status;
 	}
-	*item = v;
-	if (id)
-		*id = got;
+	*out = l;
 	return SFS_OK;
 }
 
-static sqlite3_stmt *q_scan_stmt(sfs_backend *b, int keys_only, int *status)
-{
-	return sqlb_stmt(b, ST_Q_SCAN + !!keys_only, keys_only ?
-	        "SELECT q.id, NULL, length(q.work_item), " TM_QUEUE_AT("q.id")
-	        " FROM work_queue q"
-	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3" :
-	        "SELECT q.id, q.work_item, length(q.work_item), "
-	        TM_QUEUE_AT("q.id") " FROM work_queue q"
-	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3",
-	        status);
-}
-
-int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                    long limit, int keys_only, sfs_list *out)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = q_scan_stmt(b, keys_only, &status);
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, after_id);
-	sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
-	return sqlb_rows(b, st, out, "reading entries");
-}
-
-/* Deletes every item of a queue and their times; inside a write
- * transaction. */
-static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
+/* Deletes the pending items of a queue with ids up to upto (INT64_MAX:
+ * all), with their times; inside a write transaction. */
+int sqlb_pending_clear_tx(sfs_backend *b, sfs_slice queue, int64_t upto,
+                          uint64_t *count)
 {
 	int status = SFS_OK, rc;
 	sqlite3_stmt *rst = sqlb_stmt(b, ST_Q_CLEAR_RANGE,
-	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1",
-	        &status);
+	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1"
+	        " AND id<=?2", &status);
 	sqlite3_stmt *ost = rst ? sqlb_stmt(b, ST_Q_CLEAR_OVR,
 	        "DELETE FROM statefs_queue_pending WHERE id IN"
-	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status)
-	        : NULL;
+	        " (SELECT id FROM work_queue WHERE execution_id=?1 AND id<=?2)",
+	        &status) : NULL;
 	sqlite3_stmt *st = ost ? sqlb_stmt(b, ST_Q_CLEAR,
-	        "DELETE FROM work_queue WHERE execution_id=?1", &status) : NULL;
+	        "DELETE FROM work_queue WHERE execution_id=?1 AND id<=?2",
+	        &status) : NULL;
 	int64_t lo = 0, hi = -1;
 	uint64_t c;
 
 	if (!st)
 		return status;
 	sqlb_bind(rst, 1, queue);
+	sqlite3_bind_int64(rst, 2, upto);
 	rc = sqlite3_step(rst);
 	if (rc == SQLITE_ROW && sqlite3_column_type(rst, 0) != SQLITE_NULL) {
 		lo = sqlite3_column_int64(rst, 0);
@@ -406,10 +389,12 @@ static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	if (rc != SQLITE_ROW)
 		return sqlb_fail(b, rc, "clearing a queue");
 	sqlb_bind(ost, 1, queue);
+	sqlite3_bind_int64(ost, 2, upto);
 	status = sqlb_run(b, ost, "clearing a queue");
 	if (status != SFS_OK)
 		return status;
 	sqlb_bind(st, 1, queue);
+	sqlite3_bind_int64(st, 2, upto);
 	status = sqlb_run(b, st, "clearing a queue");
 	if (status != SFS_OK)
 		return status;
@@ -421,66 +406,9 @@ static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	return status;
 }
 
-int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = q_scan_stmt(b, 0, &status);
-	sfs_list l = { NULL, 0 };
-	uint64_t c = 0;
-
-	if (!st)
-		return status;
-	status = sqlb_begin_write(b);
-	if (status != SFS_OK)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, INT64_MIN);
-	sqlite3_bind_int64(st, 3, -1);
-	status = sqlb_rows(b, st, &l, "reading entries");
-	if (status == SFS_OK && l.n)
-		status = queue_clear_tx(b, queue, &c);
-	status = sqlb_end_write_if(b, status, l.n > 0);
-	if (status != SFS_OK) {
-		sfs_list_free(&l);
-		return status;
-	}
-	*out = l;
-	return SFS_OK;
-}
-
-int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                    sfs_buf *item)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PEEK,
-	        "SELECT work_item FROM work_queue WHERE id=?2"
-	        " AND execution_id=?1", &status);
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, id);
-	return sqlb_one_blob(b, st, item, "reading a queue item");
-}
-
-int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                    uint64_t *size, int64_t *mtime_ns)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_STAT,
-	        "SELECT length(q.work_item), " TM_QUEUE_AT("q.id")
-	        " FROM work_queue q WHERE q.id=?2 AND q.execution_id=?1",
-	        &status);
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	sqlite3_bind_int64(st, 2, id);
-	return sqlb_one_stat(b, st, size, mtime_ns,
-	                     "reading an entry's size");
-}
-
-static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
+/* Deletes one pending item with its time rows; inside a write
+ * transaction. */
+int sqlb_pending_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_DEL,
@@ -497,40 +425,4 @@ static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 	if (status == SFS_OK)
 		status = tm_override_del(b, id);
 	return status == SFS_OK ? tm_prune(b, TM_QUEUE, id, id) : status;
-}
-
-int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)
-{
-	IN_WRITE_TX(b, queue_delete_tx(b, queue, id));
-}
-
-int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
-{
-	uint64_t c = 0;
-	int status = sqlb_begin_write(b);
-
-	if (status != SFS_OK)
-		return status;
-	status = queue_clear_tx(b, queue, &c);
-	status = sqlb_end_write_if(b, status, c > 0);
-	if (status == SFS_OK && count)
-		*count = c;
-	return status;
-}
-
-int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_LEN,
-	        "SELECT count(*) FROM work_queue WHERE execution_id=?1", &status);
-	int rc;
-
-	if (!st)
-		return status;
-	sqlb_bind(st, 1, queue);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*len = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return rc == SQLITE_ROW ? SFS_OK : sqlb_fail(b, rc, "counting a queue");
 }

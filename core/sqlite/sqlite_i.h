@@ -2,13 +2,15 @@
  * sqlite_i.h - the SQLite backend's shared internals (private).
  *
  * The backend is split by job: conn.c (connection, statement cache,
- * transactions, status translation), schema.c (DDL and versions),
- * kv.c (key/value and counters), dir.c (scopes, namespaces,
- * directories, renames), seq.c (logs and queues), timemap.c
- * (the time maps of log entries and queue items), claim.c (claims,
- * in-flight items, dead letters, recovery), stamp.c (the times a
- * connection knows are already written), whole.c
- * (exec clear, checkpoint, restore, info, verify) and export.c.
+ * transactions, status translation, the ops table), schema.c (DDL and
+ * versions), kv.c (key/value and counters), dir.c (scopes, namespaces,
+ * directories, renames), seq.c (logs, queues and pending items), item.c
+ * (the item functions by state), timemap.c (the time maps of log entries
+ * and queue items), claim.c (claims, in-flight items, dead letters,
+ * recovery), stamp.c (the times a connection knows are already written),
+ * whole.c (exec clear, checkpoint, restore, info, verify), export.c, and
+ * beside them the page-encrypting VFS (vfs.c, check.c; vfs_i.h) and
+ * rekey.c. Nothing outside core/sqlite/ includes this header.
  *
  * Concurrency rules every file follows (see docs/engine.md):
  *  - One connection per handle; the caller's lock serialises calls.
@@ -21,8 +23,8 @@
  *    and reset after each use, also on error paths, so no read transaction
  *    outlives the call that opened it.
  */
-#ifndef STATEFS_SQLB_I_H
-#define STATEFS_SQLB_I_H
+#ifndef STATEFS_SQLITE_I_H
+#define STATEFS_SQLITE_I_H
 
 #include <sqlite3.h>
 
@@ -47,22 +49,25 @@
 	/* conn.c: transactions and the change counter */                  \
 	X(BEGIN_WRITE, 1) X(BEGIN_READ, 1) X(COMMIT, 1) X(ROLLBACK, 1)     \
 	X(DATA_VERSION, 1)                                                 \
-	/* kv.c: values (scan: start, end, descending, keys only) */       \
+	/* kv.c: values (scan: start, end, descending, keys only, start    \
+	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 16)      \
+	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32)      \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
-	/* kv.c: counters (scan: start, end, descending) */                \
+	/* kv.c: counters (scan: start, end, descending, -, start          \
+	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
-	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 8)                    \
+	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 32)                   \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
 	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
 	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
 	X(LOG_CLEAR, 3) X(LOG_CLEAR_RANGE, 3)                              \
-	/* seq.c: queues (scan: keys only) */                              \
-	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_SCAN, 2) X(Q_PEEK, 1) X(Q_STAT, 1)    \
-	X(Q_DEL, 1) X(Q_CLEAR_OVR, 1) X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 1)    \
-	X(Q_LEN, 1)                                                        \
+	/* seq.c: queues and pending items */                              \
+	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_DEL, 1) X(Q_CLEAR_OVR, 1)             \
+	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 1)                                  \
+	/* item.c: [state - 1] rows (scan: 3 states x keys only) */        \
+	X(ITEM_COUNT, 3) X(ITEM_SCAN, 6) X(ITEM_GET, 3) X(ITEM_STAT, 3)    \
 	/* timemap.c: [tm_which] pairs */                                  \
 	X(TM_NOTE, 2) X(TM_PRUNE_BELOW, 2) X(TM_PRUNE_RANGE, 2)            \
 	X(TM_OVR_SET, 1) X(TM_OVR_DEL, 1)                                  \
@@ -80,11 +85,9 @@
 	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \
 	X(GC_EXPIRED, 2) X(GC_DEAD, 2) X(GC_BACK, 2) X(GC_PEND, 2)         \
 	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2)                             \
-	/* claim.c: in-flight items, dead letters, policies (scans: keys   \
-	 * only) */                                                        \
-	X(INF_SCAN, 2) X(INF_PEEK, 1) X(INF_STAT, 1) X(DEAD_SCAN, 2)       \
-	X(DEAD_PEEK, 1) X(DEAD_STAT, 1) X(DEAD_REQ, 1) X(DEAD_DEL, 1)      \
-	X(DEAD_CLEAR, 1) X(POLICY_SET, 1) X(POLICY_DEL, 1)                 \
+	/* claim.c: dead letters, policies */                              \
+	X(DEAD_REQ, 1) X(DEAD_DEL, 1) X(DEAD_CLEAR, 1) X(POLICY_SET, 1)    \
+	X(POLICY_DEL, 1)                                                   \
 	/* dir.c: [family - 1] rows (next: 4 families x first, next) */    \
 	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
 	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
@@ -116,8 +119,11 @@ struct sfs_backend {
 
 /* THE translation of SQLite result codes into sfs_status: every failure of
  * a SQLite call in the engine goes through here. Sets the thread's detail to
- * "<what>: <sqlite message>" (or the encryption layer's message for a page
- * that failed authentication) and returns the status. */
+ * "<what>: <sqlite message>" (or, with encrypted set, the encryption
+ * layer's message for a page that failed authentication) and returns the
+ * status. db may be NULL (before a connection exists). */
+int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what);
+/* sqlb_status for the backend's own connection. */
 int sqlb_fail(sfs_backend *b, int rc, const char *what);
 
 /* The cached statement in slot, prepared from sql on first use; NULL with
@@ -180,20 +186,26 @@ void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
 
 /* Steps a bound listing statement to its end into *out, and resets it.
- * Its columns, as far as it has them, are the sfs_item fields id, value
- * (NULL: not loaded), size, mtime_ns, n and key (NULL: none), in that
- * order. A failure is sqlb_fail(what). */
+ * Its columns, as far as it has them, are the sfs_item fields in the order
+ * below (a NULL value, key or reason: none). A failure is
+ * sqlb_fail(what). */
+enum {
+	SQLB_COL_ID, SQLB_COL_VALUE, SQLB_COL_SIZE, SQLB_COL_MTIME,
+	SQLB_COL_COUNTER, SQLB_COL_KEY, SQLB_COL_DELIVERIES, SQLB_COL_CLAIM,
+	SQLB_COL_LEASE, SQLB_COL_REASON,
+};
 int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
               const char *what);
 
 /* Step a bound statement that returns at most one row, and reset it. No
  * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
  * sqlb_one_blob copies the row's first column into *out (malloc'd);
- * sqlb_one_stat reads (size, mtime) columns, mtime_ns may be NULL. */
+ * sqlb_one_stat reads the columns size, mtime and, as far as it has them,
+ * deliveries, claim_id and lease_until into *out. */
 int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
                   const char *what);
-int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
-                  int64_t *mtime_ns, const char *what);
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
+                  const char *what);
 
 /* --- schema.c ----------------------------------------------------- */
 /* Creates missing tables (or, read-only, shadows our missing tables with
@@ -239,16 +251,19 @@ int tm_override_del(sfs_backend *b, int64_t id);
  * main's log and queue tables hold their final rows. */
 int tm_convert_v1(sfs_backend *b, const char *schema);
 
-/* --- the ops, by file ---------------------------------------------------- */
+/* --- the ops, by file (backend_i.h says what each does) ---------------- */
+/* conn.c */
+void sqlb_close(sfs_backend *b);
+/* kv.c */
 int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_slice *keys, const sfs_slice *values,
-                     size_t n);
+                     size_t n, unsigned flags);
 int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 sfs_buf *out);
 int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_slice *keys, size_t n, sfs_list *out);
 int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                 uint64_t *size, int64_t *mtime_ns);
+                 sfs_stat *out);
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key);
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -257,13 +272,11 @@ int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                          sfs_slice start, sfs_slice end, uint64_t *count);
 int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_list *out);
-int sqlb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    const sfs_slice *keys, const sfs_slice *values, size_t n);
 int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
                    sfs_slice to_key, unsigned flags);
 int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key, int64_t *value, int *exists);
+                     sfs_slice key, int64_t *value, int64_t *mtime_ns);
 int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t delta, int64_t *value);
 int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -272,11 +285,9 @@ int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key);
 int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                       const sfs_scan_opts *o, sfs_list *out);
-
-int sqlb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
-                    long limit, sfs_list *out);
-int sqlb_ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
-                 sfs_slice after, long limit, sfs_list *out);
+/* dir.c */
+int sqlb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                  sfs_slice ns, sfs_slice after, long limit, sfs_list *out);
 int sqlb_dir_exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
                     sfs_slice ns);
 int sqlb_dir_create(sfs_backend *b, sfs_family fam, sfs_slice scope,
@@ -286,7 +297,7 @@ int sqlb_dir_remove(sfs_backend *b, sfs_family fam, sfs_slice scope,
 int sqlb_dir_rename(sfs_backend *b, sfs_family fam, sfs_slice scope,
                     sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
                     unsigned flags);
-
+/* seq.c */
 int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, sfs_slice value, int64_t *id);
 int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -295,8 +306,8 @@ int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                  int64_t id, sfs_buf *out);
 int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                  sfs_slice key, int64_t id, uint64_t *size,
-                  int64_t *mtime_ns);
+                  sfs_slice key, int64_t id, sfs_stat *out);
+/* The keys of a log namespace holding entries (sfs_dir_list). */
 int sqlb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice after, long limit, sfs_list *out);
 int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -305,19 +316,27 @@ int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, uint64_t *count);
 int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
                     size_t n, int64_t *first_id);
-int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                   int64_t *id);
-int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out);
-int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                    long limit, int keys_only, sfs_list *out);
-int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                    sfs_buf *item);
-int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                    uint64_t *size, int64_t *mtime_ns);
-int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
-int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
-int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
-
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, long max, sfs_list *out);
+/* Pending items leaving the queue: one by id, or all; inside a write
+ * transaction (with their times and time-map rows). */
+int sqlb_pending_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id);
+int sqlb_pending_clear_tx(sfs_backend *b, sfs_slice queue, int64_t upto,
+                          uint64_t *count);
+/* item.c */
+int sqlb_item_count(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                    uint64_t *n);
+int sqlb_item_scan(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   int64_t after_id, long limit, int keys_only,
+                   sfs_list *out);
+int sqlb_item_get(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                  int64_t id, sfs_buf *out);
+int sqlb_item_stat(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   int64_t id, sfs_stat *out);
+int sqlb_item_delete(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                     int64_t id);
+int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                    uint64_t *count);
+/* claim.c */
 int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
                int64_t *claim_id, sfs_list *items);
 int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -326,24 +345,13 @@ int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
                          int64_t *lease_until_ns);
 int sqlb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
                       const sfs_outcome *outcomes, size_t n);
-int sqlb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
-                         sfs_outcome outcome);
-int sqlb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                            int64_t lease_ns);
-int sqlb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                       long limit, int keys_only, sfs_list *out);
-int sqlb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                       sfs_buf *item);
-int sqlb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                       sfs_claim_info *out);
-int sqlb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                   long limit, int keys_only, sfs_list *out);
-int sqlb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
-                   sfs_buf *item);
-int sqlb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                   uint64_t *size, int64_t *mtime_ns);
-int sqlb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+int sqlb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                     sfs_outcome outcome);
+int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                        int64_t lease_ns);
+int sqlb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
                       int64_t *new_id);
+/* Dead letters leaving: one by id, or all of a queue (*count). */
 int sqlb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
 int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
@@ -351,7 +359,7 @@ int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
 int sqlb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out);
 int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
                   sfs_gc_stats *out);
-
+/* whole.c */
 int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count);
 int sqlb_checkpoint(sfs_backend *b, const char *path,
                     sfs_progress_fn progress, void *ctx);
@@ -359,12 +367,14 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
                  void *ctx);
 int sqlb_info(sfs_backend *b, sfs_info *out);
 int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
+/* export.c */
 int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
                 void *ctx, sfs_progress_fn progress, void *pctx);
-int sqlb_import_begin(sfs_backend *b, sfs_import_be **out);
-int sqlb_import_row(sfs_import_be *imp, const sfs_row *row);
-int sqlb_import_commit(sfs_import_be *imp);
-void sqlb_import_abort(sfs_import_be *imp);
+int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+                void *ctx);
+/* rekey.c */
+int sqlb_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
+               sfs_progress_fn progress, void *ctx);
 
 /* --- stamp.c ------------------------------------------------------ */
 /* Called by the transaction functions of conn.c: after BEGIN
@@ -383,4 +393,4 @@ int stamp_key(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
               sfs_slice key, int64_t now);
 int stamp_map(sfs_backend *b, tm_which w, int64_t now);
 
-#endif /* STATEFS_SQLB_I_H */
+#endif /* STATEFS_SQLITE_I_H */

@@ -8,8 +8,8 @@
  * page (crypt_db_setup) which the shim fills with nonce, tag and trailer on
  * the way down and gives back as zeros on the way up.
  *
- * The rules it follows come from ../../shared/notes/encryption.md §2.2 and
- * are numbered there; the ones that make or break it:
+ * The rules it follows are numbered in docs/encryption.md; the ones that
+ * make or break it:
  *  - SQLite reads back exactly the bytes it wrote (reserve zero), or its
  *    WAL checksums fail after a crash and acknowledged commits vanish.
  *  - WAL page writes often come without their frame header (in-place

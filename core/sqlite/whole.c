@@ -472,16 +472,26 @@ static uint64_t file_size(const char *path, const char *suffix)
 	return stat(buf, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
+/* Appends a fact only this backend has (statefs.h, sfs_info). */
+static void fact(sfs_info *out, const char *name, uint64_t value)
+{
+	if (out->nfacts < SFS_INFO_FACTS) {
+		out->facts[out->nfacts].name = name;
+		out->facts[out->nfacts].value = value;
+		out->nfacts++;
+	}
+}
+
 int sqlb_info(sfs_backend *b, sfs_info *out)
 {
-	uint64_t v = 0;
+	uint64_t v = 0, page_size = 0, page_count = 0, file = 0, wal = 0;
 	int status = sqlb_begin_read(b);
 
 	if (status != SFS_OK)
 		return status;
-	status = pragma_int(b, "PRAGMA page_size", &out->page_size);
+	status = pragma_int(b, "PRAGMA page_size", &page_size);
 	if (status == SFS_OK)
-		status = pragma_int(b, "PRAGMA page_count", &out->page_count);
+		status = pragma_int(b, "PRAGMA page_count", &page_count);
 	if (status == SFS_OK)
 		status = pragma_int(b, "SELECT value FROM statefs_meta WHERE"
 		                    " name='schema_version' UNION ALL SELECT 0"
@@ -512,9 +522,15 @@ int sqlb_info(sfs_backend *b, sfs_info *out)
 		out->kdf = "none";
 	}
 	if (!b->memory) {
-		out->file_size = file_size(b->path, "");
-		out->wal_size = file_size(b->path, "-wal");
+		out->file = b->path;
+		file = file_size(b->path, "");
+		wal = file_size(b->path, "-wal");
 	}
+	out->size = file + wal;
+	fact(out, "page_size", page_size);
+	fact(out, "page_count", page_count);
+	fact(out, "file_size", file);
+	fact(out, "wal_size", wal);
 	return SFS_OK;
 }
 

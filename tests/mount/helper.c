@@ -74,6 +74,20 @@ static void hex(const void *p, size_t n)
 		printf("%02x", b[i]);
 }
 
+/* The row's one integer beside its id, as export format 1 writes it ("n":
+ * statectl's cmd_transfer.c). */
+static int64_t row_n(const sfs_row *r)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: return r->counter;
+	case SFS_FAM_DIR: return (int64_t)r->dir_family;
+	case SFS_FAM_CLAIM: return r->lease_until_ns;
+	case SFS_FAM_INFLIGHT: return r->claim_id;
+	case SFS_FAM_POLICY: return r->ttl_ms;
+	default: return 0;
+	}
+}
+
 static int dump_row(const sfs_row *r, void *ctx)
 {
 	(void)ctx;
@@ -82,10 +96,13 @@ static int dump_row(const sfs_row *r, void *ctx)
 	putchar(' ');
 	hex(r->ns.ptr, r->ns.len);
 	putchar(' ');
-	hex(r->key.ptr, r->key.len);
+	if (r->family == SFS_FAM_DEAD)
+		hex(r->reason.ptr, r->reason.len);
+	else
+		hex(r->key.ptr, r->key.len);
 	putchar(' ');
 	hex(r->value.ptr, r->value.len);
-	printf(" %" PRId64 " %" PRId64 "\n", r->id, r->n);
+	printf(" %" PRId64 " %" PRId64 "\n", r->id, row_n(r));
 	return 0;
 }
 
@@ -97,12 +114,12 @@ int main(int argc, char **argv)
 	sfs_buf v = { NULL, 0 };
 	int64_t n;
 	uint64_t len;
-	int rc, exists;
+	int rc;
 
-	cfg.plaintext = mode && strcmp(mode, "plain") == 0;
-	cfg.create = 1;
-	cfg.no_recovery = 1;
-	rc = sfs_store_open_config(&cfg, &store, NULL);
+	/* no recovery at open: a test's claims stay as it made them */
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_NORECOVER |
+	            (mode && strcmp(mode, "plain") == 0 ? SFS_OPEN_PLAINTEXT : 0);
+	rc = sfs_store_open(&cfg, &store, NULL);
 	if (rc)
 		die("open", rc);
 
@@ -119,15 +136,18 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "del") && argc == 5) {
 		rc = sfs_kv_delete(store, arg(argv[2]), arg(argv[3]), arg(argv[4]));
 	} else if (!strcmp(cmd, "worker") && argc == 5) {
-		rc = sfs_worker_put(store, arg(argv[2]), strtoll(argv[3], NULL, 10),
-		                    arg(argv[4]));
+		unsigned char k[8];
+
+		sfs_id_encode(strtoll(argv[3], NULL, 10), k);
+		rc = sfs_kv_put(store, arg(argv[2]), sfs_str(SFS_NS_WORKER),
+		                sfs_bytes(k, 8), arg(argv[4]));
 	} else if (!strcmp(cmd, "cset") && argc == 6) {
 		rc = sfs_counter_set(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
 		                     strtoll(argv[5], NULL, 10));
 	} else if (!strcmp(cmd, "cget") && argc == 5) {
 		rc = sfs_counter_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
-		                     &n, &exists);
-		if (!rc && !exists)
+		                     &n, NULL);
+		if (rc == SFS_NOTFOUND)
 			exit(2);
 		if (!rc)
 			printf("%" PRId64 "\n", n);
@@ -140,7 +160,7 @@ int main(int argc, char **argv)
 			rc = sfs_queue_push(store, arg(argv[2]), &it, 1, NULL);
 		}
 	} else if (!strcmp(cmd, "qlen") && argc == 3) {
-		rc = sfs_queue_len(store, arg(argv[2]), &len);
+		rc = sfs_item_count(store, arg(argv[2]), SFS_ITEM_PENDING, &len);
 		if (!rc)
 			printf("%" PRIu64 "\n", len);
 	} else if (!strcmp(cmd, "kvcount") && argc == 4) {
@@ -154,8 +174,8 @@ int main(int argc, char **argv)
 	           argc == 3) {
 		sfs_list l = { NULL, 0 };
 		rc = cmd[1] == 'i'
-		   ? sfs_inflight_scan(store, arg(argv[2]), -1, 0, 1, &l)
-		   : sfs_dead_scan(store, arg(argv[2]), -1, 0, 1, &l);
+		   ? sfs_item_scan(store, arg(argv[2]), SFS_ITEM_INFLIGHT, -1, 0, 1, &l)
+		   : sfs_item_scan(store, arg(argv[2]), SFS_ITEM_DEAD, -1, 0, 1, &l);
 		if (!rc)
 			printf("%zu\n", l.n);
 		sfs_list_free(&l);

@@ -1,6 +1,6 @@
 /*
- * name.c - the name codec: byte strings (scopes, namespaces, keys) as file
- * names, and file names back to byte strings.
+ * name.c - the name codec of text.h: byte strings (scopes, namespaces,
+ * keys) as file names, and file names back to byte strings.
  *
  * The mount shows names and statectl accepts them, so both use this one
  * codec and a path seen under the mount pastes into a command. The design
@@ -10,16 +10,19 @@
  * never have two spellings (a second spelling would be a hard link that
  * tar, rsync and diff see as two files).
  *
- * The forms, tried in this order (the header's "Names" section is the
+ * The forms, tried in this order (text.h's "Names" section is the
  * contract; docs/filesystem.md has a table of examples):
  *   id      typed namespaces only: an 8-byte key is its int64 in decimal;
  *   text    printable UTF-8 as is, other bytes and '/' '%' as %XX;
  *   hex     "%x" + lower-case hex, when shorter than the text form, and for
  *           the empty string;
- *   long    a name over SFS_NAME_MAX: a prefix cut at a unit boundary, then
+ *   long    a name over FS_NAME_MAX: a prefix cut at a unit boundary, then
  *           "%~" and a 128-bit BLAKE2b hash of the whole string in hex.
  * What it leaves out: Unicode normalisation (names are bytes, as in Linux)
  * and escaping of merely confusable characters (bidi controls, spaces).
+ *
+ * This is the one file of fs/ that includes sodium.h, for BLAKE2b as the
+ * hash of long names: no key and no secret passes through it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,23 +32,22 @@
 
 #include <sodium.h>
 
-#include "err_i.h"
+#include "text.h"
 
 #define HASH_BYTES 16
 #define HASH_SUFFIX (2 + 2 * HASH_BYTES)       /* "%~" + 32 hex digits */
-#define CUT_MAX (SFS_NAME_MAX - HASH_SUFFIX)  /* longest prefix of a long name */
+#define CUT_MAX (FS_NAME_MAX - HASH_SUFFIX)  /* longest prefix of a long name */
 
 static const char hex_lower[] = "0123456789abcdef";
 static const char hex_upper[] = "0123456789ABCDEF";
 
-/* Names that are directories or special files of the mount: a byte string
- * spelled like one of them gets its first byte escaped. ".claim" is
- * reserved ahead of the claims work (docs/claims.md). */
+/* Names that are directories or special files of the mount (text.h): a
+ * byte string spelled like one of them gets its first byte escaped. */
 static const char *const reserved_all[] = {
-	".", "..", ".drain", ".pop", ".wait", ".claim", NULL,
+	".", "..", FS_NAMES_SPECIAL, NULL,
 };
 static const char *const reserved_scope[] = {
-	"exec", "queue", "counter", NULL,
+	FS_NAMES_ROOT, NULL,
 };
 
 static const char *const id_namespaces[] = {
@@ -139,11 +141,11 @@ static void id_put(int64_t id, unsigned char *p)
 		p[i] = (unsigned char)(u & 0xFF);
 }
 
-sfs_name_kind sfs_name_key_kind(sfs_slice ns)
+fs_name_kind fs_name_key_kind(sfs_slice ns)
 {
 	if (ns.ptr && in_list(id_namespaces, ns.ptr, ns.len))
-		return SFS_NAME_ID;
-	return SFS_NAME_KEY;
+		return FS_NAME_ID;
+	return FS_NAME_KEY;
 }
 
 /* The encoding being built: the full form (which may be far longer than a
@@ -224,8 +226,8 @@ static size_t text_escapes(const unsigned char *p, size_t n)
 	return esc;
 }
 
-int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
-                    char out[SFS_NAME_MAX + 1], size_t *len)
+int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
+                    char out[FS_NAME_MAX + 1], size_t *len)
 {
 	const unsigned char *p = bytes.ptr;
 	size_t n = bytes.len, tlen, hlen;
@@ -234,13 +236,13 @@ int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
 	int64_t id;
 
 	if (!out || !bytes.ptr ||
-	    (kind != SFS_NAME_KEY && kind != SFS_NAME_SCOPE &&
-	     kind != SFS_NAME_ID))
-		return sfs_err(SFS_INVALID, "sfs_name_encode: bad argument");
+	    (kind != FS_NAME_KEY && kind != FS_NAME_SCOPE &&
+	     kind != FS_NAME_ID))
+		return SFS_INVALID;
 
-	if (kind == SFS_NAME_ID && n == 8) {
+	if (kind == FS_NAME_ID && n == 8) {
 		id = id_get(p);
-		tlen = (size_t)snprintf(out, SFS_NAME_MAX + 1, "%" PRId64, id);
+		tlen = (size_t)snprintf(out, FS_NAME_MAX + 1, "%" PRId64, id);
 		goto done;
 	}
 
@@ -250,17 +252,17 @@ int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
 	 * escaped first byte; the hex form is 2n + 2. */
 	e.p = malloc(3 * n + 8);
 	if (!e.p)
-		return sfs_err(SFS_NOMEM, "sfs_name_encode: out of memory");
+		return SFS_NOMEM;
 	if (n > 0 && tlen <= hlen) {
 		int first = in_list(reserved_all, p, n) ||
-		            (kind == SFS_NAME_SCOPE && in_list(reserved_scope, p, n)) ||
-		            (kind == SFS_NAME_ID && is_decimal(p, n));
+		            (kind == FS_NAME_SCOPE && in_list(reserved_scope, p, n)) ||
+		            (kind == FS_NAME_ID && is_decimal(p, n));
 		encode_text(&e, p, n, first);
 	} else {
 		encode_hex(&e, p, n);
 	}
 
-	if (e.len <= SFS_NAME_MAX) {
+	if (e.len <= FS_NAME_MAX) {
 		memcpy(out, e.p, e.len);
 		tlen = e.len;
 	} else {
@@ -310,29 +312,29 @@ static int parse_id(const char *s, size_t n, int64_t *out)
 	return 1;
 }
 
-int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
+int fs_name_decode(const char *name, size_t len, fs_name_kind kind,
                     sfs_buf *out, int *hashed)
 {
-	char canon[SFS_NAME_MAX + 1];
+	char canon[FS_NAME_MAX + 1];
 	unsigned char *b = NULL;
 	size_t body = len, n = 0, clen;
 	int is_hashed = 0, rc;
 	int64_t id;
 
 	if (!name || !out ||
-	    (kind != SFS_NAME_KEY && kind != SFS_NAME_SCOPE &&
-	     kind != SFS_NAME_ID))
-		return sfs_err(SFS_INVALID, "sfs_name_decode: bad argument");
-	if (len == 0 || len > SFS_NAME_MAX || memchr(name, '\0', len) ||
+	    (kind != FS_NAME_KEY && kind != FS_NAME_SCOPE &&
+	     kind != FS_NAME_ID))
+		return SFS_INVALID;
+	if (len == 0 || len > FS_NAME_MAX || memchr(name, '\0', len) ||
 	    memchr(name, '/', len))
 		goto invalid;
 
-	if (kind == SFS_NAME_ID && is_decimal((const unsigned char *)name, len)) {
+	if (kind == FS_NAME_ID && is_decimal((const unsigned char *)name, len)) {
 		if (!parse_id(name, len, &id))
 			goto invalid;
 		b = malloc(9);
 		if (!b)
-			return sfs_err(SFS_NOMEM, "sfs_name_decode: out of memory");
+			return SFS_NOMEM;
 		id_put(id, b);
 		n = 8;
 		goto check;
@@ -349,7 +351,7 @@ int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
 
 	b = malloc(body + 1);
 	if (!b)
-		return sfs_err(SFS_NOMEM, "sfs_name_decode: out of memory");
+		return SFS_NOMEM;
 	if (body >= 2 && name[0] == '%' && name[1] == 'x') {
 		if ((body - 2) % 2)
 			goto invalid;
@@ -380,7 +382,7 @@ int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
 check:
 	b[n] = '\0';
 	if (!is_hashed) {
-		rc = sfs_name_encode(sfs_bytes(b, n), kind, canon, &clen);
+		rc = fs_name_encode(sfs_bytes(b, n), kind, canon, &clen);
 		if (rc)
 			goto fail;
 		if (clen != len || memcmp(canon, name, len) != 0)
@@ -392,7 +394,7 @@ check:
 		*hashed = is_hashed;
 	return SFS_OK;
 invalid:
-	rc = sfs_err(SFS_INVALID, "not a name in the statefs name codec");
+	rc = SFS_INVALID;
 fail:
 	free(b);
 	return rc;
