@@ -74,20 +74,6 @@ static void hex(const void *p, size_t n)
 		printf("%02x", b[i]);
 }
 
-/* The row's one integer beside its id, as export format 1 writes it ("n":
- * statectl's cmd_transfer.c). */
-static int64_t row_n(const sfs_row *r)
-{
-	switch (r->family) {
-	case SFS_FAM_COUNTER: return r->counter;
-	case SFS_FAM_DIR: return (int64_t)r->dir_family;
-	case SFS_FAM_CLAIM: return r->lease_until_ns;
-	case SFS_FAM_INFLIGHT: return r->claim_id;
-	case SFS_FAM_POLICY: return r->ttl_ms;
-	default: return 0;
-	}
-}
-
 static int dump_row(const sfs_row *r, void *ctx)
 {
 	(void)ctx;
@@ -102,7 +88,10 @@ static int dump_row(const sfs_row *r, void *ctx)
 		hex(r->key.ptr, r->key.len);
 	putchar(' ');
 	hex(r->value.ptr, r->value.len);
-	printf(" %" PRId64 " %" PRId64 "\n", r->id, row_n(r));
+	/* each family sets at most one of the integers after the id */
+	printf(" %" PRId64 " %" PRId64 " %d %" PRId64 " %" PRId64 " %" PRId64
+	       "\n", r->id, r->counter, (int)r->dir_family, r->lease_until_ns,
+	       r->claim_id, r->ttl_ms);
 	return 0;
 }
 
