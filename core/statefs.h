@@ -589,9 +589,10 @@ int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
 
 /* Removes up to max (>= 1; LONG_MAX: all) items from the head in one
  * transaction and returns them in FIFO order: item.id, item.value,
- * st.size, st.mtime_ns. Two callers, in any processes, never get the same
- * item. A pop does not run claim recovery. Errors: SFS_NOTFOUND when the
- * queue has no pending item. */
+ * st.size, and with max > 1 st.mtime_ns (when the item was pushed; a pop
+ * of one, the hot path, reads no time and leaves it 0). Two callers, in
+ * any processes, never get the same item. A pop does not run claim
+ * recovery. Errors: SFS_NOTFOUND when the queue has no pending item. */
 int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out);
 
 /* How many items of the queue are in the state. Errors: the common ones. */

@@ -266,7 +266,7 @@ static void pop_is(sfs_store *s, sfs_slice q, const char *want)
 	tfx_buf(&l.items[0].value, want);
 	assert_true(l.items[0].id > 0);
 	assert_int_equal(l.items[0].st.size, strlen(want));
-	assert_true(l.items[0].st.mtime_ns > 0);
+	assert_int_equal(l.items[0].st.mtime_ns, 0); /* a pop of one */
 	sfs_list_free(&l);
 }
 
@@ -323,6 +323,9 @@ static void test_queue_ids_and_clear(void **state)
 		OK(sfs_queue_pop(t->s, Q, LONG_MAX, &l));
 		values_are(&l, "x y");
 		assert_int_equal(l.items[0].id, f2);
+		assert_int_equal(l.items[0].st.size, 1);
+		assert_true(l.items[0].st.mtime_ns > 0);
+		assert_true(l.items[1].st.mtime_ns >= l.items[0].st.mtime_ns);
 		sfs_list_free(&l);
 	}
 	OK(sfs_queue_push(t->s, Q, items, 1, &f3));
