@@ -168,3 +168,25 @@ int listb_finish(listb *lb, sfs_list *out)
 	listb_discard(lb);
 	return SFS_OK;
 }
+
+int list_one(sfs_list *out, int64_t id, const void *value, size_t n)
+{
+	unsigned char *block = malloc(sizeof(sfs_item) + n + 1), *bytes;
+	sfs_item *it = (sfs_item *)block;
+
+	if (!block)
+		return sfs_err(SFS_NOMEM, "allocating a list of %zu bytes",
+		               sizeof(sfs_item) + n + 1);
+	memset(it, 0, sizeof(*it));
+	it->id = id;
+	bytes = block + sizeof(sfs_item);
+	if (n)
+		memcpy(bytes, value, n);
+	bytes[n] = '\0';
+	it->value.ptr = bytes;
+	it->value.len = n;
+	it->st.size = n;
+	out->items = it;
+	out->n = 1;
+	return SFS_OK;
+}

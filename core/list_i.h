@@ -37,6 +37,10 @@ int listb_finish(listb *lb, sfs_list *out);
 /* Releases the builder without producing a list. */
 void listb_discard(listb *lb);
 
+/* A list of one item without the builder (one malloc, for a hot path):
+ * id, and value with st.size, a copy of value[0..n) (NULL when n is 0). */
+int list_one(sfs_list *out, int64_t id, const void *value, size_t n);
+
 /* Fills *out with a malloc'd, NUL-terminated copy of p[0..n). p may be NULL
  * when n is 0; out->ptr is never NULL on SFS_OK. */
 int buf_copy(sfs_buf *out, const void *p, size_t n);

@@ -298,25 +298,37 @@ int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
 	return status;
 }
 
-/* Takes the head: one statement, the SDK's DELETE ... RETURNING, with the
- * item's size; not its time, which would cost two more lookups on the
- * hot path (statefs.h, sfs_queue_pop). */
+/* Takes the head: one statement, the SDK's DELETE ... RETURNING, into a
+ * list of one item with its size; not its time, which would cost two more
+ * lookups on the hot path (statefs.h, sfs_queue_pop). */
 static int pop_one_tx(sfs_backend *b, sfs_slice queue, sfs_list *out)
 {
-	int status = SFS_OK;
+	int status = SFS_OK, rc;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
 	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
 	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
-	        " RETURNING id, work_item, length(work_item)", &status);
+	        " RETURNING id, work_item", &status);
+	const void *p;
+	size_t n;
 
 	if (!st)
 		return status;
 	sqlb_bind(st, 1, queue);
-	status = sqlb_rows(b, st, out, "popping");
-	if (status == SFS_OK && out->n == 0)
-		return SFS_NOTFOUND;
-	return status == SFS_OK ? tm_override_del(b, out->items[0].id)
-	                        : status;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(st, 1, &n);
+		status = list_one(out, sqlite3_column_int64(st, 0), p, n);
+		if (status == SFS_OK)
+			rc = sqlite3_step(st);
+	}
+	sqlite3_reset(st);
+	if (status == SFS_OK && rc != SQLITE_DONE)
+		status = sqlb_fail(b, rc, "popping");
+	if (status != SFS_OK || out->n == 0) {
+		sfs_list_free(out);
+		return status == SFS_OK ? SFS_NOTFOUND : status;
+	}
+	return tm_override_del(b, out->items[0].id);
 }
 
 /* Takes up to max items from the head: they are the first max pending
