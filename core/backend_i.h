@@ -70,6 +70,15 @@ typedef struct sfs_backend_ops {
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
+	/* Group commit (store.c). After group_begin, a write that succeeds
+	 * leaves its transaction open instead of committing it, and the
+	 * writes after it join that transaction, each undoing only its own
+	 * changes if it fails; group_end commits them all at once (SFS_OK
+	 * when none left anything to commit) and ends the group. A write
+	 * whose failure took the whole transaction with it makes group_end
+	 * fail. Both may be NULL: each write commits on its own. */
+	void (*group_begin)(sfs_backend *b);
+	int (*group_end)(sfs_backend *b);
 
 	/* Key/value. put_many gets n >= 1, or n == 0 with SFS_PUT_REPLACE. */
 	int (*kv_put_many)(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -24,6 +24,13 @@ struct sfs_store {
 	unsigned flags;              /* SFS_OPEN_*, immutable */
 	uint64_t max_value;          /* immutable */
 	int64_t lease_ms;            /* immutable; for claims */
+	/* Group commit (store.c): guarded by mu, but g_waiting */
+	int g_waiting;               /* writers waiting for mu (atomic) */
+	int g_open;                  /* a group is open on be */
+	int g_members;               /* writes that joined it */
+	uint64_t g_gen;              /* moves when a group ends */
+	struct group_waiter *g_waiters; /* writers waiting for its end */
+	pthread_cond_t g_done;       /* a group ended */
 };
 
 /* What sfs_store_open opens, once the rules of config.c have run. */
@@ -41,9 +48,19 @@ typedef struct cfg_plan {
 int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice);
 void cfg_plan_free(cfg_plan *p);
 
+/* Ends the open group commit, if any: commits the writes in it and answers
+ * the writers waiting for that (store.c). mu held. */
+int group_close(sfs_store *s);
+
+/* Takes the lock for anything but a write of a group: an open group ends
+ * first, so no call ever sees a write that is not committed yet. */
 static inline void store_lock(sfs_store *s)
 {
 	pthread_mutex_lock(&s->mu);
+	if (s->g_open) {
+		group_close(s);
+		sfs_err_clear(); /* the writers of the group got the news */
+	}
 }
 
 static inline void store_unlock(sfs_store *s)
@@ -69,6 +86,31 @@ static inline void store_unlock(sfs_store *s)
 		store_unlock(s);                                           \
 		return r_;                                                 \
 	} while (0)
+
+/* A write that may share its commit with the writes of other threads
+ * (group commit, store.c): a key/value put or delete, a counter's add, set
+ * or delete, a log append, a queue push. expr is the backend call; the
+ * calling function returns its status once the write is committed (or
+ * failed). Its outputs are only good with SFS_OK. */
+#define GROUP_CALL(s, expr)                                                \
+	do {                                                               \
+		group_enter(s);                                            \
+		return group_leave(s, (expr));                             \
+	} while (0)
+/* The same for a write with one int64_t output: expr writes it into v_,
+ * and *out (out may be NULL) gets it only once the write is committed. */
+#define GROUP_CALL_OUT(s, out, expr)                                       \
+	do {                                                               \
+		int64_t v_ = 0;                                            \
+		int r_;                                                    \
+		group_enter(s);                                            \
+		r_ = group_leave(s, (expr));                               \
+		if (r_ == SFS_OK && (out))                                 \
+			*(out) = v_;                                       \
+		return r_;                                                 \
+	} while (0)
+void group_enter(sfs_store *s);
+int group_leave(sfs_store *s, int status);
 
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */

@@ -30,28 +30,45 @@
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
  * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3), bit 4
  * the start bound is exclusive. Its columns are sqlb_rows': id (0),
- * value, size, mtime, counter, key. */
+ * value, size, mtime (NULL: the time scan fills it in), counter, key. */
 static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
                                int *status)
 {
 	int slot = (counters ? ST_CTR_SCAN : ST_KV_SCAN) + v;
 	const char *table = counters ? "function_counter" : "function_state";
-	const char *ttable = counters ? "statefs_counter_time"
-	                              : "statefs_kv_time";
-	const char *cols = counters ? "NULL, 0, t.mtime_ns, f.n"
-	                 : (v & 8) ? "NULL, length(f.value), t.mtime_ns, 0"
-	                           : "f.value, length(f.value), t.mtime_ns, 0";
+	const char *cols = counters ? "NULL, 0, NULL, n"
+	                 : (v & 8) ? "NULL, length(value), NULL, 0"
+	                           : "value, length(value), NULL, 0";
 	char sql[512];
 
 	if (b->st[slot])
 		return b->st[slot];
 	snprintf(sql, sizeof(sql),
-	         "SELECT 0, %s, f.key FROM %s f LEFT JOIN %s t"
-	         " ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
-	         " WHERE f.scope_id=?1 AND f.ns=?2%s%s ORDER BY f.key%s LIMIT ?5",
-	         cols, table, ttable,
-	         (v & 1) ? ((v & 16) ? " AND f.key>?3" : " AND f.key>=?3") : "",
-	         (v & 2) ? " AND f.key<?4" : "", (v & 4) ? " DESC" : "");
+	         "SELECT 0, %s, key FROM %s"
+	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s LIMIT ?5",
+	         cols, table,
+	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
+	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
+	return sqlb_stmt(b, slot, sql, status);
+}
+
+/* The time rows of the same range in the same order (key, mtime): a
+ * listing reads them beside the data rows, a merge of two ordered scans,
+ * instead of seeking each key's time row (sqlb_rows_timed). */
+static sqlite3_stmt *scan_time_stmt(sfs_backend *b, int counters, int v,
+                                    int *status)
+{
+	int slot = (counters ? ST_CTR_SCAN_TIME : ST_KV_SCAN_TIME) + (v & ~8);
+	char sql[512];
+
+	if (b->st[slot])
+		return b->st[slot];
+	snprintf(sql, sizeof(sql),
+	         "SELECT key, mtime_ns FROM %s"
+	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s",
+	         counters ? "statefs_counter_time" : "statefs_kv_time",
+	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
+	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -71,14 +88,19 @@ static int scan(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
 	        (o->start.ptr && o->start_after ? 16 : 0);
 	int status = SFS_OK;
 	sqlite3_stmt *st = scan_stmt(b, counters, v, &status);
+	sqlite3_stmt *tst = st ? scan_time_stmt(b, counters, v, &status) : NULL;
 
-	if (!st)
+	if (!tst)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	bind_range(st, o->start, o->end);
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *s = i ? tst : st;
+
+		sqlb_bind(s, 1, scope);
+		sqlb_bind(s, 2, ns);
+		bind_range(s, o->start, o->end);
+	}
 	sqlite3_bind_int64(st, 5, o->limit > 0 ? o->limit : -1);
-	return sqlb_rows(b, st, out, "scanning");
+	return sqlb_rows_timed(b, st, tst, o->reverse, out, "scanning");
 }
 
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -222,26 +244,20 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	return sqlb_one_stat(b, st, out, "reading a value's size");
 }
 
-/* Deletes one row of a data table and its time row, in an open write
- * transaction. SFS_NOTFOUND when there was no data row. */
-static int delete_one(sfs_backend *b, int slot, const char *sql, int tslot,
-                      const char *tsql, sfs_slice scope, sfs_slice ns,
-                      sfs_slice key)
+/* Deletes one row of a data table; its time row goes with it (the
+ * connection's trigger, schema.c). One statement: its own transaction, or
+ * part of the open one. SFS_NOTFOUND when there was no data row. */
+static int delete_one(sfs_backend *b, int slot, const char *sql,
+                      sfs_slice scope, sfs_slice ns, sfs_slice key)
 {
-	int status = SFS_OK;
+	int status = SFS_OK, changed = 0;
 	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
-	sqlite3_stmt *tst = st ? sqlb_stmt(b, tslot, tsql, &status) : NULL;
 
-	if (!tst)
+	if (!st)
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
-	status = sqlb_run(b, st, "deleting");
-	if (status != SFS_OK)
-		return status;
-	if (sqlite3_changes(b->db) == 0)
-		return SFS_NOTFOUND;
-	sqlb_bind_key(tst, scope, ns, key);
-	return sqlb_run(b, tst, "deleting a time");
+	status = sqlb_write1(b, st, "deleting", &changed);
+	return status == SFS_OK && !changed ? SFS_NOTFOUND : status;
 }
 
 static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -249,15 +265,13 @@ static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	return delete_one(b, ST_KV_DEL,
 	                  "DELETE FROM function_state WHERE " SQLB_KEYEQ,
-	                  ST_KV_DEL_TIME,
-	                  "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ,
 	                  scope, ns, key);
 }
 
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key)
 {
-	IN_WRITE_TX(b, kv_delete_tx(b, scope, ns, key));
+	return kv_delete_tx(b, scope, ns, key);
 }
 
 /* Deletes [start, end) of (scope, ns) with its times; count may be NULL. */
@@ -556,9 +570,7 @@ int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
-	IN_WRITE_TX(b, delete_one(b, ST_CTR_DEL,
-	            "DELETE FROM function_counter WHERE " SQLB_KEYEQ,
-	            ST_CTR_DEL_TIME,
-	            "DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ,
-	            scope, ns, key));
+	return delete_one(b, ST_CTR_DEL,
+	                  "DELETE FROM function_counter WHERE " SQLB_KEYEQ,
+	                  scope, ns, key);
 }

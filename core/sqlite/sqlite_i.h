@@ -48,17 +48,18 @@
 #define SQLB_STATEMENTS(X)                                                 \
 	/* conn.c: transactions and the change counter */                  \
 	X(BEGIN_WRITE, 1) X(BEGIN_READ, 1) X(COMMIT, 1) X(ROLLBACK, 1)     \
-	X(DATA_VERSION, 1)                                                 \
+	X(DATA_VERSION, 1) X(MEMBER_BEGIN, 1) X(MEMBER_END, 1)             \
+	X(MEMBER_UNDO, 1)                                                  \
 	/* kv.c: values (scan: start, end, descending, keys only, start    \
 	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32)      \
+	X(KV_DEL, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)   \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
-	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 32)                   \
+	X(CTR_DEL, 1) X(CTR_SCAN, 32) X(CTR_SCAN_TIME, 32)                 \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
 	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
 	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
@@ -110,6 +111,10 @@ struct sfs_backend {
 	int memory;
 	int readonly;
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
+	int group;                 /* group commit: a write's commit waits
+	                            * for sqlb_group_end (conn.c) */
+	int group_txn;             /* the group's transaction is open */
+	int in_member;             /* inside a write's savepoint in it */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
@@ -133,6 +138,12 @@ sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
 
 /* Steps a statement that returns no rows, resets it. SFS_OK or a status. */
 int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
+/* sqlb_run for a write that is one statement: outside a write transaction
+ * it is its own (SQLite's autocommit takes the write lock as the statement
+ * starts, waiting through the busy timeout, and commits as it ends), inside
+ * one it is part of it. *changed: the rows it changed (not its triggers'). */
+int sqlb_write1(sfs_backend *b, sqlite3_stmt *st, const char *what,
+                int *changed);
 
 int sqlb_begin_write(sfs_backend *b);
 /* The same for a transaction whose writes only move times forward (put,
@@ -196,6 +207,13 @@ enum {
 };
 int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
               const char *what);
+/* sqlb_rows for a listing by key whose times are in another table of the
+ * same key order: tst, bound to the same range and direction (desc), yields
+ * (key, mtime_ns) and is read beside st, each row's mtime taken from the
+ * time row of an equal key (0 without one). One pass over each table, no
+ * seek per row; both statements are reset. */
+int sqlb_rows_timed(sfs_backend *b, sqlite3_stmt *st, sqlite3_stmt *tst,
+                    int desc, sfs_list *out, const char *what);
 
 /* Step a bound statement that returns at most one row, and reset it. No
  * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
@@ -382,6 +400,9 @@ int sqlb_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
  * (committed or rolled back). */
 void stamp_begin(sfs_backend *b, int stamped);
 void stamp_end(sfs_backend *b, int committed);
+/* Forgets everything now: a write that is not stamped (a delete) ran or
+ * is about to run, inside or outside a transaction. */
+void stamp_forget(sfs_backend *b);
 void stamp_free(sfs_backend *b);
 /* Inside a stamped transaction, before writing a key's time row
  * (counters: of function_counter) or a time map's note at now: 1 when the
