@@ -154,7 +154,9 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
  * is answered only after its change is committed, as durable as a commit
  * of its own; a lone writer commits at once, as before. Any other call
  * taking the lock ends the open group first (store_lock), so nothing reads
- * or writes beside a change that is not committed.
+ * or writes beside a change that is not committed: it lets the writers
+ * already lined up finish the group (a mount's LOOKUPs would otherwise cut
+ * every group short), then commits it if it is still open.
  */
 #define GROUP_MAX 64
 
@@ -181,6 +183,26 @@ int group_close(sfs_store *s)
 	s->g_gen++;
 	pthread_cond_broadcast(&s->g_done);
 	return r;
+}
+
+void store_lock(sfs_store *s)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->g_open)
+		return;
+	/* Writers lined up for the lock join the open group before this
+	 * call runs, and the last of them commits it; this call waits for
+	 * that group only, not for the ones after it. */
+	gen = s->g_gen;
+	while (s->g_open && s->g_gen == gen &&
+	       __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0)
+		pthread_cond_wait(&s->g_done, &s->mu);
+	if (s->g_open) {
+		group_close(s);
+		sfs_err_clear(); /* the writers of the group got the news */
+	}
 }
 
 void group_enter(sfs_store *s)

@@ -53,15 +53,9 @@ void cfg_plan_free(cfg_plan *p);
 int group_close(sfs_store *s);
 
 /* Takes the lock for anything but a write of a group: an open group ends
- * first, so no call ever sees a write that is not committed yet. */
-static inline void store_lock(sfs_store *s)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->g_open) {
-		group_close(s);
-		sfs_err_clear(); /* the writers of the group got the news */
-	}
-}
+ * first, so no call ever sees a write that is not committed yet (store.c
+ * says when it waits for that and when it commits it itself). */
+void store_lock(sfs_store *s);
 
 static inline void store_unlock(sfs_store *s)
 {

@@ -634,6 +634,8 @@ void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
+	if (b->db)
+		sqlb_untime_close(b);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(b->st[i]);
 	if (b->db)

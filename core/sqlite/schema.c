@@ -348,39 +348,14 @@ static int migrate_v1(sfs_backend *b)
 	return status;
 }
 
-/* This connection's own triggers (TEMP: other connections, the SDKs', do
- * not run them, and nothing is added to the file): a delete of a value or
- * counter row takes its time row along, so that a delete is one statement
- * (kv.c). A row the SDK deletes keeps its time row as before (invisible,
- * see the top of this file). */
-static const char own_triggers[] =
-	"CREATE TEMP TRIGGER IF NOT EXISTS statefs_kv_untime AFTER DELETE ON"
-	" main.function_state BEGIN DELETE FROM statefs_kv_time WHERE"
-	" scope_id=old.scope_id AND ns=old.ns AND key=old.key; END;"
-	"CREATE TEMP TRIGGER IF NOT EXISTS statefs_counter_untime AFTER DELETE"
-	" ON main.function_counter BEGIN DELETE FROM statefs_counter_time"
-	" WHERE scope_id=old.scope_id AND ns=old.ns AND key=old.key; END;";
-
-static int init_readwrite(sfs_backend *b);
-
 int sqlb_schema_init(sfs_backend *b)
-{
-	int status;
-
-	if (b->readonly)
-		return init_readonly(b);
-	status = init_readwrite(b);
-	if (status == SFS_OK)
-		status = sqlb_exec(b, own_triggers, "creating triggers");
-	return status;
-}
-
-static int init_readwrite(sfs_backend *b)
 {
 	char sql[128];
 	int64_t v;
 	int status;
 
+	if (b->readonly)
+		return init_readonly(b);
 	/* The common case, an existing store at our version, takes no write
 	 * lock: many processes open at once. */
 	status = read_version(b, &v);

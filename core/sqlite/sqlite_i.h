@@ -17,8 +17,13 @@
  *  - A write is a transaction opened with BEGIN IMMEDIATE (sqlb_begin_write),
  *    so it holds the write lock before it reads anything and can never fail
  *    with SQLITE_BUSY_SNAPSHOT; waiting for the lock is the busy timeout's
- *    job. Reads of more than one statement run in one deferred transaction
- *    (sqlb_begin_read) so they see one snapshot.
+ *    job. A write of one statement may instead be its own autocommit
+ *    transaction (sqlb_write1). Reads of more than one statement run in one
+ *    deferred transaction (sqlb_begin_read) so they see one snapshot.
+ *  - In a group commit (sqlb_group_begin .. sqlb_group_end, conn.c) the
+ *    first write's transaction stays open and the next writes join it, each
+ *    in a savepoint; the same functions do that, so a write function does
+ *    not know whether it is grouped.
  *  - Statements are prepared once per connection (SQLITE_PREPARE_PERSISTENT)
  *    and reset after each use, also on error paths, so no read transaction
  *    outlives the call that opened it.
@@ -53,13 +58,15 @@
 	/* kv.c: values (scan: start, end, descending, keys only, start    \
 	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)   \
+	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_UNTIME, 1) X(KV_EXISTS, 1)     \
+	X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)                                 \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
-	X(CTR_DEL, 1) X(CTR_SCAN, 32) X(CTR_SCAN_TIME, 32)                 \
+	X(CTR_DEL, 1) X(CTR_UNTIME, 1) X(CTR_SCAN, 32)                     \
+	X(CTR_SCAN_TIME, 32)                                               \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
 	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
 	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
@@ -103,6 +110,7 @@ enum {
 };
 
 typedef struct stamp_cache stamp_cache;
+struct untimed;
 
 struct sfs_backend {
 	sqlite3 *db;
@@ -117,6 +125,8 @@ struct sfs_backend {
 	int in_member;             /* inside a write's savepoint in it */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
+	struct untimed *untimed;   /* deleted keys whose time rows are to go
+	                            * (kv.c); NULL until the first delete */
 	sqlite3_stmt *st[ST_MAX];
 };
 
@@ -268,6 +278,11 @@ int tm_override_del(sfs_backend *b, int64_t id);
  * ("main" when migrating, "ckpt" when restoring an old checkpoint), after
  * main's log and queue tables hold their final rows. */
 int tm_convert_v1(sfs_backend *b, const char *schema);
+
+/* --- kv.c --------------------------------------------------------- */
+/* At close: removes the time rows of the keys deleted since the last batch
+ * (kv.c explains) and frees the list. */
+void sqlb_untime_close(sfs_backend *b);
 
 /* --- the ops, by file (backend_i.h says what each does) ---------------- */
 /* conn.c */

@@ -14,6 +14,9 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +280,87 @@ static void test_group_concurrent(void **state)
 	assert_int_equal(n, THREADS * ROUNDS);
 }
 
+/* Durable as a commit of its own: a process whose writer threads share
+ * commits is killed with SIGKILL at some point; every write it reported as
+ * answered SFS_OK (on a pipe, after the call returned) is in the store. */
+#define KILL_THREADS 4
+#define KILL_ACKS 300
+
+typedef struct acker {
+	sfs_store *s;
+	int idx, fd;
+} acker;
+
+static void *ack_writes(void *arg)
+{
+	acker *a = arg;
+	char k[32];
+	uint32_t rec;
+
+	for (uint32_t i = 0;; i++) {
+		snprintf(k, sizeof(k), "t%d-%u", a->idx, i);
+		if (sfs_kv_put(a->s, S("g"), S("kill"), S(k), S(k)) != SFS_OK)
+			_exit(3);
+		rec = (uint32_t)a->idx << 24 | i;
+		if (write(a->fd, &rec, sizeof(rec)) != sizeof(rec))
+			_exit(4);
+	}
+	return NULL;
+}
+
+static void test_group_kill9(void **state)
+{
+	tfx *t = *state;
+	uint32_t rec, *acks = calloc(1 << 16, sizeof(*acks));
+	size_t n = 0;
+	int fds[2], status;
+	pid_t pid;
+	char k[32];
+
+	assert_non_null(acks);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th[KILL_THREADS];
+		acker a[KILL_THREADS];
+		sfs_store *s;
+
+		close(fds[0]);
+		if (tfx_open(t->path, 0, &s) != SFS_OK)
+			_exit(2);
+		for (int i = 0; i < KILL_THREADS; i++) {
+			a[i] = (acker){ s, i, fds[1] };
+			pthread_create(&th[i], NULL, ack_writes, &a[i]);
+		}
+		pthread_join(th[0], NULL); /* never returns */
+		_exit(5);
+	}
+	close(fds[1]);
+	while (n < KILL_ACKS && read(fds[0], &rec, sizeof(rec)) == sizeof(rec))
+		acks[n++] = rec;
+	kill(pid, SIGKILL);
+	/* acks written before the kill are still in the pipe */
+	while (n < (1 << 16) && read(fds[0], &rec, sizeof(rec)) == sizeof(rec))
+		acks[n++] = rec;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_true(n >= KILL_ACKS);
+	OK(tfx_open(t->path, 0, &t->s));
+	for (size_t i = 0; i < n; i++) {
+		sfs_buf b;
+
+		snprintf(k, sizeof(k), "t%u-%u", acks[i] >> 24,
+		         acks[i] & 0xffffff);
+		OK(sfs_kv_get(t->s, S("g"), S("kill"), S(k), &b));
+		sfs_buf_free(&b);
+	}
+	free(acks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +372,8 @@ int main(void)
 			test_group_member_kills_transaction, tfx_setup,
 			tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_group_concurrent, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_group_kill9, tfx_setup,
 		                                tfx_teardown),
 	};
 
