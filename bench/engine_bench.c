@@ -27,11 +27,17 @@
  *           delete), in one BEGIN IMMEDIATE transaction (what times cost,
  *           without the engine);
  *   engine  the public API.
- * and prints microseconds per operation (median of the rounds) and the
+ * Then group commit: 1, 2, 4 and 8 threads putting into one handle at
+ * once (each its own namespace, ops puts in all), the puts per second,
+ * the speedup over one thread and the puts per commit (the handle's
+ * sfs_store_version counts its commits: how large the groups were).
+ *
+ * It prints microseconds per operation (median of the rounds) and the
  * ratios best/engine (the target: >= 0.9) and same/engine (the engine's own
  * overhead). It asserts nothing: timings on a shared machine are noisy.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -639,6 +645,73 @@ static const bench benches[] = {
 	{ "push+pop", raw_pushpop, eng_pushpop, 0, 0 },
 };
 
+/* --- group commit ---------------------------------------------------- */
+
+static double median(double *v, int n);
+
+typedef struct putter {
+	sfs_store *s;
+	int idx, n;
+} putter;
+
+static void *put_loop(void *arg)
+{
+	putter *p = arg;
+	char ns[16], k[16];
+
+	snprintf(ns, sizeof(ns), "ns%d", p->idx);
+	for (int i = 0; i < p->n; i++) {
+		keyname(k, i);
+		check(sfs_kv_put(p->s, sfs_str("scope"), sfs_str(ns), sfs_str(k),
+		                 sfs_bytes(val(i), VLEN)), "put");
+	}
+	return NULL;
+}
+
+static void group_bench(void)
+{
+	static const int counts[] = { 1, 2, 4, 8 };
+	double rate[4][16], per[4][16], one = 0;
+	char path[400];
+
+	printf("\ngroup commit: T threads putting at once into one handle, %d"
+	       " puts in all (median of %d rounds)\n", ops, rounds);
+	printf("%-8s %10s %8s %12s\n", "threads", "puts/s", "speedup",
+	       "puts/commit");
+	for (int r = 0; r < rounds; r++) {
+		for (int c = 0; c < 4; c++) {
+			pthread_t th[8];
+			putter p[8];
+			uint64_t v0, v1;
+			sfs_store *s = fresh(path, sizeof(path), "g");
+			double t0;
+
+			check(sfs_store_version(s, &v0), "version");
+			t0 = now();
+			for (int i = 0; i < counts[c]; i++) {
+				p[i] = (putter){ s, i, ops / counts[c] };
+				pthread_create(&th[i], NULL, put_loop, &p[i]);
+			}
+			for (int i = 0; i < counts[c]; i++)
+				pthread_join(th[i], NULL);
+			t0 = now() - t0;
+			check(sfs_store_version(s, &v1), "version");
+			rate[c][r] = ops / counts[c] * counts[c] / t0;
+			per[c][r] = (double)(ops / counts[c] * counts[c]) /
+			            (double)(v1 - v0);
+			sfs_store_close(s);
+		}
+	}
+	for (int c = 0; c < 4; c++) {
+		double x = median(rate[c], rounds);
+
+		if (c == 0)
+			one = x;
+		printf("%-8d %10.0f %8.2f %12.2f\n", counts[c], x, x / one,
+		       median(per[c], rounds));
+	}
+}
+
 static int cmpd(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -778,6 +851,8 @@ int main(int argc, char **argv)
 	printf("pw, pr: pages written and read per operation (WAL frames,"
 	       " checkpoint writes; cache misses, WAL and checkpoint reads),"
 	       " counted below the encryption.\n");
+	if (!only || strcmp(only, "group") == 0)
+		group_bench();
 	{
 		char cmd[400];
 
