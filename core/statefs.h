@@ -831,10 +831,16 @@ int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count);
  *             for SFS_NAME_SCOPE, the root's directories (exec queue
  *             counter) get their first byte escaped: ".pop" -> "%2Epop",
  *             scope "exec" -> "%65xec".
- *   id        SFS_NAME_ID (keys of the typed namespaces worker, agg, win):
- *             an 8-byte key is the decimal int64 it encodes ("42", "-1");
- *             another key whose text looks like a decimal number gets its
- *             first byte escaped ("123" as 3 bytes -> "%3123").
+ *   id        SFS_NAME_ID (keys of the Go SDK's typed namespaces worker,
+ *             agg, win) and SFS_NAME_ID_LE (the Python SDK's namespaces of
+ *             packed ids: _vgi/aggregate_state, _vgi/aggregate_window_
+ *             partition, _vgi/buffering_init, _vgi/streaming_session,
+ *             _vgi/tio_state): an 8-byte key is the decimal int64 it
+ *             encodes, big- or little-endian ("42", "-1"); another key
+ *             whose text looks like a decimal number gets its first byte
+ *             escaped ("123" as 3 bytes -> "%3123"). Listings stay in key
+ *             (byte) order, which is numeric order for big-endian ids >= 0
+ *             but not for little-endian ones.
  *   long      an encoding over SFS_NAME_MAX bytes is cut (never inside an
  *             escape or a character) and ends in "%~" plus 32 hex digits of
  *             a BLAKE2b-128 hash of the whole string. Such a name is found,
@@ -849,9 +855,11 @@ typedef enum sfs_name_kind {
 	SFS_NAME_KEY = 0, /* a key or a namespace */
 	SFS_NAME_SCOPE,   /* a scope or a queue id (also escapes exec, queue, counter) */
 	SFS_NAME_ID,      /* a key of a typed namespace: 8-byte ids in decimal */
+	SFS_NAME_ID_LE,   /* the same for 8-byte little-endian ids */
 } sfs_name_kind;
 
-/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", else
+/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", SFS_NAME_ID_LE
+ * for those of the Python SDK's id namespaces (above), else
  * SFS_NAME_KEY. */
 sfs_name_kind sfs_name_key_kind(sfs_slice ns);
 

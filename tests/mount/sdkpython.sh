@@ -82,6 +82,26 @@ w cget "$(hx py)" "$(hx stats)" "$(hx hits)"
 expect_eq "$reply" 35 "the SDK reads the mount's add"
 ok "the SDK's counters"
 
+# The SDK's framework namespaces of packed ids (pack_int_key: 8 bytes,
+# little-endian) show the ids in decimal; ls sorts names as text, and a
+# listing in the store's order (ls -U) follows the key bytes, so low bytes
+# first: 256 (00 01 ..), 7 (07 00 ..), -2 (fe ff ..).
+le() { "$py" -c 'import sys; print(int(sys.argv[1]).to_bytes(8, "little", signed=True).hex())' "$1"; }
+agg=$(hx _vgi/aggregate_state)
+for g in 7 256 -2; do
+  w put "$(hx py)" "$agg" "$(le "$g")" "$(hx "group $g")"
+done
+expect_eq "$(ls "$mnt/py/_vgi%2Faggregate_state" | tr '\n' ' ')" "-2 256 7 " "aggregate groups in decimal"
+expect_eq "$(ls -U "$mnt/py/_vgi%2Faggregate_state" | tr '\n' ' ')" "256 7 -2 " "the store's order"
+expect_eq "$(ls "$mnt/py/_vgi%2Faggregate_state" | sort -n | tr '\n' ' ')" "-2 7 256 " "numeric order"
+expect_eq "$(cat "$mnt/py/_vgi%2Faggregate_state/-2")" "group -2" "the const args' synthetic group"
+printf 'from the mount' >"$mnt/py/_vgi%2Faggregate_state/42"
+w get "$(hx py)" "$agg" "$(le 42)"
+expect_eq "$reply" "$(hx 'from the mount')" "the SDK reads group 42 written through the mount"
+cat "$mnt/py/_vgi%2Faggregate_state/%x0700000000000000" 2>/dev/null &&
+  fail "the hex spelling of group 7 is an alias"
+ok "the Python SDK's packed ids in decimal, one name each"
+
 # A queue the SDK fills and that the SDK and the mount drain at once.
 "$py" -c 'for i in range(1, 401): print(("item-%d" % i).encode().hex())' >"$work/items"
 mapfile -t items <"$work/items"
