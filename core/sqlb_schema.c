@@ -22,6 +22,7 @@
  *   statefs_inflight      claimed items, with their original ids
  *   statefs_dead          dead letters
  *   statefs_queue_policy  per-queue time-to-live and delivery limit
+ *   statefs_queue_stats   items pushed and taken per queue (sqlb_stats.c)
  *   statefs_dir           explicit (persisting) scopes and namespaces
  *
  * A key/value or counter row the Go SDK wrote has no time row: its mtime
@@ -32,7 +33,8 @@
  * Versions: 1 kept one time row per log entry and queue item
  * (statefs_log_time, statefs_queue_time); 2 has the sparse maps and
  * statefs_queue_timeoverride; 3 renames that to statefs_queue_pending with
- * a delivery count, and adds the claim tables. Opening an older store
+ * a delivery count, and adds the claim tables; 4 adds statefs_queue_stats
+ * (which create_own makes like any missing table). Opening an older store
  * read-write migrates it in one BEGIN IMMEDIATE, every entry keeping
  * exactly its time; read-only, temporary views show version 1's time
  * tables as maps (one row per entry) so nothing reads as unknown, and
@@ -112,6 +114,11 @@ static const char *const own_ddl[] = {
 	" id INTEGER PRIMARY KEY, queue BLOB NOT NULL, item BLOB NOT NULL,"
 	" reason TEXT NOT NULL, deliveries INTEGER NOT NULL,"
 	" dead_ns INTEGER NOT NULL)",
+	/* Items pushed and taken per queue, written at most once a second
+	 * by each writer (sqlb_stats.c); updated_ns: the last write. */
+	"IF NOT EXISTS statefs_queue_stats ("
+	" queue BLOB NOT NULL PRIMARY KEY, pushed INTEGER NOT NULL,"
+	" taken INTEGER NOT NULL, updated_ns INTEGER NOT NULL) WITHOUT ROWID",
 	"IF NOT EXISTS statefs_queue_policy ("
 	" queue BLOB NOT NULL PRIMARY KEY, ttl_ms INTEGER NOT NULL,"
 	" max_deliveries INTEGER NOT NULL) WITHOUT ROWID",
@@ -445,7 +452,8 @@ int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names)
 	         "SELECT name FROM \"%s\".sqlite_schema WHERE type='table' AND"
 	         " (name IN ('function_state','function_counter',"
 	         "'function_state_log','work_queue') OR (name LIKE"
-	         " 'statefs\\_%%' ESCAPE '\\' AND name <> 'statefs_meta'))"
+	         " 'statefs\\_%%' ESCAPE '\\' AND name NOT IN ('statefs_meta',"
+	         " 'statefs_queue_stats')))"
 	         " ORDER BY name LIKE 'statefs\\_%%' ESCAPE '\\', name", db);
 	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
