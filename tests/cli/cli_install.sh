@@ -151,6 +151,10 @@ complete_line() { # WORDS... (the last is the word being completed)
 expect_eq "$(complete_line "$STATECTL" qu)" queue "completes a command"
 expect_eq "$(complete_line "$STATECTL" queue p | sort | tr '\n' ' ')" "policy pop push " "completes a subcommand"
 expect_match "$(complete_line "$STATECTL" scan --s)" "--start" "completes an option"
+expect_eq "$(complete_line "$STATECTL" to)" top "completes top"
+expect_eq "$(complete_line "$STATECTL" met)" metrics "completes metrics"
+expect_eq "$(complete_line "$STATECTL" top --i)" --interval "completes top's options"
+expect_match "$(complete_line "$STATECTL" top --interval '')" "500ms" "completes an interval"
 expect_eq "$(complete_line "$STATECTL" ls --family q)" queue "completes --family"
 make_store
 sc put alpha ns1 key1 v
