@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# top_cost.sh - what `statectl top` costs the writers: a writer's
+# throughput (qwriter: push, pop, put, counter add through the engine) on
+# an encrypted store, alone and while `statectl top` runs in a real
+# terminal (a tmux pane), in the same run, rounds interleaved and
+# alternating which goes first.
+#
+# Usage: top_cost.sh STATECTL QWRITER [SECONDS] [ROUNDS] [INTERVAL]
+#   SECONDS per measurement (default 5), ROUNDS (default 5), INTERVAL
+#   top's refresh (default 1s, its default; try 100ms for ten times the
+#   snapshots). The store holds 20,000 keys in 200 scopes, 2,000 log
+#   entries, 500 counters and 20 queues of 100 items, so each snapshot
+#   has work to do.
+# Environment: TMPDIR; TOP_COST_SCOPES (200) and TOP_COST_KEYS (100 per
+#   scope) to size the store. HOME and the XDG directories point into a
+#   private directory (the store and its key are made there).
+# Output: the writer's operations per second in each round, the medians,
+#   and their ratio with/without (1.00: no cost). Asserts nothing.
+# Exit: 0; 1 when a step fails.
+set -euo pipefail
+
+statectl=${1:?STATECTL}; qwriter=${2:?QWRITER}
+secs=${3:-5}; rounds=${4:-5}; interval=${5:-1s}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-topcost.XXXXXX")
+export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+export STATEFS_DB=$work/state.db STATEFS_KEY_FILE=$work/key
+unset STATEFS_KEY
+tm() { tmux -S "$work/tmux.sock" "$@"; }
+topcmd=()
+
+cleanup() {
+  local rc=$?
+  set +e
+  command -v tmux >/dev/null && tm kill-server 2>/dev/null
+  [ -n "${toppid:-}" ] && kill "$toppid" 2>/dev/null && wait "$toppid" 2>/dev/null
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+"$statectl" init >/dev/null
+{
+  for s in $(seq "${TOP_COST_SCOPES:-200}"); do
+    for k in $(seq "${TOP_COST_KEYS:-100}"); do printf 'scope%d\tns\tk%d\n' "$s" "$k"; done
+  done
+} | awk -F'\t' '{ printf "{\"family\":\"kv\",\"scope\":\"%s\",\"ns\":\"%s\",\"key\":\"%s\",\"value\":\"value\"}\n", $1, $2, $3 }' \
+  >"$work/rows"
+{
+  echo '{"format":"statefs-export","version":1}'
+  cat "$work/rows"
+  for i in $(seq 2000); do
+    printf '{"family":"log","scope":"scope%d","ns":"log","key":"k","id":%d,"value":"entry"}\n' $((i % 200 + 1)) "$i"
+  done
+  for i in $(seq 500); do
+    printf '{"family":"counter","scope":"scope%d","ns":"c","key":"k%d","n":%d}\n' $((i % 200 + 1)) "$i" "$i"
+  done
+  for i in $(seq 2000); do
+    printf '{"family":"queue","scope":"queue%d","id":%d,"value":"item"}\n' $((i % 20)) "$i"
+  done
+} | "$statectl" import >/dev/null
+
+start_top() {
+  if command -v tmux >/dev/null; then
+    tm new-session -d -x 160 -y 50 -s top \
+      "$(printf '%q ' env STATEFS_DB="$STATEFS_DB" STATEFS_KEY_FILE="$STATEFS_KEY_FILE" "$statectl" top --interval "$interval")"
+  else
+    "$statectl" top --interval "$interval" >/dev/null &
+    toppid=$!
+  fi
+}
+stop_top() {
+  if command -v tmux >/dev/null; then
+    tm send-keys -t top q
+    for _ in $(seq 100); do tm has-session -t top 2>/dev/null || break; sleep 0.05; done
+  else
+    kill "$toppid"; wait "$toppid" || true; toppid=
+  fi
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+where=$(command -v tmux >/dev/null && echo "in a tmux pane" || echo "piped (no tmux)")
+echo "top_cost: writer alone vs with 'statectl top --interval $interval' $where;"
+echo "          $secs s per measurement, $rounds rounds, encrypted store"
+printf '%-6s %14s %14s\n' round "alone ops/s" "with top ops/s"
+: >"$work/alone"; : >"$work/with"
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) -eq 1 ]; then
+    a=$("$qwriter" "$secs")
+    start_top; sleep 1; w=$("$qwriter" "$secs"); stop_top
+  else
+    start_top; sleep 1; w=$("$qwriter" "$secs"); stop_top
+    a=$("$qwriter" "$secs")
+  fi
+  echo "$a" >>"$work/alone"; echo "$w" >>"$work/with"
+  printf '%-6s %14s %14s\n' "$r" "$a" "$w"
+done
+ma=$(median <"$work/alone"); mw=$(median <"$work/with")
+printf '%-6s %14s %14s\n' median "$ma" "$mw"
+awk -v a="$ma" -v w="$mw" 'BEGIN { printf "ratio with/without: %.3f\n", w / a }'
