@@ -26,6 +26,7 @@
  * What it leaves out: counts of what the SDKs do with their own SQL (only
  * the engine counts), and any history: rates are the reader's business.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,22 +211,62 @@ void qstat_close(sfs_backend *b)
 
 /* --- the snapshot -------------------------------------------------------- */
 
-/* Appends to a growing array of n elements of size sz. */
-static void *grow(void *v, size_t n, size_t *cap, size_t sz)
+/* Reads the rows of a snapshot statement into a growing array of
+ * elements of size sz: column 0, the name, into the sfs_buf at name_off;
+ * columns 1.. (integers) into the 8-byte fields at offs[]. */
+static int read_rows(sfs_backend *b, sqlite3_stmt *st, void **v, size_t *n,
+                     size_t sz, size_t name_off, const size_t *offs,
+                     int noffs, const char *what)
 {
-	void *nv;
+	size_t cap = 0;
+	int status = SFS_OK, rc;
 
-	if (n < *cap)
-		return v;
-	*cap = *cap ? 2 * *cap : 16;
-	nv = realloc(v, *cap * sz);
-	return nv;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		unsigned char *e;
+		const void *p;
+		size_t len;
+
+		if (*n == cap) {
+			void *nv = realloc(*v, (cap ? 2 * cap : 16) * sz);
+
+			if (!nv) {
+				status = sfs_err(SFS_NOMEM, "%s", what);
+				break;
+			}
+			*v = nv;
+			cap = cap ? 2 * cap : 16;
+		}
+		e = (unsigned char *)*v + *n * sz;
+		memset(e, 0, sz);
+		p = sqlb_col(st, 0, &len);
+		if ((status = buf_copy((sfs_buf *)(e + name_off), p, len)))
+			break;
+		++*n;
+		for (int i = 0; i < noffs; i++) {
+			int64_t x = sqlite3_column_int64(st, i + 1);
+
+			memcpy(e + offs[i], &x, sizeof(x));
+		}
+	}
+	sqlite3_reset(st);
+	if (status == SFS_OK && rc != SQLITE_DONE)
+		status = sqlb_fail(b, rc, what);
+	return status;
 }
+
+#define QOFF(f) offsetof(sfs_queue_stats, f)
+#define SOFF(f) offsetof(sfs_scope_stats, f)
 
 static int queues_tx(sfs_backend *b, int64_t now, sfs_stats *out)
 {
-	int status = SFS_OK, rc;
-	size_t cap = 0;
+	/* The columns after the queue, in order. */
+	static const size_t offs[] = {
+		QOFF(pending), QOFF(inflight), QOFF(dead), QOFF(claims),
+		QOFF(expired), QOFF(oldest_claim_ns), QOFF(head_ns),
+		QOFF(pushed), QOFF(taken),
+	};
+	void *v = NULL;
+	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_STATS_QUEUES,
 	        "WITH q(queue) AS (SELECT execution_id FROM work_queue"
 	        " UNION SELECT queue FROM statefs_inflight"
@@ -250,43 +291,19 @@ static int queues_tx(sfs_backend *b, int64_t now, sfs_stats *out)
 	if (!st)
 		return status;
 	sqlite3_bind_int64(st, 1, now);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sfs_queue_stats *q, *v = grow(out->queues, out->nqueues, &cap,
-		                              sizeof(*v));
-		const void *p;
-		size_t n;
-
-		if (!v) {
-			status = sfs_err(SFS_NOMEM, "reading queue figures");
-			break;
-		}
-		out->queues = v;
-		q = &v[out->nqueues];
-		memset(q, 0, sizeof(*q));
-		p = sqlb_col(st, 0, &n);
-		if ((status = buf_copy(&q->queue, p, n)) != SFS_OK)
-			break;
-		out->nqueues++;
-		q->pending = (uint64_t)sqlite3_column_int64(st, 1);
-		q->inflight = (uint64_t)sqlite3_column_int64(st, 2);
-		q->dead = (uint64_t)sqlite3_column_int64(st, 3);
-		q->claims = (uint64_t)sqlite3_column_int64(st, 4);
-		q->expired = (uint64_t)sqlite3_column_int64(st, 5);
-		q->oldest_claim_ns = sqlite3_column_int64(st, 6);
-		q->head_ns = sqlite3_column_int64(st, 7);
-		q->pushed = (uint64_t)sqlite3_column_int64(st, 8);
-		q->taken = (uint64_t)sqlite3_column_int64(st, 9);
-	}
-	sqlite3_reset(st);
-	if (status == SFS_OK && rc != SQLITE_DONE)
-		status = sqlb_fail(b, rc, "reading queue figures");
+	status = read_rows(b, st, &v, &out->nqueues, sizeof(sfs_queue_stats),
+	                   QOFF(queue), offs,
+	                   (int)(sizeof(offs) / sizeof(offs[0])),
+	                   "reading queue figures");
+	out->queues = v;
 	return status;
 }
 
 static int scopes_tx(sfs_backend *b, sfs_stats *out)
 {
-	int status = SFS_OK, rc;
-	size_t cap = 0;
+	static const size_t offs[] = { SOFF(kv), SOFF(log), SOFF(counter) };
+	void *v = NULL;
+	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_STATS_SCOPES,
 	        "WITH s(scope) AS (SELECT scope_id FROM function_state"
 	        " UNION SELECT scope_id FROM function_state_log"
@@ -300,30 +317,11 @@ static int scopes_tx(sfs_backend *b, sfs_stats *out)
 
 	if (!st)
 		return status;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sfs_scope_stats *c, *v = grow(out->scopes, out->nscopes, &cap,
-		                              sizeof(*v));
-		const void *p;
-		size_t n;
-
-		if (!v) {
-			status = sfs_err(SFS_NOMEM, "reading scope figures");
-			break;
-		}
-		out->scopes = v;
-		c = &v[out->nscopes];
-		memset(c, 0, sizeof(*c));
-		p = sqlb_col(st, 0, &n);
-		if ((status = buf_copy(&c->scope, p, n)) != SFS_OK)
-			break;
-		out->nscopes++;
-		c->kv = (uint64_t)sqlite3_column_int64(st, 1);
-		c->log = (uint64_t)sqlite3_column_int64(st, 2);
-		c->counter = (uint64_t)sqlite3_column_int64(st, 3);
-	}
-	sqlite3_reset(st);
-	if (status == SFS_OK && rc != SQLITE_DONE)
-		status = sqlb_fail(b, rc, "reading scope figures");
+	status = read_rows(b, st, &v, &out->nscopes, sizeof(sfs_scope_stats),
+	                   SOFF(scope), offs,
+	                   (int)(sizeof(offs) / sizeof(offs[0])),
+	                   "reading scope figures");
+	out->scopes = v;
 	return status;
 }
 
