@@ -167,6 +167,10 @@ static int ext_connection(sqlite3 *db, char **err,
 		return SQLITE_OK;
 	if (!crypt_vfs_is(vfs))
 		return check_foreign(path, vfs, 0, err);
+	/* The engine's own connections (a process that links statefs and
+	 * loads the extension) have a VFS of their own, with their key. */
+	if (strcmp(vfs->zName, crypt_vfs_name(ext_vfs)) != 0)
+		return SQLITE_OK;
 	st = crypt_preflight(path, crypt_vfs_key(ext_vfs), &kind);
 	if (st == SFS_OK)
 		st = crypt_db_setup(db);
