@@ -6,10 +6,13 @@
  * STATEFS_KEY_FILE, ...).
  *
  * Usage: qwriter SECONDS
- * Output: "<ops per second>" on one line. Exit: 0, 1 on an engine error.
+ * Output: "<ops per second> <CPU microseconds per op>" on one line (the
+ * CPU time, user and system, is steadier than wall time on a shared
+ * machine). Exit: 0, 1 on an engine error.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "statefs.h"
@@ -36,7 +39,8 @@ int main(int argc, char **argv)
 	sfs_config cfg = { 0 };
 	sfs_store *s;
 	sfs_slice item = sfs_str("a work item of some forty bytes, say");
-	double secs, t0, t;
+	double secs, t0, t, cpu;
+	struct rusage ru0, ru;
 	unsigned long ops = 0;
 	char key[32];
 
@@ -45,6 +49,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	check(sfs_store_open_config(&cfg, &s, NULL), "open");
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now();
 	do {
 		for (int i = 0; i < 50; i++, ops += 4) {
@@ -62,7 +67,12 @@ int main(int argc, char **argv)
 		}
 		t = now();
 	} while (t - t0 < secs);
-	printf("%.0f\n", (double)ops / (t - t0));
+	getrusage(RUSAGE_SELF, &ru);
+	cpu = (double)(ru.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+	               ru.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e6 +
+	      (double)(ru.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+	               ru.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+	printf("%.0f %.1f\n", (double)ops / (t - t0), cpu / (double)ops);
 	sfs_store_close(s);
 	return 0;
 }

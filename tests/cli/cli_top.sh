@@ -47,7 +47,7 @@ tm new-session -d -x 150 -y 40 -s top \
 	"LANG=C.UTF-8 $cmd; echo exit=\$? >$T/top.exit; stty -a >$T/stty.out; sleep 600"
 # until the frame shows the store's numbers and the worker's rates
 frame=
-for _ in $(seq 600); do
+for _ in $(seq 1800); do
 	frame=$(tm capture-pane -p -t top)
 	if grep -Eq '^jobs +4 +2 +1 +1 +0 ' <<<"$frame" &&
 	   grep -Eq '^app +5 +3 +2' <<<"$frame" &&
@@ -68,7 +68,7 @@ grep -q "q quit" "$T/frame" || fail "the footer"
 
 # a narrow, short window: the least telling columns go, lines fit
 tm resize-window -t top -x 44 -y 14
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	frame=$(tm capture-pane -p -t top)
 	grep -q DEPTH <<<"$frame" || break
 	sleep 0.1
@@ -82,17 +82,17 @@ expect_eq "$(wc -l <"$T/narrow")" 14 "the frame fills the window"
 
 # q: exit 0, the terminal as it was
 tm send-keys -t top q
-for _ in $(seq 100); do [ -s "$T/top.exit" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/top.exit" ] && break; sleep 0.1; done
 expect_eq "$(cat "$T/top.exit" 2>/dev/null)" exit=0 "q exits 0"
-[ -s "$T/stty.out" ] || sleep 1
+for _ in $(seq 100); do [ -s "$T/stty.out" ] && break; sleep 0.1; done
 grep -Eq '(^| )icanon( |$)' "$T/stty.out" && grep -Eq '(^| )echo( |$)' "$T/stty.out" ||
 	fail "canonical mode and echo are back: $(cat "$T/stty.out")"
 tm capture-pane -p -t top | grep -q "statefs top" && fail "the frame stays on the screen after q"
 # SIGTERM ends it cleanly too
 tm respawn-pane -k -t top "LANG=C.UTF-8 sh -c 'echo \$\$ >$T/top.pid; exec $cmd'; echo exit=\$? >$T/top.exit2; sleep 600"
-for _ in $(seq 100); do tm capture-pane -p -t top | grep -q "q quit" && break; sleep 0.1; done
+for _ in $(seq 600); do tm capture-pane -p -t top | grep -q "q quit" && break; sleep 0.1; done
 kill -TERM "$(cat "$T/top.pid")" || fail "no statectl top to signal"
-for _ in $(seq 100); do [ -s "$T/top.exit2" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/top.exit2" ] && break; sleep 0.1; done
 expect_eq "$(cat "$T/top.exit2" 2>/dev/null)" exit=0 "SIGTERM exits 0"
 
 # --- frames when not on a terminal
