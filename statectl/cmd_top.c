@@ -446,24 +446,256 @@ static void qcell(const top *t, const tq *q, int c, char *b, size_t n,
 	}
 }
 
-/* The frame: header, the queue table, the scope table, footer. width and
- * height are the screen's (INT_MAX for plain frames: every column, every
- * row, names uncut). */
-static void render(top *t, sink *k, int width, int height)
-{
-	const sfs_stats *st = t->st;
-	const sfs_info *in = &st->info;
-	char line[LINE], cell[4 * SFS_NAME_MAX + 8], a[40], b[80];
-	int w[C_N], on[C_N], total, trend_cols = PLAIN_TREND;
-	int plain = width == INT_MAX, qrows, srows, avail;
-	uint64_t pend = 0, infl = 0, dead = 0;
-	tq **order = cli_xmalloc((t->nq + 1) * sizeof(*order));
-	const sfs_scope_stats **sorder =
-		cli_xmalloc((st->nscopes + 1) * sizeof(*sorder));
+/* A frame being drawn: where it goes, the screen's size (INT_MAX for
+ * plain frames: every column, every row, names uncut) and the line being
+ * built. */
+typedef struct frame {
+	top *t;
+	sink *k;
+	int width, height, plain;
+	char line[LINE];
 	size_t len;
+} frame;
+
+/* Appends a cell of cols columns to the line (put's rules). */
+static void cell(frame *fr, const char *s, int cols, int right)
+{
+	put(fr->line, sizeof(fr->line), &fr->len, s, cols, right);
+}
+
+/* Emits the line built so far and starts the next. */
+static void endline(frame *fr, int attr)
+{
+	emit(fr->k, fr->line, attr);
+	fr->len = 0;
+	fr->line[0] = '\0';
+}
+
+/* A whole line of text, cut to the screen. */
+static void text(frame *fr, const char *s, int attr)
+{
+	cell(fr, s, fr->plain ? swidth(s) : fr->width - 1, 0);
+	endline(fr, attr);
+}
+
+static void scope_name(const sfs_scope_stats *c, char nm[SFS_NAME_MAX + 1])
+{
+	if (sfs_name_encode(sfs_bytes(c->scope.ptr, c->scope.len),
+	                    SFS_NAME_SCOPE, nm, NULL) != SFS_OK)
+		snprintf(nm, SFS_NAME_MAX + 1, "?");
+}
+
+/* The three lines at the top: the store and the time, its size, totals. */
+static void render_header(frame *fr, uint64_t pend, uint64_t infl,
+                          uint64_t dead)
+{
+	const sfs_stats *st = fr->t->st;
+	const sfs_info *in = &st->info;
+	char s[4 * SFS_NAME_MAX + 8], a[40], b[80];
 	time_t now = (time_t)(st->now_ns / NS);
 	struct tm tmv;
 
+	localtime_r(&now, &tmv);
+	strftime(a, sizeof(a), fr->plain ? "%Y-%m-%dT%H:%M:%S%z" : "%H:%M:%S",
+	         &tmv);
+	snprintf(s, sizeof(s), "statefs top  %s", in->path);
+	snprintf(b, sizeof(b), "%s  every %.1fs", a,
+	         (double)fr->t->interval_ms / 1000);
+	cell(fr, s, fr->plain ? swidth(s) : fr->width - 2 - swidth(b), 0);
+	cell(fr, " ", 1, 0);
+	cell(fr, b, swidth(b), 0);
+	endline(fr, A_BOLD);
+	fmt_bytes(a, sizeof(a), in->file_size);
+	fmt_bytes(b, sizeof(b), in->wal_size);
+	snprintf(s, sizeof(s), "store %s (%llu pages), WAL %s, %s%s", a,
+	         (unsigned long long)in->page_count, b,
+	         in->encrypted ? "encrypted, " : "plaintext",
+	         in->encrypted ? in->cipher : "");
+	text(fr, s, 0);
+	snprintf(s, sizeof(s), "%zu queue%s: %llu pending, %llu in flight, "
+	         "%llu dead   %zu scope%s: %llu keys, %llu log entries, %llu "
+	         "counters", fr->t->nq, fr->t->nq == 1 ? "" : "s",
+	         (unsigned long long)pend, (unsigned long long)infl,
+	         (unsigned long long)dead, st->nscopes,
+	         st->nscopes == 1 ? "" : "s", (unsigned long long)in->kv_rows,
+	         (unsigned long long)in->log_rows,
+	         (unsigned long long)in->counter_rows);
+	text(fr, s, 0);
+	text(fr, "", 0);
+}
+
+/* The queue table's columns: widths from the titles and the data, and on
+ * a screen the least telling ones dropped until a line fits (names are
+ * cut first, down to MIN_NAME); the trend takes what is left. */
+static void queue_columns(frame *fr, tq **order, int w[C_N], int on[C_N])
+{
+	char s[4 * SFS_NAME_MAX + 8];
+	int total, room = fr->width - 1;
+
+	for (int c = 0; c < C_N; c++) {
+		w[c] = swidth(qcols[c].title);
+		on[c] = 1;
+	}
+	for (size_t i = 0; i < fr->t->nq; i++)
+		for (int c = 0; c < C_TREND; c++) {
+			qcell(fr->t, order[i], c, s, sizeof(s), 0);
+			if (swidth(s) > w[c])
+				w[c] = swidth(s);
+		}
+	w[C_TREND] = fr->plain ? PLAIN_TREND : MIN_TREND;
+	if (fr->plain)
+		return;
+	for (;;) {
+		int lowest = -1;
+
+		total = -1;
+		for (int c = 0; c < C_N; c++)
+			if (on[c])
+				total += w[c] + 1;
+		if (total <= room)
+			break;
+		if (w[C_QUEUE] > MIN_NAME && total - room <= w[C_QUEUE] - MIN_NAME) {
+			w[C_QUEUE] -= total - room;
+			continue;
+		}
+		for (int c = 0; c < C_N; c++)
+			if (on[c] && c != C_QUEUE &&
+			    (lowest < 0 || qcols[c].prio < qcols[lowest].prio))
+				lowest = c;
+		if (lowest < 0) {
+			w[C_QUEUE] = room > 1 ? room : 1;
+			return;
+		}
+		on[lowest] = 0;
+	}
+	if (on[C_TREND])
+		w[C_TREND] += room - total;
+}
+
+/* How many rows each table gets below the header: all it has, or, on a
+ * short screen, the queues what the scopes leave of the rest but a third
+ * (two headers and the blank line between the tables come off first). */
+static void table_rows(const frame *fr, int *qrows, int *srows)
+{
+	int avail = fr->height - fr->k->row - 1; /* the footer */
+	int room = avail - 3 > 2 ? avail - 3 : 2, keep;
+
+	*qrows = fr->t->nq ? (int)fr->t->nq : 1;
+	*srows = fr->t->st->nscopes ? (int)fr->t->st->nscopes : 1;
+	if (fr->plain || *qrows + *srows <= room)
+		return;
+	keep = *srows < room / 3 ? *srows : room / 3;
+	if (keep < 1)
+		keep = 1;
+	if (*qrows > room - keep)
+		*qrows = room - keep;
+	*srows = room - *qrows;
+}
+
+/* "(N more ...)" in place of the last row a table has room for. */
+static int more(frame *fr, int i, int rows, size_t n, const char *what)
+{
+	char s[64];
+
+	if (i != rows - 1 || (int)n <= rows)
+		return 0;
+	snprintf(s, sizeof(s), "(%d more %s)", (int)n - rows + 1, what);
+	text(fr, s, A_DIM);
+	return 1;
+}
+
+static void render_queues(frame *fr, tq **order, int rows)
+{
+	char s[4 * SFS_NAME_MAX + 8];
+	int w[C_N], on[C_N];
+
+	queue_columns(fr, order, w, on);
+	for (int c = 0; c < C_N; c++)
+		if (on[c]) {
+			cell(fr, qcols[c].title, w[c], qcols[c].right);
+			cell(fr, " ", 1, 0);
+		}
+	endline(fr, A_REVERSE);
+	if (!fr->t->nq)
+		text(fr, "(no queue holds items, claims, dead letters or counts)",
+		     0);
+	for (int i = 0; i < (int)fr->t->nq && i < rows; i++) {
+		if (more(fr, i, rows, fr->t->nq, "queues"))
+			break;
+		for (int c = 0; c < C_N; c++)
+			if (on[c]) {
+				qcell(fr->t, order[i], c, s, sizeof(s), w[C_TREND]);
+				cell(fr, s, w[c], qcols[c].right);
+				cell(fr, " ", 1, 0);
+			}
+		endline(fr, 0);
+	}
+}
+
+static void render_scopes(frame *fr, const sfs_scope_stats **order,
+                          int rows)
+{
+	static const char *const titles[] = { "KEYS", "LOG", "COUNTERS" };
+	const sfs_stats *st = fr->t->st;
+	char nm[SFS_NAME_MAX + 1], a[32];
+	/* on a narrow screen, the keys only */
+	int ncols = fr->plain || fr->width > 40 ? 3 : 1, sw = 5, nw = 8;
+
+	for (size_t i = 0; i < st->nscopes; i++) {
+		scope_name(order[i], nm);
+		if (swidth(nm) > sw)
+			sw = swidth(nm);
+		fmt_u(a, sizeof(a), scope_total(order[i]));
+		if ((int)strlen(a) > nw)
+			nw = (int)strlen(a);
+	}
+	if (!fr->plain && sw > fr->width - 1 - ncols * (nw + 1))
+		sw = fr->width - 1 - ncols * (nw + 1) > MIN_NAME ?
+		     fr->width - 1 - ncols * (nw + 1) : MIN_NAME;
+	cell(fr, "SCOPE", sw, 0);
+	for (int c = 0; c < ncols; c++) {
+		cell(fr, " ", 1, 0);
+		cell(fr, titles[c], nw, 1);
+	}
+	endline(fr, A_REVERSE);
+	if (!st->nscopes)
+		text(fr, "(no key/value, log or counter entries)", 0);
+	for (int i = 0; i < (int)st->nscopes && i < rows; i++) {
+		const uint64_t v[3] = { order[i]->kv, order[i]->log,
+		                        order[i]->counter };
+
+		if (more(fr, i, rows, st->nscopes, "scopes"))
+			break;
+		scope_name(order[i], nm);
+		cell(fr, nm, sw, 0);
+		for (int c = 0; c < ncols; c++) {
+			cell(fr, " ", 1, 0);
+			fmt_u(a, sizeof(a), v[c]);
+			cell(fr, a, nw, 1);
+		}
+		endline(fr, 0);
+	}
+}
+
+/* The frame: header, the queue table, the scope table and, on a screen,
+ * the footer on the last line. */
+static void render(top *t, sink *k, int width, int height)
+{
+	const sfs_stats *st = t->st;
+	frame *fr = cli_xmalloc(sizeof(*fr));
+	tq **order = cli_xmalloc((t->nq + 1) * sizeof(*order));
+	const sfs_scope_stats **sorder =
+		cli_xmalloc((st->nscopes + 1) * sizeof(*sorder));
+	uint64_t pend = 0, infl = 0, dead = 0;
+	int qrows, srows;
+
+	fr->t = t;
+	fr->k = k;
+	fr->width = width;
+	fr->height = height;
+	fr->plain = width == INT_MAX;
+	fr->len = 0;
+	fr->line[0] = '\0';
 	for (size_t i = 0; i < t->nq; i++) {
 		order[i] = &t->q[i];
 		pend += t->q[i].f.pending;
@@ -475,211 +707,22 @@ static void render(top *t, sink *k, int width, int height)
 		sorder[i] = &st->scopes[i];
 	qsort(sorder, st->nscopes, sizeof(*sorder), by_size);
 
-	/* header */
-	localtime_r(&now, &tmv);
-	strftime(a, sizeof(a), plain ? "%Y-%m-%dT%H:%M:%S%z" : "%H:%M:%S", &tmv);
-	len = 0;
-	snprintf(cell, sizeof(cell), "statefs top  %s", in->path);
-	snprintf(b, sizeof(b), "%s  every %.1fs", a,
-	         (double)t->interval_ms / 1000);
-	put(line, sizeof(line), &len, cell, plain ? swidth(cell) :
-	    width - 2 - swidth(b) > 0 ? width - 2 - swidth(b) : 0, 0);
-	put(line, sizeof(line), &len, " ", 1, 0);
-	put(line, sizeof(line), &len, b, swidth(b), 0);
-	emit(k, line, A_BOLD);
-	fmt_bytes(a, sizeof(a), in->file_size);
-	fmt_bytes(b, sizeof(b), in->wal_size);
-	len = 0;
-	snprintf(cell, sizeof(cell), "store %s (%llu pages), WAL %s, %s%s",
-	         a, (unsigned long long)in->page_count, b,
-	         in->encrypted ? "encrypted, " : "plaintext",
-	         in->encrypted ? in->cipher : "");
-	put(line, sizeof(line), &len, cell, plain ? swidth(cell) :
-	    width - 1, 0);
-	emit(k, line, 0);
-	len = 0;
-	snprintf(cell, sizeof(cell), "%zu queue%s: %llu pending, %llu in "
-	         "flight, %llu dead   %zu scope%s: %llu keys, %llu log entries, "
-	         "%llu counters", t->nq, t->nq == 1 ? "" : "s",
-	         (unsigned long long)pend, (unsigned long long)infl,
-	         (unsigned long long)dead, st->nscopes,
-	         st->nscopes == 1 ? "" : "s", (unsigned long long)in->kv_rows,
-	         (unsigned long long)in->log_rows,
-	         (unsigned long long)in->counter_rows);
-	put(line, sizeof(line), &len, cell, plain ? swidth(cell) :
-	    width - 1, 0);
-	emit(k, line, 0);
-	emit(k, "", 0);
+	render_header(fr, pend, infl, dead);
+	table_rows(fr, &qrows, &srows);
+	render_queues(fr, order, qrows);
+	text(fr, "", 0);
+	render_scopes(fr, sorder, srows);
+	if (!fr->plain) {
+		char s[160];
 
-	/* column widths from the titles and the data; drop the least telling
-	 * columns until the line fits */
-	for (int c = 0; c < C_N; c++) {
-		w[c] = swidth(qcols[c].title);
-		on[c] = 1;
-	}
-	for (size_t i = 0; i < t->nq; i++)
-		for (int c = 0; c < C_TREND; c++) {
-			qcell(t, order[i], c, cell, sizeof(cell), 0);
-			if (swidth(cell) > w[c])
-				w[c] = swidth(cell);
-		}
-	w[C_TREND] = plain ? PLAIN_TREND : MIN_TREND;
-	for (;;) {
-		int lowest = -1;
-
-		total = -1;
-		for (int c = 0; c < C_N; c++)
-			if (on[c])
-				total += w[c] + 1;
-		if (plain || total <= width - 1)
-			break;
-		/* cut names before dropping columns, down to MIN_NAME */
-		if (w[C_QUEUE] > MIN_NAME && total - (width - 1) <
-		    w[C_QUEUE] - MIN_NAME + 1) {
-			w[C_QUEUE] -= total - (width - 1);
-			continue;
-		}
-		for (int c = 0; c < C_N; c++)
-			if (on[c] && c != C_QUEUE &&
-			    (lowest < 0 || qcols[c].prio < qcols[lowest].prio))
-				lowest = c;
-		if (lowest < 0) {
-			w[C_QUEUE] = width - 1 > 1 ? width - 1 : 1;
-			total = w[C_QUEUE];
-			break;
-		}
-		on[lowest] = 0;
-	}
-	if (!plain && on[C_TREND]) /* the trend takes what is left */
-		w[C_TREND] += width - 1 - total;
-	trend_cols = w[C_TREND];
-
-	/* rows for each table */
-	avail = plain ? INT_MAX : height - k->row - 1; /* the footer */
-	srows = st->nscopes ? (int)st->nscopes : 1;
-	qrows = t->nq ? (int)t->nq : 1;
-	if (!plain && qrows + srows + 3 > avail) {
-		/* two headers and a blank line between the tables; the scopes
-		 * keep a third of the rest, or what they need of it */
-		int room = avail - 3 > 2 ? avail - 3 : 2;
-		int keep = srows < room / 3 ? srows : room / 3;
-
-		if (keep < 1)
-			keep = 1;
-		if (qrows > room - keep)
-			qrows = room - keep;
-		srows = room - qrows;
-	}
-
-	len = 0;
-	for (int c = 0; c < C_N; c++)
-		if (on[c]) {
-			put(line, sizeof(line), &len, qcols[c].title, w[c],
-			    qcols[c].right);
-			put(line, sizeof(line), &len, " ", 1, 0);
-		}
-	emit(k, line, A_REVERSE);
-	if (!t->nq)
-		emit(k, "(no queue holds items, claims, dead letters or counts)",
-		     0);
-	for (int i = 0; i < (int)t->nq && i < qrows; i++) {
-		len = 0;
-		if (i == qrows - 1 && (int)t->nq > qrows) {
-			snprintf(cell, sizeof(cell), "(%d more queues)",
-			         (int)t->nq - qrows + 1);
-			put(line, sizeof(line), &len, cell, width - 1 < LINE / 2 ?
-			    width - 1 : swidth(cell), 0);
-			emit(k, line, A_DIM);
-			break;
-		}
-		for (int c = 0; c < C_N; c++)
-			if (on[c]) {
-				qcell(t, order[i], c, cell, sizeof(cell),
-				      trend_cols);
-				put(line, sizeof(line), &len, cell, w[c],
-				    qcols[c].right);
-				put(line, sizeof(line), &len, " ", 1, 0);
-			}
-		emit(k, line, 0);
-	}
-	emit(k, "", 0);
-
-	/* scopes */
-	{
-		int sw = 5, nw = 4;
-		int sc = plain || width > 40, ncols = sc ? 3 : 1;
-
-		for (size_t i = 0; i < st->nscopes; i++) {
-			char nm[SFS_NAME_MAX + 1];
-
-			if (sfs_name_encode(sfs_bytes(sorder[i]->scope.ptr,
-			                              sorder[i]->scope.len),
-			                    SFS_NAME_SCOPE, nm, NULL) == SFS_OK &&
-			    swidth(nm) > sw)
-				sw = swidth(nm);
-			fmt_u(a, sizeof(a), scope_total(sorder[i]));
-			if ((int)strlen(a) > nw)
-				nw = (int)strlen(a);
-		}
-		if (nw < 8)
-			nw = 8;
-		if (!plain && sw > width - 1 - ncols * (nw + 1))
-			sw = width - 1 - ncols * (nw + 1) > MIN_NAME ?
-			     width - 1 - ncols * (nw + 1) : MIN_NAME;
-		len = 0;
-		put(line, sizeof(line), &len, "SCOPE", sw, 0);
-		put(line, sizeof(line), &len, " ", 1, 0);
-		put(line, sizeof(line), &len, "KEYS", nw, 1);
-		if (sc) {
-			put(line, sizeof(line), &len, " ", 1, 0);
-			put(line, sizeof(line), &len, "LOG", nw, 1);
-			put(line, sizeof(line), &len, " ", 1, 0);
-			put(line, sizeof(line), &len, "COUNTERS", nw, 1);
-		}
-		emit(k, line, A_REVERSE);
-		if (!st->nscopes)
-			emit(k, "(no key/value, log or counter entries)", 0);
-		for (int i = 0; i < (int)st->nscopes && i < srows; i++) {
-			char nm[SFS_NAME_MAX + 1];
-
-			len = 0;
-			if (i == srows - 1 && (int)st->nscopes > srows) {
-				snprintf(cell, sizeof(cell), "(%d more scopes)",
-				         (int)st->nscopes - srows + 1);
-				put(line, sizeof(line), &len, cell, swidth(cell),
-				    0);
-				emit(k, line, A_DIM);
-				break;
-			}
-			if (sfs_name_encode(sfs_bytes(sorder[i]->scope.ptr,
-			                              sorder[i]->scope.len),
-			                    SFS_NAME_SCOPE, nm, NULL) != SFS_OK)
-				snprintf(nm, sizeof(nm), "?");
-			put(line, sizeof(line), &len, nm, sw, 0);
-			put(line, sizeof(line), &len, " ", 1, 0);
-			fmt_u(a, sizeof(a), sorder[i]->kv);
-			put(line, sizeof(line), &len, a, nw, 1);
-			if (sc) {
-				put(line, sizeof(line), &len, " ", 1, 0);
-				fmt_u(a, sizeof(a), sorder[i]->log);
-				put(line, sizeof(line), &len, a, nw, 1);
-				put(line, sizeof(line), &len, " ", 1, 0);
-				fmt_u(a, sizeof(a), sorder[i]->counter);
-				put(line, sizeof(line), &len, a, nw, 1);
-			}
-			emit(k, line, 0);
-		}
-	}
-	if (!plain) {
-		len = 0;
-		snprintf(cell, sizeof(cell), "q quit%s%s", t->status ? "   " : "",
+		snprintf(s, sizeof(s), "q quit%s%s", t->status ? "   " : "",
 		         t->status ? t->status : "");
-		put(line, sizeof(line), &len, cell, width - 1, 0);
 		k->row = height - 1 > k->row ? height - 1 : k->row;
-		emit(k, line, A_DIM);
+		text(fr, s, A_DIM);
 	}
 	free(order);
 	free(sorder);
+	free(fr);
 }
 
 /* --- JSON --------------------------------------------------------------- */
