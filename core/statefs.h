@@ -936,7 +936,8 @@ int sfs_store_info(sfs_store *s, sfs_info *out);
  * second, inside a write transaction it makes anyway, and when it closes
  * the store: so a count lags by up to a second under steady work, and a
  * writer that goes idle holds back its last second until it writes again
- * or closes (the daemon also writes them at its claim recovery). Items an
+ * or closes (sfs_queue_gc writes them too, and the daemon runs it
+ * periodically). Items an
  * SDK pushes or pops with its own SQL are not counted: they show in the
  * pending count only. */
 typedef struct sfs_queue_stats {
