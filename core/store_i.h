@@ -40,6 +40,12 @@ typedef struct cfg_plan {
  * key. On SFS_OK *p is the caller's to release with cfg_plan_free. */
 int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice);
 void cfg_plan_free(cfg_plan *p);
+/* The key by the tools' rules with nothing given (STATEFS_KEY, else
+ * STATEFS_KEY_FILE, else the default key file), for a process that must
+ * have one and may not create one (the SQLite extension, sqlite/ext.c).
+ * No key is SFS_NOKEY, a named key file that is missing SFS_NOTFOUND,
+ * each with the sentence sfs_store_open gives. */
+int cfg_env_key(sfs_key **out);
 
 static inline void store_lock(sfs_store *s)
 {

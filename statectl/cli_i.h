@@ -88,6 +88,8 @@ enum cli_optid {
 	OPT_MAX_DELIVERIES,
 	OPT_DELETE,
 	OPT_COUNT,
+	OPT_INTERVAL,
+	OPT_ONCE,
 };
 
 #define CLI_OPT(id) (1ull << (id))
@@ -132,6 +134,8 @@ typedef struct cli_args {
 	int64_t ttl_ms;          /* --ttl, -1: not given */
 	int64_t max_deliveries;  /* --max-deliveries, -1: not given */
 	int del;                 /* --delete */
+	int64_t interval_ms;     /* --interval, -1: not given */
+	int once;                /* --once */
 } cli_args;
 
 typedef int (*cli_run_fn)(cli *c, cli_args *a);
@@ -208,6 +212,11 @@ int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
 int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
                     int keys_only, int kind);
 /* Sets obj["queue"] to the queue's name. */
+/* A fact only the store's backend has (statefs.h, sfs_info.facts): 1 and
+ * *value when it has the one named, else 0. */
+int cli_info_fact(const sfs_info *in, const char *name, uint64_t *value);
+/* Sets each of the backend's facts in obj under its own name. */
+void cli_json_set_facts(json_t *obj, const sfs_info *in);
 void cli_json_set_queue(json_t *obj, const struct cli_name *q);
 /* A failure on a queue: "statectl: cannot <verb> queue 'q': <engine>";
  * the exit code follows the status. */
@@ -362,6 +371,9 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* cmd_top.c, cmd_metrics.c */
+int cmd_top(cli *c, cli_args *a);
+int cmd_metrics(cli *c, cli_args *a);
 /* cmd_claim.c */
 int cmd_claim(cli *c, cli_args *a);
 int cmd_claim_heartbeat(cli *c, cli_args *a);

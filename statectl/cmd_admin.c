@@ -218,9 +218,7 @@ int cmd_info(cli *c, cli_args *a)
 		              "claimed", (json_int_t)in.claimed_rows,
 		              "dead", (json_int_t)in.dead_rows);
 		/* what only this backend has, beside the rest */
-		for (size_t i = 0; i < in.nfacts; i++)
-			json_object_set_new(j, in.facts[i].name,
-			        json_integer((json_int_t)in.facts[i].value));
+		cli_json_set_facts(j, &in);
 		rc = cli_out_json(j);
 		goto out;
 	}

@@ -281,6 +281,7 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 		if (i == 0)
 			*first_id = sqlite3_last_insert_rowid(b->db);
 	}
+	qstat_note(b, queue, n, 0);
 	/* One time for the batch: the map row (if any) at its first id. */
 	return tm_note(b, TM_QUEUE, *first_id, sfs_clock_mtime_ns());
 }
@@ -328,6 +329,7 @@ static int pop_one_tx(sfs_backend *b, sfs_slice queue, sfs_list *out)
 		sfs_list_free(out);
 		return status == SFS_OK ? SFS_NOTFOUND : status;
 	}
+	qstat_note(b, queue, 0, 1);
 	return tm_override_del(b, out->items[0].id);
 }
 
@@ -346,6 +348,8 @@ static int pop_many_tx(sfs_backend *b, sfs_slice queue, long max,
 	if (status == SFS_OK)
 		status = sqlb_pending_clear_tx(b, queue,
 		                               out->items[out->n - 1].id, &c);
+	if (status == SFS_OK)
+		qstat_note(b, queue, 0, out->n);
 	return status;
 }
 

@@ -36,8 +36,8 @@
 /* 1: one time row per log entry and queue item. 2: sparse time maps
  * (timemap.c), whole-second mtimes. 3: claims (claim.c); the
  * time override table became statefs_queue_pending, with a delivery
- * count. */
-#define SQLB_SCHEMA_VERSION 3
+ * count. 4: statefs_queue_stats, the push and take counts (stats.c). */
+#define SQLB_SCHEMA_VERSION 4
 
 /* The statement cache: one row per statement, with the number of variants
  * it has (optional bounds, direction, keys only: the file that builds it
@@ -91,7 +91,10 @@
 	/* dir.c: [family - 1] rows (next: 4 families x first, next) */    \
 	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
 	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
-	X(DIR_HAS_NS_DIRS, 1)
+	X(DIR_HAS_NS_DIRS, 1)                                              \
+	/* stats.c */                                                      \
+	X(QSTAT_ADD, 1) X(QSTAT_PRUNE, 1) X(STATS_QUEUES, 1)               \
+	X(STATS_SCOPES, 1)
 
 enum {
 #define SQLB_SLOT(name, variants)                                          \
@@ -102,6 +105,7 @@ enum {
 };
 
 typedef struct stamp_cache stamp_cache;
+typedef struct qstat qstat;
 
 struct sfs_backend {
 	sqlite3 *db;
@@ -112,6 +116,7 @@ struct sfs_backend {
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
+	qstat *qstats;             /* stats.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
 
@@ -211,8 +216,9 @@ int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
 /* Creates missing tables (or, read-only, shadows our missing tables with
  * empty temporary ones) and checks the schema version. */
 int sqlb_schema_init(sfs_backend *b);
-/* The tables restore and info act on: the SDK's four, then ours (statefs_*
- * except statefs_meta), read from sqlite_schema of schema `db` ("main").
+/* The tables restore acts on: the SDK's four, then ours (statefs_*
+ * except statefs_meta, and statefs_queue_stats: the live store's counts
+ * only grow), read from sqlite_schema of schema `db` ("main").
  * *names is malloc'd, NULL-terminated, entries malloc'd. */
 int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
 void sqlb_schema_tables_free(char **names);
@@ -366,6 +372,9 @@ int sqlb_checkpoint(sfs_backend *b, const char *path,
 int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
                  void *ctx);
 int sqlb_info(sfs_backend *b, sfs_info *out);
+/* sqlb_info's figures, inside the caller's read transaction. */
+int sqlb_info_tx(sfs_backend *b, sfs_info *out);
+int sqlb_stats(sfs_backend *b, sfs_stats *out);
 int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 /* export.c */
 int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
@@ -375,6 +384,24 @@ int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
 /* rekey.c */
 int sqlb_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
                sfs_progress_fn progress, void *ctx);
+
+/* --- stats.c --------------------------------------------------------- */
+/* Counts items pushed to (or taken from: popped, drained, claimed) a
+ * queue by the current write transaction. A count that cannot be kept
+ * (out of memory) is lost, never the operation. */
+void qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
+                uint64_t taken);
+/* Inside a write transaction, before COMMIT (sqlb_commit): writes the
+ * counts not yet written when the last write is a second old. */
+int qstat_flush(sfs_backend *b);
+/* Whether qstat_flush would write (a recovery pass that changed nothing
+ * still commits then: the daemon's counts reach the store). */
+int qstat_due(sfs_backend *b);
+/* At the transaction's end: its counts join the ones to write, or are
+ * dropped with a rollback; written ones are forgotten. */
+void qstat_end(sfs_backend *b, int committed);
+/* At close: writes what is left in a transaction of its own. */
+void qstat_close(sfs_backend *b);
 
 /* --- stamp.c ------------------------------------------------------ */
 /* Called by the transaction functions of conn.c: after BEGIN

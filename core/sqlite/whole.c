@@ -484,12 +484,20 @@ static void fact(sfs_info *out, const char *name, uint64_t value)
 
 int sqlb_info(sfs_backend *b, sfs_info *out)
 {
-	uint64_t v = 0, page_size = 0, page_count = 0, file = 0, wal = 0;
 	int status = sqlb_begin_read(b);
 
 	if (status != SFS_OK)
 		return status;
-	status = pragma_int(b, "PRAGMA page_size", &page_size);
+	status = sqlb_info_tx(b, out);
+	sqlb_rollback(b);
+	return status;
+}
+
+int sqlb_info_tx(sfs_backend *b, sfs_info *out)
+{
+	uint64_t v = 0, page_size = 0, page_count = 0, file = 0, wal = 0;
+	int status = pragma_int(b, "PRAGMA page_size", &page_size);
+
 	if (status == SFS_OK)
 		status = pragma_int(b, "PRAGMA page_count", &page_count);
 	if (status == SFS_OK)
@@ -508,7 +516,6 @@ int sqlb_info(sfs_backend *b, sfs_info *out)
 		status = count_rows(b, "statefs_inflight", &out->claimed_rows);
 	if (status == SFS_OK)
 		status = count_rows(b, "statefs_dead", &out->dead_rows);
-	sqlb_rollback(b);
 	if (status != SFS_OK)
 		return status;
 	out->schema_version = (int)v;

@@ -13,7 +13,7 @@
  * ("x:00ff"). get prints the raw value; dump prints every row of the store
  * (hex fields), so two dumps compare equal iff the store is the same.
  * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE=plain, else
- * the key as the daemon finds it (sfs_store_open_config), without the
+ * the key as the daemon finds it (SFS_OPEN_ENV), without the
  * claim recovery of a writable open: the helper observes, the daemon (or a
  * claim) recovers.
  * Exit: 0; 1 with a sentence (2 for get/cget of something absent).
