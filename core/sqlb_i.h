@@ -115,6 +115,7 @@ struct sfs_backend {
 	char *path;
 	int memory;
 	int readonly;
+	int create;                /* may make a new store (SFS_OPEN_CREATE) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */

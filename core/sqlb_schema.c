@@ -184,12 +184,18 @@ static int read_version(sfs_backend *b, int64_t *v)
 	return SFS_OK;
 }
 
-/* A database with tables but none of ours or the SDK's is someone else's
- * file: refuse rather than add tables to it. */
-static int check_foreign(sfs_backend *b)
+/* What a database without our schema version is, inside the write
+ * transaction that would create the schema: a store of the Go SDK (its
+ * tables, which get ours), a new one (no pages at all: made here only when
+ * asked to create), or something that must be left alone. A database with
+ * pages but no tables is a store that lost them (its write-ahead log gone
+ * or damaged) or someone else's empty database; one with tables but none
+ * of ours or the SDK's is someone else's. Never reformatted. */
+static int check_unknown(sfs_backend *b)
 {
 	sqlite3_stmt *st;
 	int rc, n_any = 0, n_ours = 0;
+	sqlite3_int64 size = 0;
 
 	rc = sqlite3_prepare_v2(b->db,
 	        "SELECT name FROM main.sqlite_schema WHERE type='table'"
@@ -214,6 +220,30 @@ static int check_foreign(sfs_backend *b)
 	if (n_any > 0 && n_ours == 0)
 		return sfs_err(SFS_FORMAT, "%s is a SQLite database but not a "
 		               "statefs or VGI state store", b->path);
+	if (n_any > 0)
+		return SFS_OK;
+	/* The file, not the page count: a write transaction on an empty
+	 * database already counts the page 1 it will write. (An empty file
+	 * with a write-ahead log is refused before SQLite opens it.) */
+	if (!b->memory) {
+		sqlite3_file *f = NULL;
+
+		rc = sqlite3_file_control(b->db, "main",
+		                          SQLITE_FCNTL_FILE_POINTER, &f);
+		if (rc == SQLITE_OK && f && f->pMethods)
+			rc = f->pMethods->xFileSize(f, &size);
+		if (rc != SQLITE_OK)
+			return sqlb_fail(b, rc, "reading the file size");
+	}
+	if (size > 0)
+		return sfs_err(SFS_FORMAT, "%s has no tables: it is not a statefs "
+		               "store, or it lost its tables (its write-ahead log "
+		               "missing or damaged); it is left as it is, never "
+		               "made into a new store", b->path);
+	if (!b->create)
+		return sfs_err(SFS_FORMAT, "%s is empty: it is not a statefs "
+		               "store yet (statectl init, or the daemon, makes "
+		               "one)", b->path);
 	return SFS_OK;
 }
 
@@ -371,7 +401,7 @@ int sqlb_schema_init(sfs_backend *b)
 	if (status == SFS_OK)
 		status = check_version(b, v);
 	if (status == SFS_OK && v == 0)
-		status = check_foreign(b);
+		status = check_unknown(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
 		status = sqlb_exec(b, sdk_ddl, "creating the VGI tables");
 	if (status == SFS_OK && v == 2)

@@ -319,10 +319,15 @@ static int peek_kind(const char *path)
 
 /* Checks or creates the file before SQLite opens it: SQLite would create a
  * missing file with mode 0644, and state is private, so a new store is
- * created here with 0600 (its -wal and -shm files inherit that mode). */
+ * created here with 0600 (its -wal and -shm files inherit that mode).
+ * An empty file is a store not made yet (a first run that died, `touch`)
+ * unless its write-ahead log holds something: SQLite writes page 1 before
+ * the first frame, so that log belongs to a store whose file was cut, and
+ * making a new store would overwrite it. */
 static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 {
-	struct stat sb;
+	char wal[4096];
+	struct stat sb, wb;
 	int fd, rc;
 
 	*created = 0;
@@ -332,6 +337,13 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
 			               cfg->path);
+		if (sb.st_size == 0 &&
+		    (size_t)snprintf(wal, sizeof(wal), "%s-wal", cfg->path) <
+		    sizeof(wal) && stat(wal, &wb) == 0 && wb.st_size > 0)
+			return sfs_err(SFS_FORMAT, "%s is empty but its "
+			               "write-ahead log %s is not: the store was "
+			               "cut short; refusing to make a new store "
+			               "over what is left", cfg->path, wal);
 		return SFS_OK;
 	}
 	if (errno != ENOENT)
@@ -371,29 +383,12 @@ static int check_plain(const char *path)
 
 static int set_pragmas(sfs_backend *b, int busy_ms)
 {
-	sqlite3_stmt *st = NULL;
 	int rc;
 
 	sqlite3_extended_result_codes(b->db, 1);
 	rc = sqlite3_busy_timeout(b->db, busy_ms);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "setting the busy timeout");
-	if (!b->memory && !b->readonly) {
-		rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st,
-		                        NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW &&
-		    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0),
-		                    "wal") != 0) {
-			sqlite3_finalize(st);
-			return sfs_err(SFS_IO, "%s: cannot switch to WAL mode",
-			               b->path);
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			return sqlb_fail(b, rc, "switching to WAL");
-	}
 	/* NORMAL: a commit is durable against a process crash at once, against
 	 * power loss after the next checkpoint or sfs_store_sync. */
 	return sqlb_exec(b,
@@ -401,6 +396,32 @@ static int set_pragmas(sfs_backend *b, int busy_ms)
 	                 "PRAGMA temp_store=MEMORY;"
 	                 "PRAGMA cache_size=-65536;",
 	                 "setting connection pragmas");
+}
+
+/* WAL mode, after the schema: a new store gets its tables in one
+ * rollback-journal transaction first, so that no other process ever finds
+ * a file with content and no tables, which is what a store that lost its
+ * tables looks like (sqlb_schema_init refuses those). The busy timeout is
+ * set before: the switch takes an exclusive lock. */
+static int set_wal(sfs_backend *b)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (b->memory || b->readonly)
+		return SFS_OK;
+	rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW &&
+	    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal")) {
+		sqlite3_finalize(st);
+		return sfs_err(SFS_IO, "%s: cannot switch to WAL mode", b->path);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "switching to WAL");
+	return SFS_OK;
 }
 
 static void sqlb_close(sfs_backend *b)
@@ -431,6 +452,7 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	}
 	b->memory = strcmp(cfg->path, ":memory:") == 0;
 	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
+	b->create = b->memory || (cfg->flags & SFS_OPEN_CREATE);
 	if (!b->memory) {
 		status = prepare_file(cfg, &created);
 		if (status != SFS_OK)
@@ -466,11 +488,18 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	if (status != SFS_OK)
 		goto fail;
 	status = sqlb_schema_init(b);
+	if (status == SFS_OK)
+		status = set_wal(b);
 	if (status != SFS_OK)
 		goto fail;
 	*out = b;
 	return SFS_OK;
 fail:
+	/* What could not be opened is left exactly as it was: no checkpoint
+	 * at close, which would also delete the write-ahead log. */
+	if (b->db)
+		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+		                  (int *)NULL);
 	sqlb_close(b);
 	/* A file this call created and could not make a store of goes. */
 	if (created) {
