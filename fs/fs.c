@@ -103,17 +103,33 @@ void fs_deadline(clockid_t clock, long ms, struct timespec *ts)
 	}
 }
 
+/* The mode a node of kind k shows: its class's bits less the mount's
+ * umask (077 by default: the owner only, which is who the daemon acts
+ * for) and, on a read-only mount, every write bit. A special file whose
+ * read changes the store shows read permission only to those the umask
+ * lets change it: with default_permissions (always on with allow_other)
+ * the kernel then refuses a pop to whoever may not write. */
+static mode_t fs_mode(const fs *f, fs_kind k)
+{
+	mode_t m = fs_class_of(k)->mode, bits = m & 07777;
+
+	if (fs_kind_takes(k))
+		bits = ((0222 & ~f->umask) << 1) & 0444;
+	else
+		bits &= ~f->umask;
+	if (f->readonly)
+		bits &= fs_kind_takes(k) ? 0 : ~(mode_t)0222;
+	return (m & S_IFMT) | bits;
+}
+
 void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
                   int64_t mtime_ns, struct stat *st)
 {
-	const fs_class *c = fs_class_of(k);
 	struct timespec t;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = c->mode;
-	if (f->readonly)
-		st->st_mode &= ~(mode_t)0222;
+	st->st_mode = fs_mode(f, k);
 	st->st_nlink = fs_kind_is_dir(k) ? 2 : 1;
 	st->st_uid = f->uid;
 	st->st_gid = f->gid;
@@ -893,6 +909,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
 	f->lease_ms = cfg->lease_ms;
+	f->umask = (mode_t)(cfg->umask & 0777);
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));

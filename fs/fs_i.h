@@ -95,6 +95,14 @@ static inline int fs_kind_is_special(fs_kind k)
 	return fs_classes[k].special != NULL;
 }
 
+/* Special files whose READ changes the store (.drain, .pop, .wait,
+ * .claim): reading one needs the permission to change it. */
+static inline int fs_kind_takes(fs_kind k)
+{
+	return k == FS_KV_DRAIN || k == FS_QUEUE_POP || k == FS_QUEUE_DRAIN ||
+	       k == FS_QUEUE_WAIT || k == FS_QUEUE_CLAIM;
+}
+
 /* Fixed directories: exec, queue, counter at the root, inflight and dead
  * in a queue. Their name is the class's `what`. */
 static inline int fs_kind_is_fixed(fs_kind k)
@@ -250,6 +258,7 @@ struct fs {
 	void *log_ctx;
 	uid_t uid;
 	gid_t gid;
+	mode_t umask;              /* cleared from every mode shown */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */

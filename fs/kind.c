@@ -16,8 +16,9 @@
 
 #include "fs_i.h"
 
-#define DIR_MODE (S_IFDIR | 0755)
-#define RW_MODE (S_IFREG | 0644)
+/* Before the mount's umask (fs_mode). */
+#define DIR_MODE (S_IFDIR | 0777)
+#define RW_MODE (S_IFREG | 0666)
 #define RO_MODE (S_IFREG | 0444)
 
 const fs_class fs_classes[FS_KIND_MAX] = {
