@@ -109,7 +109,7 @@ int sfs_claim_ack(sfs_store *s, int64_t claim_id)
 
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CALL(s, s->ops->claim_settle(s->be, claim_id, NULL, &o, 0));
+	CALL_DELETE(s, s->ops->claim_settle(s->be, claim_id, NULL, &o, 0));
 }
 
 int sfs_claim_nack(sfs_store *s, int64_t claim_id)
@@ -168,7 +168,7 @@ int sfs_inflight_settle(sfs_store *s, sfs_slice queue, int64_t id,
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_outcome(outcome));
-	CALL(s, s->ops->inflight_settle(s->be, queue, id, outcome));
+	CALL_DELETE(s, s->ops->inflight_settle(s->be, queue, id, outcome));
 }
 
 int sfs_inflight_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
@@ -227,7 +227,7 @@ int sfs_dead_delete(sfs_store *s, sfs_slice queue, int64_t id)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->dead_delete(s->be, queue, id));
+	CALL_DELETE(s, s->ops->dead_delete(s->be, queue, id));
 }
 
 int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
@@ -235,7 +235,7 @@ int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->dead_clear(s->be, queue, count));
+	CALL_DELETE(s, s->ops->dead_clear(s->be, queue, count));
 }
 
 int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,

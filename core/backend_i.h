@@ -168,6 +168,12 @@ typedef struct sfs_backend_ops {
 	int (*queue_gc)(sfs_backend *b, sfs_slice queue, int at_open,
 	                sfs_gc_stats *out);
 
+	/* A delete failed with SFS_FULL: give back the space the store keeps
+	 * in reserve for deletes (docs/engine.md, "A full disk"). SFS_OK when
+	 * something was freed (try the delete again), SFS_FULL when nothing
+	 * was left to give. NULL for a backend without files. */
+	int (*free_reserve)(sfs_backend *b);
+
 	/* Whole scopes and whole stores. */
 	int (*exec_clear)(sfs_backend *b, sfs_slice scope, uint64_t *count);
 	int (*checkpoint)(sfs_backend *b, const char *path,

@@ -116,6 +116,7 @@ struct sfs_backend {
 	int memory;
 	int readonly;
 	int create;                /* may make a new store (SFS_OPEN_CREATE) */
+	int short_of_space;        /* gave back its reserve (sqlb_store.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */

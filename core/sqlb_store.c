@@ -20,10 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "sqlb_i.h"
 #include "util_i.h"
+
+static void space_check(sfs_backend *b);
 
 int sqlb_fail(sfs_backend *b, int rc, const char *what)
 {
@@ -261,6 +265,8 @@ int sqlb_commit(sfs_backend *b)
 		stamp_end(b, 1);
 	}
 	b->in_write = 0;
+	if (b->short_of_space)
+		space_check(b);
 	return SFS_OK;
 }
 
@@ -424,6 +430,87 @@ static int set_wal(sfs_backend *b)
 	return SFS_OK;
 }
 
+/* ---- a full disk ---------------------------------------------------------
+ *
+ * Even a delete needs disk space in WAL mode: its pages are appended to
+ * the log before anything is freed. So a store keeps a reserve, a file of
+ * RESERVE_BYTES beside it (PATH-reserve, made at a read-write open when the
+ * disk can spare twice that), and a delete that fails on a full disk gives
+ * it back and runs again (CALL_DELETE in store_i.h). From then on, until
+ * the disk has room for the reserve again, the connection is "short of
+ * space": deletes do not zero the pages they free (secure_delete=FAST:
+ * zeroing a 1 MiB value writes 1 MiB more of log) and no automatic
+ * checkpoint runs (a checkpoint that must grow the store file would eat
+ * the space the reserve gave back, and fail halfway). Pages a delete frees
+ * go to SQLite's free list, not to the disk: later writes reuse them, so
+ * what a user deletes makes room for what comes next. After every commit
+ * while short, the disk is looked at again; with room for the reserve
+ * twice over the reserve is taken back and both settings restored. */
+
+#define RESERVE_BYTES (1 << 20)
+
+static int reserve_path(const sfs_backend *b, char *out, size_t n)
+{
+	return (size_t)snprintf(out, n, "%s-reserve", b->path) < n ? 0 : -1;
+}
+
+/* Makes the reserve if it is missing and the disk can spare room for it
+ * and as much again: 1 when there is a reserve afterwards. */
+static int reserve_take(sfs_backend *b)
+{
+	char path[4096];
+	struct statvfs sv;
+	int fd, ok;
+
+	if (reserve_path(b, path, sizeof(path)))
+		return 0;
+	if (access(path, F_OK) == 0)
+		return 1;
+	if (statvfs(path, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < 2ull * RESERVE_BYTES)
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EEXIST; /* another process made it */
+	ok = posix_fallocate(fd, 0, RESERVE_BYTES) == 0;
+	if (!ok)
+		unlink(path);
+	close(fd);
+	return ok;
+}
+
+/* In or out of being short of space (see above). */
+static void set_short(sfs_backend *b, int on)
+{
+	b->short_of_space = on;
+	sqlite3_exec(b->db, on ? "PRAGMA secure_delete=FAST" :
+	             "PRAGMA secure_delete=ON", NULL, NULL, NULL);
+	sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
+}
+
+static int sqlb_free_reserve(sfs_backend *b)
+{
+	char path[4096];
+
+	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)) ||
+	    unlink(path) != 0)
+		return SFS_FULL; /* none, or given back already */
+	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
+	        "reserve so that deletes go through", b->path);
+	set_short(b, 1);
+	return SFS_OK;
+}
+
+/* After a commit while short of space: has the disk room again? */
+static void space_check(sfs_backend *b)
+{
+	if (reserve_take(b)) {
+		sfs_log(LOG_NOTICE, "%s: the disk has room again; the store "
+		        "keeps its reserve", b->path);
+		set_short(b, 0);
+	}
+}
+
 static void sqlb_close(sfs_backend *b)
 {
 	if (!b)
@@ -492,6 +579,8 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 		status = set_wal(b);
 	if (status != SFS_OK)
 		goto fail;
+	if (!b->memory && !b->readonly)
+		reserve_take(b);
 	*out = b;
 	return SFS_OK;
 fail:
@@ -632,6 +721,7 @@ const sfs_backend_ops sqlb_ops = {
 	.restore = sqlb_restore,
 	.info = sqlb_info,
 	.verify = sqlb_verify,
+	.free_reserve = sqlb_free_reserve,
 	.export_rows = sqlb_export,
 	.import_begin = sqlb_import_begin,
 	.import_row = sqlb_import_row,
