@@ -539,7 +539,6 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	}
 	b->memory = strcmp(cfg->path, ":memory:") == 0;
 	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
-	b->create = b->memory || (cfg->flags & SFS_OPEN_CREATE);
 	if (!b->memory) {
 		status = prepare_file(cfg, &created);
 		if (status != SFS_OK)
@@ -700,6 +699,8 @@ const sfs_backend_ops sqlb_ops = {
 	.queue_len = sqlb_queue_len,
 	.claim = sqlb_claim,
 	.claim_item = sqlb_claim_item,
+	.kv_claim = sqlb_kv_claim,
+	.claim_items = sqlb_claim_items,
 	.claim_heartbeat = sqlb_claim_heartbeat,
 	.claim_settle = sqlb_claim_settle,
 	.inflight_settle = sqlb_inflight_settle,
