@@ -149,7 +149,11 @@ void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr)
 {
-	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
+	if (fs_kind_streams(k)) {
+		/* its size grows as it is read (tail -f polls it) */
+		*entry = FS_TTL_DIR;
+		*attr = 0;
+	} else if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
 		*entry = *attr = FS_TTL_DIR;
 	} else if (k == FS_LOG_NEW || k == FS_QUEUE_NEW) {
 		/* The name given at creation is not kept. */
@@ -380,18 +384,28 @@ static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
 		fuse_reply_attr(req, &st, attr);
 }
 
-/* GETATTR: fs_store_stat by kind. */
+/* GETATTR: fs_store_stat by kind; a .follow shows what its followers
+ * have rendered (fs_special_size). */
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
+	struct stat st;
+	double entry, attr;
 	int err;
 
-	(void)fi;
 	if ((err = node_addr(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
+		return;
+	}
+	(void)fi;
+	if (n->kind == FS_LOG_FOLLOW || n->kind == FS_QUEUE_FOLLOW) {
+		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n), 0, &st);
+		fs_ttl(n->kind, &entry, &attr);
+		fuse_reply_attr(req, &st, attr);
+		fs_addr_free(&a);
 		return;
 	}
 	reply_attr(f, req, n, &a, "getattr");
