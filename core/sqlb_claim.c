@@ -49,7 +49,7 @@ enum {
 	D_SCAN, D_PEEK = D_SCAN + 2, D_STAT, D_REQ, D_DEL, D_CLEAR,
 	P_SET, P_DEL,
 	R_KV_TIME, R_KV_BACK = R_KV_TIME + 2, R_KV_DEL = R_KV_BACK + 2,
-	K_ANY = R_KV_DEL + 2, K_NEW, K_TAKE, K_DEL, K_DEL_TIME, K_KIND,
+	K_ANY = R_KV_DEL + 2, K_TAKE, K_DEL, K_DEL_TIME, K_KIND,
 	K_ITEMS, K_HOLDS = K_ITEMS + 4, K_HOLD_Q, K_BACK_TIME, K_BACK, K_DONE,
 	M_HAS, M_ROWS, M_SET, M_TIDY_ROWS, M_TIDY = M_TIDY_ROWS + 2,
 	C_NSLOTS = M_TIDY + 2
@@ -509,6 +509,34 @@ static int read_claim(sfs_backend *b, int64_t cid, int64_t until,
 	return sqlb_rows(b, st, out, "reading claimed items");
 }
 
+/* A new claim row, of a queue (ns == SFS_NONE) or of a namespace's
+ * entries, with a lease of lease_ns from now: *cid, *until. */
+static int new_claim(sfs_backend *b, sfs_slice queue, sfs_slice ns,
+                     int64_t lease_ns, int64_t *cid, int64_t *until)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = stmt(b, C_NEW, "INSERT INTO statefs_claim"
+	        " (queue, ns, lease_until, claimed_ns) VALUES (?1, ?2, ?3, ?4)",
+	        &status);
+	int64_t now = sfs_clock_ns();
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, queue);
+	if (ns.ptr)
+		sqlb_bind(st, 2, ns);
+	else
+		sqlite3_bind_null(st, 2);
+	sqlite3_bind_int64(st, 3, now + lease_ns);
+	sqlite3_bind_int64(st, 4, now);
+	status = sqlb_run(b, st, "creating a claim");
+	if (status == SFS_OK) {
+		*cid = sqlite3_last_insert_rowid(b->db);
+		*until = now + lease_ns;
+	}
+	return status;
+}
+
 /* The claim body: head items (id == 0, up to max) or one item by id move
  * into flight under a new claim. SFS_NOTFOUND when there is nothing to
  * claim; *keep then says whether recovery changed anything. */
@@ -521,11 +549,8 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 	        " WHERE id=?2 AND execution_id=?1 AND " SQLB_QLIVE(""), &status)
 	        : stmt(b, C_ANY, "SELECT 1 FROM work_queue WHERE"
 	        " execution_id=?1 AND " SQLB_QLIVE("") " LIMIT 1", &status);
-	sqlite3_stmt *nw = any ? stmt(b, C_NEW, "INSERT INTO statefs_claim"
-	        " (queue, lease_until, claimed_ns) VALUES (?1, ?2, ?3)", &status)
-	        : NULL;
 	/* The items' delivery counts and enqueue times come along. */
-	sqlite3_stmt *mv = !nw ? NULL : id ? stmt(b, C_ONE,
+	sqlite3_stmt *mv = !any ? NULL : id ? stmt(b, C_ONE,
 	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
 	        " q.work_item, " TM_QUEUE_AT("q.id") ", coalesce((SELECT"
@@ -545,7 +570,7 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 	        " id IN (SELECT id FROM statefs_inflight WHERE claim_id=?1)",
 	        &status) : NULL;
 	sfs_gc_stats g = { 0, 0, 0, 0 };
-	int64_t now, cid, v;
+	int64_t until, cid, v;
 
 	*keep = 0;
 	if (!dq)
@@ -564,14 +589,9 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 		return id ? sfs_err(SFS_NOTFOUND, "item %lld is not pending",
 		                    (long long)id)
 		          : SFS_NOTFOUND;
-	now = sfs_clock_ns();
-	sqlb_bind(nw, 1, queue);
-	sqlite3_bind_int64(nw, 2, now + lease_ns);
-	sqlite3_bind_int64(nw, 3, now);
-	status = sqlb_run(b, nw, "creating a claim");
+	status = new_claim(b, queue, SFS_NONE, lease_ns, &cid, &until);
 	if (status != SFS_OK)
 		return status;
-	cid = sqlite3_last_insert_rowid(b->db);
 	sqlb_bind(mv, 1, queue);
 	sqlite3_bind_int64(mv, 2, cid);
 	sqlite3_bind_int64(mv, 3, id ? id : (int64_t)max);
@@ -585,7 +605,7 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 	if (status == SFS_OK)
 		status = marks_make(b, queue);
 	if (status == SFS_OK && items)
-		status = read_claim(b, cid, now + lease_ns, items);
+		status = read_claim(b, cid, until, items);
 	if (status == SFS_OK)
 		*claim_id = cid;
 	return status;
@@ -636,11 +656,8 @@ static int kv_claim_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int status = SFS_OK, found;
 	sqlite3_stmt *any = stmt(b, K_ANY, "SELECT 1 FROM function_state"
 	        " WHERE scope_id=?1 AND ns=?2 LIMIT 1", &status);
-	sqlite3_stmt *nw = any ? stmt(b, K_NEW, "INSERT INTO statefs_claim"
-	        " (queue, ns, lease_until, claimed_ns) VALUES (?1, ?2, ?3, ?4)",
-	        &status) : NULL;
 	/* Numbered in key order: the claim's items are read by id. */
-	sqlite3_stmt *take = nw ? stmt(b, K_TAKE, "INSERT INTO statefs_kv_taken"
+	sqlite3_stmt *take = any ? stmt(b, K_TAKE, "INSERT INTO statefs_kv_taken"
 	        " (claim_id, key, value, mtime_ns) SELECT ?3, f.key, f.value,"
 	        " coalesce(t.mtime_ns, 0) FROM function_state f LEFT JOIN"
 	        " statefs_kv_time t ON t.scope_id=f.scope_id AND t.ns=f.ns AND"
@@ -651,7 +668,7 @@ static int kv_claim_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	sqlite3_stmt *dv = dt ? stmt(b, K_DEL, "DELETE FROM function_state"
 	        " WHERE scope_id=?1 AND ns=?2", &status) : NULL;
 	sfs_gc_stats g = { 0, 0, 0, 0 };
-	int64_t now, cid, v;
+	int64_t until, cid, v;
 	uint64_t n;
 
 	*keep = 0;
@@ -670,15 +687,9 @@ static int kv_claim_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		return status;
 	if (!found)
 		return SFS_NOTFOUND;
-	now = sfs_clock_ns();
-	sqlb_bind(nw, 1, scope);
-	sqlb_bind(nw, 2, ns);
-	sqlite3_bind_int64(nw, 3, now + lease_ns);
-	sqlite3_bind_int64(nw, 4, now);
-	status = sqlb_run(b, nw, "creating a claim");
+	status = new_claim(b, scope, ns, lease_ns, &cid, &until);
 	if (status != SFS_OK)
 		return status;
-	cid = sqlite3_last_insert_rowid(b->db);
 	sqlb_bind(take, 1, scope);
 	sqlb_bind(take, 2, ns);
 	sqlite3_bind_int64(take, 3, cid);
