@@ -51,7 +51,7 @@ int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->log_delete(s->be, scope, ns, key, id));
+	CALL_DELETE(s, s->ops->log_delete(s->be, scope, ns, key, id));
 }
 
 int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -64,7 +64,7 @@ int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_opt_name(key, "key"));
 	if (key.ptr && !ns.ptr)
 		return sfs_err(SFS_INVALID, "a key without a namespace");
-	CALL(s, s->ops->log_clear(s->be, scope, ns, key, count));
+	CALL_DELETE(s, s->ops->log_clear(s->be, scope, ns, key, count));
 }
 
 /* --- queues and their items ---------------------------------------------- */
@@ -147,7 +147,7 @@ int sfs_item_delete(sfs_store *s, sfs_slice queue, sfs_item_state state,
 	sfs_err_clear();
 	CHECK(chk_item(s, queue, state));
 	CHECK(chk_writable(s));
-	CALL(s, s->ops->item_delete(s->be, queue, state, id));
+	CALL_DELETE(s, s->ops->item_delete(s->be, queue, state, id));
 }
 
 int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
@@ -159,5 +159,5 @@ int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
 	if (state == SFS_ITEM_INFLIGHT)
 		return sfs_err(SFS_INVALID, "in-flight items leave through their"
 		               " claims (ack, nack, or their lease's end)");
-	CALL(s, s->ops->item_clear(s->be, queue, state, count));
+	CALL_DELETE(s, s->ops->item_clear(s->be, queue, state, count));
 }

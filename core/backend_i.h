@@ -156,17 +156,22 @@ typedef struct sfs_backend_ops {
 	int (*item_clear)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 	                  uint64_t *count);
 
-	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry is a
-	 * write transaction that starts with recovery of the queue
-	 * concerned. claim_settle with ids == NULL settles every item of
-	 * the claim with outcomes[0] (sfs_claim_end). items in claim may be
-	 * NULL. queue_gc with queue == SFS_NONE recovers every queue; with
-	 * at_open it first checks, without the write lock, whether there is
-	 * anything to do. */
+	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry but
+	 * claim_items and policy_get is a write transaction that starts with
+	 * recovery of the queue (or scope, for kv_claim) concerned.
+	 * claim_settle with ids == NULL settles every item of the claim with
+	 * outcomes[0] (sfs_claim_end). items in claim may be NULL; count in
+	 * kv_claim too. queue_gc with queue == SFS_NONE recovers every
+	 * queue; with at_open it first checks, without the write lock,
+	 * whether there is anything to do. */
 	int (*claim)(sfs_backend *b, sfs_slice queue, long max,
 	             int64_t lease_ns, int64_t *claim_id, sfs_list *items);
 	int (*claim_item)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                  int64_t lease_ns, int64_t *claim_id);
+	int (*kv_claim)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	                int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+	int (*claim_items)(sfs_backend *b, int64_t claim_id, int64_t after_id,
+	                   long limit, int keys_only, sfs_list *out);
 	int (*claim_heartbeat)(sfs_backend *b, int64_t claim_id,
 	                       int64_t lease_ns, int64_t *lease_until_ns);
 	int (*claim_settle)(sfs_backend *b, int64_t claim_id,
@@ -184,6 +189,12 @@ typedef struct sfs_backend_ops {
 	                  sfs_queue_policy *out);
 	int (*queue_gc)(sfs_backend *b, sfs_slice queue, int at_open,
 	                sfs_gc_stats *out);
+
+	/* A delete failed with SFS_FULL: give back the space the store keeps
+	 * in reserve for deletes (docs/engine.md, "A full disk"). SFS_OK when
+	 * something was freed (try the delete again), SFS_FULL when nothing
+	 * was left to give. NULL for a backend without files. */
+	int (*free_reserve)(sfs_backend *b);
 
 	/* Whole scopes and whole stores. info gets *out zeroed and fills all
 	 * but path. import_rows reads rows with next until it returns

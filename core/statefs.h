@@ -686,6 +686,32 @@ int sfs_claim(sfs_store *s, sfs_slice queue, long max, int64_t lease_ms,
 int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
                    int64_t lease_ms, int64_t *claim_id);
 
+/* A drain that gives back what it does not deliver: takes every entry of
+ * (scope, ns) under a new claim with a lease of lease_ms, in one
+ * transaction. From that commit the namespace is empty for every reader
+ * and writer; its entries are the claim's items, numbered in key order
+ * (read them with sfs_claim_items). *count (may be NULL) gets how many.
+ * The claim is settled as a queue's: DONE (sfs_claim_end, sfs_claim_settle)
+ * removes entries for good; NACK, and a lease that runs out, put them
+ * back in the namespace, except where a key was written again meanwhile,
+ * which keeps its new value. docs/claims.md, "Namespace drains". Errors:
+ * SFS_NOTFOUND for an empty namespace (no claim is made); RETRY and
+ * REJECT settle entries with SFS_INVALID. */
+int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ms, int64_t *claim_id, uint64_t *count);
+
+/* The items of a held claim, of a queue or of a namespace, with id >
+ * after_id (-1: all), by id, at most limit (<= 0: all), without changing
+ * them: item.id, item.value (unless keys_only), and st.size, st.mtime_ns,
+ * st.claim_id and st.lease_until_ns; a queue's items also st.deliveries
+ * (and st.mtime_ns is when their wait began), a namespace's entries
+ * item.key (and st.mtime_ns is when they were written). A read, so a
+ * claim can be read a page at a time. Errors: SFS_CLAIMLOST once the
+ * lease ran out (also before recovery moved the items), SFS_NOTFOUND for
+ * a claim never issued. */
+int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out);
+
 /* Extends a held claim: its lease ends lease_ms from now (also when that is
  * sooner than before). *lease_until_ns (may be NULL) gets the new end.
  * Errors: SFS_CLAIMLOST when the lease had run out (the claim's items went,

@@ -170,6 +170,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
 	f->lease_ms = cfg->lease_ms;
+	f->umask = (mode_t)(cfg->umask & 0777);
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));

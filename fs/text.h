@@ -17,12 +17,15 @@
 
 /* ------------------------------------------------------------------------
  * The mount's reserved names, written once. A new special file is a name
- * here, in FS_NAMES_SPECIAL, and a row of the class table (kind.c).
+ * here, in FS_NAMES_SPECIAL when it sits where keys or scopes are listed,
+ * and a row of the class table (kind.c).
  */
 #define FS_NAME_DRAIN ".drain"   /* a namespace's or a queue's drain */
 #define FS_NAME_POP ".pop"       /* a queue's head, taken */
 #define FS_NAME_WAIT ".wait"     /* a queue's head, waited for */
 #define FS_NAME_CLAIM ".claim"   /* a queue's head, claimed */
+#define FS_NAME_FOLLOW ".follow" /* a log key's or a queue's live stream;
+                                    only among ids, so never escaped */
 #define FS_NAME_EXEC "exec"      /* the root's directories */
 #define FS_NAME_QUEUE "queue"
 #define FS_NAME_COUNTER "counter"

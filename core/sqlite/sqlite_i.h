@@ -36,8 +36,21 @@
 /* 1: one time row per log entry and queue item. 2: sparse time maps
  * (timemap.c), whole-second mtimes. 3: claims (claim.c); the
  * time override table became statefs_queue_pending, with a delivery
- * count. 4: statefs_queue_stats, the push and take counts (stats.c). */
+ * count. 4: statefs_queue_stats, the push and take counts (stats.c);
+ * claims on a namespace's entries (statefs_kv_taken); queue markers
+ * (statefs_qmark), so that another program's clear reaches items in
+ * flight. */
 #define SQLB_SCHEMA_VERSION 4
+
+/* The rows of work_queue (alias q) that are items of queue ?1: not the
+ * two marker rows at its tail (statefs_qmark, claim.c). */
+#define SQLB_QLIVE(q)                                                      \
+	q "id<coalesce((SELECT lo FROM statefs_qmark WHERE queue=?1),"     \
+	" 9223372036854775807)"
+/* The same for a row of any queue (a correlated check per row). */
+#define SQLB_QLIVE_ANY(q)                                                  \
+	"NOT EXISTS (SELECT 1 FROM statefs_qmark m WHERE m.queue=" q          \
+	"execution_id AND " q "id>=m.lo)"
 
 /* The statement cache: one row per statement, with the number of variants
  * it has (optional bounds, direction, keys only: the file that builds it
@@ -65,7 +78,7 @@
 	X(LOG_CLEAR, 3) X(LOG_CLEAR_RANGE, 3)                              \
 	/* seq.c: queues and pending items */                              \
 	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_DEL, 1) X(Q_CLEAR_OVR, 1)             \
-	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 1)                                  \
+	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 2)                                  \
 	/* item.c: [state - 1] rows (scan: 3 states x keys only) */        \
 	X(ITEM_COUNT, 3) X(ITEM_SCAN, 6) X(ITEM_GET, 3) X(ITEM_STAT, 3)    \
 	/* timemap.c: [tm_which] pairs */                                  \
@@ -76,6 +89,15 @@
 	X(CLAIM_ONE, 1) X(CLAIM_ANY, 1) X(CLAIM_ANY_ONE, 1)                \
 	X(CLAIM_DEL_PEND, 1) X(CLAIM_DEL_Q, 1) X(CLAIM_READ, 1)            \
 	X(CLAIM_BEAT, 1) X(CLAIM_OWNER, 1) X(CLAIM_HOLDS, 1)               \
+	X(CLAIM_KIND, 1) X(CLAIM_HOLD_Q, 1)                                \
+	/* claim.c: a claim's items (queue or namespace x keys only) */    \
+	X(CLAIM_ITEMS, 4)                                                  \
+	/* claim.c: claims on a namespace's entries */                     \
+	X(KVC_ANY, 1) X(KVC_TAKE, 1) X(KVC_DEL, 1) X(KVC_DEL_TIME, 1)      \
+	X(KVC_HOLDS, 1) X(KVC_BACK_TIME, 1) X(KVC_BACK, 1) X(KVC_DONE, 1)  \
+	/* claim.c: queue markers (tidy: every queue, one queue) */        \
+	X(MARK_HAS, 1) X(MARK_ROWS, 1) X(MARK_SET, 1) X(MARK_TIDY_ROWS, 2) \
+	X(MARK_TIDY, 2)                                                    \
 	/* claim.c: settling items */                                      \
 	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
 	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \
@@ -84,7 +106,8 @@
 	X(GC_POLICY, 1) X(GC_POLICIES, 1) X(GC_ANY, 1) X(GC_TTL_Z, 1)      \
 	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \
 	X(GC_EXPIRED, 2) X(GC_DEAD, 2) X(GC_BACK, 2) X(GC_PEND, 2)         \
-	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2)                             \
+	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2) X(GC_KV_TIME, 2)            \
+	X(GC_KV_BACK, 2) X(GC_KV_DEL, 2)                                   \
 	/* claim.c: dead letters, policies */                              \
 	X(DEAD_REQ, 1) X(DEAD_DEL, 1) X(DEAD_CLEAR, 1) X(POLICY_SET, 1)    \
 	X(POLICY_DEL, 1)                                                   \
@@ -113,6 +136,7 @@ struct sfs_backend {
 	char *path;
 	int memory;
 	int readonly;
+	int short_of_space;        /* gave back its reserve (conn.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
@@ -345,6 +369,14 @@ int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 /* claim.c */
 int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
                int64_t *claim_id, sfs_list *items);
+int sqlb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+int sqlb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                     long limit, int keys_only, sfs_list *out);
+/* Markers for every queue with items in flight that has none (after a
+ * migration, a restore or an import: claim.c). Inside a write
+ * transaction. */
+int sqlb_marks_ensure(sfs_backend *b);
 int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
                     int64_t lease_ns, int64_t *claim_id);
 int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
