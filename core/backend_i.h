@@ -50,6 +50,15 @@ typedef struct sfs_backend_ops {
 	               sfs_slice key, uint64_t *size, int64_t *mtime_ns);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
+	/* Ranged access: edits are checked (ops, bytes, offsets within
+	 * max_value); the final length is the backend's to check against
+	 * max_value. */
+	int (*kv_edit)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, const sfs_edit *edits, size_t n,
+	               unsigned flags, uint64_t max_value, uint64_t *size);
+	int (*kv_read)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, uint64_t off, size_t len, sfs_buf *out,
+	               uint64_t *size);
 	int (*kv_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	               const sfs_scan_opts *o, sfs_list *out);
 	int (*kv_delete_range)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
