@@ -35,6 +35,10 @@ typedef struct sfs_backend_ops {
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
+	/* Called at the end of every call on the handle, under its lock
+	 * (may be NULL): memory the call left behind for speed only may be
+	 * given back here. */
+	void (*settle)(sfs_backend *b);
 
 	/* Key/value (function_state). put_many writes n >= 1 pairs in one
 	 * transaction; get_many fills a list parallel to keys (item.key = the
