@@ -511,9 +511,11 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size);
 typedef enum fs_close_kind {
 	FS_CLOSE_UNKNOWN = 0, /* cannot tell: taken as a close */
 	FS_CLOSE_LAST,        /* its last descriptor of the file for writing,
-	                         or the process exits normally */
-	FS_CLOSE_HELD,        /* it still holds the file for writing through
-	                         another descriptor (a shell's dup, dup2) */
+	                         or it exits normally and its parent does not
+	                         hold the file for writing */
+	FS_CLOSE_HELD,        /* it (exiting: its parent) still holds the file
+	                         for writing through another descriptor (a
+	                         shell's dup2, `exec 3>k` in a script) */
 	FS_CLOSE_KILLED,      /* the process is dying of a signal */
 } fs_close_kind;
 fs_close_kind fs_caller_close(pid_t pid, uint64_t ino);
