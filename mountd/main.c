@@ -121,6 +121,7 @@ int main(int argc, char *argv[])
 	fcfg.max_value = o.max_value;
 	fcfg.lease_ms = o.lease_ms;
 	fcfg.max_buffered = o.max_buffered;
+	fcfg.umask = o.umask;
 	fcfg.log = mountd_log_sink;
 	if ((rc = fs_create(&fcfg, &f)) != 0) {
 		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));
