@@ -4,7 +4,8 @@
 # multiple of its idle size (it was 200 MiB after 30 values of 16 MiB:
 # glibc kept freed blocks in per-thread arenas and SQLite its 64 MiB page
 # cache, docs/filesystem.md "Memory"). Prints the numbers. MEMORY_VALUES
-# (default 16) values of 16 MiB; bench/memory.sh runs the same for 100.
+# (default 16) values of 16 MiB; `meson test --benchmark memory` runs the
+# same for 100 (bench/meson.build).
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 n=${MEMORY_VALUES:-16}
