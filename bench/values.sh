@@ -23,41 +23,9 @@ ops=${VALUES_OPS:-40}
 sizes=${VALUES_SIZES:-65536 1048576 16777216}
 
 [ -c /dev/fuse ] || { echo "values.sh: no /dev/fuse: skipped"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-values.XXXXXX")
+. "$(dirname "$0")/mounts.sh"
 base=$(mktemp -d /dev/shm/statefs-values.XXXXXX)
-export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
-unset STATEFS_KEY STATEFS_KEY_FILE STATEFS_DB
-pids=()
-
-cleanup() {
-  local rc=$?
-  set +e
-  for m in "$work/plain" "$work/enc"; do
-    mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m"
-  done
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$work" "$base"
-  exit "$rc"
-}
-trap cleanup EXIT
-
-mount_one() { # name, daemon options...
-  local m=$work/$1
-  shift
-  mkdir -p "$m"
-  "$bin" -f "$@" "$m" 2>>"$work/daemon.err" &
-  pids+=($!)
-  for _ in $(seq 200); do
-    mountpoint -q "$m" && stat "$m" >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  cat "$work/daemon.err" >&2
-  echo "values.sh: $m did not come up" >&2
-  exit 1
-}
+also_remove+=("$base")
 
 # max_value above the largest value plus what the appends add.
 mount_one plain -o plaintext,db="$work/plain.db",max_value=64M
