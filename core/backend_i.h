@@ -35,6 +35,10 @@ typedef struct sfs_backend_ops {
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
+	/* Called at the end of every call on the handle, under its lock
+	 * (may be NULL): memory the call left behind for speed only may be
+	 * given back here. */
+	void (*settle)(sfs_backend *b);
 
 	/* Key/value (function_state). put_many writes n >= 1 pairs in one
 	 * transaction; get_many fills a list parallel to keys (item.key = the
@@ -50,6 +54,15 @@ typedef struct sfs_backend_ops {
 	               sfs_slice key, uint64_t *size, int64_t *mtime_ns);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
+	/* Ranged access: edits are checked (ops, bytes, offsets within
+	 * max_value); the final length is the backend's to check against
+	 * max_value. */
+	int (*kv_edit)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, const sfs_edit *edits, size_t n,
+	               unsigned flags, uint64_t max_value, uint64_t *size);
+	int (*kv_read)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, uint64_t off, size_t len, sfs_buf *out,
+	               uint64_t *size);
 	int (*kv_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	               const sfs_scan_opts *o, sfs_list *out);
 	int (*kv_delete_range)(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -3,7 +3,8 @@
  *
  * The backend is split by job: sqlb_store.c (connection, statement cache,
  * transactions, status translation), sqlb_schema.c (DDL and versions),
- * sqlb_kv.c (key/value and counters), sqlb_dir.c (scopes, namespaces,
+ * sqlb_kv.c (key/value and counters), sqlb_value.c (parts of a value:
+ * ranged reads and edits), sqlb_dir.c (scopes, namespaces,
  * directories, renames), sqlb_seq.c (logs and queues), sqlb_timemap.c
  * (the time maps of log entries and queue items), sqlb_claim.c (claims,
  * in-flight items, dead letters, recovery), sqlb_stamp.c (the times a
@@ -70,6 +71,9 @@ enum {
 	ST_KV_DELRANGE_TIME = ST_KV_DELRANGE + 4, /* 4 */
 	ST_KV_MOVE = ST_KV_DELRANGE_TIME + 4,
 	ST_KV_MOVE_TIME,
+	ST_KV_LOCATE,                 /* sqlb_value.c */
+	ST_KV_SET_ROW,
+	ST_KV_INSERT_ROW,
 	/* counters */
 	ST_CTR_ADD,
 	ST_CTR_SET,
@@ -281,6 +285,14 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                  uint64_t *size, int64_t *mtime_ns);
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key);
+/* Writes a value's time row (now) in an open stamped write transaction. */
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now);
+int sqlb_kv_edit(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 const sfs_edit *edits, size_t n, unsigned flags,
+                 uint64_t max_value, uint64_t *size);
+int sqlb_kv_read(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  const sfs_scan_opts *o, sfs_list *out);
 int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -32,8 +32,12 @@ static inline void store_lock(sfs_store *s)
 	pthread_mutex_lock(&s->mu);
 }
 
+/* Ends a call: the backend settles what the call left (settle may be
+ * NULL), then the lock goes. */
 static inline void store_unlock(sfs_store *s)
 {
+	if (s->ops->settle)
+		s->ops->settle(s->be);
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -347,35 +347,59 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-/* The attributes of a node now: fs_store_stat, or those of a file still
- * being created. */
-static int node_stat(fs *f, fs_node *n, const fs_addr *a, struct stat *st)
+/* The attributes of a node now, through handle h or without one. A value
+ * with unsaved changes in an open file shows that image's length (through
+ * h, h's): fstat of a writer and lseek(SEEK_END) see what it wrote, and so
+ * does the kernel, which bounds copy_file_range by the size it was told.
+ * Otherwise the store's (fs_store_stat); a file still being created, its
+ * empty self; a value deleted while open, the open file's length with no
+ * link (st_nlink 0), as a deleted file has. */
+static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
+                     struct stat *st)
 {
 	uint64_t size = 0;
 	int64_t mtime = 0;
-	int rc;
+	fs_view v;
+	int rc, linked = 1;
 
 	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
-		fs_stat_fill(f, n->kind, n->ino, 0, fs_now_ns(), st);
+		fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0, fs_now_ns(),
+		             st);
 		return SFS_OK;
 	}
-	rc = fs_store_stat(f, a, &size, &mtime);
-	if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
+	fs_node_view(f, n, h, &v);
+	if (v.unsaved) {
 		rc = SFS_OK;
-		mtime = fs_now_ns();
+		size = v.size;
+		mtime = v.mtime_ns;
+		linked = fs_node_linked(f, n);
+	} else {
+		rc = fs_store_stat(f, a, &size, &mtime);
+		if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
+			rc = SFS_OK;
+			mtime = fs_now_ns();
+		} else if (rc == SFS_NOTFOUND && v.files) {
+			rc = SFS_OK;
+			size = v.size;
+			mtime = fs_now_ns();
+			linked = 0;
+		}
 	}
-	if (rc == SFS_OK)
+	if (rc == SFS_OK) {
 		fs_stat_fill(f, n->kind, n->ino, size, mtime, st);
+		if (!linked)
+			st->st_nlink = 0;
+	}
 	return rc;
 }
 
 /* Replies with the attributes of node n at a (node_stat), or the errno. */
-static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
-                       const char *op)
+static void reply_attr(fs *f, fuse_req_t req, fs_node *n, fs_file *h,
+                       const fs_addr *a, const char *op)
 {
 	struct stat st;
 	double entry, attr;
-	int rc = node_stat(f, n, a, &st);
+	int rc = node_stat(f, n, h, a, &st);
 
 	fs_ttl(n->kind, &entry, &attr);
 	if (rc)
@@ -384,8 +408,17 @@ static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
 		fuse_reply_attr(req, &st, attr);
 }
 
-/* GETATTR: fs_store_stat by kind; a .follow shows what its followers
- * have rendered (fs_special_size). */
+/* The open file a request names (GETATTR and SETATTR through a handle:
+ * fstat after the kernel's FUSE_GETATTR_FH, lseek(SEEK_END), ftruncate),
+ * or NULL. Directories' handles are not fs_files. */
+static fs_file *file_of_req(const fs_node *n, struct fuse_file_info *fi)
+{
+	return fi && !fs_kind_is_dir(n->kind) ? (fs_file *)(uintptr_t)fi->fh
+	                                      : NULL;
+}
+
+/* GETATTR: fs_store_stat by kind, or what an open file holds; a .follow
+ * shows what its followers have rendered (fs_special_size). */
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
@@ -400,7 +433,6 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, err);
 		return;
 	}
-	(void)fi;
 	if (n->kind == FS_LOG_FOLLOW || n->kind == FS_QUEUE_FOLLOW) {
 		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n), 0, &st);
 		fs_ttl(n->kind, &entry, &attr);
@@ -408,38 +440,20 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		fs_addr_free(&a);
 		return;
 	}
-	reply_attr(f, req, n, &a, "getattr");
+	reply_attr(f, req, n, file_of_req(n, fi), &a, "getattr");
 	fs_addr_free(&a);
 }
 
-/* truncate(2) of a value with no open handle: sfs_kv_get + sfs_kv_put. */
+/* truncate(2) of a value with no open handle: one sfs_kv_edit, so a put
+ * by another process is never lost in between. */
 static int truncate_value(fs *f, const fs_addr *a, off_t size)
 {
-	sfs_buf v = { NULL, 0 };
-	unsigned char *p;
-	int rc;
+	sfs_edit e = { SFS_EDIT_TRUNCATE, (uint64_t)size, SFS_NONE };
 
 	if ((uint64_t)size > f->max_value)
 		return SFS_TOOBIG;
-	rc = sfs_kv_get(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
-	                &v);
-	if (rc)
-		return rc;
-	if ((size_t)size != v.len) {
-		p = realloc(v.ptr, (size_t)size + 1);
-		if (!p) {
-			sfs_buf_free(&v);
-			return SFS_NOMEM;
-		}
-		if ((size_t)size > v.len)
-			memset(p + v.len, 0, (size_t)size - v.len);
-		v.ptr = p;
-		v.len = (size_t)size;
-		rc = sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
-		                fs_part(a, 2), sfs_bytes(v.ptr, v.len));
-	}
-	sfs_buf_free(&v);
-	return rc;
+	return sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
+	                   fs_part(a, 2), &e, 1, 0, NULL);
 }
 
 /* touch of an in-flight item: sfs_inflight_heartbeat. Its mtime is when
@@ -461,7 +475,7 @@ static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
 }
 
 /* SETATTR: a size change is a truncate of the open handle's image
- * (committed at FLUSH) or, without a handle, sfs_kv_get + sfs_kv_put.
+ * (committed at FLUSH) or, without a handle, one sfs_kv_edit.
  * A time change of an in-flight item is a heartbeat (touch). Other mode,
  * owner and time changes are the store's and are accepted and ignored, so
  * cp -a, tar x and rsync -a work. */
@@ -471,18 +485,19 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
+	fs_file *h;
 	int err;
 
 	if ((err = node_addr(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
 		return;
 	}
+	h = file_of_req(n, fi);
 	if (valid & FUSE_SET_ATTR_SIZE) {
 		if (f->readonly) {
 			err = EROFS;
-		} else if (fi) {
-			err = fs_file_truncate(f, (fs_file *)(uintptr_t)fi->fh,
-			                       attr->st_size);
+		} else if (h) {
+			err = fs_file_truncate(f, h, attr->st_size);
 		} else if (n->kind == FS_KV_KEY) {
 			err = fs_errno(f, truncate_value(f, &a, attr->st_size),
 			               "truncate");
@@ -509,7 +524,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			return;
 		}
 	}
-	reply_attr(f, req, n, &a, "setattr");
+	reply_attr(f, req, n, h, &a, "setattr");
 	fs_addr_free(&a);
 }
 
@@ -580,8 +595,21 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_addr_free(&dir);
 }
 
-/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything); a log key or
- * queue: refused while it has entries or items. */
+/* Whether the directory child of dn has a file being created in it. */
+static int holds_pending(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+	fs_node *node;
+
+	fs_child_part(child, &p, &n);
+	node = fs_node_find(f, dn, child->kind, p, n, 0);
+	return node && fs_node_holds_children(f, node);
+}
+
+/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything, also a file
+ * still being created); a log key or queue: refused while it has entries
+ * or items. */
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -604,6 +632,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = ENOTDIR;
 	else if (fs_kind_is_fixed(child.kind))
 		err = EBUSY;
+	else if (holds_pending(f, dn, &child))
+		err = ENOTEMPTY; /* a file in it is being created */
 	else if ((rc = fs_store_rmdir(f, &child)) != SFS_OK)
 		err = fs_errno(f, rc, "rmdir");
 	if (!err) {
@@ -618,8 +648,21 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fs_addr_free(&dir);
 }
 
+/* Whether the mount holds child of dir though the store does not: a key
+ * or counter still being created. */
+static int held(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+
+	fs_child_part(child, &p, &n);
+	return fs_node_find_held(f, dn, child->kind, p, n, child->id);
+}
+
 /* UNLINK: sfs_kv_delete, sfs_log_delete, sfs_queue_delete or
- * sfs_counter_delete by kind; special files cannot be removed. */
+ * sfs_counter_delete by kind; special files cannot be removed. A key or
+ * counter still being created is removed from the mount, and its commit
+ * with it (the open file keeps its bytes, which go nowhere). */
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -642,7 +685,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = EPERM;
 	else if (fs_kind_is_dir(child.kind))
 		err = EISDIR;
-	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK)
+	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK &&
+	         !(rc == SFS_NOTFOUND && held(f, dn, &child)))
 		err = fs_errno(f, rc, "unlink");
 	if (!err) {
 		fs_child_part(&child, &p, &n);
@@ -768,8 +812,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
 	fs_child_part(&from, &p, &n);
 	fs_child_part(&to, &np, &nn);
-	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY &&
-	    fs_node_find_held(f, dn, from.kind, p, n, 0))
+	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY && held(f, dn, &from))
 		rc = SFS_OK; /* still being created: its commit follows it */
 	if (rc) {
 		err = fs_errno(f, rc, "rename");
@@ -899,6 +942,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.flush = fs_op_flush,
 	.fsync = fs_op_fsync,
 	.release = fs_op_release,
+	.copy_file_range = fs_op_copy_file_range,
 	.opendir = fs_op_opendir,
 	.readdir = fs_op_readdir,
 	.readdirplus = fs_op_readdirplus,
@@ -922,6 +966,8 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->store = cfg->store;
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
+	f->max_buffered = cfg->max_buffered ? cfg->max_buffered
+	                                    : fs_default_max_buffered(f->max_value);
 	f->lease_ms = cfg->lease_ms;
 	f->umask = (mode_t)(cfg->umask & 0777);
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))

@@ -36,6 +36,7 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("ro", ro, 1),
 	MOUNTD_OPT("max_value=%s", max_value_text, 0),
 	MOUNTD_OPT("lease=%s", lease_text, 0),
+	MOUNTD_OPT("max_buffered=%s", max_buffered_text, 0),
 	MOUNTD_OPT("umask=%s", umask_text, 0),
 	MOUNTD_OPT("allow_other", allow_other, 1),
 	MOUNTD_OPT("default_permissions", default_permissions, 1),
@@ -202,6 +203,25 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 			return -1;
 		}
 	}
+	if (o->max_buffered_text) {
+		uint64_t vmax = o->max_value ? o->max_value
+		                             : SFS_DEFAULT_MAX_VALUE;
+
+		o->max_buffered = parse_size(o->max_buffered_text);
+		if (o->max_buffered == 0) {
+			fprintf(stderr, "%s: -o max_buffered=%s is not a size (a "
+			        "number, optionally followed by K, M or G); see "
+			        "-h\n", prog, o->max_buffered_text);
+			return -1;
+		}
+		if (o->max_buffered < vmax) {
+			fprintf(stderr, "%s: -o max_buffered=%s is less than the "
+			        "largest value (%llu bytes): a value of that size "
+			        "could never be written; see -h\n", prog,
+			        o->max_buffered_text, (unsigned long long)vmax);
+			return -1;
+		}
+	}
 	if (o->lease_text && (sfs_duration_parse(o->lease_text, &o->lease_ms)
 	                      != SFS_OK || o->lease_ms <= 0)) {
 		fprintf(stderr, "%s: -o lease=%s is not a duration (seconds, or a "
@@ -248,6 +268,7 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->keyfile);
 	free(o->max_value_text);
 	free(o->lease_text);
+	free(o->max_buffered_text);
 	free(o->umask_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
@@ -271,6 +292,10 @@ void mountd_usage(const char *prog)
 	       "    -o ro                  mount read-only\n"
 	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
 	       "                           (default 64M; suffixes K, M, G)\n"
+	       "    -o max_buffered=SIZE   most bytes that files open for\n"
+	       "                           writing hold before their commit,\n"
+	       "                           all together (ENOBUFS past it;\n"
+	       "                           default 256M, at least max_value)\n"
 	       "    -o lease=DURATION      the lease of claims made through the\n"
 	       "                           mount (.claim, mv to inflight/, touch):\n"
 	       "                           seconds, or 30s, 10m, 1h (default 10m)\n"
