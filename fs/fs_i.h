@@ -245,7 +245,8 @@ struct fs {
 	long test_deliver_delay_ms; /* tests only: the pause between taking an
 	                              item for a special file and answering
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
-	                              an interrupt can land in between */
+	                              an interrupt can land in between; an
+	                              interrupt ends it */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;

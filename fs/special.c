@@ -160,10 +160,11 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off)
 {
 	(void)queue;
-	if (f->test_deliver_delay_ms > 0) {
-		struct timespec ts = { f->test_deliver_delay_ms / 1000,
-		                       (f->test_deliver_delay_ms % 1000) *
-		                       1000000L };
+	/* The test hook: a pause that ends early when the reader is
+	 * interrupted, so a test can interrupt it at a moment it chooses. */
+	for (long ms = 0; ms < f->test_deliver_delay_ms &&
+	                  !fuse_req_interrupted(req); ms += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&h->lock);

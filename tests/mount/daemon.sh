@@ -15,8 +15,8 @@ csv_mode=
 daemon_of() {
   pgrep -f -- " $1( |\$)" | head -n1 || true
 }
-wait_gone() {
-  for _ in $(seq 200); do
+wait_gone() { # 60 s: a hang, not a slow exit
+  for _ in $(seq 1200); do
     kill -0 "$1" 2>/dev/null || return 0
     sleep 0.05
   done
@@ -83,7 +83,7 @@ unshare -m --propagation private bash -euo pipefail -c '
   mkdir -p "$work/sbin"
   ln -s "$bin" "$work/sbin/statefs"
   mount --bind "$work/sbin" /usr/local/sbin
-  gone() { for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
+  gone() { for _ in $(seq 1200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
   mount -t fuse.statefs -o "${csv_mode}db=$STATEFS_DB" statefs "$mnt"
   [ "$(cat "$mnt/app/cfg/k")" = detached ] || { echo "FAIL: read via mount -t"; exit 1; }
   [ "$(findmnt -n -o FSTYPE "$mnt")" = fuse.statefs ] || { echo "FAIL: type"; exit 1; }
