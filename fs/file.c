@@ -403,7 +403,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if ((err = fs_node_addr(f, dn, &dir))) {
+	if ((err = fs_name_check(name)) || (err = fs_node_addr(f, dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}

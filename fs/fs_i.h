@@ -19,8 +19,10 @@
 #ifndef STATEFS_FS_I_H
 #define STATEFS_FS_I_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <syslog.h>
@@ -288,6 +290,15 @@ int64_t fs_now_ns(void);
 /* Now on clock, plus ms: the deadline for a pthread_cond_timedwait on a
  * condition variable that waits on that clock. */
 void fs_deadline(clockid_t clock, long ms, struct timespec *ts);
+/* ENAMETOOLONG when a name is longer than any the mount shows or takes
+ * (SFS_NAME_MAX, statfs's f_namemax; the kernel passes FUSE names of up to
+ * 1024 bytes), else 0. Every handler that takes a name checks it first, as
+ * a local filesystem does, so such a name is ENAMETOOLONG at lookup,
+ * create, mkdir, rename, unlink and rmdir alike. */
+static inline int fs_name_check(const char *name)
+{
+	return strnlen(name, SFS_NAME_MAX + 1) > SFS_NAME_MAX ? ENAMETOOLONG : 0;
+}
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
  * SFS_OK with *out set. A name that names nothing is SFS_NOTFOUND when
