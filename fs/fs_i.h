@@ -371,6 +371,13 @@ int fs_store_nonempty(fs *f, const fs_addr *a);
  * returns its length. */
 size_t fs_counter_text(int64_t v, char *out);
 
+/* Counter input (counter.c): one token per commit, "N" or "=N" sets, "+N"
+ * and "-N" add, blanks around it, at most FS_COUNTER_INPUT_MAX bytes.
+ * Returns 0 for a whole token (*set: 1 set, 0 add; *v the number), 1 for a
+ * proper prefix of one (or nothing), -1 for what cannot become one. */
+#define FS_COUNTER_INPUT_MAX 64
+int fs_counter_parse(const unsigned char *s, size_t n, int *set, int64_t *v);
+
 /* ------------------------------------------------------------------------
  * Open files (file.c, special.c).
  */
