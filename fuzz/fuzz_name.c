@@ -1,8 +1,9 @@
 /*
  * fuzz_name.c - libFuzzer target: the name codec (core/name.c).
  *
- * Input: one byte choosing the kind (key, scope, id), then the rest, used
- * twice: as a byte string to encode, and as a file name to decode.
+ * Input: one byte choosing the kind (key, scope, id, little-endian id),
+ * then the rest, used twice: as a byte string to encode, and as a file
+ * name to decode.
  * Checked, for every kind:
  *   - encode: the name is 1..SFS_NAME_MAX bytes, has no '/' or NUL, is not
  *     "." or "..", and decodes back to the bytes (a long name, cut and
@@ -73,12 +74,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	static const sfs_name_kind kinds[] = { SFS_NAME_KEY, SFS_NAME_SCOPE,
-	                                       SFS_NAME_ID };
+	                                       SFS_NAME_ID, SFS_NAME_ID_LE };
 	sfs_name_kind kind;
 
 	if (size < 1)
 		return 0;
-	kind = kinds[data[0] % 3];
+	kind = kinds[data[0] % (sizeof(kinds) / sizeof(kinds[0]))];
 	check_encode(data + 1, size - 1, kind);
 	check_decode((const char *)data + 1, size - 1, kind);
 	return 0;
