@@ -60,7 +60,7 @@ expect_eq "$(helper qlen jobs)" 2 "in flight is not pending"
 lease_end=$(mtime $q/inflight/$n)
 [ "$lease_end" -ge $((t0 + lease)) ] && [ "$lease_end" -le $((t1 + lease)) ] ||
   fail "mtime $lease_end is not the lease end (claimed in [$t0, $t1], lease $lease s)"
-expect_eq "$(stat -c '%s %A' $q/inflight/$n)" "6 -r--r--r--" "size and mode"
+expect_eq "$(stat -c '%s %A' $q/inflight/$n)" "6 -r--------" "size and mode"
 rm $q/inflight/$n
 expect_eq "$(ls $q/inflight)" "" "rm acks"
 expect_eq "$(helper qlen jobs)" 2 "the others are still pending"
