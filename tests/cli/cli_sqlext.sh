@@ -15,15 +15,7 @@
 : "${STATEFS_SQLITE_EXT:?}"
 [ "$mode" = encrypted ] || fail "the extension is for encrypted stores"
 command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (scripts/deps)"
-# In the sanitizer build the shell needs the sanitizer's runtime first to
-# load the extension; the shell's own leaks are not ours to check.
-if [ -n "${STATEFS_TEST_PRELOAD:-}" ]; then
-	mkdir -p "$T/bin"
-	printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
-		"$STATEFS_TEST_PRELOAD" "$(command -v sqlite3)" >"$T/bin/sqlite3"
-	chmod +x "$T/bin/sqlite3"
-	PATH=$T/bin:$PATH
-fi
+sanitized_host sqlite3
 ext=$STATEFS_SQLITE_EXT
 export STATEFS_KEY_FILE=$KEY   # the extension finds the key by the rules
 make_store

@@ -105,3 +105,15 @@ now_ns() {
 	local t=${EPOCHREALTIME/[.,]/}
 	echo $((t * 1000))
 }
+
+# In the sanitizer build a host that is not ours (the sqlite3 shell) needs
+# the sanitizer's runtime loaded first to load our extension; the host's
+# own leaks are not ours to check. Puts such a wrapper first on PATH.
+sanitized_host() { # PROGRAM
+	[ -n "${STATEFS_TEST_PRELOAD:-}" ] || return 0
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+		"$STATEFS_TEST_PRELOAD" "$(command -v "$1")" >"$T/bin/$1"
+	chmod +x "$T/bin/$1"
+	PATH=$T/bin:$PATH
+}
