@@ -189,9 +189,10 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
  * variable is not set. Not thread-safe (it edits the environment). */
 int sfs_key_from_env(sfs_key **out);
 
-/* Reads a key file: a regular file owned by the effective user (or root),
- * not readable or writable by group or others (else SFS_KEYPERM, with the
- * mode in the detail), holding 32 raw bytes, or the key as text. */
+/* Reads a key file: a regular file (else SFS_INVALID, without reading or
+ * waiting on it: a FIFO is refused at once) owned by the effective user (or
+ * root), not readable or writable by group or others (else SFS_KEYPERM,
+ * with the mode in the detail), holding 32 raw bytes, or the key as text. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.

@@ -77,10 +77,33 @@ int chk_writable(const sfs_store *s)
 	return SFS_OK;
 }
 
+/* A family's name in error details: what a user calls it, as statectl's
+ * export does ("queue"), never its number. */
+static const char *fam_name(sfs_family fam)
+{
+	static const char *const names[] = {
+		[SFS_FAM_KV] = "key/value", [SFS_FAM_COUNTER] = "counter",
+		[SFS_FAM_LOG] = "log", [SFS_FAM_QUEUE] = "queue",
+		[SFS_FAM_DIR] = "directory", [SFS_FAM_CLAIM] = "claim",
+		[SFS_FAM_INFLIGHT] = "in-flight item",
+		[SFS_FAM_DEAD] = "dead letter", [SFS_FAM_POLICY] = "queue policy",
+	};
+
+	if ((int)fam < 0 || (size_t)fam >= sizeof(names) / sizeof(names[0]) ||
+	    !names[fam])
+		return NULL;
+	return names[fam];
+}
+
 int chk_family(sfs_family fam, sfs_slice ns)
 {
-	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE)
-		return sfs_err(SFS_INVALID, "family %d has no scopes", (int)fam);
+	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE) {
+		const char *name = fam_name(fam);
+		return name ? sfs_err(SFS_INVALID, "the %s family has no scopes "
+		                      "(key/value, counter, log and queue do)",
+		                      name)
+		            : sfs_err(SFS_INVALID, "unknown family %d", (int)fam);
+	}
 	if (fam == SFS_FAM_QUEUE && ns.ptr)
 		return sfs_err(SFS_INVALID, "queues have no namespaces");
 	return chk_opt_name(ns, "namespace");
@@ -358,6 +381,12 @@ int sfs_import_begin(sfs_store *s, sfs_import **out)
 static int chk_row(const sfs_store *s, const sfs_row *row)
 {
 	CHECK(chk_out(row, "row"));
+	/* entries and items keep their ids; claims too */
+	if ((row->family == SFS_FAM_LOG || row->family == SFS_FAM_QUEUE ||
+	     row->family == SFS_FAM_CLAIM || row->family == SFS_FAM_INFLIGHT ||
+	     row->family == SFS_FAM_DEAD) && row->id <= 0)
+		return sfs_err(SFS_INVALID, "%s rows need an id > 0",
+		               fam_name(row->family));
 	switch (row->family) {
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:
@@ -377,10 +406,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		CHECK(chk_name(row->scope, "scope"));
 		return chk_family((sfs_family)row->n, row->ns);
 	case SFS_FAM_CLAIM:
-		CHECK(chk_name(row->scope, "queue"));
-		if (row->id <= 0)
-			return sfs_err(SFS_INVALID, "a claim row needs an id > 0");
-		return SFS_OK;
+		return chk_name(row->scope, "queue");
 	case SFS_FAM_INFLIGHT:
 	case SFS_FAM_DEAD:
 		CHECK(chk_name(row->scope, "queue"));

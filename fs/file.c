@@ -51,8 +51,6 @@
 
 #include "fs_i.h"
 
-#define COUNTER_INPUT_MAX 64
-
 /* The most a COPY_FILE_RANGE moves at once; callers loop on short copies. */
 #define COPY_CHUNK (8u << 20)
 
@@ -182,51 +180,6 @@ static void publish(fs *f, fs_file *h)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* Counter input: 0 a whole token, 1 a proper prefix of one (or nothing),
- * -1 not a token. On 0: *set (1: set, 0: add) and *v. */
-static int counter_parse(const unsigned char *s, size_t n, int *set,
-                         int64_t *v)
-{
-	size_t i = 0;
-	uint64_t u = 0, lim = INT64_MAX;
-	int neg = 0, digits = 0, mode = 1; /* 1: set, 0: add */
-
-	if (n > COUNTER_INPUT_MAX)
-		return -1;
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	                 s[i] == '\r'))
-		i++;
-	if (i < n && (s[i] == '+' || s[i] == '-')) {
-		mode = 0;
-		neg = s[i] == '-';
-		i++;
-	} else if (i < n && s[i] == '=') {
-		i++;
-		if (i < n && s[i] == '-') {
-			neg = 1;
-			i++;
-		}
-	}
-	if (neg)
-		lim = (uint64_t)INT64_MAX + 1;
-	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-		if (u > (lim - (uint64_t)(s[i] - '0')) / 10)
-			return -1; /* does not fit in int64 */
-		u = u * 10 + (uint64_t)(s[i] - '0');
-	}
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	                 s[i] == '\r'))
-		i++;
-	if (i < n)
-		return -1;
-	if (!digits)
-		return 1;
-	*set = mode;
-	*v = neg ? (int64_t)((uint64_t)0 - u) : (int64_t)u;
-	return 0;
-}
-
-
 static void set_pending(fs *f, fs_file *h, int on)
 {
 	if (on && !h->pending) {
@@ -336,7 +289,7 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		if (h->inlen == 0)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
 			                     fs_part(&a, 2), 0); /* touch */
-		else if (counter_parse(h->in, h->inlen, &set, &v) != 0)
+		else if (fs_counter_parse(h->in, h->inlen, &set, &v) != 0)
 			rc = SFS_INVALID; /* "+" alone: refused, nothing changes */
 		else if (set)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
@@ -544,7 +497,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if ((err = fs_node_addr(f, dn, &dir))) {
+	if ((err = fs_name_check(name)) || (err = fs_node_addr(f, dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -791,14 +744,14 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 	int64_t cur, v, r;
 	int set, st, rc, exists, err;
 
-	if (h->inlen + size > COUNTER_INPUT_MAX)
+	if (h->inlen + size > FS_COUNTER_INPUT_MAX)
 		return EINVAL;
 	p = realloc(h->in, h->inlen + size + 1);
 	if (!p)
 		return ENOMEM;
 	h->in = p;
 	memcpy(h->in + h->inlen, buf, size);
-	st = counter_parse(h->in, h->inlen + size, &set, &v);
+	st = fs_counter_parse(h->in, h->inlen + size, &set, &v);
 	if (st < 0)
 		return EINVAL; /* the bytes are not kept: nothing changes */
 	if (st == 0 && !set) {

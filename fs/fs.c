@@ -299,7 +299,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = node_addr(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = node_addr(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -563,7 +564,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc, err;
 
 	(void)mode;
-	if ((err = node_addr(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = node_addr(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -619,7 +621,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = node_addr(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = node_addr(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -672,7 +675,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = node_addr(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = node_addr(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -749,7 +753,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	size_t n, nn;
 	int rc, err;
 
-	if ((err = node_addr(f, parent, &dn, &dir)) ||
+	if ((err = fs_name_check(name)) || (err = fs_name_check(newname)) ||
+	    (err = node_addr(f, parent, &dn, &dir)) ||
 	    (err = node_addr(f, newparent, &ndn, &ndir))) {
 		fuse_reply_err(req, err);
 		fs_addr_free(&dir);

@@ -56,8 +56,8 @@ void fs_set_store(fs *f, sfs_store *store);
  * Static; valid for the life of the process. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
 
-/* Answers every request the fs keeps (blocked .wait reads get EINTR) and
- * stops its thread. Call when the session loop has returned, before
+/* Answers every request the fs keeps (blocked .wait reads get ENOTCONN)
+ * and stops its thread. Call when the session loop has returned, before
  * fuse_session_unmount closes the device the answers go to. (The session's
  * destroy does it too, late, if this was not called.) */
 void fs_stop(fs *f);

@@ -19,8 +19,10 @@
 #ifndef STATEFS_FS_I_H
 #define STATEFS_FS_I_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <syslog.h>
@@ -282,7 +284,8 @@ struct fs {
 	long test_deliver_delay_ms; /* tests only: the pause between taking an
 	                              item for a special file and answering
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
-	                              an interrupt can land in between */
+	                              an interrupt can land in between; an
+	                              interrupt ends it */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;
@@ -329,6 +332,15 @@ int64_t fs_now_ns(void);
 /* Now on clock, plus ms: the deadline for a pthread_cond_timedwait on a
  * condition variable that waits on that clock. */
 void fs_deadline(clockid_t clock, long ms, struct timespec *ts);
+/* ENAMETOOLONG when a name is longer than any the mount shows or takes
+ * (SFS_NAME_MAX, statfs's f_namemax; the kernel passes FUSE names of up to
+ * 1024 bytes), else 0. Every handler that takes a name checks it first, as
+ * a local filesystem does, so such a name is ENAMETOOLONG at lookup,
+ * create, mkdir, rename, unlink and rmdir alike. */
+static inline int fs_name_check(const char *name)
+{
+	return strnlen(name, SFS_NAME_MAX + 1) > SFS_NAME_MAX ? ENAMETOOLONG : 0;
+}
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
  * SFS_OK with *out set. A name that names nothing is SFS_NOTFOUND when
@@ -400,6 +412,13 @@ int fs_store_nonempty(fs *f, const fs_addr *a);
 /* The decimal text a counter reads as ("42\n"), into out (>= 24 bytes);
  * returns its length. */
 size_t fs_counter_text(int64_t v, char *out);
+
+/* Counter input (counter.c): one token per commit, "N" or "=N" sets, "+N"
+ * and "-N" add, blanks around it, at most FS_COUNTER_INPUT_MAX bytes.
+ * Returns 0 for a whole token (*set: 1 set, 0 add; *v the number), 1 for a
+ * proper prefix of one (or nothing), -1 for what cannot become one. */
+#define FS_COUNTER_INPUT_MAX 64
+int fs_counter_parse(const unsigned char *s, size_t n, int *set, int64_t *v);
 
 /* ------------------------------------------------------------------------
  * What a handle writing a value changed (image.c): see that file. Not

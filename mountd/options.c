@@ -17,7 +17,9 @@
 
 #include "mountd_i.h"
 
-/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH. */
+/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH, the
+ * largest value one row holds (Debian's SQLite keeps that default), so
+ * 953M; 1G is more. */
 #define MAX_VALUE_CEILING 1000000000ull
 
 enum {
@@ -195,11 +197,19 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 	}
 	if (o->max_value_text) {
 		o->max_value = parse_size(o->max_value_text);
-		if (o->max_value == 0 || o->max_value > MAX_VALUE_CEILING) {
-			fprintf(stderr, "%s: -o max_value=%s is not a size from 1 to "
-			        "%llu bytes (a number, optionally followed by K, M "
-			        "or G); see -h\n", prog, o->max_value_text,
-			        (unsigned long long)MAX_VALUE_CEILING);
+		if (o->max_value == 0) {
+			fprintf(stderr, "%s: -o max_value=%s is not a size (a number "
+			        "of bytes, optionally followed by K, M or G); see -h\n",
+			        prog, o->max_value_text);
+			return -1;
+		}
+		if (o->max_value > MAX_VALUE_CEILING) {
+			fprintf(stderr, "%s: -o max_value=%s is %llu bytes, more than "
+			        "SQLite stores in one value (%llu bytes, %lluM at "
+			        "most); see -h\n", prog, o->max_value_text,
+			        (unsigned long long)o->max_value,
+			        (unsigned long long)MAX_VALUE_CEILING,
+			        (unsigned long long)(MAX_VALUE_CEILING >> 20));
 			return -1;
 		}
 	}
@@ -291,7 +301,8 @@ void mountd_usage(const char *prog)
 	       "    -o plaintext           the store is not encrypted\n"
 	       "    -o ro                  mount read-only\n"
 	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
-	       "                           (default 64M; suffixes K, M, G)\n"
+	       "                           (default 64M, at most 953M, SQLite's\n"
+	       "                           limit; suffixes K, M and G)\n"
 	       "    -o max_buffered=SIZE   most bytes that files open for\n"
 	       "                           writing hold before their commit,\n"
 	       "                           all together (ENOBUFS past it;\n"

@@ -362,6 +362,12 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* The import's reading: the export read from in (name says what it is in
+ * messages) into imp, the header line, then a row a line; *rows gets the
+ * rows imported. CLI_EXIT_OK, or the failure, already reported; imp is
+ * left to the caller (commit or abort). Separate for fuzz/fuzz_import.c. */
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_import *imp,
+                    uint64_t *rows);
 /* cmd_top.c, cmd_metrics.c */
 int cmd_top(cli *c, cli_args *a);
 int cmd_metrics(cli *c, cli_args *a);

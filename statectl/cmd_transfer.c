@@ -122,13 +122,13 @@ static int export_row(const sfs_row *row, void *ctx)
 	return 0;
 }
 
-/* export [FILE] */
+/* export [FILE], - for stdout */
 int cmd_export(cli *c, cli_args *a)
 {
 	sfs_store *s = NULL;
 	export_ctx x;
 	cli_progress p;
-	const char *file = a->npos ? a->pos[0] : NULL;
+	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
 	int rc, st, fd = -1;
 
 	memset(&x, 0, sizeof(x));
@@ -292,98 +292,191 @@ static int check_header(const cli *c, const char *line, size_t len)
 	return rc;
 }
 
-/* import [FILE] */
-int cmd_import(cli *c, cli_args *a)
+/* Imports one line after the header: a row, or nothing when it is empty. */
+static int import_line(const cli *c, sfs_import *imp, const char *line,
+                       size_t len, uint64_t lineno)
 {
-	const char *file = a->npos ? a->pos[0] : NULL;
-	FILE *in = stdin;
-	sfs_store *s = NULL;
-	sfs_import *imp = NULL;
-	cli_progress p;
-	struct stat sb;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	uint64_t lineno = 0, rows = 0, bytes = 0, total = 0;
 	json_error_t jerr;
 	const char *err;
 	json_t *o;
 	sfs_row row;
 	row_mem m;
-	int rc, st, progress_on = 0;
+	int st;
+
+	if (len == 0)
+		return CLI_EXIT_OK;
+	o = json_loadb(line, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &jerr);
+	if (!o)
+		return cli_fail(c, CLI_EXIT_DATA, "line %llu: not valid JSON (%s); "
+		                "nothing was imported", (unsigned long long)lineno,
+		                jerr.text);
+	st = json_to_row(o, &row, &m, &err);
+	json_decref(o);
+	if (st < 0) {
+		row_mem_free(&m);
+		return cli_fail(c, CLI_EXIT_DATA, "line %llu: %s; nothing was "
+		                "imported", (unsigned long long)lineno, err);
+	}
+	st = sfs_import_row(imp, &row);
+	row_mem_free(&m);
+	if (st != SFS_OK)
+		return cli_fail_status(c, st, "line %llu: cannot import the row; "
+		                       "nothing was imported",
+		                       (unsigned long long)lineno);
+	return CLI_EXIT_OK;
+}
+
+/* The longest line a row can take: every byte field at its largest (a
+ * value of the default max_value, three names of SFS_MAX_NAME), written in
+ * the longest JSON form, \u00XX escapes of six bytes a byte (base64 is
+ * 4/3), plus field names and integers. About 385 MiB. */
+#define IMPORT_LINE_MAX \
+	(6 * ((size_t)SFS_DEFAULT_MAX_VALUE + 3 * (size_t)SFS_MAX_NAME) + 4096)
+#define IMPORT_READ_BLOCK (1u << 14)
+
+/* The lines of an export, read(2) into one buffer (what a pipe has, as it
+ * comes): a line longer than max is refused once that many bytes are in,
+ * so it costs at most that much memory, never its whole length. */
+typedef struct line_in {
+	int fd;
+	size_t max;
+	char *buf;
+	size_t cap, start, end;  /* unread bytes: buf[start, end) */
+	int eof;
+} line_in;
+
+/* The next line, without its newline and NUL-terminated, in *line and
+ * *len (valid until the next call): 1 a line, 0 the end of the input, -1 a
+ * read error (errno set) or Ctrl-C, -2 a line longer than max. */
+static int line_next(line_in *r, char **line, size_t *len)
+{
+	size_t scanned = 0, have, want;
+	ssize_t n;
+	char *nl;
+
+	for (;;) {
+		have = r->end - r->start;
+		nl = have > scanned ? memchr(r->buf + r->start + scanned, '\n',
+		                             have - scanned) : NULL;
+		if (nl || (r->eof && have > 0)) {
+			*line = r->buf + r->start;
+			*len = nl ? (size_t)(nl - *line) : have;
+			(*line)[*len] = '\0';  /* buf keeps a byte spare for this */
+			r->start = nl ? (size_t)(nl + 1 - r->buf) : r->end;
+			return *len > r->max ? -2 : 1;
+		}
+		if (r->eof)
+			return 0;
+		scanned = have;
+		if (have > r->max)
+			return -2;
+		/* the partial line to the front, and room for a block more */
+		if (r->start) {
+			memmove(r->buf, r->buf + r->start, have);
+			r->start = 0;
+			r->end = have;
+		}
+		want = have + IMPORT_READ_BLOCK + 1;
+		if (want > r->cap) {
+			size_t nc = r->cap ? r->cap : IMPORT_READ_BLOCK;
+			char *nb;
+
+			while (nc < want)
+				nc *= 2;
+			/* never past the bound (want is within it: have <= max),
+			 * and straight to it: growing by a block at a time would
+			 * copy the buffer for every block */
+			if (nc > r->max + IMPORT_READ_BLOCK + 1)
+				nc = r->max + IMPORT_READ_BLOCK + 1;
+			if (!(nb = realloc(r->buf, nc))) {
+				errno = ENOMEM;
+				return -1;
+			}
+			r->buf = nb;
+			r->cap = nc;
+		}
+		n = read(r->fd, r->buf + r->end, IMPORT_READ_BLOCK);
+		if (n < 0 && errno == EINTR && !cli_interrupted())
+			continue;
+		if (n < 0)
+			return -1;
+		r->end += (size_t)n;
+		r->eof = n == 0;
+	}
+}
+
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_import *imp,
+                    uint64_t *rows)
+{
+	line_in r = { fileno(in), IMPORT_LINE_MAX, NULL, 0, 0, 0, 0 };
+	cli_progress p;
+	struct stat sb;
+	uint64_t lineno = 0, bytes = 0, total = 0;
+	char *line;
+	size_t len;
+	int rc = CLI_EXIT_OK, got;
+
+	*rows = 0;
+	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
+		total = (uint64_t)sb.st_size;
+	cli_progress_begin(&p, c, "import", "bytes");
+	while ((got = line_next(&r, &line, &len)) > 0) {
+		lineno++;
+		bytes += len + 1;
+		if (cli_progress_cb(bytes, total > bytes ? total : bytes, &p)) {
+			rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing "
+			              "was imported");
+			goto out;
+		}
+		rc = lineno == 1 ? check_header(c, line, len)
+		                 : import_line(c, imp, line, len, lineno);
+		if (rc)
+			goto out;
+		if (lineno > 1 && len)
+			(*rows)++;
+	}
+	if (got == -2) {
+		rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: longer than any row of "
+		              "an export (%zu bytes); nothing was imported",
+		              (unsigned long long)lineno + 1, r.max);
+	} else if (cli_interrupted()) { /* Ctrl-C while waiting for input */
+		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was "
+		              "imported");
+	} else if (got < 0) {
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
+		              "imported", name, strerror(errno));
+	} else if (lineno == 0) {
+		rc = cli_fail(c, CLI_EXIT_DATA, "the input is empty, not a statefs "
+		              "export");
+	}
+out:
+	cli_progress_end(&p);
+	free(r.buf);
+	return rc;
+}
+
+/* import [FILE], - for stdin */
+int cmd_import(cli *c, cli_args *a)
+{
+	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
+	FILE *in = stdin;
+	sfs_store *s = NULL;
+	sfs_import *imp = NULL;
+	uint64_t rows = 0;
+	int rc, st;
 
 	if (file && !(in = fopen(file, "re")))
 		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
 		                                   : CLI_EXIT_SYSTEM,
 		                "cannot read %s: %s", file, strerror(errno));
-	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
-		total = (uint64_t)sb.st_size;
 	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
 	if ((st = sfs_import_begin(s, &imp)) != SFS_OK) {
 		rc = cli_fail_status(c, st, "cannot start the import");
 		goto out;
 	}
-	cli_progress_begin(&p, c, "import", "bytes");
-	progress_on = 1;
-	while ((len = getline(&line, &cap, in)) >= 0) {
-		lineno++;
-		bytes += (uint64_t)len;
-		if (cli_progress_cb(bytes, total > bytes ? total : bytes, &p)) {
-			rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing "
-			              "was imported");
-			goto out;
-		}
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = 0;
-		if (lineno == 1) {
-			if ((rc = check_header(c, line, (size_t)len)))
-				goto out;
-			continue;
-		}
-		if (len == 0)
-			continue;
-		o = json_loadb(line, (size_t)len, JSON_ALLOW_NUL |
-		               JSON_REJECT_DUPLICATES, &jerr);
-		if (!o) {
-			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: not valid JSON "
-			              "(%s); nothing was imported",
-			              (unsigned long long)lineno, jerr.text);
-			goto out;
-		}
-		if (json_to_row(o, &row, &m, &err) < 0) {
-			json_decref(o);
-			row_mem_free(&m);
-			rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: %s; nothing was "
-			              "imported", (unsigned long long)lineno, err);
-			goto out;
-		}
-		json_decref(o);
-		st = sfs_import_row(imp, &row);
-		row_mem_free(&m);
-		if (st != SFS_OK) {
-			rc = cli_fail_status(c, st, "line %llu: cannot import the "
-			                     "row; nothing was imported",
-			                     (unsigned long long)lineno);
-			goto out;
-		}
-		rows++;
-	}
-	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
-		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was "
-		              "imported");
+	if ((rc = cli_import_read(c, in, file ? file : "stdin", imp, &rows)))
 		goto out;
-	}
-	if (ferror(in)) {
-		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
-		              "imported", file ? file : "stdin", strerror(errno));
-		goto out;
-	}
-	if (lineno == 0) {
-		rc = cli_fail(c, CLI_EXIT_DATA, "the input is empty, not a statefs "
-		              "export");
-		goto out;
-	}
 	st = sfs_import_commit(imp);
 	imp = NULL;
 	if (st != SFS_OK) {
@@ -398,11 +491,8 @@ int cmd_import(cli *c, cli_args *a)
 		printf("imported %llu rows into %s\n", (unsigned long long)rows,
 		       sfs_store_path(s));
 out:
-	if (progress_on)
-		cli_progress_end(&p);
 	sfs_import_abort(imp);
 	sfs_store_close(s);
-	free(line);
 	if (in != stdin)
 		fclose(in);
 	return rc;

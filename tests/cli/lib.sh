@@ -4,14 +4,17 @@
 #   STATECTL          the statectl binary under test
 #   STATEFS_TEST_MODE plain | encrypted (default encrypted)
 # Gives each test a scratch HOME (so the default store and key file live
-# there, never in the real home), removed on exit, and:
+# there, never in the real home), removed on exit, where every process the
+# test started is SIGKILLed too, whatever ended it (tests/reap.sh), and:
 #   sc ARGS...            statectl on the test store ($DB) with the mode's key
 #   $hkey                 the helper's key argument for $DB (- when plain)
 #   expect_exit N CMD...  runs CMD, fails unless it exits N; its stdout is in
 #                         $out, its stderr in $err
 #   expect_eq GOT WANT WHAT
 #   fail MESSAGE
+#   now_ns                the time in ns since the epoch (the leases' clock)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../reap.sh"
 
 : "${STATECTL:?STATECTL must name the statectl binary}"
 mode=${STATEFS_TEST_MODE:-encrypted}
@@ -24,11 +27,13 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/statectl-test.XXXXXX")
 cleanup_hooks=()
 cleanup() {
 	local rc=$? h
+	reap_all "$T/"
 	for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
 	rm -rf "$T"
 	exit $rc
 }
 trap cleanup EXIT
+reap_traps
 export HOME=$T/home XDG_STATE_HOME=$T/home/.local/state \
 	XDG_CONFIG_HOME=$T/home/.config
 mkdir -p "$HOME"
@@ -94,4 +99,21 @@ jqe() { # JSON FILTER
 		echo "json: $1" >&2
 		fail "jq '$2' is false"
 	}
+}
+
+now_ns() {
+	local t=${EPOCHREALTIME/[.,]/}
+	echo $((t * 1000))
+}
+
+# In the sanitizer build a host that is not ours (the sqlite3 shell) needs
+# the sanitizer's runtime loaded first to load our extension; the host's
+# own leaks are not ours to check. Puts such a wrapper first on PATH.
+sanitized_host() { # PROGRAM
+	[ -n "${STATEFS_TEST_PRELOAD:-}" ] || return 0
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+		"$STATEFS_TEST_PRELOAD" "$(command -v "$1")" >"$T/bin/$1"
+	chmod +x "$T/bin/$1"
+	PATH=$T/bin:$PATH
 }

@@ -12,13 +12,18 @@
 # Provides: $work $mnt $mode; mount_fs [daemon options...], unmount_fs,
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
-#   lines that are expected).
+#   lines that are expected), fuse_blocked PID FLAG (a reader has reached
+#   the daemon), now_ns, measured_lease MIN (a lease for this machine now).
+# Every exit path (a failed check, an error under set -e, meson's timeout
+# or a Ctrl-C) unmounts, stops the daemon and SIGKILLs every other process
+# the script started (tests/reap.sh): a failure fails at once.
 # The real $HOME is never touched: HOME and the XDG directories point into
 # $work, so the default store and key of a first run land there too.
 # Exit: 77 when /dev/fuse is missing; 1 at the first failed check, with the
 # daemon's stderr; 1 also when the daemon logged an unexpected "error" or
 # "warning" or did not exit 0 after its unmount.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../reap.sh"
 
 if [ ! -c /dev/fuse ]; then
   echo "no /dev/fuse: skipped"
@@ -73,9 +78,56 @@ expect_op() {
   [ "$got" = "$want" ] || fail "fsop $*: got $got, want $want"
 }
 
-# Waits until the mount answers (the daemon runs in the foreground).
+# Waits until process PID blocks in a request to the mount, after it made
+# the file FLAG (fsop read PATH FLAG: the next request is then its READ),
+# then makes one round trip through the daemon (STATFS, never cached):
+# the kernel hands requests over in order, so the READ is the daemon's.
+# 60 s without that is a hang, not slowness.
+fuse_blocked() { # PID FLAG
+  for _ in $(seq 1200); do
+    if [ -e "$2" ] &&
+       grep -Eq 'request_wait_answer|fuse' "/proc/$1/wchan" 2>/dev/null; then
+      stat -f "$mnt" >/dev/null
+      return 0
+    fi
+    kill -0 "$1" 2>/dev/null || fail "process $1 ended before it blocked on the mount"
+    sleep 0.05
+  done
+  fail "process $1 did not block on the mount in 60 s"
+}
+
+# Now, in nanoseconds since the epoch (the clock leases are on).
+now_ns() {
+  local t=${EPOCHREALTIME/[.,]/}
+  echo $((t * 1000))
+}
+
+# A lease in seconds for a test whose claims must outlive the machine's
+# stalls: MIN, or more when the machine is slow right now. Times three
+# rounds of what a shell worker does for one item (push, claim, stat,
+# touch, ack: a dozen processes and round trips through the mount) and
+# gives ten times the slowest, so that a heartbeat a third of a lease
+# apart survives a stall three times as long as any round measured.
+measured_lease() { # MIN (the mount is up)
+  local q=$mnt/queue/.lease-probe worst=0 t0 t n s
+  for _ in 1 2 3; do
+    t0=$(now_ns)
+    echo probe > "$q/new"
+    n=$(cat "$q/.claim")
+    stat -c %Y "$q/inflight/$n" >/dev/null
+    touch "$q/inflight/$n"
+    rm "$q/inflight/$n"
+    t=$(($(now_ns) - t0))
+    [ "$t" -le "$worst" ] || worst=$t
+  done
+  s=$(((worst * 10 + 999999999) / 1000000000))
+  echo $((s > $1 ? s : $1))
+}
+
+# Waits until the mount answers (the daemon runs in the foreground); 60 s
+# is a hang, not a slow start.
 wait_mounted() {
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do
     if mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1; then
       return 0
     fi
@@ -85,7 +137,7 @@ wait_mounted() {
     fi
     sleep 0.05
   done
-  fail "not mounted after 10 s"
+  fail "not mounted after 60 s"
 }
 
 # The daemon runs as a background job, which a script starts with SIGINT
@@ -124,10 +176,11 @@ cleanup() {
   if mountpoint -q "$mnt" 2>/dev/null; then
     fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
   fi
-  if [ -n "$daemon_pid" ]; then
-    kill "$daemon_pid" 2>/dev/null
-    wait "$daemon_pid" 2>/dev/null
-  fi
+  # The daemon, and whatever else is left (readers, pools, workers, a
+  # daemon that detached), all at once: SIGKILL to the daemon aborts the
+  # connection, which ends every request a reader is blocked in.
+  reap_all "$work/"
+  daemon_pid=
   unexpected=$(grep -Ei 'error|warning' "$work/daemon.err" | grep -Ev "$allowed_log")
   if [ "$rc" -eq 0 ] && [ -n "$unexpected" ]; then
     echo "FAIL: the daemon logged:" >&2
@@ -142,3 +195,4 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+reap_traps
