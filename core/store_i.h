@@ -4,8 +4,9 @@
  *
  * A public function checks its arguments here, takes s->mu, calls one entry
  * of the backend's ops table and releases the lock. The lock makes one handle
- * usable from many threads; it is the only lock in the engine, so there is
- * no lock order to keep. Callbacks (export, progress) run under it, which is
+ * usable from many threads; it is the only lock above the backends, so
+ * there is no lock order to keep. A concurrent backend (PostgreSQL) takes
+ * no s->mu: it has a connection per call and its own locks. Callbacks (export, progress) run under it, which is
  * why statefs.h forbids them to call back into the same store.
  */
 #ifndef STATEFS_STORE_I_H
@@ -24,17 +25,20 @@ struct sfs_store {
 	unsigned flags;              /* SFS_OPEN_*, immutable */
 	uint64_t max_value;          /* immutable */
 	int64_t lease_ms;            /* immutable; for claims */
-	int importing;               /* guarded by mu: an import holds it */
 };
 
+/* A concurrent backend (backend_i.h) runs calls of several threads at
+ * once: the handle's lock is not taken for it. */
 static inline void store_lock(sfs_store *s)
 {
-	pthread_mutex_lock(&s->mu);
+	if (!s->ops->concurrent)
+		pthread_mutex_lock(&s->mu);
 }
 
 static inline void store_unlock(sfs_store *s)
 {
-	pthread_mutex_unlock(&s->mu);
+	if (!s->ops->concurrent)
+		pthread_mutex_unlock(&s->mu);
 }
 
 /* Returns expr's status from the calling function unless it is SFS_OK. */
