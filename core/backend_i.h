@@ -208,12 +208,14 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
  * else is a SQLite path. pgb_display: the store's name without any
  * password. pgb_probe: SFS_OK when the store exists (*encrypted says
  * how), SFS_NOTFOUND when not. pgb_db_has_password: whether the string
- * itself holds a password. */
+ * itself holds a password. pgb_name: the string without any password
+ * (malloc'd), as pgb_display gives it for an open store. */
 extern const sfs_backend_ops pgb_ops;
 int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
 int pgb_is_db(const char *db);
 const char *pgb_display(const sfs_backend *b);
 int pgb_probe(const char *db, int *encrypted);
 int pgb_db_has_password(const char *db, int *has);
+int pgb_name(const char *db, char **out);
 
 #endif /* STATEFS_BACKEND_I_H */

@@ -193,8 +193,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 {
 	sfs_config cfg;
 	sfs_key *pass = NULL, *key = NULL;
-	char *path = NULL, *notice = NULL;
-	struct stat sb;
+	char *path = NULL, *name = NULL, *notice = NULL;
 	int st, code;
 
 	if (c->passphrase &&
@@ -204,13 +203,18 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	 * which the engine reports with the same status. */
 	if ((code = cli_resolve(c, pass, 0, &path, &key, NULL)))
 		goto out;
-	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) < 0) {
-		code = errno == ENOENT
+	if (sfs_store_name(path, &name) != SFS_OK) {
+		code = cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+		goto out;
+	}
+	st = sfs_store_exists(path);
+	if (st != SFS_OK) {
+		code = st == SFS_NOTFOUND
 		     ? cli_fail(c, CLI_EXIT_NOSTORE,
 		                "no store at %s (create one with 'statectl init')",
-		                path)
+		                name)
 		     : cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
-		                path, strerror(errno));
+		                name, sfs_errdetail());
 		goto out;
 	}
 	memset(&cfg, 0, sizeof(cfg));
@@ -229,13 +233,14 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 		code = CLI_EXIT_OK;
 	else if (st == SFS_NOTFOUND) /* the store is there, so: the key file */
 		code = cli_fail_status(c, SFS_NOKEY, "cannot open the store %s",
-		                       path);
+		                       name);
 	else
-		code = cli_fail_status(c, st, "cannot open the store %s", path);
+		code = cli_fail_status(c, st, "cannot open the store %s", name);
 out:
 	sfs_key_destroy(pass);
 	sfs_key_destroy(key);
 	free(path);
+	free(name);
 	return code;
 }
 

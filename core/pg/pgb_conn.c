@@ -359,6 +359,19 @@ void pgb_target_free(pgb_target *t)
 	memset(t, 0, sizeof(*t));
 }
 
+int pgb_name(const char *db, char **out)
+{
+	pgb_target t;
+	int st = pgb_target_parse(db, &t);
+
+	if (st != SFS_OK)
+		return st;
+	*out = t.display;
+	t.display = NULL;
+	pgb_target_free(&t);
+	return SFS_OK;
+}
+
 int pgb_db_has_password(const char *db, int *has)
 {
 	pgb_target t;

@@ -176,10 +176,17 @@ ok "an interrupted reader leaves the item at the head"
 # --- the daemon killed between a drain's take and its reply ----------------
 # The items are in flight under the dead daemon's claim; after the lease the
 # next daemon's recovery puts them back at their places, under their names.
+# (A delivery delay longer than any schedule: the kill lands inside it.)
+cd /
+unmount_fs
+export STATEFS_TEST_DELIVER_DELAY_MS=30000
+mount_fs -o lease=2s
+unset STATEFS_TEST_DELIVER_DELAY_MS
+cd "$mnt"
 for i in d1 d2; do echo $i > $q/new; done
 names=$(ls $q | tr '\n' ' ')
 cat $q/.drain >/dev/null 2>&1 & reader=$!
-sleep 0.3 # inside the 600 ms delivery delay
+for _ in $(seq 100); do [ "$(helper qlen jobs)" = 0 ] && break; sleep 0.1; done
 expect_eq "$(helper qlen jobs)" 0 "the drain took every item"
 cd /
 kill -9 "$daemon_pid"
@@ -189,7 +196,8 @@ wait "$reader" 2>/dev/null || true
 fusermount3 -u "$mnt"
 mount_fs -o lease=2s
 cd "$mnt"
-sleep 3.5 # the lease (2 s) ends; the daemon recovers every second
+# the lease (2 s) ends; the daemon recovers every second
+for _ in $(seq 150); do [ "$(ls $q | tr '\n' ' ')" = "$names" ] && break; sleep 0.1; done
 expect_eq "$(ls $q | tr '\n' ' ')" "$names" "after the lease: same items, same names, same order"
 expect_eq "$(jq -r '.value | rtrimstr("\n")' $q/.drain | tr '\n' ,)" "y,d1,d2," \
   "then drained for real"

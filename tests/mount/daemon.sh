@@ -9,7 +9,7 @@
 
 bin=$STATEFS_BIN
 csv_mode=
-[ "$mode" = plain ] && csv_mode=plaintext,
+case $mode in *plain) csv_mode=plaintext, ;; esac
 
 # The daemon of a detached mount: not our child, found by its command line.
 daemon_of() {
@@ -114,7 +114,7 @@ unmount_fs
 expect_eq "$(helper dump)" "$before" "the store after a read-only mount"
 ok "-o ro"
 
-if [ "$mode" = encrypted ]; then
+if [ "$mode" = encrypted ] || [ "$mode" = postgres ]; then
   # A store that will not open: statefs says why and mounts nothing.
   head -c 32 /dev/urandom > "$work/other.key"
   chmod 600 "$work/other.key"
@@ -124,6 +124,9 @@ if [ "$mode" = encrypted ]; then
   [[ $out == *"wrong key"* ]] || fail "no 'wrong key' in: $out"
   mountpoint -q "$mnt" && fail "mounted with a wrong key"
   ok "a wrong key fails before detaching"
+fi
+
+if [ "$mode" = encrypted ]; then
 
   # The default store, made on first use with a new key file (a user
   # with neither yet).
