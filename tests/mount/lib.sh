@@ -16,7 +16,8 @@
 #                      without a server)
 # Provides: $work $mnt $mode $pg (1 on PostgreSQL, else empty) $schema;
 #   mount_fs [daemon options...], unmount_fs, psql_store SQL (psql in the
-#   store's schema),
+#   store's schema), mount_other DIR [options...] (another daemon on the
+#   same store: its pid in $other_pid, unmounted and reaped on exit too),
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
 #   lines that are expected).
@@ -132,6 +133,25 @@ mount_fs() {
   wait_mounted
 }
 
+# Another daemon on the same store (a second host), mounted on DIR.
+other_mnts=() other_pids=()
+mount_other() { # DIR [daemon options...]
+  local dir=$1 i
+  shift
+  mkdir -p "$dir"
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
+    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$dir" 2>>"$work/daemon.err" &
+  other_pid=$!
+  other_mnts+=("$dir")
+  other_pids+=("$other_pid")
+  for i in $(seq 200); do
+    mountpoint -q "$dir" && stat "$dir" >/dev/null 2>&1 && return 0
+    kill -0 "$other_pid" 2>/dev/null || fail "the daemon on $dir exited"
+    sleep 0.05
+  done
+  fail "$dir not mounted after 10 s"
+}
+
 # Waits for the daemon and checks it exited 0 (WHAT stopped it).
 reap_fs() { # WHAT
   local rc=0
@@ -153,8 +173,16 @@ signal_fs() { # SIG
 }
 
 cleanup() {
-  local rc=$? unexpected
+  local rc=$? unexpected d
   set +e
+  for d in "${other_mnts[@]}"; do
+    mountpoint -q "$d" 2>/dev/null &&
+      { fusermount3 -u -z "$d" 2>/dev/null || umount -l "$d" 2>/dev/null; }
+  done
+  for d in "${other_pids[@]}"; do
+    kill "$d" 2>/dev/null
+    wait "$d" 2>/dev/null
+  done
   if mountpoint -q "$mnt" 2>/dev/null; then
     fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
   fi
@@ -175,6 +203,9 @@ cleanup() {
   if [ -n "$pg" ]; then
     psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
       DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    [ -z "${drop_role_at_exit:-}" ] || psql -X -q "$STATEFS_TEST_PG" -c \
+      "REVOKE ALL ON DATABASE $dbname FROM $drop_role_at_exit;
+       DROP ROLE IF EXISTS $drop_role_at_exit" >/dev/null 2>&1
   fi
   rm -rf "$work"
   exit "$rc"
