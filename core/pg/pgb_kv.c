@@ -22,8 +22,9 @@
 #include <string.h>
 
 #include "pgb_i.h"
+#include "pgb_sql_i.h"
 
-#define KEYEQ "scope_id = $1 AND ns = $2 AND key = $3"
+#define KEYEQ PGB_KEYEQ
 
 static void key3(pgp *p, sfs_slice scope, sfs_slice ns, sfs_slice key)
 {
@@ -93,15 +94,6 @@ static void kv_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
 
 /* --- writes ----------------------------------------------------------------- */
 
-#define PUT_SQL                                                            \
-	"WITH t AS (INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)" \
-	" VALUES ($1, $2, $3, sfs_mtime($5)) ON CONFLICT (scope_id, ns, key)" \
-	" DO UPDATE SET mtime_ns = excluded.mtime_ns"                      \
-	" WHERE statefs_kv_time.mtime_ns < excluded.mtime_ns)"             \
-	" INSERT INTO function_state (scope_id, ns, key, value)"           \
-	" VALUES ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key)"         \
-	" DO UPDATE SET value = excluded.value"
-
 /* One value and its time (flags: PGB_COMMIT when it commits alone). */
 static int put_one(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
                    sfs_slice value, unsigned flags)
@@ -117,7 +109,7 @@ static int put_one(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	key3(&p, scope, ns, key);
 	pgp_bytes(&p, sealed);
 	pgp_clock(&p);
-	st = pgb_exec(c, PUT_SQL, &p, flags, NULL, "writing a value");
+	st = pgb_exec(c, PGB_SQL_PUT, &p, flags, NULL, "writing a value");
 	free(owned);
 	return st;
 }
@@ -153,8 +145,6 @@ int pgb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 /* --- reads ------------------------------------------------------------------ */
 
-#define GET_SQL "SELECT value FROM function_state WHERE " KEYEQ
-
 static int get_body(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     sfs_buf *out)
 {
@@ -164,7 +154,7 @@ static int get_body(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	int st;
 
 	key3(&p, scope, ns, key);
-	st = pgb_exec(c, GET_SQL, &p, 0, &r, "reading a value");
+	st = pgb_exec(c, PGB_SQL_GET, &p, 0, &r, "reading a value");
 	if (st != SFS_OK)
 		return st;
 	st = PQntuples(r) ? pgb_unseal_buf(c->b, &ad, pgr_bytes(r, 0, 0), out)
@@ -204,7 +194,7 @@ static int get_many_body(pgc *c, sfs_slice scope, sfs_slice ns,
 			break;
 		listb_key(&lb, keys[i].ptr, keys[i].len);
 		key3(&p, scope, ns, keys[i]);
-		st = pgb_exec(c, GET_SQL, &p, 0, &r, "reading values");
+		st = pgb_exec(c, PGB_SQL_GET, &p, 0, &r, "reading values");
 		if (st != SFS_OK)
 			break;
 		if (PQntuples(r)) {
@@ -665,13 +655,6 @@ int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 /* --- counters --------------------------------------------------------------- */
 
-#define CTR_TIME                                                           \
-	"WITH t AS (INSERT INTO statefs_counter_time (scope_id, ns, key,"   \
-	" mtime_ns) VALUES ($1, $2, $3, sfs_mtime($5))"                     \
-	" ON CONFLICT (scope_id, ns, key) DO UPDATE SET"                    \
-	" mtime_ns = excluded.mtime_ns"                                     \
-	" WHERE statefs_counter_time.mtime_ns < excluded.mtime_ns) "
-
 int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t *value, int *exists)
 {
@@ -715,11 +698,8 @@ int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, delta);
 		pgp_clock(&p);
-		st = pgb_exec(c, CTR_TIME "INSERT INTO function_counter (scope_id,"
-		              " ns, key, n) VALUES ($1, $2, $3, $4) ON CONFLICT"
-		              " (scope_id, ns, key) DO UPDATE SET"
-		              " n = function_counter.n + excluded.n RETURNING n", &p,
-		              PGB_COMMIT, &r, "adding to a counter");
+		st = pgb_exec(c, PGB_SQL_CTR_ADD, &p, PGB_COMMIT, &r,
+		              "adding to a counter");
 		if (st == SFS_OK) {
 			v = pgr_i64(r, 0, 0);
 			PQclear(r);
@@ -748,7 +728,7 @@ int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, value);
 		pgp_clock(&p);
-		st = pgb_exec(c, CTR_TIME "INSERT INTO function_counter (scope_id,"
+		st = pgb_exec(c, PGB_SQL_CTR_TIME "INSERT INTO function_counter (scope_id,"
 		              " ns, key, n) VALUES ($1, $2, $3, $4) ON CONFLICT"
 		              " (scope_id, ns, key) DO UPDATE SET n = excluded.n", &p,
 		              PGB_COMMIT, NULL, "setting a counter");

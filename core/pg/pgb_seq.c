@@ -30,8 +30,9 @@
 #include <string.h>
 
 #include "pgb_i.h"
+#include "pgb_sql_i.h"
 
-#define KEYEQ "scope_id = $1 AND ns = $2 AND key = $3"
+#define KEYEQ PGB_KEYEQ
 
 static void key3(pgp *p, sfs_slice scope, sfs_slice ns, sfs_slice key)
 {
@@ -53,26 +54,6 @@ static void log_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
 	*ad = (pgb_ad){ PGB_AD_LOG, k->scope, k->ns, k->key, pgr_i64(r, row, 0) };
 }
 
-/* An entry's time, $6 the test clock: the server's second, but never
- * before the time of the log's last entry (a clock stepped back does not
- * make a log's times go backwards, as in a SQLite store). */
-#define LOG_TIME                                                           \
-	"greatest(sfs_mtime($6), coalesce((SELECT t2.mtime_ns FROM"        \
-	" function_state_log l2 JOIN statefs_log_time t2 ON t2.id = l2.id"  \
-	" WHERE l2.scope_id = $1 AND l2.ns = $2 AND l2.key = $3"            \
-	" ORDER BY l2.id DESC LIMIT 1), 0))"
-
-/* The plaintext append: the lock, the id and the insert in one
- * statement (the id is asked for only once the lock is held). */
-#define APPEND_SQL                                                         \
-	"WITH l AS (SELECT pg_advisory_xact_lock($5)),"                    \
-	" i AS (INSERT INTO function_state_log (id, scope_id, ns, key, value)" \
-	" SELECT sfs_ids('function_state_log_id_seq', 1), $1, $2, $3, $4"    \
-	" FROM l"                                                          \
-	" RETURNING id),"                                                  \
-	" t AS (INSERT INTO statefs_log_time (id, mtime_ns)"               \
-	" SELECT id, " LOG_TIME " FROM i) SELECT id FROM i"
-
 static int append_plain(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
                         sfs_slice value, int64_t *id)
 {
@@ -84,7 +65,7 @@ static int append_plain(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	pgp_bytes(&p, value);
 	pgp_i64(&p, pgb_log_lock_key(c->b, scope, ns, key));
 	pgp_clock(&p);
-	st = pgb_exec(c, APPEND_SQL, &p, PGB_COMMIT, &r, "appending");
+	st = pgb_exec(c, PGB_SQL_APPEND, &p, PGB_COMMIT, &r, "appending");
 	if (st != SFS_OK)
 		return st;
 	*id = pgr_i64(r, 0, 0);
@@ -104,9 +85,7 @@ static int append_sealed(pgc *c, sfs_slice scope, sfs_slice ns,
 
 	pgp_i64(&p, pgb_log_lock_key(c->b, scope, ns, key));
 	if (st == SFS_OK)
-		st = pgb_exec(c, "SELECT sfs_ids('function_state_log_id_seq', 1)"
-		              " FROM (SELECT pg_advisory_xact_lock($1)) l", &p, 0,
-		              &r, "appending");
+		st = pgb_exec(c, PGB_SQL_APPEND_ID, &p, 0, &r, "appending");
 	if (st != SFS_OK)
 		return st;
 	ad.id = pgr_i64(r, 0, 0);
@@ -119,11 +98,7 @@ static int append_sealed(pgc *c, sfs_slice scope, sfs_slice ns,
 	pgp_bytes(&p, sealed);
 	pgp_i64(&p, ad.id);
 	pgp_clock(&p);
-	st = pgb_exec(c, "WITH i AS (INSERT INTO function_state_log (id,"
-	              " scope_id, ns, key, value) VALUES ($5, $1, $2, $3, $4)"
-	              " RETURNING id) INSERT INTO statefs_log_time (id, mtime_ns)"
-	              " SELECT id, " LOG_TIME " FROM i", &p, 0, NULL,
-	              "appending");
+	st = pgb_exec(c, PGB_SQL_APPEND_SEALED, &p, 0, NULL, "appending");
 	free(owned);
 	if (st == SFS_OK)
 		st = pgb_commit(c);
@@ -379,27 +354,13 @@ int pgb_item_ids(pgc *c, size_t n, int64_t *first)
 	int st;
 
 	pgp_i64(&p, (int64_t)n);
-	st = pgb_exec(c, "SELECT sfs_ids('work_queue_id_seq', $1)", &p, 0, &r,
-	              "taking item ids");
+	st = pgb_exec(c, PGB_SQL_ITEM_IDS, &p, 0, &r, "taking item ids");
 	if (st != SFS_OK)
 		return st;
 	*first = pgr_i64(r, 0, 0);
 	PQclear(r);
 	return SFS_OK;
 }
-
-/* The insert of a batch: ids ($2, empty: taken here, consecutive) and
- * items ($3) of queue $1, each with its enqueue time. */
-#define PUSH_SQL                                                           \
-	"WITH f AS (SELECT CASE WHEN cardinality($2::bigint[]) = 0 THEN"   \
-	" sfs_ids('work_queue_id_seq', cardinality($3::bytea[]))"        \
-	" END AS f),"                                                      \
-	" u AS (SELECT coalesce($2[o::int], f.f + o - 1) AS id, v, o FROM f,"   \
-	" unnest($3::bytea[]) WITH ORDINALITY u(v, o)),"                   \
-	" i AS (INSERT INTO work_queue (id, execution_id, work_item)"      \
-	" SELECT id, $1, v FROM u ORDER BY o RETURNING id),"               \
-	" t AS (INSERT INTO statefs_queue_item (id, enqueued_ns, deliveries)" \
-	" SELECT id, sfs_mtime($4), 0 FROM i) SELECT min(id) FROM i"
 
 static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
                      size_t n, int64_t *first)
@@ -437,7 +398,7 @@ static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
 	}
 	pgp_clock(&p);
 	if (st == SFS_OK)
-		st = pgb_exec(c, PUSH_SQL, &p, PGB_COMMIT, &r, "pushing");
+		st = pgb_exec(c, PGB_SQL_PUSH, &p, PGB_COMMIT, &r, "pushing");
 	if (st == SFS_OK) {
 		*first = pgr_i64(r, 0, 0);
 		PQclear(r);
@@ -501,15 +462,6 @@ static void put_back(pgc *c, sfs_slice queue, const PGresult *r)
 	sfs_err(SFS_CORRUPT, "%s; it stays in the queue", detail);
 }
 
-/* The taken rows' columns: id, item, size, enqueued, deliveries. */
-#define TAKEN_COLS                                                         \
-	" SELECT d.id, d.work_item, sfs_len(d.work_item),"                 \
-	" coalesce(t.enqueued_ns, 0), coalesce(t.deliveries, 0)"            \
-	" FROM d LEFT JOIN t ON t.id = d.id"
-#define TAKE_ITEMS                                                         \
-	" t AS (DELETE FROM statefs_queue_item s USING d WHERE s.id = d.id"  \
-	" RETURNING s.id, s.enqueued_ns, s.deliveries)"
-
 static int pop_body(pgc *c, sfs_slice queue, sfs_buf *item, int64_t *id)
 {
 	pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE, 0 };
@@ -518,11 +470,7 @@ static int pop_body(pgc *c, sfs_slice queue, sfs_buf *item, int64_t *id)
 	int st;
 
 	pgp_bytes(&p, queue);
-	st = pgb_exec(c, "WITH h AS (SELECT id FROM work_queue WHERE"
-	              " execution_id = $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP"
-	              " LOCKED), d AS (DELETE FROM work_queue w USING h"
-	              " WHERE w.id = h.id RETURNING w.id, w.work_item),"
-	              TAKE_ITEMS TAKEN_COLS, &p, PGB_COMMIT, &r, "popping");
+	st = pgb_exec(c, PGB_SQL_POP, &p, PGB_COMMIT, &r, "popping");
 	if (st != SFS_OK)
 		return st;
 	if (!PQntuples(r)) {
@@ -567,8 +515,8 @@ static int drain_body(pgc *c, sfs_slice queue, sfs_list *out)
 
 	pgp_bytes(&p, queue);
 	st = pgb_exec(c, "WITH d AS (DELETE FROM work_queue WHERE"
-	              " execution_id = $1 RETURNING id, work_item)," TAKE_ITEMS
-	              TAKEN_COLS " ORDER BY d.id", &p, PGB_COMMIT, &r,
+	              " execution_id = $1 RETURNING id, work_item)," PGB_SQL_TAKE_ITEMS
+	              PGB_SQL_TAKEN_COLS " ORDER BY d.id", &p, PGB_COMMIT, &r,
 	              "draining");
 	if (st != SFS_OK)
 		return st;
