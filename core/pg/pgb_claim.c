@@ -439,40 +439,6 @@ int pgb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
 
 /* --- in-flight items and dead letters: reading ---------------------------- */
 
-static void item_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
-{
-	*ad = (pgb_ad){ PGB_AD_QUEUE, *(sfs_slice *)ctx, SFS_NONE, SFS_NONE,
-	                pgr_i64(r, row, 0) };
-}
-
-static int item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
-                     int64_t after_id, long limit, sfs_list *out)
-{
-	sfs_list l = { NULL, 0 };
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		pgp_i64(&p, after_id);
-		if (limit > 0)
-			pgp_i64(&p, limit);
-		else
-			pgp_null_i64(&p);
-		st = pgb_exec(c, sql, &p, 0, &r, "reading items");
-		if (st == SFS_OK) {
-			st = pgb_rows(b, r, item_row_ad, &queue, &l);
-			PQclear(r);
-		}
-	}
-	if (st == SFS_OK)
-		*out = l;
-	return st;
-}
-
 #define INFLIGHT_SCAN(value)                                               \
 	"SELECT i.id, " value ", sfs_len(i.item), coalesce(c.lease_until, 0)," \
 	" i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"      \
@@ -482,7 +448,7 @@ static int item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
 int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                       long limit, int keys_only, sfs_list *out)
 {
-	return item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
+	return pgb_item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
 	                              : INFLIGHT_SCAN("i.item"),
 	                 queue, after_id, limit, out);
 }
@@ -540,7 +506,7 @@ int pgb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                   long limit, int keys_only, sfs_list *out)
 {
-	return item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
+	return pgb_item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
 	                              : DEAD_SCAN("item"),
 	                 queue, after_id, limit, out);
 }
@@ -640,41 +606,17 @@ int pgb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
 	return st;
 }
 
-static int dead_count(sfs_backend *b, const char *sql, sfs_slice queue,
-                      const int64_t *id, uint64_t *count)
-{
-	uint64_t n = 0;
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		if (id)
-			pgp_i64(&p, *id);
-		st = pgb_exec(c, sql, &p, PGB_COMMIT, &r, "deleting dead letters");
-		if (st == SFS_OK) {
-			n = (uint64_t)pgr_i64(r, 0, 0);
-			PQclear(r);
-		}
-	}
-	if (st == SFS_OK) {
-		if (n)
-			pgb_committed(b);
-		*count = n;
-	}
-	return st;
-}
-
 int pgb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id)
 {
-	uint64_t n = 0;
-	int st = dead_count(b, "WITH d AS (DELETE FROM statefs_dead WHERE"
-	                    " id = $2 AND queue = $1 RETURNING 1) SELECT count(*)"
-	                    " FROM d", queue, &id, &n);
+	pgp p = PGP_INIT;
+	int64_t n = 0;
+	int st;
 
+	pgp_bytes(&p, queue);
+	pgp_i64(&p, id);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM statefs_dead WHERE id = $2"
+	                 " AND queue = $1 RETURNING 1) SELECT count(*) FROM d",
+	                 &p, PGB_COMMIT, &n, "deleting a dead letter");
 	if (st == SFS_OK && !n)
 		return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
 		               (long long)id);
@@ -683,13 +625,16 @@ int pgb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id)
 
 int pgb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 {
-	uint64_t n = 0;
-	int st = dead_count(b, "WITH d AS (DELETE FROM statefs_dead WHERE"
-	                    " queue = $1 RETURNING 1) SELECT count(*) FROM d",
-	                    queue, NULL, &n);
+	pgp p = PGP_INIT;
+	int64_t n = 0;
+	int st;
 
+	pgp_bytes(&p, queue);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM statefs_dead WHERE"
+	                 " queue = $1 RETURNING 1) SELECT count(*) FROM d", &p,
+	                 PGB_COMMIT, &n, "clearing dead letters");
 	if (st == SFS_OK && count)
-		*count = n;
+		*count = (uint64_t)n;
 	return st;
 }
 

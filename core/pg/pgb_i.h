@@ -62,6 +62,7 @@ typedef struct pgc pgc;             /* one connection of the pool */
 typedef struct pgb_keys pgb_keys;   /* the row key (pgb_seal.c) */
 typedef struct pgb_reg pgb_reg;     /* prepared statements (pgb_pool.c) */
 typedef struct pgb_listener pgb_listener; /* LISTEN thread (pgb_store.c) */
+typedef struct pgb_ad pgb_ad;       /* where a sealed value lives */
 
 struct sfs_backend {
 	char *conninfo;          /* for libpq; may hold a password: never
@@ -171,6 +172,22 @@ enum {
  * PQclear()s. A failure is pgb_fail's, with what naming the work. */
 int pgb_exec(pgc *c, const char *sql, pgp *p, unsigned flags,
              PGresult **res, const char *what);
+/* pgb_exec for statements with one answer. _int: the first column of
+ * the first row into *v (0 when there is no row); _stat: a (size, mtime)
+ * row, SFS_NOTFOUND when none; _value: a sealed value in column 0, opened
+ * for ad into *out, SFS_NOTFOUND when none. */
+int pgb_exec_int(pgc *c, const char *sql, pgp *p, unsigned flags,
+                 int64_t *v, const char *what);
+int pgb_exec_stat(pgc *c, const char *sql, pgp *p, uint64_t *size,
+                  int64_t *mtime, const char *what);
+int pgb_exec_value(pgc *c, const char *sql, pgp *p, const pgb_ad *ad,
+                   sfs_buf *out, const char *what);
+/* One statement with one integer answer (*v), run with retries: a read
+ * (flags 0), or a write that commits alone (PGB_COMMIT) and answers with
+ * the rows it changed: a nonzero answer moves the change counter. p is
+ * not consumed (the caller pgp_free()s arrays in it). */
+int pgb_run_int(sfs_backend *b, const char *sql, pgp *p, unsigned flags,
+                int64_t *v, const char *what);
 /* Runs SQL text without parameters or preparing (DDL, SET, BEGIN). */
 int pgb_exec_text(pgc *c, const char *sql, unsigned flags,
                   const char *what);
@@ -226,12 +243,12 @@ int pgb_try_next(pgb_try *t, pgc **c, int *st);
 
 /* Where a sealed value lives, bound into its associated data. */
 enum { PGB_AD_KV = 1, PGB_AD_LOG = 2, PGB_AD_QUEUE = 3 };
-typedef struct pgb_ad {
+struct pgb_ad {
 	int fam;
 	sfs_slice scope;         /* the queue for PGB_AD_QUEUE */
 	sfs_slice ns, key;       /* SFS_NONE for queue items */
 	int64_t id;              /* 0 for key/value entries */
-} pgb_ad;
+};
 
 /* Derives the row key from key for a store with this meta row (salt,
  * kdf, key check; pgb_schema.c), or makes a new meta row (*meta malloc'd)
@@ -353,9 +370,12 @@ int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
 /* n new consecutive item ids into *first (pgb_seq.c; claims' retries and
  * requeues use it too). */
 int pgb_item_ids(pgc *c, size_t n, int64_t *first);
-/* One item of a queue from sql ($1 queue, $2 id; column 0 the item),
- * opened; its (size, mtime) from sql likewise. SFS_NOTFOUND when the
- * statement gives no row. For pending, in-flight and dead items. */
+/* Items of a queue (pending, in flight or dead), for the three: the
+ * listing sql gives with $1 queue, $2 after id, $3 limit (pgb_rows'
+ * columns); one item sql gives ($1 queue, $2 id; column 0), opened; its
+ * (size, mtime). SFS_NOTFOUND when the statement gives no row. */
+int pgb_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
+                  int64_t after_id, long limit, sfs_list *out);
 int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
                  sfs_buf *out);
 int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,

@@ -145,24 +145,6 @@ int pgb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 /* --- reads ------------------------------------------------------------------ */
 
-static int get_body(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                    sfs_buf *out)
-{
-	PGresult *r;
-	pgp p = PGP_INIT;
-	pgb_ad ad = kv_ad(scope, ns, key);
-	int st;
-
-	key3(&p, scope, ns, key);
-	st = pgb_exec(c, PGB_SQL_GET, &p, 0, &r, "reading a value");
-	if (st != SFS_OK)
-		return st;
-	st = PQntuples(r) ? pgb_unseal_buf(c->b, &ad, pgr_bytes(r, 0, 0), out)
-	                  : SFS_NOTFOUND;
-	PQclear(r);
-	return st;
-}
-
 int pgb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                sfs_buf *out)
 {
@@ -171,7 +153,11 @@ int pgb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		st = get_body(c, scope, ns, key, &v);
+		pgp p = PGP_INIT;
+		pgb_ad ad = kv_ad(scope, ns, key);
+
+		key3(&p, scope, ns, key);
+		st = pgb_exec_value(c, PGB_SQL_GET, &p, &ad, &v, "reading a value");
 	}
 	if (st == SFS_OK)
 		*out = v;
@@ -230,25 +216,6 @@ int pgb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return st;
 }
 
-/* One row of (size, mtime) from sql with p; SFS_NOTFOUND when none. */
-static int stat_body(pgc *c, const char *sql, pgp *p, uint64_t *size,
-                     int64_t *mtime, const char *what)
-{
-	PGresult *r;
-	int st = pgb_exec(c, sql, p, 0, &r, what);
-
-	if (st != SFS_OK)
-		return st;
-	if (PQntuples(r)) {
-		*size = (uint64_t)pgr_i64(r, 0, 0);
-		*mtime = pgr_i64(r, 0, 1);
-	} else {
-		st = SFS_NOTFOUND;
-	}
-	PQclear(r);
-	return st;
-}
-
 int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 uint64_t *size, int64_t *mtime_ns)
 {
@@ -261,7 +228,7 @@ int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
-		st = stat_body(c, "SELECT sfs_len(f.value), coalesce(t.mtime_ns, 0)"
+		st = pgb_exec_stat(c, "SELECT sfs_len(f.value), coalesce(t.mtime_ns, 0)"
 		        " FROM function_state f LEFT JOIN statefs_kv_time t"
 		        " ON t.scope_id = f.scope_id AND t.ns = f.ns AND t.key = f.key"
 		        " WHERE f.scope_id = $1 AND f.ns = $2 AND f.key = $3", &p,
@@ -277,38 +244,27 @@ int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 /* --- deletes ---------------------------------------------------------------- */
 
-/* Deletes one row and its time row in one statement; SFS_NOTFOUND when
- * there was no row. */
-static int delete_body(pgc *c, const char *sql, sfs_slice scope,
-                       sfs_slice ns, sfs_slice key)
+/* Deletes one row and its time row in one statement (sql); SFS_NOTFOUND
+ * when there was no row. */
+static int delete_one(sfs_backend *b, const char *sql, sfs_slice scope,
+                      sfs_slice ns, sfs_slice key)
 {
-	PGresult *r;
 	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
 	key3(&p, scope, ns, key);
-	st = pgb_exec(c, sql, &p, PGB_COMMIT, &r, "deleting");
-	if (st != SFS_OK)
-		return st;
-	st = pgr_i64(r, 0, 0) ? SFS_OK : SFS_NOTFOUND;
-	PQclear(r);
-	return st;
+	st = pgb_run_int(b, sql, &p, PGB_COMMIT, &n, "deleting");
+	return st != SFS_OK ? st : n ? SFS_OK : SFS_NOTFOUND;
 }
 
 int pgb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice key)
 {
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		st = delete_body(c, "WITH d AS (DELETE FROM function_state WHERE "
-		        KEYEQ " RETURNING 1), t AS (DELETE FROM statefs_kv_time"
-		        " WHERE " KEYEQ ") SELECT count(*) FROM d", scope, ns, key);
-	}
-	if (st == SFS_OK)
-		pgb_committed(b);
-	return st;
+	return delete_one(b, "WITH d AS (DELETE FROM function_state WHERE "
+	                  KEYEQ " RETURNING 1), t AS (DELETE FROM statefs_kv_time"
+	                  " WHERE " KEYEQ ") SELECT count(*) FROM d", scope, ns,
+	                  key);
 }
 
 /* The bounds of a range as SQL text, parameters $first and on. */
@@ -324,12 +280,12 @@ static void range_sql(char *out, size_t len, const char *col,
 		snprintf(out + o, len - (size_t)o, " AND %s < $%d", col, n);
 }
 
-static int delete_range_body(pgc *c, sfs_slice scope, sfs_slice ns,
-                             sfs_slice start, sfs_slice end, uint64_t *count)
+int pgb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice start, sfs_slice end, uint64_t *count)
 {
 	char where[128], sql[512];
-	PGresult *r;
 	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
 	range_sql(where, sizeof(where), "key", start, end, 3);
@@ -343,30 +299,9 @@ static int delete_range_body(pgc *c, sfs_slice scope, sfs_slice ns,
 		pgp_bytes(&p, start);
 	if (end.ptr)
 		pgp_bytes(&p, end);
-	st = pgb_exec(c, sql, &p, PGB_COMMIT, &r, "deleting a range");
-	if (st != SFS_OK)
-		return st;
-	*count = (uint64_t)pgr_i64(r, 0, 0);
-	PQclear(r);
-	return SFS_OK;
-}
-
-int pgb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                        sfs_slice start, sfs_slice end, uint64_t *count)
-{
-	uint64_t n = 0;
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		st = delete_range_body(c, scope, ns, start, end, &n);
-	}
-	if (st == SFS_OK) {
-		if (n)
-			pgb_committed(b);
-		if (count)
-			*count = n;
-	}
+	st = pgb_run_int(b, sql, &p, PGB_COMMIT, &n, "deleting a range");
+	if (st == SFS_OK && count)
+		*count = (uint64_t)n;
 	return st;
 }
 
@@ -692,18 +627,13 @@ int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, delta);
 		pgp_clock(&p);
-		st = pgb_exec(c, PGB_SQL_CTR_ADD, &p, PGB_COMMIT, &r,
-		              "adding to a counter");
-		if (st == SFS_OK) {
-			v = pgr_i64(r, 0, 0);
-			PQclear(r);
-		}
+		st = pgb_exec_int(c, PGB_SQL_CTR_ADD, &p, PGB_COMMIT, &v,
+		                  "adding to a counter");
 	}
 	if (st == SFS_OVERFLOW)
 		return sfs_err(SFS_OVERFLOW, "adding %lld leaves int64",
@@ -741,15 +671,8 @@ int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                        sfs_slice key)
 {
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		st = delete_body(c, "WITH d AS (DELETE FROM function_counter WHERE "
-		        KEYEQ " RETURNING 1), t AS (DELETE FROM statefs_counter_time"
-		        " WHERE " KEYEQ ") SELECT count(*) FROM d", scope, ns, key);
-	}
-	if (st == SFS_OK)
-		pgb_committed(b);
-	return st;
+	return delete_one(b, "WITH d AS (DELETE FROM function_counter WHERE "
+	                  KEYEQ " RETURNING 1), t AS (DELETE FROM"
+	                  " statefs_counter_time WHERE " KEYEQ ") SELECT count(*)"
+	                  " FROM d", scope, ns, key);
 }

@@ -465,6 +465,51 @@ int pgb_exec(pgc *c, const char *sql, pgp *p, unsigned flags,
 	return st;
 }
 
+int pgb_exec_int(pgc *c, const char *sql, pgp *p, unsigned flags,
+                 int64_t *v, const char *what)
+{
+	PGresult *r;
+	int st = pgb_exec(c, sql, p, flags, &r, what);
+
+	if (st != SFS_OK)
+		return st;
+	*v = PQntuples(r) ? pgr_i64(r, 0, 0) : 0;
+	PQclear(r);
+	return SFS_OK;
+}
+
+int pgb_exec_stat(pgc *c, const char *sql, pgp *p, uint64_t *size,
+                  int64_t *mtime, const char *what)
+{
+	PGresult *r;
+	int st = pgb_exec(c, sql, p, 0, &r, what);
+
+	if (st != SFS_OK)
+		return st;
+	if (PQntuples(r)) {
+		*size = (uint64_t)pgr_i64(r, 0, 0);
+		*mtime = pgr_i64(r, 0, 1);
+	} else {
+		st = SFS_NOTFOUND;
+	}
+	PQclear(r);
+	return st;
+}
+
+int pgb_exec_value(pgc *c, const char *sql, pgp *p, const pgb_ad *ad,
+                   sfs_buf *out, const char *what)
+{
+	PGresult *r;
+	int st = pgb_exec(c, sql, p, 0, &r, what);
+
+	if (st != SFS_OK)
+		return st;
+	st = PQntuples(r) ? pgb_unseal_buf(c->b, ad, pgr_bytes(r, 0, 0), out)
+	                  : SFS_NOTFOUND;
+	PQclear(r);
+	return st;
+}
+
 int pgb_exec_text(pgc *c, const char *sql, unsigned flags, const char *what)
 {
 	PGresult *r = PQexec(c->conn, sql);
@@ -663,6 +708,24 @@ void pgb_release(sfs_backend *b, pgc *c)
 	}
 	c->in_tx = 0;
 	pool_put(b, c);
+}
+
+int pgb_run_int(sfs_backend *b, const char *sql, pgp *p, unsigned flags,
+                int64_t *v, const char *what)
+{
+	int64_t x = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = pgb_exec_int(c, sql, p, flags, &x, what);
+	}
+	if (st != SFS_OK)
+		return st;
+	if ((flags & PGB_COMMIT) && x)
+		pgb_committed(b);
+	*v = x;
+	return SFS_OK;
 }
 
 /* --- the retry loop -------------------------------------------------------------- */

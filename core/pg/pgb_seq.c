@@ -176,41 +176,16 @@ int pgb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, id);
-		st = pgb_exec(c, "SELECT value FROM function_state_log WHERE"
-		              " id = $4 AND " KEYEQ, &p, 0, &r,
-		              "reading a log entry");
-		if (st == SFS_OK) {
-			st = PQntuples(r) ? pgb_unseal_buf(b, &ad, pgr_bytes(r, 0, 0),
-			                                   &v) : SFS_NOTFOUND;
-			PQclear(r);
-		}
+		st = pgb_exec_value(c, "SELECT value FROM function_state_log WHERE"
+		                    " id = $4 AND " KEYEQ, &p, &ad, &v,
+		                    "reading a log entry");
 	}
 	if (st == SFS_OK)
 		*out = v;
-	return st;
-}
-
-/* One (size, mtime) row, SFS_NOTFOUND when none. */
-static int one_stat(pgc *c, const char *sql, pgp *p, uint64_t *size,
-                    int64_t *mtime, const char *what)
-{
-	PGresult *r;
-	int st = pgb_exec(c, sql, p, 0, &r, what);
-
-	if (st != SFS_OK)
-		return st;
-	if (PQntuples(r)) {
-		*size = (uint64_t)pgr_i64(r, 0, 0);
-		*mtime = pgr_i64(r, 0, 1);
-	} else {
-		st = SFS_NOTFOUND;
-	}
-	PQclear(r);
 	return st;
 }
 
@@ -228,7 +203,7 @@ int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, id);
-		st = one_stat(c, "SELECT sfs_len(l.value), coalesce(t.mtime_ns, 0)"
+		st = pgb_exec_stat(c, "SELECT sfs_len(l.value), coalesce(t.mtime_ns, 0)"
 		              " FROM function_state_log l LEFT JOIN statefs_log_time"
 		              " t ON t.id = l.id WHERE l.id = $4 AND l.scope_id = $1"
 		              " AND l.ns = $2 AND l.key = $3", &p, &sz, &mt,
@@ -270,44 +245,21 @@ int pgb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return st;
 }
 
-/* Runs a counting delete (SELECT count(*) FROM d) that commits alone. */
-static int count_delete(pgc *c, const char *sql, pgp *p, uint64_t *n,
-                        const char *what)
-{
-	PGresult *r;
-	int st = pgb_exec(c, sql, p, PGB_COMMIT, &r, what);
-
-	if (st != SFS_OK)
-		return st;
-	*n = (uint64_t)pgr_i64(r, 0, 0);
-	PQclear(r);
-	return SFS_OK;
-}
-
 int pgb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, int64_t id)
 {
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
-		pgp p = PGP_INIT;
-
-		key3(&p, scope, ns, key);
-		pgp_i64(&p, id);
-		st = count_delete(c, "WITH d AS (DELETE FROM function_state_log"
-		                  " WHERE id = $4 AND " KEYEQ " RETURNING id),"
-		                  " t AS (DELETE FROM statefs_log_time t USING d"
-		                  " WHERE t.id = d.id) SELECT count(*) FROM d", &p,
-		                  &n, "deleting a log entry");
-	}
-	if (st != SFS_OK)
-		return st;
-	if (!n)
-		return SFS_NOTFOUND;
-	pgb_committed(b);
-	return SFS_OK;
+	key3(&p, scope, ns, key);
+	pgp_i64(&p, id);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM function_state_log"
+	                 " WHERE id = $4 AND " KEYEQ " RETURNING id),"
+	                 " t AS (DELETE FROM statefs_log_time t USING d"
+	                 " WHERE t.id = d.id) SELECT count(*) FROM d", &p,
+	                 PGB_COMMIT, &n, "deleting a log entry");
+	return st != SFS_OK ? st : n ? SFS_OK : SFS_NOTFOUND;
 }
 
 int pgb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -319,29 +271,21 @@ int pgb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	};
 	int v = !ns.ptr ? 0 : !key.ptr ? 1 : 2;
 	char sql[256];
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
 	snprintf(sql, sizeof(sql), "WITH d AS (DELETE FROM function_state_log"
 	         " WHERE %s RETURNING id), t AS (DELETE FROM statefs_log_time t"
 	         " USING d WHERE t.id = d.id) SELECT count(*) FROM d", where[v]);
-	PGB_TRY(b, c, st, 0) {
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, scope);
-		if (v >= 1)
-			pgp_bytes(&p, ns);
-		if (v == 2)
-			pgp_bytes(&p, key);
-		st = count_delete(c, sql, &p, &n, "clearing a log");
-	}
-	if (st == SFS_OK) {
-		if (n)
-			pgb_committed(b);
-		if (count)
-			*count = n;
-	}
+	pgp_bytes(&p, scope);
+	if (v >= 1)
+		pgp_bytes(&p, ns);
+	if (v == 2)
+		pgp_bytes(&p, key);
+	st = pgb_run_int(b, sql, &p, PGB_COMMIT, &n, "clearing a log");
+	if (st == SFS_OK && count)
+		*count = (uint64_t)n;
 	return st;
 }
 
@@ -548,8 +492,8 @@ int pgb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	return SFS_OK;
 }
 
-int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
-                   long limit, int keys_only, sfs_list *out)
+int pgb_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
+                  int64_t after_id, long limit, sfs_list *out)
 {
 	sfs_list l = { NULL, 0 };
 	pgc *c;
@@ -565,16 +509,7 @@ int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 			pgp_i64(&p, limit);
 		else
 			pgp_null_i64(&p);
-		st = pgb_exec(c, keys_only ?
-		        "SELECT q.id, NULL::bytea, sfs_len(q.work_item),"
-		        " coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"
-		        " statefs_queue_item t ON t.id = q.id WHERE"
-		        " q.execution_id = $1 AND q.id > $2 ORDER BY q.id LIMIT $3" :
-		        "SELECT q.id, q.work_item, sfs_len(q.work_item),"
-		        " coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"
-		        " statefs_queue_item t ON t.id = q.id WHERE"
-		        " q.execution_id = $1 AND q.id > $2 ORDER BY q.id LIMIT $3",
-		        &p, 0, &r, "reading entries");
+		st = pgb_exec(c, sql, &p, 0, &r, "reading items");
 		if (st == SFS_OK) {
 			st = pgb_rows(b, r, queue_row_ad, &queue, &l);
 			PQclear(r);
@@ -583,6 +518,20 @@ int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	if (st == SFS_OK)
 		*out = l;
 	return st;
+}
+
+#define QUEUE_SCAN(value)                                                  \
+	"SELECT q.id, " value ", sfs_len(q.work_item),"                    \
+	" coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"          \
+	" statefs_queue_item t ON t.id = q.id WHERE q.execution_id = $1"   \
+	" AND q.id > $2 ORDER BY q.id LIMIT $3"
+
+int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                   long limit, int keys_only, sfs_list *out)
+{
+	return pgb_item_scan(b, keys_only ? QUEUE_SCAN("NULL::bytea")
+	                                  : QUEUE_SCAN("q.work_item"),
+	                     queue, after_id, limit, out);
 }
 
 int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
@@ -594,17 +543,11 @@ int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
 		pgp p = PGP_INIT;
 
 		pgp_bytes(&p, queue);
 		pgp_i64(&p, id);
-		st = pgb_exec(c, sql, &p, 0, &r, "reading an item");
-		if (st == SFS_OK) {
-			st = PQntuples(r) ? pgb_unseal_buf(b, &ad, pgr_bytes(r, 0, 0),
-			                                   &v) : SFS_NOTFOUND;
-			PQclear(r);
-		}
+		st = pgb_exec_value(c, sql, &p, &ad, &v, "reading an item");
 	}
 	if (st == SFS_OK)
 		*out = v;
@@ -631,7 +574,7 @@ int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
 
 		pgp_bytes(&p, queue);
 		pgp_i64(&p, id);
-		st = one_stat(c, sql, &p, &sz, &mt, "reading an item's size");
+		st = pgb_exec_stat(c, sql, &p, &sz, &mt, "reading an item's size");
 	}
 	if (st == SFS_OK) {
 		*size = sz;
@@ -652,73 +595,47 @@ int pgb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 
 int pgb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)
 {
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		pgp_i64(&p, id);
-		st = count_delete(c, "WITH d AS (DELETE FROM work_queue WHERE"
-		                  " id = $2 AND execution_id = $1 RETURNING id),"
-		                  " t AS (DELETE FROM statefs_queue_item s USING d"
-		                  " WHERE s.id = d.id) SELECT count(*) FROM d", &p,
-		                  &n, "deleting an item");
-	}
-	if (st != SFS_OK)
-		return st;
-	if (!n)
-		return SFS_NOTFOUND;
-	pgb_committed(b);
-	return SFS_OK;
+	pgp_bytes(&p, queue);
+	pgp_i64(&p, id);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM work_queue WHERE id = $2"
+	                 " AND execution_id = $1 RETURNING id), t AS (DELETE"
+	                 " FROM statefs_queue_item s USING d WHERE s.id = d.id)"
+	                 " SELECT count(*) FROM d", &p, PGB_COMMIT, &n,
+	                 "deleting an item");
+	return st != SFS_OK ? st : n ? SFS_OK : SFS_NOTFOUND;
 }
 
 int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 {
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		st = count_delete(c, "WITH d AS (DELETE FROM work_queue WHERE"
-		                  " execution_id = $1 RETURNING id), t AS (DELETE"
-		                  " FROM statefs_queue_item s USING d WHERE"
-		                  " s.id = d.id) SELECT count(*) FROM d", &p, &n,
-		                  "clearing a queue");
-	}
-	if (st == SFS_OK) {
-		if (n)
-			pgb_committed(b);
-		if (count)
-			*count = n;
-	}
+	pgp_bytes(&p, queue);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM work_queue WHERE"
+	                 " execution_id = $1 RETURNING id), t AS (DELETE FROM"
+	                 " statefs_queue_item s USING d WHERE s.id = d.id)"
+	                 " SELECT count(*) FROM d", &p, PGB_COMMIT, &n,
+	                 "clearing a queue");
+	if (st == SFS_OK && count)
+		*count = (uint64_t)n;
 	return st;
 }
 
 int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len)
 {
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		st = pgb_exec(c, "SELECT count(*) FROM work_queue WHERE"
-		              " execution_id = $1", &p, 0, &r, "counting a queue");
-		if (st == SFS_OK) {
-			n = (uint64_t)pgr_i64(r, 0, 0);
-			PQclear(r);
-		}
-	}
+	pgp_bytes(&p, queue);
+	st = pgb_run_int(b, "SELECT count(*) FROM work_queue WHERE"
+	                 " execution_id = $1", &p, 0, &n, "counting a queue");
 	if (st == SFS_OK)
-		*len = n;
+		*len = (uint64_t)n;
 	return st;
 }

@@ -34,42 +34,29 @@
 
 int pgb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 {
-	uint64_t n = 0;
-	pgc *c;
+	pgp p = PGP_INIT;
+	int64_t n = 0;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, scope);
-		/* One statement: one commit, one exact count of the SDK's
-		 * rows; the side tables go with them. */
-		st = pgb_exec(c, "WITH a AS (DELETE FROM function_state WHERE"
-		        " scope_id = $1 RETURNING 1),"
-		        " l AS (DELETE FROM function_state_log WHERE scope_id = $1"
-		        " RETURNING id),"
-		        " n AS (DELETE FROM function_counter WHERE scope_id = $1"
-		        " RETURNING 1),"
-		        " t1 AS (DELETE FROM statefs_kv_time WHERE scope_id = $1),"
-		        " t2 AS (DELETE FROM statefs_counter_time WHERE scope_id = $1),"
-		        " t3 AS (DELETE FROM statefs_log_time t USING l"
-		        " WHERE t.id = l.id),"
-		        " d AS (DELETE FROM statefs_dir WHERE scope_id = $1"
-		        " AND family IN (1, 2, 3))"
-		        " SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM l)"
-		        " + (SELECT count(*) FROM n)", &p, PGB_COMMIT, &r,
-		        "clearing a scope");
-		if (st == SFS_OK) {
-			n = (uint64_t)pgr_i64(r, 0, 0);
-			PQclear(r);
-		}
-	}
-	if (st == SFS_OK) {
-		pgb_committed(b);
-		if (count)
-			*count = n;
-	}
+	pgp_bytes(&p, scope);
+	/* One statement: one commit, one exact count of the SDK's rows; the
+	 * side tables go with them. */
+	st = pgb_run_int(b, "WITH a AS (DELETE FROM function_state WHERE"
+	        " scope_id = $1 RETURNING 1),"
+	        " l AS (DELETE FROM function_state_log WHERE scope_id = $1"
+	        " RETURNING id),"
+	        " n AS (DELETE FROM function_counter WHERE scope_id = $1"
+	        " RETURNING 1),"
+	        " t1 AS (DELETE FROM statefs_kv_time WHERE scope_id = $1),"
+	        " t2 AS (DELETE FROM statefs_counter_time WHERE scope_id = $1),"
+	        " t3 AS (DELETE FROM statefs_log_time t USING l WHERE t.id = l.id),"
+	        " d AS (DELETE FROM statefs_dir WHERE scope_id = $1"
+	        " AND family IN (1, 2, 3))"
+	        " SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM l)"
+	        " + (SELECT count(*) FROM n)", &p, PGB_COMMIT, &n,
+	        "clearing a scope");
+	if (st == SFS_OK && count)
+		*count = (uint64_t)n;
 	return st;
 }
 
