@@ -449,8 +449,8 @@ int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                       long limit, int keys_only, sfs_list *out)
 {
 	return pgb_item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
-	                              : INFLIGHT_SCAN("i.item"),
-	                 queue, after_id, limit, out);
+	                                  : INFLIGHT_SCAN("i.item"),
+	                     queue, after_id, limit, out);
 }
 
 int pgb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -507,8 +507,8 @@ int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                   long limit, int keys_only, sfs_list *out)
 {
 	return pgb_item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
-	                              : DEAD_SCAN("item"),
-	                 queue, after_id, limit, out);
+	                                  : DEAD_SCAN("item"),
+	                     queue, after_id, limit, out);
 }
 
 int pgb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,

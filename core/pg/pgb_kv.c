@@ -216,6 +216,12 @@ int pgb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return st;
 }
 
+#define KV_STAT                                                            \
+	"SELECT sfs_len(f.value), coalesce(t.mtime_ns, 0) FROM function_state" \
+	" f LEFT JOIN statefs_kv_time t ON t.scope_id = f.scope_id"         \
+	" AND t.ns = f.ns AND t.key = f.key WHERE f.scope_id = $1"          \
+	" AND f.ns = $2 AND f.key = $3"
+
 int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 uint64_t *size, int64_t *mtime_ns)
 {
@@ -228,11 +234,8 @@ int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
-		st = pgb_exec_stat(c, "SELECT sfs_len(f.value), coalesce(t.mtime_ns, 0)"
-		        " FROM function_state f LEFT JOIN statefs_kv_time t"
-		        " ON t.scope_id = f.scope_id AND t.ns = f.ns AND t.key = f.key"
-		        " WHERE f.scope_id = $1 AND f.ns = $2 AND f.key = $3", &p,
-		        &sz, &mt, "reading a value's size");
+		st = pgb_exec_stat(c, KV_STAT, &p, &sz, &mt,
+		                   "reading a value's size");
 	}
 	if (st == SFS_OK) {
 		*size = sz;

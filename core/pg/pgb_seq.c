@@ -189,6 +189,11 @@ int pgb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	return st;
 }
 
+#define LOG_STAT                                                           \
+	"SELECT sfs_len(l.value), coalesce(t.mtime_ns, 0) FROM"             \
+	" function_state_log l LEFT JOIN statefs_log_time t ON t.id = l.id"  \
+	" WHERE l.id = $4 AND l.scope_id = $1 AND l.ns = $2 AND l.key = $3"
+
 int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  sfs_slice key, int64_t id, uint64_t *size,
                  int64_t *mtime_ns)
@@ -203,11 +208,8 @@ int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, id);
-		st = pgb_exec_stat(c, "SELECT sfs_len(l.value), coalesce(t.mtime_ns, 0)"
-		              " FROM function_state_log l LEFT JOIN statefs_log_time"
-		              " t ON t.id = l.id WHERE l.id = $4 AND l.scope_id = $1"
-		              " AND l.ns = $2 AND l.key = $3", &p, &sz, &mt,
-		              "reading an entry's size");
+		st = pgb_exec_stat(c, LOG_STAT, &p, &sz, &mt,
+		                   "reading an entry's size");
 	}
 	if (st == SFS_OK) {
 		*size = sz;
