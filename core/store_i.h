@@ -5,9 +5,10 @@
  * A public function checks its arguments here, takes s->mu, calls one entry
  * of the backend's ops table and releases the lock. The lock makes one handle
  * usable from many threads; it is the only lock above the backends, so
- * there is no lock order to keep. A concurrent backend (PostgreSQL) takes
- * no s->mu: it has a connection per call and its own locks. Callbacks (export, progress) run under it, which is
- * why statefs.h forbids them to call back into the same store.
+ * there is no lock order to keep. Callbacks (export, progress) run under
+ * it, which is why statefs.h forbids them to call back into the same
+ * store. A concurrent backend (PostgreSQL) is called without it: it has a
+ * connection per call and locks of its own.
  */
 #ifndef STATEFS_STORE_I_H
 #define STATEFS_STORE_I_H
@@ -25,6 +26,7 @@ struct sfs_store {
 	unsigned flags;              /* SFS_OPEN_*, immutable */
 	uint64_t max_value;          /* immutable */
 	int64_t lease_ms;            /* immutable; for claims */
+	int importing;               /* guarded by mu: an import holds it */
 };
 
 /* A concurrent backend (backend_i.h) runs calls of several threads at
