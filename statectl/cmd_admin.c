@@ -47,8 +47,8 @@ int cmd_init(cli *c, cli_args *a)
 		return rc;
 	if ((rc = cli_resolve(c, key, 0, &path, key ? &found : &key, &kpath)))
 		goto out;
-	if (sfs_store_name(path, &name) != SFS_OK) {
-		rc = cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+	if ((st = sfs_store_name(path, &name)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot create the store");
 		goto out;
 	}
 	if (sfs_store_exists(path) == SFS_OK) {

@@ -203,8 +203,8 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	 * which the engine reports with the same status. */
 	if ((code = cli_resolve(c, pass, 0, &path, &key, NULL)))
 		goto out;
-	if (sfs_store_name(path, &name) != SFS_OK) {
-		code = cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+	if ((st = sfs_store_name(path, &name)) != SFS_OK) {
+		code = cli_fail_status(c, st, "cannot open the store");
 		goto out;
 	}
 	st = sfs_store_exists(path);

@@ -75,6 +75,10 @@ expect_exit 5 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n 
 expect_match "$err" "sslmode" "a bad sslmode is libpq's sentence"
 expect_exit 8 "$STATECTL" --db "$DB frobnicate=1" "${modeopts[@]}" get s n k
 expect_match "$err" "frobnicate" "an unknown keyword is named"
+for cmd in "get s n k" init; do # the same from the environment
+  expect_exit 8 env STATEFS_DB="$DB frobnicate=1" "$STATECTL" "${modeopts[@]}" $cmd
+  expect_match "$err" "frobnicate" "an unknown keyword in STATEFS_DB ($cmd)"
+done
 
 # --- passwords: never on the command line; libpq's files and variables
 if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
