@@ -179,6 +179,9 @@ typedef struct sfs_backend_ops {
 	int (*restore)(sfs_backend *b, const char *path,
 	               sfs_progress_fn progress, void *ctx);
 	int (*info)(sfs_backend *b, sfs_info *out);
+	/* Fills *out but info.path; out->queues and out->scopes are the
+	 * caller's to free (sfs_stats_free) also on failure. */
+	int (*stats)(sfs_backend *b, sfs_stats *out);
 	int (*verify)(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 	int (*export_rows)(sfs_backend *b,
 	                   int (*fn)(const sfs_row *row, void *ctx), void *ctx,

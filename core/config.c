@@ -272,6 +272,18 @@ static int first_run_key(struct key_choice *c, char **notice,
 	return SFS_OK;
 }
 
+/* Where the rules looked when they found no key (the default key file's
+ * path goes in). */
+#define NONE_FOUND "none given, STATEFS_KEY and STATEFS_KEY_FILE are not " \
+                   "set, and the default key file %s does not exist"
+
+/* A key file named by an option or STATEFS_KEY_FILE that does not exist. */
+static int missing_file(const struct key_choice *c)
+{
+	return sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not exist",
+	               c->file, c->file_from);
+}
+
 /* An existing store and no key: say which kind of store it is and where we
  * looked, instead of letting the open fail vaguely. enc: a PostgreSQL
  * store's kind (1 encrypted, 0 plaintext), -1 for a file. */
@@ -284,10 +296,7 @@ static int explain_no_key(const char *db, int enc,
 
 	if (rc == SFS_NOKEY)
 		return sfs_err(SFS_NOKEY, "%s is encrypted and no key was "
-		               "found: none given, STATEFS_KEY and "
-		               "STATEFS_KEY_FILE are not set, and the default "
-		               "key file %s does not exist", db,
-		               c->file);
+		               "found: " NONE_FOUND, db, c->file);
 	if (rc)
 		return rc;
 	if (enc == 0 || kind == CRYPT_KIND_PLAIN)
@@ -359,8 +368,7 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 	memory = strcmp(db, ":memory:") == 0;
 	rc = choose_key(cfg, &c);
 	if (rc == SFS_OK && c.file_missing && c.file_from)
-		rc = sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not "
-		             "exist", c.file, c.file_from);
+		rc = missing_file(&c);
 	if (rc)
 		goto out;
 	/* Only a store without a key needs looking at first (a question to
@@ -393,10 +401,8 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 	} else if (exists) {
 		rc = explain_no_key(name, enc, &c);
 		if (rc == SFS_OK)
-			rc = sfs_err(SFS_NOKEY, "no key was found for %s: none "
-			             "given, STATEFS_KEY and STATEFS_KEY_FILE are "
-			             "not set, and the default key file %s does "
-			             "not exist", name, c.file);
+			rc = sfs_err(SFS_NOKEY, "no key was found for %s: "
+			             NONE_FOUND, name, c.file);
 		goto out;
 	} else if (cfg->create && !cfg->readonly) {
 		rc = first_run_key(&c, notice, name);
@@ -418,5 +424,25 @@ out:
 		free(*notice);
 		*notice = NULL;
 	}
+	return rc;
+}
+
+int crypt_config_key(sfs_key **out)
+{
+	struct key_choice c = { 0 };
+	sfs_config cfg = { 0 };
+	int rc;
+
+	sfs_err_clear();
+	rc = choose_key(&cfg, &c);
+	if (rc == SFS_OK && c.file_missing)
+		rc = c.file_from ? missing_file(&c)
+		                 : sfs_err(SFS_NOKEY, "no key was found: "
+		                           NONE_FOUND, c.file);
+	if (rc == SFS_OK) {
+		*out = c.owned;
+		c.owned = NULL;
+	}
+	choice_free(&c);
 	return rc;
 }

@@ -45,6 +45,11 @@ int crypt_preflight(const char *path, const sfs_key *key, crypt_kind *kind);
 /* Registers a new, uniquely named VFS that encrypts with key (derived per
  * file from the file's salt). Key material is copied into locked memory. */
 int crypt_vfs_open(const sfs_key *key, crypt_vfs **out);
+/* The same under a fixed name (NULL: a unique one, as crypt_vfs_open),
+ * and with make_default as the process's default VFS: the loadable
+ * extension (crypt_ext.c) registers "statefs" this way. */
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out);
 const char *crypt_vfs_name(const crypt_vfs *v);
 /* Unregisters and wipes. Every connection using it must be closed. */
 void crypt_vfs_close(crypt_vfs *v);
@@ -87,6 +92,13 @@ enum {
 	CRYPT_KDF_MODERATE = 2,     /* Argon2id, MODERATE (what new files get) */
 	CRYPT_KDF_SENSITIVE = 3,    /* Argon2id, SENSITIVE */
 };
+
+/* The key by the rules of sfs_config_resolve with nothing given
+ * (STATEFS_KEY, else STATEFS_KEY_FILE, else the default key file), for a
+ * process that must have one and may not create one (the extension). No
+ * key is SFS_NOKEY, a named key file that is missing SFS_NOTFOUND, each
+ * with the sentence sfs_store_open_config gives (config.c). */
+int crypt_config_key(sfs_key **out);
 
 /* The kdf byte a file created with key gets. */
 int crypt_key_kdf(const sfs_key *key);

@@ -261,7 +261,7 @@ static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
 	return SQLITE_OK;
 }
 
-static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
+static int db_read_at(cfile *f, void *out, int amt, sqlite3_int64 off)
 {
 	unsigned char *o = out;
 	uint32_t P;
@@ -291,10 +291,6 @@ static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
 		size_t n = P - in < (size_t)amt ? P - in : (size_t)amt;
 
 		rc = db_read_page(f, pgno, f->buf);
-		if (rc == SQLITE_IOERR_SHORT_READ) {
-			memset(o, 0, (size_t)amt);
-			return rc;
-		}
 		if (rc) {
 			memset(o, 0, (size_t)amt);
 			return rc;
@@ -305,6 +301,28 @@ static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
 		amt -= (int)n;
 	}
 	return SQLITE_OK;
+}
+
+/* SQLite reads the first 100 bytes of a database as it opens it, before
+ * any statement and so before anyone could check the key (the engine's
+ * preflight runs earlier, the extension's just after: crypt_ext.c). When
+ * page 1 cannot be opened there (wrong key, not encrypted, another format,
+ * damage), that one read answers as for an empty file (zeros, short read),
+ * so that the open completes and the check can say why in a sentence; the
+ * VFS's message stays in crypt_last_error. Every later read of page 1
+ * fails as before: nothing is read or written past it. */
+#define DB_HEADER_BYTES 100
+
+static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
+{
+	int rc = db_read_at(f, out, amt, off);
+
+	if (off == 0 && amt <= DB_HEADER_BYTES &&
+	    (rc == SQLITE_IOERR_DATA || rc == SQLITE_NOTADB)) {
+		memset(out, 0, (size_t)amt);
+		return SQLITE_IOERR_SHORT_READ;
+	}
+	return rc;
 }
 
 /* Writes encrypted zero pages over [from, to) (page-aligned offsets). */
@@ -1045,6 +1063,12 @@ static const char *cv_next_syscall(sqlite3_vfs *pv, const char *z)
 
 int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 {
+	return crypt_vfs_register(key, NULL, 0, out);
+}
+
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out)
+{
 	struct crypt_vfs *v;
 	sqlite3_vfs *real;
 	unsigned char r[8];
@@ -1052,12 +1076,18 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 	int rc;
 
 	if (!key || !out)
-		return sfs_err(SFS_INVALID, "crypt_vfs_open: NULL argument");
+		return sfs_err(SFS_INVALID, "crypt_vfs_register: NULL argument");
+	if (name && strlen(name) >= sizeof(v->name))
+		return sfs_err(SFS_INVALID, "VFS name '%s' is too long", name);
 	if (sqlite3_initialize() != SQLITE_OK)
 		return sfs_err(SFS_INTERNAL, "sqlite3_initialize failed");
 	real = sqlite3_vfs_find(NULL);
 	if (!real || real->iVersion < 2)
 		return sfs_err(SFS_INTERNAL, "no usable default SQLite VFS");
+	/* The extension (crypt_ext.c) may have made an encrypting VFS the
+	 * default: wrap what it wraps, never encrypt twice. */
+	if (crypt_vfs_is(real))
+		real = ((struct crypt_vfs *)real)->real;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return sfs_err(SFS_NOMEM, "out of memory");
@@ -1066,9 +1096,13 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 		free(v);
 		return rc;
 	}
-	randombytes_buf(r, sizeof(r));
-	sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
-	snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
+	if (name) {
+		snprintf(v->name, sizeof(v->name), "%s", name);
+	} else {
+		randombytes_buf(r, sizeof(r));
+		sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+		snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
+	}
 	pthread_mutex_init(&v->mu, NULL);
 	v->real = real;
 	/* The default VFS's version, at most 3 (what we know to forward). */
@@ -1095,7 +1129,7 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 		v->base.xGetSystemCall = cv_get_syscall;
 		v->base.xNextSystemCall = cv_next_syscall;
 	}
-	if (sqlite3_vfs_register(&v->base, 0) != SQLITE_OK) {
+	if (sqlite3_vfs_register(&v->base, make_default) != SQLITE_OK) {
 		sfs_key_destroy(v->key);
 		pthread_mutex_destroy(&v->mu);
 		free(v);

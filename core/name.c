@@ -12,7 +12,9 @@
  *
  * The forms, tried in this order (the header's "Names" section is the
  * contract; docs/filesystem.md has a table of examples):
- *   id      typed namespaces only: an 8-byte key is its int64 in decimal;
+ *   id      id namespaces only: an 8-byte key is its int64 in decimal
+ *           (big-endian in the Go SDK's worker, agg, win; little-endian
+ *           in the Python SDK's _vgi/ namespaces of packed ids);
  *   text    printable UTF-8 as is, other bytes and '/' '%' as %XX;
  *   hex     "%x" + lower-case hex, when shorter than the text form, and for
  *           the empty string;
@@ -48,8 +50,18 @@ static const char *const reserved_scope[] = {
 	"exec", "queue", "counter", NULL,
 };
 
+/* Namespaces whose keys are 8-byte ids: the Go SDK's typed families (and
+ * the TypeScript SDK's worker state), big-endian; the Python SDK's
+ * framework namespaces (FrameworkNS) keyed by BoundStorage.pack_int_key,
+ * little-endian (the TypeScript SDK's buffering init too). Its
+ * _vgi/streaming_finalize is a log keyed by b"", not by ids. */
 static const char *const id_namespaces[] = {
 	SFS_NS_WORKER, SFS_NS_AGG, SFS_NS_WIN, NULL,
+};
+static const char *const id_le_namespaces[] = {
+	"_vgi/aggregate_state", "_vgi/aggregate_window_partition",
+	"_vgi/buffering_init", "_vgi/streaming_session", "_vgi/tio_state",
+	NULL,
 };
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
@@ -120,29 +132,42 @@ static int in_list(const char *const *list, const void *p, size_t n)
 	return 0;
 }
 
-/* The typed namespaces' 8-byte big-endian two's complement ids (the same
- * encoding as sfs_id_encode, repeated here so the codec stands alone). */
-static int64_t id_get(const unsigned char *p)
+static int is_id_kind(sfs_name_kind kind)
+{
+	return kind == SFS_NAME_ID || kind == SFS_NAME_ID_LE;
+}
+
+/* 8-byte two's complement ids, big-endian for SFS_NAME_ID (the encoding
+ * of sfs_id_encode, repeated here so the codec stands alone), else
+ * little-endian. Byte i of the key is bits 8*shift(i) of the id. */
+static int id_shift(sfs_name_kind kind, int i)
+{
+	return kind == SFS_NAME_ID ? 7 - i : i;
+}
+
+static int64_t id_get(sfs_name_kind kind, const unsigned char *p)
 {
 	uint64_t u = 0;
 
 	for (int i = 0; i < 8; i++)
-		u = u << 8 | p[i];
+		u |= (uint64_t)p[i] << (8 * id_shift(kind, i));
 	return (int64_t)u;
 }
 
-static void id_put(int64_t id, unsigned char *p)
+static void id_put(sfs_name_kind kind, int64_t id, unsigned char *p)
 {
 	uint64_t u = (uint64_t)id;
 
-	for (int i = 7; i >= 0; i--, u >>= 8)
-		p[i] = (unsigned char)(u & 0xFF);
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(u >> (8 * id_shift(kind, i)));
 }
 
 sfs_name_kind sfs_name_key_kind(sfs_slice ns)
 {
 	if (ns.ptr && in_list(id_namespaces, ns.ptr, ns.len))
 		return SFS_NAME_ID;
+	if (ns.ptr && in_list(id_le_namespaces, ns.ptr, ns.len))
+		return SFS_NAME_ID_LE;
 	return SFS_NAME_KEY;
 }
 
@@ -235,11 +260,11 @@ int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
 
 	if (!out || !bytes.ptr ||
 	    (kind != SFS_NAME_KEY && kind != SFS_NAME_SCOPE &&
-	     kind != SFS_NAME_ID))
+	     !is_id_kind(kind)))
 		return sfs_err(SFS_INVALID, "sfs_name_encode: bad argument");
 
-	if (kind == SFS_NAME_ID && n == 8) {
-		id = id_get(p);
+	if (is_id_kind(kind) && n == 8) {
+		id = id_get(kind, p);
 		tlen = (size_t)snprintf(out, SFS_NAME_MAX + 1, "%" PRId64, id);
 		goto done;
 	}
@@ -254,7 +279,7 @@ int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
 	if (n > 0 && tlen <= hlen) {
 		int first = in_list(reserved_all, p, n) ||
 		            (kind == SFS_NAME_SCOPE && in_list(reserved_scope, p, n)) ||
-		            (kind == SFS_NAME_ID && is_decimal(p, n));
+		            (is_id_kind(kind) && is_decimal(p, n));
 		encode_text(&e, p, n, first);
 	} else {
 		encode_hex(&e, p, n);
@@ -321,19 +346,19 @@ int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
 
 	if (!name || !out ||
 	    (kind != SFS_NAME_KEY && kind != SFS_NAME_SCOPE &&
-	     kind != SFS_NAME_ID))
+	     !is_id_kind(kind)))
 		return sfs_err(SFS_INVALID, "sfs_name_decode: bad argument");
 	if (len == 0 || len > SFS_NAME_MAX || memchr(name, '\0', len) ||
 	    memchr(name, '/', len))
 		goto invalid;
 
-	if (kind == SFS_NAME_ID && is_decimal((const unsigned char *)name, len)) {
+	if (is_id_kind(kind) && is_decimal((const unsigned char *)name, len)) {
 		if (!parse_id(name, len, &id))
 			goto invalid;
 		b = malloc(9);
 		if (!b)
 			return sfs_err(SFS_NOMEM, "sfs_name_decode: out of memory");
-		id_put(id, b);
+		id_put(kind, id, b);
 		n = 8;
 		goto check;
 	}

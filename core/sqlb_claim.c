@@ -348,7 +348,9 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	if (status != SFS_OK)
 		return status;
 	status = recover(b, queue.ptr ? &queue : NULL, &g);
-	status = sqlb_end_write_if(b, status, changed(&g));
+	/* Also commits to write the connection's queue counts when due: the
+	 * daemon's periodic pass brings an idle daemon's counts out. */
+	status = sqlb_end_write_if(b, status, changed(&g) || qstat_due(b));
 	if (status == SFS_OK && out)
 		*out = g;
 	return status;
@@ -440,6 +442,8 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 	sqlite3_bind_int64(mv, 2, cid);
 	sqlite3_bind_int64(mv, 3, id ? id : (int64_t)max);
 	status = sqlb_run(b, mv, "claiming");
+	if (status == SFS_OK)
+		qstat_note(b, queue, 0, (uint64_t)sqlite3_changes(b->db));
 	for (int i = 0; i < 2 && status == SFS_OK; i++) {
 		sqlite3_stmt *st = i ? dq : dp;
 

@@ -34,8 +34,8 @@
 /* 1: one time row per log entry and queue item. 2: sparse time maps
  * (sqlb_timemap.c), whole-second mtimes. 3: claims (sqlb_claim.c); the
  * time override table became statefs_queue_pending, with a delivery
- * count. */
-#define SQLB_SCHEMA_VERSION 3
+ * count. 4: statefs_queue_stats, the push and take counts (sqlb_stats.c). */
+#define SQLB_SCHEMA_VERSION 4
 
 /* Statement cache slots. Fixed statements have one slot; statements with
  * variants (optional bounds, direction) reserve a range. */
@@ -104,10 +104,16 @@ enum {
 	ST_DIR_INSERT = ST_DIR_HAS_NS + 4,
 	ST_DIR_DELETE,
 	ST_DIR_HAS_NS_DIRS,
+	/* figures (sqlb_stats.c) */
+	ST_QSTAT_ADD,
+	ST_QSTAT_PRUNE,
+	ST_STATS_QUEUES,
+	ST_STATS_SCOPES,
 	ST_MAX
 };
 
 typedef struct stamp_cache stamp_cache;
+typedef struct qstat qstat;
 
 struct sfs_backend {
 	sqlite3 *db;
@@ -118,6 +124,7 @@ struct sfs_backend {
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */
+	qstat *qstats;             /* sqlb_stats.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
 
@@ -208,8 +215,9 @@ int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, uint64_t *size,
 /* Creates missing tables (or, read-only, shadows our missing tables with
  * empty temporary ones) and checks the schema version. */
 int sqlb_schema_init(sfs_backend *b);
-/* The tables restore and info act on: the SDK's four, then ours (statefs_*
- * except statefs_meta), read from sqlite_schema of schema `db` ("main").
+/* The tables restore acts on: the SDK's four, then ours (statefs_*
+ * except statefs_meta, and statefs_queue_stats: the live store's counts
+ * only grow), read from sqlite_schema of schema `db` ("main").
  * *names is malloc'd, NULL-terminated, entries malloc'd. */
 int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
 void sqlb_schema_tables_free(char **names);
@@ -367,6 +375,9 @@ int sqlb_checkpoint(sfs_backend *b, const char *path,
 int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
                  void *ctx);
 int sqlb_info(sfs_backend *b, sfs_info *out);
+/* sqlb_info's figures, inside the caller's read transaction. */
+int sqlb_info_tx(sfs_backend *b, sfs_info *out);
+int sqlb_stats(sfs_backend *b, sfs_stats *out);
 int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
                 void *ctx, sfs_progress_fn progress, void *pctx);
@@ -374,6 +385,24 @@ int sqlb_import_begin(sfs_backend *b, sfs_import_be **out);
 int sqlb_import_row(sfs_import_be *imp, const sfs_row *row);
 int sqlb_import_commit(sfs_import_be *imp);
 void sqlb_import_abort(sfs_import_be *imp);
+
+/* --- sqlb_stats.c ------------------------------------------------------ */
+/* Counts items pushed to (or taken from: popped, drained, claimed) a
+ * queue by the current write transaction. A count that cannot be kept
+ * (out of memory) is lost, never the operation. */
+void qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
+                uint64_t taken);
+/* Inside a write transaction, before COMMIT (sqlb_commit): writes the
+ * counts not yet written when the last write is a second old. */
+int qstat_flush(sfs_backend *b);
+/* Whether qstat_flush would write (a recovery pass that changed nothing
+ * still commits then: the daemon's counts reach the store). */
+int qstat_due(sfs_backend *b);
+/* At the transaction's end: its counts join the ones to write, or are
+ * dropped with a rollback; written ones are forgotten. */
+void qstat_end(sfs_backend *b, int committed);
+/* At close: writes what is left in a transaction of its own. */
+void qstat_close(sfs_backend *b);
 
 /* --- sqlb_stamp.c ------------------------------------------------------ */
 /* Called by the transaction functions of sqlb_store.c: after BEGIN

@@ -22,6 +22,7 @@
  *   statefs_inflight      claimed items, with their original ids
  *   statefs_dead          dead letters
  *   statefs_queue_policy  per-queue time-to-live and delivery limit
+ *   statefs_queue_stats   items pushed and taken per queue (sqlb_stats.c)
  *   statefs_dir           explicit (persisting) scopes and namespaces
  *
  * A key/value or counter row the Go SDK wrote has no time row: its mtime
@@ -32,7 +33,8 @@
  * Versions: 1 kept one time row per log entry and queue item
  * (statefs_log_time, statefs_queue_time); 2 has the sparse maps and
  * statefs_queue_timeoverride; 3 renames that to statefs_queue_pending with
- * a delivery count, and adds the claim tables. Opening an older store
+ * a delivery count, and adds the claim tables; 4 adds statefs_queue_stats
+ * (which create_own makes like any missing table). Opening an older store
  * read-write migrates it in one BEGIN IMMEDIATE, every entry keeping
  * exactly its time; read-only, temporary views show version 1's time
  * tables as maps (one row per entry) so nothing reads as unknown, and
@@ -44,20 +46,21 @@
 
 #include "sqlb_i.h"
 
-static const char sdk_ddl[] =
+/* One text per table, each table's index after it. */
+static const char *const sdk_ddl[] = {
 	"CREATE TABLE IF NOT EXISTS work_queue (\n"
 	"\t\t\tid INTEGER PRIMARY KEY AUTOINCREMENT,\n"
 	"\t\t\texecution_id BLOB NOT NULL,\n"
 	"\t\t\twork_item BLOB NOT NULL\n"
 	"\t\t);\n"
-	"CREATE INDEX IF NOT EXISTS idx_work_queue_execution ON work_queue(execution_id, id);\n"
+	"CREATE INDEX IF NOT EXISTS idx_work_queue_execution ON work_queue(execution_id, id);\n",
 	"CREATE TABLE IF NOT EXISTS function_state (\n"
 	"\t\t\tscope_id BLOB NOT NULL,\n"
 	"\t\t\tns BLOB NOT NULL,\n"
 	"\t\t\tkey BLOB NOT NULL,\n"
 	"\t\t\tvalue BLOB NOT NULL,\n"
 	"\t\t\tPRIMARY KEY (scope_id, ns, key)\n"
-	"\t\t);\n"
+	"\t\t);\n",
 	"CREATE TABLE IF NOT EXISTS function_state_log (\n"
 	"\t\t\tid INTEGER PRIMARY KEY AUTOINCREMENT,\n"
 	"\t\t\tscope_id BLOB NOT NULL,\n"
@@ -66,14 +69,17 @@ static const char sdk_ddl[] =
 	"\t\t\tvalue BLOB NOT NULL\n"
 	"\t\t);\n"
 	"CREATE INDEX IF NOT EXISTS idx_function_state_log_lookup\n"
-	"\t\t\tON function_state_log(scope_id, ns, key, id);\n"
+	"\t\t\tON function_state_log(scope_id, ns, key, id);\n",
 	"CREATE TABLE IF NOT EXISTS function_counter (\n"
 	"\t\t\tscope_id BLOB NOT NULL,\n"
 	"\t\t\tns BLOB NOT NULL,\n"
 	"\t\t\tkey BLOB NOT NULL,\n"
 	"\t\t\tn INTEGER NOT NULL,\n"
 	"\t\t\tPRIMARY KEY (scope_id, ns, key)\n"
-	"\t\t);\n";
+	"\t\t);\n",
+};
+
+#define N_SDK (sizeof(sdk_ddl) / sizeof(sdk_ddl[0]))
 
 /* After "CREATE TABLE " (or "CREATE TEMP TABLE " for read-only shadows). */
 static const char *const own_ddl[] = {
@@ -108,6 +114,11 @@ static const char *const own_ddl[] = {
 	" id INTEGER PRIMARY KEY, queue BLOB NOT NULL, item BLOB NOT NULL,"
 	" reason TEXT NOT NULL, deliveries INTEGER NOT NULL,"
 	" dead_ns INTEGER NOT NULL)",
+	/* Items pushed and taken per queue, written at most once a second
+	 * by each writer (sqlb_stats.c); updated_ns: the last write. */
+	"IF NOT EXISTS statefs_queue_stats ("
+	" queue BLOB NOT NULL PRIMARY KEY, pushed INTEGER NOT NULL,"
+	" taken INTEGER NOT NULL, updated_ns INTEGER NOT NULL) WITHOUT ROWID",
 	"IF NOT EXISTS statefs_queue_policy ("
 	" queue BLOB NOT NULL PRIMARY KEY, ttl_ms INTEGER NOT NULL,"
 	" max_deliveries INTEGER NOT NULL) WITHOUT ROWID",
@@ -136,9 +147,10 @@ static const char own_idx[] =
 	"CREATE INDEX IF NOT EXISTS statefs_queue_timemap_time"
 	" ON statefs_queue_timemap(enqueued_ns, id);";
 
-static const char *const sdk_tables[] = {
-	"function_state", "function_counter", "function_state_log",
-	"work_queue",
+/* The tables of sdk_ddl, in its order. */
+static const char *const sdk_tables[N_SDK] = {
+	"work_queue", "function_state", "function_state_log",
+	"function_counter",
 };
 
 /* 1 if table exists in main, 0 if not, negative status on failure. */
@@ -204,7 +216,7 @@ static int check_foreign(sfs_backend *b)
 			continue;
 		if (!strncmp(name, "statefs_", 8))
 			n_ours++;
-		for (size_t i = 0; i < 4; i++)
+		for (size_t i = 0; i < N_SDK; i++)
 			if (!strcmp(name, sdk_tables[i]))
 				n_ours++;
 	}
@@ -249,12 +261,49 @@ static void own_name(size_t i, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)n, p);
 }
 
-/* Read-only: nothing may be written. The SDK's tables must exist; ours, if
- * missing (a store only the Go SDK has written, or an older version), are
- * shadowed by temporary ones so every statement still prepares: empty
- * tables, except that a version-1 store's per-entry time tables are shown
- * as time maps (one row per entry, 0 where an entry has no time) and a
- * version-2 store's time overrides as the pending items' table. */
+/* Read-only, the SDK's tables: a store one SDK made may lack some (the
+ * TypeScript SDK creates no function_counter); they are shadowed by empty
+ * temporary tables of the same shape. A file with none of them is not a
+ * store. */
+static int shadow_sdk(sfs_backend *b)
+{
+	int status, t, have[N_SDK], any = 0;
+	char *sql;
+
+	for (size_t i = 0; i < N_SDK; i++) {
+		t = has_table(b, sdk_tables[i]);
+		if (t < 0)
+			return -t;
+		have[i] = t;
+		any |= t;
+	}
+	if (!any)
+		return sfs_err(SFS_FORMAT, "%s has none of the tables of a "
+		               "statefs or VGI state store", b->path);
+	for (size_t i = 0; i < N_SDK; i++) {
+		if (have[i])
+			continue;
+		/* The table's statement, less its index: "CREATE TEMP TABLE". */
+		sql = sqlite3_mprintf("CREATE TEMP %.*s",
+		                      (int)(strstr(sdk_ddl[i], ");") + 2 -
+		                            sdk_ddl[i] - strlen("CREATE ")),
+		                      sdk_ddl[i] + strlen("CREATE "));
+		if (!sql)
+			return sfs_err(SFS_NOMEM, "shadowing %s", sdk_tables[i]);
+		status = sqlb_exec(b, sql, "shadowing the VGI tables");
+		sqlite3_free(sql);
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
+/* Read-only: nothing may be written. Missing tables of the SDK's and ours
+ * (a store only an SDK has written, or an older version) are shadowed by
+ * temporary ones so every statement still prepares: empty tables, except
+ * that a version-1 store's per-entry time tables are shown as time maps
+ * (one row per entry, 0 where an entry has no time) and a version-2
+ * store's time overrides as the pending items' table. */
 static int init_readonly(sfs_backend *b)
 {
 	char name[64], sql[512];
@@ -267,16 +316,11 @@ static int init_readonly(sfs_backend *b)
 	status = check_version(b, v);
 	if (status != SFS_OK)
 		return status;
-	for (size_t i = 0; i < 4; i++) {
-		t = has_table(b, sdk_tables[i]);
-		if (t < 0)
-			return -t;
-		if (t == 0)
-			return sfs_err(SFS_FORMAT, "%s has no table %s",
-			               b->path, sdk_tables[i]);
-	}
 	if (v == SQLB_SCHEMA_VERSION)
 		return SFS_OK;
+	status = shadow_sdk(b);
+	if (status != SFS_OK)
+		return status;
 	for (size_t i = 0; i < N_OWN; i++) {
 		own_name(i, name, sizeof(name));
 		t = has_table(b, name);
@@ -372,8 +416,9 @@ int sqlb_schema_init(sfs_backend *b)
 		status = check_version(b, v);
 	if (status == SFS_OK && v == 0)
 		status = check_foreign(b);
-	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
-		status = sqlb_exec(b, sdk_ddl, "creating the VGI tables");
+	for (size_t i = 0; i < N_SDK && status == SFS_OK &&
+	     v < SQLB_SCHEMA_VERSION; i++)
+		status = sqlb_exec(b, sdk_ddl[i], "creating the VGI tables");
 	if (status == SFS_OK && v == 2)
 		status = migrate_v2(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
@@ -407,7 +452,8 @@ int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names)
 	         "SELECT name FROM \"%s\".sqlite_schema WHERE type='table' AND"
 	         " (name IN ('function_state','function_counter',"
 	         "'function_state_log','work_queue') OR (name LIKE"
-	         " 'statefs\\_%%' ESCAPE '\\' AND name <> 'statefs_meta'))"
+	         " 'statefs\\_%%' ESCAPE '\\' AND name NOT IN ('statefs_meta',"
+	         " 'statefs_queue_stats')))"
 	         " ORDER BY name LIKE 'statefs\\_%%' ESCAPE '\\', name", db);
 	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)

@@ -282,6 +282,7 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 		if (i == 0)
 			*first_id = sqlite3_last_insert_rowid(b->db);
 	}
+	qstat_note(b, queue, n, 0);
 	/* One time for the batch: the map row (if any) at its first id. */
 	return tm_note(b, TM_QUEUE, *first_id, sfs_clock_mtime_ns());
 }
@@ -329,6 +330,8 @@ static int queue_pop_tx(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 		return SFS_NOTFOUND;
 	if (status == SFS_OK && rc != SQLITE_DONE)
 		return sqlb_fail(b, rc, "popping");
+	if (status == SFS_OK)
+		qstat_note(b, queue, 0, 1);
 	return status == SFS_OK ? tm_override_del(b, *id) : status;
 }
 
@@ -439,6 +442,8 @@ int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	status = sqlb_rows(b, st, &l, "reading entries");
 	if (status == SFS_OK && l.n)
 		status = queue_clear_tx(b, queue, &c);
+	if (status == SFS_OK)
+		qstat_note(b, queue, 0, l.n);
 	status = sqlb_end_write_if(b, status, l.n > 0);
 	if (status != SFS_OK) {
 		sfs_list_free(&l);

@@ -250,7 +250,9 @@ int sqlb_commit(sfs_backend *b)
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
 
-	if (st)
+	if (st && b->in_write)
+		status = qstat_flush(b);
+	if (st && status == SFS_OK)
 		status = sqlb_run(b, st, "committing");
 	if (status != SFS_OK) {
 		sqlb_rollback(b);
@@ -259,6 +261,7 @@ int sqlb_commit(sfs_backend *b)
 	if (b->in_write) {
 		b->commits++;
 		stamp_end(b, 1);
+		qstat_end(b, 1);
 	}
 	b->in_write = 0;
 	return SFS_OK;
@@ -271,6 +274,7 @@ void sqlb_rollback(sfs_backend *b)
 
 	b->in_write = 0;
 	stamp_end(b, 0);
+	qstat_end(b, 0);
 	if (sqlite3_get_autocommit(b->db))
 		return;
 	st = sqlb_stmt(b, ST_ROLLBACK, "ROLLBACK", &status);
@@ -407,6 +411,8 @@ static void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
+	if (b->db)
+		qstat_close(b);
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(b->st[i]);
 	if (b->db)
@@ -602,6 +608,7 @@ const sfs_backend_ops sqlb_ops = {
 	.checkpoint = sqlb_checkpoint,
 	.restore = sqlb_restore,
 	.info = sqlb_info,
+	.stats = sqlb_stats,
 	.verify = sqlb_verify,
 	.export_rows = sqlb_export,
 	.import_begin = sqlb_import_begin,

@@ -474,12 +474,20 @@ static uint64_t file_size(const char *path, const char *suffix)
 
 int sqlb_info(sfs_backend *b, sfs_info *out)
 {
-	uint64_t v = 0;
 	int status = sqlb_begin_read(b);
 
 	if (status != SFS_OK)
 		return status;
-	status = pragma_int(b, "PRAGMA page_size", &out->page_size);
+	status = sqlb_info_tx(b, out);
+	sqlb_rollback(b);
+	return status;
+}
+
+int sqlb_info_tx(sfs_backend *b, sfs_info *out)
+{
+	uint64_t v = 0;
+	int status = pragma_int(b, "PRAGMA page_size", &out->page_size);
+
 	if (status == SFS_OK)
 		status = pragma_int(b, "PRAGMA page_count", &out->page_count);
 	if (status == SFS_OK)
@@ -498,7 +506,6 @@ int sqlb_info(sfs_backend *b, sfs_info *out)
 		status = count_rows(b, "statefs_inflight", &out->claimed_rows);
 	if (status == SFS_OK)
 		status = count_rows(b, "statefs_dead", &out->dead_rows);
-	sqlb_rollback(b);
 	if (status != SFS_OK)
 		return status;
 	out->schema_version = (int)v;

@@ -851,10 +851,16 @@ int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count);
  *             for SFS_NAME_SCOPE, the root's directories (exec queue
  *             counter) get their first byte escaped: ".pop" -> "%2Epop",
  *             scope "exec" -> "%65xec".
- *   id        SFS_NAME_ID (keys of the typed namespaces worker, agg, win):
- *             an 8-byte key is the decimal int64 it encodes ("42", "-1");
- *             another key whose text looks like a decimal number gets its
- *             first byte escaped ("123" as 3 bytes -> "%3123").
+ *   id        SFS_NAME_ID (keys of the Go SDK's typed namespaces worker,
+ *             agg, win) and SFS_NAME_ID_LE (the Python SDK's namespaces of
+ *             packed ids: _vgi/aggregate_state, _vgi/aggregate_window_
+ *             partition, _vgi/buffering_init, _vgi/streaming_session,
+ *             _vgi/tio_state): an 8-byte key is the decimal int64 it
+ *             encodes, big- or little-endian ("42", "-1"); another key
+ *             whose text looks like a decimal number gets its first byte
+ *             escaped ("123" as 3 bytes -> "%3123"). Listings stay in key
+ *             (byte) order, which is numeric order for big-endian ids >= 0
+ *             but not for little-endian ones.
  *   long      an encoding over SFS_NAME_MAX bytes is cut (never inside an
  *             escape or a character) and ends in "%~" plus 32 hex digits of
  *             a BLAKE2b-128 hash of the whole string. Such a name is found,
@@ -869,9 +875,11 @@ typedef enum sfs_name_kind {
 	SFS_NAME_KEY = 0, /* a key or a namespace */
 	SFS_NAME_SCOPE,   /* a scope or a queue id (also escapes exec, queue, counter) */
 	SFS_NAME_ID,      /* a key of a typed namespace: 8-byte ids in decimal */
+	SFS_NAME_ID_LE,   /* the same for 8-byte little-endian ids */
 } sfs_name_kind;
 
-/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", else
+/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", SFS_NAME_ID_LE
+ * for those of the Python SDK's id namespaces (above), else
  * SFS_NAME_KEY. */
 sfs_name_kind sfs_name_key_kind(sfs_slice ns);
 
@@ -932,6 +940,65 @@ typedef struct sfs_info {
 } sfs_info;
 
 int sfs_store_info(sfs_store *s, sfs_info *out);
+
+/* Figures for watching a store (statectl top and metrics): what
+ * sfs_store_info says, and per queue and per scope, from one read
+ * transaction, so they are consistent with each other. It takes no write
+ * lock and writes nothing (a read-only handle is enough); its cost is a
+ * pass over the queue and scope indexes.
+ *
+ * pushed and taken count, per queue, the items pushed (sfs_queue_push,
+ * also through the mount and statectl) and the items handed to consumers
+ * (pop, drain, claim) through statefs since the store began counting
+ * (schema 4). They only grow, except that a queue's counts are forgotten
+ * after it has been empty and unused for a day (a counter reset). Each
+ * writer keeps its counts in memory and writes them at most once a
+ * second, inside a write transaction it makes anyway, and when it closes
+ * the store: so a count lags by up to a second under steady work, and a
+ * writer that goes idle holds back its last second until it writes again
+ * or closes (sfs_queue_gc writes them too, and the daemon runs it
+ * periodically). Items an
+ * SDK pushes or pops with its own SQL are not counted: they show in the
+ * pending count only. */
+typedef struct sfs_queue_stats {
+	sfs_buf queue;             /* the queue id */
+	uint64_t pending;          /* waiting items (sfs_queue_len) */
+	uint64_t inflight;         /* items under a claim */
+	uint64_t dead;             /* dead letters */
+	uint64_t claims;           /* claims holding items */
+	uint64_t expired;          /* of which the lease ran out (not yet
+	                              recovered) */
+	int64_t oldest_claim_ns;   /* when the oldest claim was made; 0: none */
+	int64_t head_ns;           /* when the head item's wait began; 0: no
+	                              pending item, or its time is unknown */
+	uint64_t pushed;           /* items pushed, see above */
+	uint64_t taken;            /* items popped, drained or claimed */
+} sfs_queue_stats;
+
+typedef struct sfs_scope_stats {
+	sfs_buf scope;
+	uint64_t kv;               /* key/value entries, all namespaces */
+	uint64_t log;              /* log entries */
+	uint64_t counter;          /* counters */
+} sfs_scope_stats;
+
+typedef struct sfs_stats {
+	int64_t now_ns;            /* CLOCK_REALTIME when it was read */
+	sfs_info info;             /* as sfs_store_info; path borrowed from
+	                              the store */
+	sfs_queue_stats *queues;   /* every queue with items, claims, dead
+	                              letters or counts, by queue bytes */
+	size_t nqueues;
+	sfs_scope_stats *scopes;   /* every scope with entries of the kv, log
+	                              or counter families, by scope bytes */
+	size_t nscopes;
+} sfs_stats;
+
+/* One snapshot of the figures into *out, freed with sfs_stats_free. The
+ * sums over queues and scopes are info's row counts. */
+int sfs_store_stats(sfs_store *s, sfs_stats **out);
+/* Frees what sfs_store_stats returned. NULL is fine. */
+void sfs_stats_free(sfs_stats *st);
 
 /* Reads every page (authenticating each one in an encrypted store) and runs
  * SQLite's integrity check. SFS_CORRUPT with the first problem in the

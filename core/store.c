@@ -286,6 +286,42 @@ int sfs_store_info(sfs_store *s, sfs_info *out)
 	return r;
 }
 
+int sfs_store_stats(sfs_store *s, sfs_stats **out)
+{
+	sfs_stats *st;
+	int r;
+
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_out(out, "out"));
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return sfs_err(SFS_NOMEM, "allocating the figures");
+	store_lock(s);
+	r = s->ops->stats(s->be, st);
+	store_unlock(s);
+	if (r != SFS_OK) {
+		sfs_stats_free(st);
+		return r;
+	}
+	st->info.path = s->path;
+	*out = st;
+	return SFS_OK;
+}
+
+void sfs_stats_free(sfs_stats *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->nqueues; i++)
+		sfs_buf_free(&st->queues[i].queue);
+	for (size_t i = 0; i < st->nscopes; i++)
+		sfs_buf_free(&st->scopes[i].scope);
+	free(st->queues);
+	free(st->scopes);
+	free(st);
+}
+
 int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx)
 {
 	sfs_err_clear();

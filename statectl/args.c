@@ -53,6 +53,8 @@ static const cli_optdef optdefs[] = {
 	{ "ttl", OPT_TTL, "DURATION", "drop pending items that waited longer (0: never)" },
 	{ "max-deliveries", OPT_MAX_DELIVERIES, "N", "dead after N deliveries (0: no limit)" },
 	{ "delete", OPT_DELETE, NULL, "delete the dead letters named (or all, with --all)" },
+	{ "interval", OPT_INTERVAL, "DURATION", "between two frames: 1s (default), 500ms, 5s..." },
+	{ "once", OPT_ONCE, NULL, "one frame, measured over one interval, then exit" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -120,6 +122,15 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_DECRYPT: a->decrypt = 1; break;
 	case OPT_FAMILY: a->family = arg; break;
 	case OPT_DELETE: a->del = 1; break;
+	case OPT_ONCE: a->once = 1; break;
+	case OPT_INTERVAL:
+		if (sfs_duration_parse(arg, &v) != SFS_OK)
+			return cli_usage(c, "--%s: %s", d->name, sfs_errdetail());
+		if (v < 100 || v > 3600 * 1000)
+			return cli_usage(c, "--interval must be between 100ms "
+			                 "and 1h");
+		a->interval_ms = v;
+		break;
 	case OPT_MAX:
 		if ((rc = parse_long(c, d->name, arg, 1, &v)))
 			return rc;
@@ -249,6 +260,7 @@ int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
 	a->lease_ms = -1;
 	a->ttl_ms = -1;
 	a->max_deliveries = -1;
+	a->interval_ms = -1;
 	for (int i = 0; i < argc; i++) {
 		if (!only_pos && strcmp(argv[i], "--") == 0) {
 			only_pos = 1;

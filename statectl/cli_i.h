@@ -87,6 +87,8 @@ enum cli_optid {
 	OPT_MAX_DELIVERIES,
 	OPT_DELETE,
 	OPT_COUNT,
+	OPT_INTERVAL,
+	OPT_ONCE,
 };
 
 #define CLI_OPT(id) (1ull << (id))
@@ -129,6 +131,8 @@ typedef struct cli_args {
 	int64_t ttl_ms;          /* --ttl, -1: not given */
 	int64_t max_deliveries;  /* --max-deliveries, -1: not given */
 	int del;                 /* --delete */
+	int64_t interval_ms;     /* --interval, -1: not given */
+	int once;                /* --once */
 } cli_args;
 
 typedef int (*cli_run_fn)(cli *c, cli_args *a);
@@ -358,6 +362,9 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* cmd_top.c, cmd_metrics.c */
+int cmd_top(cli *c, cli_args *a);
+int cmd_metrics(cli *c, cli_args *a);
 /* cmd_claim.c */
 int cmd_claim(cli *c, cli_args *a);
 int cmd_claim_heartbeat(cli *c, cli_args *a);

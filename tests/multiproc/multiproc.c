@@ -254,7 +254,25 @@ static int test_queue(void)
 		pids[4 + i] = mp_spawn(p);
 	}
 	bad = mp_reap(pids, 8);
-	return bad | check_once("popped", 4, 4, 500);
+	bad |= check_once("popped", 4, 4, 500);
+	/* Every process wrote its push and take counts (at most once a
+	 * second, and at close): exactly what went through. */
+	{
+		sfs_store *s = mp_open_store(0);
+		sfs_stats *st = NULL;
+
+		if (sfs_store_stats(s, &st) || st->nqueues != 1 ||
+		    st->queues[0].pushed != 2000 || st->queues[0].taken != 2000) {
+			fprintf(stderr, "queue counts: %s, pushed %llu taken %llu,"
+			        " want 2000 2000\n", sfs_errdetail(),
+			        st && st->nqueues ? (unsigned long long)st->queues[0].pushed : 0ULL,
+			        st && st->nqueues ? (unsigned long long)st->queues[0].taken : 0ULL);
+			bad = 1;
+		}
+		sfs_stats_free(st);
+		sfs_store_close(s);
+	}
+	return bad;
 }
 
 static int test_drain(void)

@@ -61,6 +61,15 @@ static const example examples[] = {
 	EX("stream-a", SFS_NAME_ID, "8319400191411957089"), /* 8 bytes */
 	EX("12345678", SFS_NAME_KEY, "12345678"),
 	EX("12345678", SFS_NAME_ID, "3544952156018063160"),
+	/* the Python SDK's pack_int_key: little-endian */
+	EX("\x07\x00\x00\x00\x00\x00\x00\x00", SFS_NAME_ID_LE, "7"),
+	EX("\xd2\x04\x00\x00\x00\x00\x00\x00", SFS_NAME_ID_LE, "1234"),
+	EX("\xfe\xff\xff\xff\xff\xff\xff\xff", SFS_NAME_ID_LE, "-2"),
+	EX("\x00\x00\x00\x00\x00\x00\x00\x80", SFS_NAME_ID_LE, "-9223372036854775808"),
+	EX("\xff\xff\xff\xff\xff\xff\xff\x7f", SFS_NAME_ID_LE, "9223372036854775807"),
+	EX("\x00\x00\x00\x00\x00\x00\x04\xd2", SFS_NAME_ID_LE, "-3313523425837842432"),
+	EX("123", SFS_NAME_ID_LE, "%3123"),
+	EX("stream-ab", SFS_NAME_ID_LE, "stream-ab"),
 };
 
 static void test_examples(void **state)
@@ -125,6 +134,10 @@ static void test_rejects(void **state)
 		{ "9223372036854775808", SFS_NAME_ID },
 		{ "-9223372036854775809", SFS_NAME_ID },
 		{ "%x000000000000002a", SFS_NAME_ID }, /* ids are decimal there */
+		{ "%x0700000000000000", SFS_NAME_ID_LE },
+		{ "007", SFS_NAME_ID_LE },
+		{ "-0", SFS_NAME_ID_LE },
+		{ "9223372036854775808", SFS_NAME_ID_LE },
 		{ "123", SFS_NAME_KEY + 7 },    /* unknown kind */
 	};
 	char longname[SFS_NAME_MAX + 2];
@@ -205,9 +218,9 @@ static void test_roundtrip(void **state)
 
 	(void)state;
 	for (int i = 0; i < 30000; i++) {
-		sfs_name_kind kind = (sfs_name_kind)(i % 3);
+		sfs_name_kind kind = (sfs_name_kind)(i % 4);
 		n = gen(p, i % 10 == 0 ? sizeof(p) : 40);
-		if (kind == SFS_NAME_ID && i % 7 == 0)
+		if ((kind == SFS_NAME_ID || kind == SFS_NAME_ID_LE) && i % 7 == 0)
 			n = 8;
 		assert_int_equal(sfs_name_encode(sfs_bytes(p, n), kind, name,
 		                                 &len), SFS_OK);
@@ -353,6 +366,50 @@ static void test_key_kind(void **state)
 	assert_int_equal(sfs_name_key_kind(sfs_str("log")), SFS_NAME_KEY);
 	assert_int_equal(sfs_name_key_kind(sfs_str("workers")), SFS_NAME_KEY);
 	assert_int_equal(sfs_name_key_kind(SFS_NONE), SFS_NAME_KEY);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/aggregate_state")),
+	                 SFS_NAME_ID_LE);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/aggregate_window_partition")),
+	                 SFS_NAME_ID_LE);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/buffering_init")),
+	                 SFS_NAME_ID_LE);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/streaming_session")),
+	                 SFS_NAME_ID_LE);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/tio_state")),
+	                 SFS_NAME_ID_LE);
+	/* a log keyed by b"", not by ids */
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/streaming_finalize")),
+	                 SFS_NAME_KEY);
+	assert_int_equal(sfs_name_key_kind(sfs_str("_vgi/")), SFS_NAME_KEY);
+}
+
+/* One name per id in both byte orders, and the two differ exactly by the
+ * byte order: no name of one kind is an alias of another key. */
+static void test_id_byte_orders(void **state)
+{
+	unsigned char be[8], le[8];
+	char nb[SFS_NAME_MAX + 1], nl[SFS_NAME_MAX + 1];
+	int64_t ids[] = { 0, 1, 7, -1, -2, 255, 256, 65535, 1234567890123LL,
+	                  INT64_MIN, INT64_MAX };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		sfs_buf out;
+
+		sfs_id_encode(ids[i], be);
+		for (int b = 0; b < 8; b++)
+			le[b] = be[7 - b];
+		assert_int_equal(sfs_name_encode(sfs_bytes(be, 8), SFS_NAME_ID,
+		                                 nb, NULL), SFS_OK);
+		assert_int_equal(sfs_name_encode(sfs_bytes(le, 8),
+		                                 SFS_NAME_ID_LE, nl, NULL),
+		                 SFS_OK);
+		assert_string_equal(nb, nl);
+		assert_int_equal(sfs_name_decode(nl, strlen(nl), SFS_NAME_ID_LE,
+		                                 &out, NULL), SFS_OK);
+		assert_int_equal(out.len, 8);
+		assert_memory_equal(out.ptr, le, 8);
+		sfs_buf_free(&out);
+	}
 }
 
 int main(void)
@@ -364,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_injective),
 		cmocka_unit_test(test_long),
 		cmocka_unit_test(test_key_kind),
+		cmocka_unit_test(test_id_byte_orders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -384,6 +384,70 @@ static void test_go_sdk_store_opens(void **state)
 	sfs_store_close(s);
 }
 
+/* The TypeScript SDK creates three of the four tables (no counters): a
+ * read-only open shows what it holds and adds nothing; a writable one adds
+ * the missing table. */
+static void test_ts_sdk_store_opens(void **state)
+{
+	tfx *t = *state;
+	unsigned char le[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	char path[400];
+	sqlite3 *db;
+	sfs_store *s;
+	sfs_buf b;
+	int64_t v;
+	int exists;
+
+	if (tfx_encrypted())
+		return; /* an SDK's own store is plaintext */
+	snprintf(path, sizeof(path), "%s/ts.db", t->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	        "PRAGMA journal_mode=WAL;"
+	        "CREATE TABLE IF NOT EXISTS work_queue (id INTEGER PRIMARY KEY"
+	        " AUTOINCREMENT, execution_id BLOB NOT NULL, work_item BLOB NOT"
+	        " NULL);"
+	        "CREATE TABLE IF NOT EXISTS function_state (scope_id BLOB NOT"
+	        " NULL, ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL,"
+	        " PRIMARY KEY (scope_id, ns, key));"
+	        "CREATE TABLE IF NOT EXISTS function_state_log (id INTEGER"
+	        " PRIMARY KEY AUTOINCREMENT, scope_id BLOB NOT NULL, ns BLOB NOT"
+	        " NULL, key BLOB NOT NULL, value BLOB NOT NULL);",
+	        NULL, NULL, NULL), SQLITE_OK);
+	sdk_exec(db, "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
+	         " value) VALUES (?, ?, ?, ?)", "exec", 4, "_vgi/buffering_init",
+	         19, le, 8, "init", 4);
+	sqlite3_close(db);
+
+	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
+	OK(sfs_kv_get(s, S("exec"), S("_vgi/buffering_init"),
+	              sfs_bytes(le, 8), &b));
+	tfx_buf(&b, "init");
+	sfs_buf_free(&b);
+	OK(sfs_counter_get(s, S("exec"), S("n"), S("k"), &v, &exists));
+	assert_int_equal(exists, 0);
+	sfs_store_close(s);
+	{
+		sqlite3_stmt *st;
+
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM"
+		        " sqlite_schema WHERE name NOT IN ('work_queue',"
+		        " 'function_state', 'function_state_log')"
+		        " AND name NOT LIKE 'sqlite%'", -1, &st, NULL),
+		        SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(st, 0), 0);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_counter_add(s, S("exec"), S("n"), S("k"), 2, &v));
+	assert_int_equal(v, 2);
+	sfs_store_close(s);
+}
+
 /* What a Go worker sees of our plaintext store: its own statements work. */
 static void test_go_sdk_reads_ours(void **state)
 {
@@ -484,6 +548,7 @@ int main(void)
 		T(test_default_path),
 		T(test_commit_survives_crash),
 		T(test_go_sdk_store_opens),
+		T(test_ts_sdk_store_opens),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),

@@ -210,7 +210,7 @@ static void test_info_verify(void **state)
 	OK(sfs_queue_push(t->s, S("q"), &it, 1, NULL));
 	OK(sfs_store_info(t->s, &info));
 	assert_string_equal(info.path, sfs_store_path(t->s));
-	assert_int_equal(info.schema_version, tfx_postgres() ? 1 : 3);
+	assert_int_equal(info.schema_version, tfx_postgres() ? 1 : 4);
 	assert_int_equal(info.encrypted, tfx_encrypted());
 	assert_string_equal(info.cipher, tfx_encrypted() ? "xchacha20poly1305"
 	                                                 : "none");
