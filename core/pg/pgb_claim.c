@@ -82,7 +82,7 @@ static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
 
 static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
                       int64_t lease_ns, int want_items, int64_t *cid,
-                      sfs_list *items)
+                      size_t *taken, sfs_list *items)
 {
 	PGresult *r;
 	pgp p = PGP_INIT;
@@ -108,6 +108,7 @@ static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
 		                     (long long)one) : SFS_NOTFOUND;
 	}
 	*cid = pgr_i64(r, 0, 0);
+	*taken = (size_t)PQntuples(r);
 	pgb_committed(c->b);
 	if (!want_items) {
 		PQclear(r);
@@ -144,15 +145,17 @@ int pgb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
 {
 	sfs_list l = { NULL, 0 };
 	int64_t cid = 0;
+	size_t n = 0;
 	pgc *c;
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
 		st = claim_body(c, queue, max, 0, lease_ns, items != NULL, &cid,
-		                &l);
+		                &n, &l);
 	}
 	if (st != SFS_OK)
 		return st;
+	pgb_qstat_note(b, queue, 0, n);
 	*claim_id = cid;
 	if (items)
 		*items = l;
@@ -163,15 +166,19 @@ int pgb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
                    int64_t lease_ns, int64_t *claim_id)
 {
 	int64_t cid = 0;
+	size_t n = 0;
 	pgc *c;
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		st = claim_body(c, queue, 1, id, lease_ns, 0, &cid, NULL);
+		st = claim_body(c, queue, 1, id, lease_ns, 0, &cid, &n, NULL);
 	}
-	if (st == SFS_OK && claim_id)
+	if (st != SFS_OK)
+		return st;
+	pgb_qstat_note(b, queue, 0, n);
+	if (claim_id)
 		*claim_id = cid;
-	return st;
+	return SFS_OK;
 }
 
 /* --- heartbeats ------------------------------------------------------------------ */
@@ -722,6 +729,8 @@ int pgb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 		return st;
 	if (g.expired || g.returned || g.dead || g.claims)
 		pgb_committed(b);
+	/* the daemon's periodic pass brings an idle daemon's counts out */
+	pgb_qstat_due(b);
 	if (out)
 		*out = g;
 	return SFS_OK;

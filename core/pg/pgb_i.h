@@ -63,6 +63,7 @@ typedef struct pgb_keys pgb_keys;   /* the row key (pgb_seal.c) */
 typedef struct pgb_reg pgb_reg;     /* prepared statements (pgb_pool.c) */
 typedef struct pgb_listener pgb_listener; /* LISTEN thread (pgb_store.c) */
 typedef struct pgb_ad pgb_ad;       /* where a sealed value lives */
+typedef struct pgb_qstat pgb_qstat; /* queue counts (pgb_stats.c) */
 
 struct sfs_backend {
 	char *conninfo;          /* for libpq; may hold a password: never
@@ -93,6 +94,7 @@ struct sfs_backend {
 	atomic_uint_fast64_t notes;
 	pgb_listener *listener;  /* started by the first version call */
 	pthread_mutex_t listen_mu;
+	pgb_qstat *qstat;        /* pushed and taken counts, not yet written */
 };
 
 /* --- pgb_conn.c ------------------------------------------------------------ */
@@ -290,6 +292,20 @@ int pgb_schema_init(sfs_backend *b, pgc *c, const sfs_backend_cfg *cfg);
  * encrypted, for sfs_store_exists and the config rules. */
 int pgb_schema_probe(sfs_backend *b, pgc *c, int *encrypted);
 
+/* --- pgb_stats.c ----------------------------------------------------------- */
+
+/* Counts of items pushed to and taken from a queue (popped, drained,
+ * claimed), noted after the call that moved them committed; written at
+ * most once a second (by the noting thread, after its call released its
+ * connection), by a recovery pass (pgb_qstat_due, when a second has
+ * passed) and at close. A count that cannot be kept or written never
+ * fails the call that made it (a warning is logged). */
+int pgb_qstat_init(sfs_backend *b);
+void pgb_qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
+                    uint64_t taken);
+void pgb_qstat_due(sfs_backend *b);
+void pgb_qstat_close(sfs_backend *b);
+
 /* --- the ops, by file ------------------------------------------------------ */
 
 int pgb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -421,6 +437,9 @@ int pgb_checkpoint(sfs_backend *b, const char *path, sfs_progress_fn progress,
 int pgb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
                 void *ctx);
 int pgb_info(sfs_backend *b, sfs_info *out);
+/* pgb_info's figures, inside the caller's transaction. */
+int pgb_info_tx(pgc *c, sfs_info *out);
+int pgb_stats(sfs_backend *b, sfs_stats *out);
 int pgb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 int pgb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx);

@@ -86,6 +86,10 @@ static const char own_ddl[] =
 	" item bytea NOT NULL, reason text NOT NULL, deliveries bigint NOT NULL,"
 	" dead_ns bigint NOT NULL);"
 	"CREATE INDEX statefs_dead_queue ON statefs_dead (queue, id);"
+	/* items pushed and taken through statefs (pgb_stats.c) */
+	"CREATE TABLE statefs_queue_stats (queue bytea PRIMARY KEY,"
+	" pushed bigint NOT NULL, taken bigint NOT NULL,"
+	" updated_ns bigint NOT NULL);"
 	"CREATE TABLE statefs_queue_policy (queue bytea PRIMARY KEY,"
 	" ttl_ms bigint NOT NULL, max_deliveries bigint NOT NULL);"
 	/* has_ns 0: the scope itself (ns = ''), not the namespace "" */

@@ -370,6 +370,7 @@ int pgb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
 	}
 	if (st == SFS_OK) {
 		pgb_committed(b);
+		pgb_qstat_note(b, queue, n, 0);
 		if (first_id)
 			*first_id = f;
 	}
@@ -447,6 +448,7 @@ int pgb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 	if (st != SFS_OK)
 		return st;
 	pgb_committed(b);
+	pgb_qstat_note(b, queue, 0, 1);
 	*item = v;
 	if (id)
 		*id = got;
@@ -490,6 +492,7 @@ int pgb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 		l.items[i].n = 0;
 	if (l.n)
 		pgb_committed(b);
+	pgb_qstat_note(b, queue, 0, l.n);
 	*out = l;
 	return SFS_OK;
 }

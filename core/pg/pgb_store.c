@@ -180,6 +180,7 @@ static void pgb_close(sfs_backend *b)
 	if (!b)
 		return;
 	listener_stop(b);
+	pgb_qstat_close(b); /* the counts not written yet */
 	pgb_pool_destroy(b);
 	pthread_mutex_destroy(&b->listen_mu);
 	pgb_keys_free(b->keys);
@@ -231,6 +232,8 @@ static int prepare(const char *db, unsigned flags, int busy_ms,
 		return sfs_err(SFS_NOMEM, "allocating a store");
 	}
 	st = pgb_pool_init(b, t.pool ? (size_t)t.pool : DEFAULT_POOL);
+	if (st == SFS_OK)
+		st = pgb_qstat_init(b);
 	if (st != SFS_OK) {
 		pgb_close(b);
 		return st;
@@ -372,6 +375,7 @@ const sfs_backend_ops pgb_ops = {
 	.checkpoint = pgb_checkpoint,
 	.restore = pgb_restore,
 	.info = pgb_info,
+	.stats = pgb_stats,
 	.verify = pgb_verify,
 	.export_rows = pgb_export,
 	.import_begin = pgb_import_begin,

@@ -62,44 +62,39 @@ int pgb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 
 /* --- info and verify ---------------------------------------------------------- */
 
-int pgb_info(sfs_backend *b, sfs_info *out)
+int pgb_info_tx(pgc *c, sfs_info *out)
 {
+	sfs_backend *b = c->b;
+	PGresult *r;
 	sfs_info i;
-	pgc *c;
+	pgp p = PGP_INIT;
 	int st;
 
 	memset(&i, 0, sizeof(i));
-	PGB_TRY(b, c, st, 0) {
-		PGresult *r;
-		pgp p = PGP_INIT;
-
-		pgp_text(&p, b->schema);
-		st = pgb_exec(c, "SELECT (SELECT count(*) FROM function_state),"
-		        " (SELECT count(*) FROM function_counter),"
-		        " (SELECT count(*) FROM function_state_log),"
-		        " (SELECT count(*) FROM work_queue),"
-		        " (SELECT count(*) FROM statefs_inflight),"
-		        " (SELECT count(*) FROM statefs_dead),"
-		        " (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)"
-		        " ::bigint FROM pg_class c JOIN pg_namespace n"
-		        " ON n.oid = c.relnamespace WHERE n.nspname = $1"
-		        " AND c.relkind = 'r'),"
-		        " current_setting('block_size')::bigint", &p, 0, &r,
-		        "reading the store's size");
-		if (st == SFS_OK) {
-			i.kv_rows = (uint64_t)pgr_i64(r, 0, 0);
-			i.counter_rows = (uint64_t)pgr_i64(r, 0, 1);
-			i.log_rows = (uint64_t)pgr_i64(r, 0, 2);
-			i.queue_rows = (uint64_t)pgr_i64(r, 0, 3);
-			i.claimed_rows = (uint64_t)pgr_i64(r, 0, 4);
-			i.dead_rows = (uint64_t)pgr_i64(r, 0, 5);
-			i.file_size = (uint64_t)pgr_i64(r, 0, 6);
-			i.page_size = (uint64_t)pgr_i64(r, 0, 7);
-			PQclear(r);
-		}
-	}
+	pgp_text(&p, b->schema);
+	st = pgb_exec(c, "SELECT (SELECT count(*) FROM function_state),"
+	        " (SELECT count(*) FROM function_counter),"
+	        " (SELECT count(*) FROM function_state_log),"
+	        " (SELECT count(*) FROM work_queue),"
+	        " (SELECT count(*) FROM statefs_inflight),"
+	        " (SELECT count(*) FROM statefs_dead),"
+	        " (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)"
+	        " ::bigint FROM pg_class c JOIN pg_namespace n"
+	        " ON n.oid = c.relnamespace WHERE n.nspname = $1"
+	        " AND c.relkind = 'r'),"
+	        " current_setting('block_size')::bigint", &p, 0, &r,
+	        "reading the store's size");
 	if (st != SFS_OK)
 		return st;
+	i.kv_rows = (uint64_t)pgr_i64(r, 0, 0);
+	i.counter_rows = (uint64_t)pgr_i64(r, 0, 1);
+	i.log_rows = (uint64_t)pgr_i64(r, 0, 2);
+	i.queue_rows = (uint64_t)pgr_i64(r, 0, 3);
+	i.claimed_rows = (uint64_t)pgr_i64(r, 0, 4);
+	i.dead_rows = (uint64_t)pgr_i64(r, 0, 5);
+	i.file_size = (uint64_t)pgr_i64(r, 0, 6);
+	i.page_size = (uint64_t)pgr_i64(r, 0, 7);
+	PQclear(r);
 	i.page_count = i.page_size ? i.file_size / i.page_size : 0;
 	i.schema_version = PGB_SCHEMA_VERSION;
 	i.encrypted = b->keys != NULL;
@@ -108,6 +103,21 @@ int pgb_info(sfs_backend *b, sfs_info *out)
 	i.kdf = b->keys ? pgb_keys_kdf(b->keys) : "none";
 	*out = i;
 	return SFS_OK;
+}
+
+int pgb_info(sfs_backend *b, sfs_info *out)
+{
+	sfs_info i;
+	pgc *c;
+	int st;
+
+	/* one statement: one snapshot */
+	PGB_TRY(b, c, st, 0) {
+		st = pgb_info_tx(c, &i);
+	}
+	if (st == SFS_OK)
+		*out = i;
+	return st;
 }
 
 static int no_row(const sfs_row *row, void *ctx)

@@ -61,7 +61,10 @@ grep -Eq '^jobs +4 +2 +1 +1 +0 ' "$T/frame" || { cat "$T/frame" >&2; fail "the j
 grep -Eq '^app +5 +3 +2' "$T/frame" || { cat "$T/frame" >&2; fail "the app scope"; }
 awk '$1 == "busy" && $9 != "0" && $9 != "-" { ok = 1 } END { exit !ok }' "$T/frame" ||
 	{ cat "$T/frame" >&2; fail "the worker's rates"; }
-expect_match "$(head -n1 "$T/frame")" "statefs top +$DB" "the header names the store"
+# the store's name as statefs gives it (a connection string: libpq's order)
+expect_exit 0 sc --json info
+expect_match "$(head -n1 "$T/frame")" "statefs top +$(jq -r .path <<<"$out")" \
+	"the header names the store"
 grep -q "QUEUE.*PENDING.*INFLIGHT.*DEAD.*CLAIMS.*EXPIRED.*OLDEST.*WAIT.*PUSH/s.*POP/s.*DEPTH" "$T/frame" ||
 	fail "a wide window shows every column"
 grep -q "q quit" "$T/frame" || fail "the footer"
@@ -103,7 +106,7 @@ expect_exit 0 sc --json top --once
 jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight == 2 and .dead == 1 and .claims == 1'
 jqe "$out" '.queues[] | select(.queue == "busy") | (.push_per_s | type) == "number"'
 jqe "$out" '.scopes[] | select(.scope == "app") | .kv == 5 and .log == 3 and .counter == 2'
-jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$mode" = encrypted ] && echo true || echo false)"')'
+jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && echo true || echo false)"')'
 # piped, one frame per interval until a signal; exit 0
 timeout --preserve-status -s TERM 3 "$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 200ms >"$T/frames" ||
 	fail "top piped exits $?"
