@@ -92,6 +92,30 @@ int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
 	CALL(s, s->ops->claim_item(s->be, queue, id, ns, claim_id));
 }
 
+int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ms, int64_t *claim_id, uint64_t *count)
+{
+	int64_t lease = 0;
+
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_name(scope, "scope"));
+	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_out(claim_id, "claim_id"));
+	CHECK(chk_lease(s, lease_ms, &lease));
+	CALL(s, s->ops->kv_claim(s->be, scope, ns, lease, claim_id, count));
+}
+
+int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->claim_items(s->be, claim_id, after_id, limit,
+	                            keys_only, out));
+}
+
 int sfs_claim_heartbeat(sfs_store *s, int64_t claim_id, int64_t lease_ms,
                         int64_t *lease_until_ns)
 {
@@ -109,7 +133,7 @@ int sfs_claim_ack(sfs_store *s, int64_t claim_id)
 
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CALL(s, s->ops->claim_settle(s->be, claim_id, NULL, &o, 0));
+	CALL_DELETE(s, s->ops->claim_settle(s->be, claim_id, NULL, &o, 0));
 }
 
 int sfs_claim_nack(sfs_store *s, int64_t claim_id)
@@ -168,7 +192,7 @@ int sfs_inflight_settle(sfs_store *s, sfs_slice queue, int64_t id,
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_outcome(outcome));
-	CALL(s, s->ops->inflight_settle(s->be, queue, id, outcome));
+	CALL_DELETE(s, s->ops->inflight_settle(s->be, queue, id, outcome));
 }
 
 int sfs_inflight_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
@@ -227,7 +251,7 @@ int sfs_dead_delete(sfs_store *s, sfs_slice queue, int64_t id)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->dead_delete(s->be, queue, id));
+	CALL_DELETE(s, s->ops->dead_delete(s->be, queue, id));
 }
 
 int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
@@ -235,7 +259,7 @@ int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->dead_clear(s->be, queue, count));
+	CALL_DELETE(s, s->ops->dead_clear(s->be, queue, count));
 }
 
 int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,

@@ -39,7 +39,7 @@ int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->kv_delete(s->be, scope, ns, key));
+	CALL_DELETE(s, s->ops->kv_delete(s->be, scope, ns, key));
 }
 
 int sfs_kv_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -65,7 +65,8 @@ int sfs_kv_delete_range(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	CHECK(chk_name(ns, "namespace"));
 	CHECK(chk_opt_name(start, "the start bound"));
 	CHECK(chk_opt_name(end, "the end bound"));
-	CALL(s, s->ops->kv_delete_range(s->be, scope, ns, start, end, count));
+	CALL_DELETE(s, s->ops->kv_delete_range(s->be, scope, ns, start, end,
+	                                       count));
 }
 
 int sfs_kv_delete_ns(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -161,7 +162,7 @@ int sfs_dir_remove(sfs_store *s, sfs_family fam, sfs_slice scope,
 	CHECK(chk_writable(s));
 	CHECK(chk_family(fam, ns));
 	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->dir_remove(s->be, fam, scope, ns));
+	CALL_DELETE(s, s->ops->dir_remove(s->be, fam, scope, ns));
 }
 
 int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
@@ -219,7 +220,7 @@ int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->counter_delete(s->be, scope, ns, key));
+	CALL_DELETE(s, s->ops->counter_delete(s->be, scope, ns, key));
 }
 
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,

@@ -63,7 +63,7 @@ int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->log_delete(s->be, scope, ns, key, id));
+	CALL_DELETE(s, s->ops->log_delete(s->be, scope, ns, key, id));
 }
 
 int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -76,7 +76,7 @@ int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_opt_name(key, "key"));
 	if (key.ptr && !ns.ptr)
 		return sfs_err(SFS_INVALID, "a key without a namespace");
-	CALL(s, s->ops->log_clear(s->be, scope, ns, key, count));
+	CALL_DELETE(s, s->ops->log_clear(s->be, scope, ns, key, count));
 }
 
 /* --- queues ------------------------------------------------------------- */
@@ -149,7 +149,7 @@ int sfs_queue_delete(sfs_store *s, sfs_slice queue, int64_t id)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->queue_delete(s->be, queue, id));
+	CALL_DELETE(s, s->ops->queue_delete(s->be, queue, id));
 }
 
 int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
@@ -157,7 +157,7 @@ int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
-	CALL(s, s->ops->queue_clear(s->be, queue, count));
+	CALL_DELETE(s, s->ops->queue_clear(s->be, queue, count));
 }
 
 int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len)

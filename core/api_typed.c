@@ -277,5 +277,5 @@ int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->exec_clear(s->be, scope, count));
+	CALL_DELETE(s, s->ops->exec_clear(s->be, scope, count));
 }

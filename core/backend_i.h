@@ -130,7 +130,8 @@ typedef struct sfs_backend_ops {
 	int (*queue_len)(sfs_backend *b, sfs_slice queue, uint64_t *len);
 
 	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry but
-	 * the scans, peeks, stats and policy_get is a write transaction that
+	 * the scans, peeks, stats, claim_items and policy_get is a write
+	 * transaction that
 	 * starts with recovery of the queue concerned. claim_settle with
 	 * ids == NULL settles every item of the claim with outcomes[0]
 	 * (ack, nack). items in claim may be NULL. queue_gc with queue ==
@@ -140,6 +141,10 @@ typedef struct sfs_backend_ops {
 	             int64_t lease_ns, int64_t *claim_id, sfs_list *items);
 	int (*claim_item)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                  int64_t lease_ns, int64_t *claim_id);
+	int (*kv_claim)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	                int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+	int (*claim_items)(sfs_backend *b, int64_t claim_id, int64_t after_id,
+	                   long limit, int keys_only, sfs_list *out);
 	int (*claim_heartbeat)(sfs_backend *b, int64_t claim_id,
 	                       int64_t lease_ns, int64_t *lease_until_ns);
 	int (*claim_settle)(sfs_backend *b, int64_t claim_id,
@@ -171,6 +176,12 @@ typedef struct sfs_backend_ops {
 	                  sfs_queue_policy *out);
 	int (*queue_gc)(sfs_backend *b, sfs_slice queue, int at_open,
 	                sfs_gc_stats *out);
+
+	/* A delete failed with SFS_FULL: give back the space the store keeps
+	 * in reserve for deletes (docs/engine.md, "A full disk"). SFS_OK when
+	 * something was freed (try the delete again), SFS_FULL when nothing
+	 * was left to give. NULL for a backend without files. */
+	int (*free_reserve)(sfs_backend *b);
 
 	/* Whole scopes and whole stores. */
 	int (*exec_clear)(sfs_backend *b, sfs_slice scope, uint64_t *count);

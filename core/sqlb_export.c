@@ -29,10 +29,14 @@
 
 /* Every statement gives: scope, ns, key, value, mtime, id, n, deliveries. */
 static const char *const export_sql[] = {
+	/* Entries a namespace drain holds are still the namespace's until
+	 * delivered: they travel as entries. */
 	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0, 0, 0"
 	" FROM function_state f LEFT JOIN statefs_kv_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
-	" ORDER BY f.scope_id, f.ns, f.key",
+	" UNION ALL SELECT c.queue, c.ns, k.key, k.value, k.mtime_ns, 0, 0, 0"
+	" FROM statefs_kv_taken k JOIN statefs_claim c"
+	" ON c.claim_id=k.claim_id ORDER BY 1, 2, 3",
 	"SELECT f.scope_id, f.ns, f.key, NULL, t.mtime_ns, 0, f.n, 0"
 	" FROM function_counter f LEFT JOIN statefs_counter_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
@@ -41,13 +45,14 @@ static const char *const export_sql[] = {
 	" 0, 0 FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
 	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
 	", q.id, 0, coalesce((SELECT deliveries FROM statefs_queue_pending p"
-	" WHERE p.id=q.id), 0) FROM work_queue q ORDER BY q.execution_id, q.id",
+	" WHERE p.id=q.id), 0) FROM work_queue q WHERE " SQLB_QLIVE_ANY("q.")
+	" ORDER BY q.execution_id, q.id",
 	/* A directory's own family travels in row.n. */
 	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
 	" family, 0 FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
 	/* Claims before their items, so an import meets a claim first. */
 	"SELECT queue, NULL, NULL, NULL, claimed_ns, claim_id, lease_until, 0"
-	" FROM statefs_claim ORDER BY queue, claim_id",
+	" FROM statefs_claim WHERE ns IS NULL ORDER BY queue, claim_id",
 	"SELECT queue, NULL, NULL, item, enqueued_ns, id, claim_id, deliveries"
 	" FROM statefs_inflight ORDER BY queue, id",
 	"SELECT queue, NULL, reason, item, dead_ns, id, 0, deliveries"
@@ -78,11 +83,13 @@ static int count_all(sfs_backend *b, uint64_t *total)
 {
 	static const char sql[] =
 		"SELECT (SELECT count(*) FROM function_state)"
+		" + (SELECT count(*) FROM statefs_kv_taken)"
 		" + (SELECT count(*) FROM function_counter)"
 		" + (SELECT count(*) FROM function_state_log)"
 		" + (SELECT count(*) FROM work_queue)"
+		" - 2 * (SELECT count(*) FROM statefs_qmark)"
 		" + (SELECT count(*) FROM statefs_dir)"
-		" + (SELECT count(*) FROM statefs_claim)"
+		" + (SELECT count(*) FROM statefs_claim WHERE ns IS NULL)"
 		" + (SELECT count(*) FROM statefs_inflight)"
 		" + (SELECT count(*) FROM statefs_dead)"
 		" + (SELECT count(*) FROM statefs_queue_policy)";
@@ -482,7 +489,8 @@ static void import_free(sfs_import_be *imp)
 
 int sqlb_import_commit(sfs_import_be *imp)
 {
-	int status = sqlb_commit(imp->b);
+	/* Imported items in flight need their queue's markers. */
+	int status = sqlb_end_write(imp->b, sqlb_marks_ensure(imp->b));
 
 	import_free(imp);
 	return status;

@@ -34,8 +34,20 @@
 /* 1: one time row per log entry and queue item. 2: sparse time maps
  * (sqlb_timemap.c), whole-second mtimes. 3: claims (sqlb_claim.c); the
  * time override table became statefs_queue_pending, with a delivery
- * count. 4: statefs_queue_stats, the push and take counts (sqlb_stats.c). */
+ * count. 4: statefs_queue_stats, the push and take counts (sqlb_stats.c);
+ * claims on a namespace's entries; queue markers, so that another
+ * program's clear reaches items in flight. */
 #define SQLB_SCHEMA_VERSION 4
+
+/* The rows of work_queue (alias q) that are items of queue ?1: not the
+ * two marker rows at its tail (statefs_qmark, sqlb_claim.c). */
+#define SQLB_QLIVE(q)                                                      \
+	q "id<coalesce((SELECT lo FROM statefs_qmark WHERE queue=?1),"     \
+	" 9223372036854775807)"
+/* The same for a row of any queue (a correlated check per row). */
+#define SQLB_QLIVE_ANY(q)                                                  \
+	"NOT EXISTS (SELECT 1 FROM statefs_qmark m WHERE m.queue=" q          \
+	"execution_id AND " q "id>=m.lo)"
 
 /* Statement cache slots. Fixed statements have one slot; statements with
  * variants (optional bounds, direction) reserve a range. */
@@ -85,8 +97,8 @@ enum {
 	ST_Q_DEL,
 	ST_Q_CLEAR_OVR,
 	ST_Q_CLEAR_RANGE,
-	ST_Q_CLEAR,
-	ST_Q_LEN,
+	ST_Q_CLEAR,                   /* 2 variants: clear, drain */
+	ST_Q_LEN = ST_Q_CLEAR + 2,
 	/* time maps: [tm_which] pairs */
 	ST_TM_NOTE,                   /* 2 */
 	ST_TM_PRUNE_BELOW = ST_TM_NOTE + 2,     /* 2 */
@@ -95,7 +107,7 @@ enum {
 	ST_TM_OVR_DEL,
 	/* claims: sqlb_claim.c numbers its own statements in this range */
 	ST_CLAIM,
-	ST_CLAIM_END = ST_CLAIM + 64,
+	ST_CLAIM_END = ST_CLAIM + 96,
 	/* directories: [family] ranges are indexed by family - 1 */
 	ST_DIR_NEXT_SCOPE,            /* 8: 4 families x (first, next) */
 	ST_DIR_NEXT_NS = ST_DIR_NEXT_SCOPE + 8,   /* 8 */
@@ -121,6 +133,7 @@ struct sfs_backend {
 	char *path;
 	int memory;
 	int readonly;
+	int short_of_space;        /* gave back its reserve (sqlb_store.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* sqlb_stamp.c; NULL until first used */
@@ -337,6 +350,14 @@ int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
 
 int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
                int64_t *claim_id, sfs_list *items);
+int sqlb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+int sqlb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                     long limit, int keys_only, sfs_list *out);
+/* Markers for every queue with items in flight that has none (after a
+ * migration, a restore or an import: sqlb_claim.c). Inside a write
+ * transaction. */
+int sqlb_marks_ensure(sfs_backend *b);
 int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
                     int64_t lease_ns, int64_t *claim_id);
 int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,

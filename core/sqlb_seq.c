@@ -308,8 +308,8 @@ static int queue_pop_tx(sfs_backend *b, sfs_slice queue, sfs_buf *item,
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
 	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
-	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
-	        " RETURNING id, work_item", &status);
+	        " WHERE execution_id=?1 AND " SQLB_QLIVE("") " ORDER BY id ASC"
+	        " LIMIT 1) RETURNING id, work_item", &status);
 	const void *p;
 	size_t n;
 	int rc;
@@ -358,11 +358,12 @@ static sqlite3_stmt *q_scan_stmt(sfs_backend *b, int keys_only, int *status)
 {
 	return sqlb_stmt(b, ST_Q_SCAN + !!keys_only, keys_only ?
 	        "SELECT q.id, NULL, length(q.work_item), " TM_QUEUE_AT("q.id")
-	        " FROM work_queue q"
-	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3" :
+	        " FROM work_queue q WHERE q.execution_id=?1 AND q.id>?2 AND "
+	        SQLB_QLIVE("q.") " ORDER BY q.id LIMIT ?3" :
 	        "SELECT q.id, q.work_item, length(q.work_item), "
-	        TM_QUEUE_AT("q.id") " FROM work_queue q"
-	        " WHERE q.execution_id=?1 AND q.id>?2 ORDER BY q.id LIMIT ?3",
+	        TM_QUEUE_AT("q.id") " FROM work_queue q WHERE"
+	        " q.execution_id=?1 AND q.id>?2 AND " SQLB_QLIVE("q.")
+	        " ORDER BY q.id LIMIT ?3",
 	        status);
 }
 
@@ -380,20 +381,26 @@ int sqlb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 	return sqlb_rows(b, st, out, "reading entries");
 }
 
-/* Deletes every item of a queue and their times; inside a write
- * transaction. */
-static int queue_clear_tx(sfs_backend *b, sfs_slice queue, uint64_t *count)
+/* Deletes every pending item of a queue and their times; inside a write
+ * transaction. A clear also deletes the queue's markers, which is how
+ * every clear, ours or another program's, reaches its items in flight
+ * (the trigger statefs_queue_clear cancels them and keeps the markers); a
+ * drain, which takes the pending items, leaves them. */
+static int queue_clear_tx(sfs_backend *b, sfs_slice queue, int clear,
+                          uint64_t *count)
 {
 	int status = SFS_OK, rc;
 	sqlite3_stmt *rst = sqlb_stmt(b, ST_Q_CLEAR_RANGE,
-	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1",
-	        &status);
+	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1"
+	        " AND " SQLB_QLIVE(""), &status);
 	sqlite3_stmt *ost = rst ? sqlb_stmt(b, ST_Q_CLEAR_OVR,
 	        "DELETE FROM statefs_queue_pending WHERE id IN"
 	        " (SELECT id FROM work_queue WHERE execution_id=?1)", &status)
 	        : NULL;
-	sqlite3_stmt *st = ost ? sqlb_stmt(b, ST_Q_CLEAR,
-	        "DELETE FROM work_queue WHERE execution_id=?1", &status) : NULL;
+	sqlite3_stmt *st = !ost ? NULL : clear ? sqlb_stmt(b, ST_Q_CLEAR,
+	        "DELETE FROM work_queue WHERE execution_id=?1", &status)
+	        : sqlb_stmt(b, ST_Q_CLEAR + 1, "DELETE FROM work_queue WHERE"
+	        " execution_id=?1 AND " SQLB_QLIVE(""), &status);
 	int64_t lo = 0, hi = -1;
 	uint64_t c;
 
@@ -441,7 +448,7 @@ int sqlb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	sqlite3_bind_int64(st, 3, -1);
 	status = sqlb_rows(b, st, &l, "reading entries");
 	if (status == SFS_OK && l.n)
-		status = queue_clear_tx(b, queue, &c);
+		status = queue_clear_tx(b, queue, 0, &c);
 	if (status == SFS_OK)
 		qstat_note(b, queue, 0, l.n);
 	status = sqlb_end_write_if(b, status, l.n > 0);
@@ -459,7 +466,7 @@ int sqlb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_PEEK,
 	        "SELECT work_item FROM work_queue WHERE id=?2"
-	        " AND execution_id=?1", &status);
+	        " AND execution_id=?1 AND " SQLB_QLIVE(""), &status);
 
 	if (!st)
 		return status;
@@ -474,7 +481,8 @@ int sqlb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_STAT,
 	        "SELECT length(q.work_item), " TM_QUEUE_AT("q.id")
-	        " FROM work_queue q WHERE q.id=?2 AND q.execution_id=?1",
+	        " FROM work_queue q WHERE q.id=?2 AND q.execution_id=?1 AND "
+	        SQLB_QLIVE("q."),
 	        &status);
 
 	if (!st)
@@ -489,8 +497,8 @@ static int queue_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_DEL,
-	        "DELETE FROM work_queue WHERE id=?2 AND execution_id=?1",
-	        &status);
+	        "DELETE FROM work_queue WHERE id=?2 AND execution_id=?1 AND "
+	        SQLB_QLIVE(""), &status);
 
 	if (!st)
 		return status;
@@ -512,12 +520,15 @@ int sqlb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)
 int sqlb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 {
 	uint64_t c = 0;
+	int64_t before = sqlite3_total_changes64(b->db);
 	int status = sqlb_begin_write(b);
 
 	if (status != SFS_OK)
 		return status;
-	status = queue_clear_tx(b, queue, &c);
-	status = sqlb_end_write_if(b, status, c > 0);
+	status = queue_clear_tx(b, queue, 1, &c);
+	/* Nothing pending may still have cancelled items in flight. */
+	status = sqlb_end_write_if(b, status,
+	                           sqlite3_total_changes64(b->db) != before);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;
@@ -527,7 +538,8 @@ int sqlb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_LEN,
-	        "SELECT count(*) FROM work_queue WHERE execution_id=?1", &status);
+	        "SELECT count(*) FROM work_queue WHERE execution_id=?1 AND "
+	        SQLB_QLIVE(""), &status);
 	int rc;
 
 	if (!st)

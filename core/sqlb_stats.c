@@ -268,25 +268,33 @@ static int queues_tx(sfs_backend *b, int64_t now, sfs_stats *out)
 	void *v = NULL;
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_STATS_QUEUES,
+	        /* Pending rows stop below a queue's markers (SQLB_QLIVE);
+	         * claims with a namespace are a drain's, not a queue's. */
 	        "WITH q(queue) AS (SELECT execution_id FROM work_queue"
 	        " UNION SELECT queue FROM statefs_inflight"
 	        " UNION SELECT queue FROM statefs_dead"
-	        " UNION SELECT queue FROM statefs_claim"
-	        " UNION SELECT queue FROM statefs_queue_stats)"
-	        " SELECT q.queue,"
-	        " (SELECT count(*) FROM work_queue WHERE execution_id=q.queue),"
-	        " (SELECT count(*) FROM statefs_inflight WHERE queue=q.queue),"
-	        " (SELECT count(*) FROM statefs_dead WHERE queue=q.queue),"
-	        " (SELECT count(*) FROM statefs_claim WHERE queue=q.queue),"
-	        " (SELECT count(*) FROM statefs_claim WHERE queue=q.queue"
-	        "  AND lease_until<=?1),"
-	        " (SELECT min(claimed_ns) FROM statefs_claim WHERE queue=q.queue),"
+	        " UNION SELECT queue FROM statefs_claim WHERE ns IS NULL"
+	        " UNION SELECT queue FROM statefs_queue_stats),"
+	        " l(queue, lim) AS (SELECT q.queue, coalesce((SELECT lo FROM"
+	        " statefs_qmark WHERE queue=q.queue), 9223372036854775807)"
+	        " FROM q)"
+	        " SELECT l.queue,"
+	        " (SELECT count(*) FROM work_queue WHERE execution_id=l.queue"
+	        "  AND id<l.lim),"
+	        " (SELECT count(*) FROM statefs_inflight WHERE queue=l.queue),"
+	        " (SELECT count(*) FROM statefs_dead WHERE queue=l.queue),"
+	        " (SELECT count(*) FROM statefs_claim WHERE queue=l.queue"
+	        "  AND ns IS NULL),"
+	        " (SELECT count(*) FROM statefs_claim WHERE queue=l.queue"
+	        "  AND ns IS NULL AND lease_until<=?1),"
+	        " (SELECT min(claimed_ns) FROM statefs_claim WHERE"
+	        "  queue=l.queue AND ns IS NULL),"
 	        " (SELECT " TM_QUEUE_AT("h.id") " FROM (SELECT min(id) AS id"
-	        "  FROM work_queue WHERE execution_id=q.queue) h"
+	        "  FROM work_queue WHERE execution_id=l.queue AND id<l.lim) h"
 	        "  WHERE h.id IS NOT NULL),"
 	        " coalesce(s.pushed, 0), coalesce(s.taken, 0)"
-	        " FROM q LEFT JOIN statefs_queue_stats s ON s.queue=q.queue"
-	        " ORDER BY q.queue", &status);
+	        " FROM l LEFT JOIN statefs_queue_stats s ON s.queue=l.queue"
+	        " ORDER BY l.queue", &status);
 
 	if (!st)
 		return status;

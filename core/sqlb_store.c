@@ -20,10 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "sqlb_i.h"
 #include "util_i.h"
+
+static void space_check(sfs_backend *b);
 
 int sqlb_fail(sfs_backend *b, int rc, const char *what)
 {
@@ -264,6 +268,8 @@ int sqlb_commit(sfs_backend *b)
 		qstat_end(b, 1);
 	}
 	b->in_write = 0;
+	if (b->short_of_space)
+		space_check(b);
 	return SFS_OK;
 }
 
@@ -323,10 +329,15 @@ static int peek_kind(const char *path)
 
 /* Checks or creates the file before SQLite opens it: SQLite would create a
  * missing file with mode 0644, and state is private, so a new store is
- * created here with 0600 (its -wal and -shm files inherit that mode). */
+ * created here with 0600 (its -wal and -shm files inherit that mode).
+ * An empty file is a store not made yet (a first run that died, `touch`)
+ * unless its write-ahead log holds something: SQLite writes page 1 before
+ * the first frame, so that log belongs to a store whose file was cut, and
+ * making a new store would overwrite it. */
 static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 {
-	struct stat sb;
+	char wal[4096];
+	struct stat sb, wb;
 	int fd, rc;
 
 	*created = 0;
@@ -336,6 +347,13 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
 			               cfg->path);
+		if (sb.st_size == 0 &&
+		    (size_t)snprintf(wal, sizeof(wal), "%s-wal", cfg->path) <
+		    sizeof(wal) && stat(wal, &wb) == 0 && wb.st_size > 0)
+			return sfs_err(SFS_FORMAT, "%s is empty but its "
+			               "write-ahead log %s is not: the store was "
+			               "cut short; refusing to make a new store "
+			               "over what is left", cfg->path, wal);
 		return SFS_OK;
 	}
 	if (errno != ENOENT)
@@ -375,29 +393,12 @@ static int check_plain(const char *path)
 
 static int set_pragmas(sfs_backend *b, int busy_ms)
 {
-	sqlite3_stmt *st = NULL;
 	int rc;
 
 	sqlite3_extended_result_codes(b->db, 1);
 	rc = sqlite3_busy_timeout(b->db, busy_ms);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "setting the busy timeout");
-	if (!b->memory && !b->readonly) {
-		rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st,
-		                        NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW &&
-		    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0),
-		                    "wal") != 0) {
-			sqlite3_finalize(st);
-			return sfs_err(SFS_IO, "%s: cannot switch to WAL mode",
-			               b->path);
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			return sqlb_fail(b, rc, "switching to WAL");
-	}
 	/* NORMAL: a commit is durable against a process crash at once, against
 	 * power loss after the next checkpoint or sfs_store_sync. */
 	return sqlb_exec(b,
@@ -405,6 +406,113 @@ static int set_pragmas(sfs_backend *b, int busy_ms)
 	                 "PRAGMA temp_store=MEMORY;"
 	                 "PRAGMA cache_size=-65536;",
 	                 "setting connection pragmas");
+}
+
+/* WAL mode, after the schema: a new store gets its tables in one
+ * rollback-journal transaction first, so that no other process ever finds
+ * a file with content and no tables, which is what a store that lost its
+ * tables looks like (sqlb_schema_init refuses those). The busy timeout is
+ * set before: the switch takes an exclusive lock. */
+static int set_wal(sfs_backend *b)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (b->memory || b->readonly)
+		return SFS_OK;
+	rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW &&
+	    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal")) {
+		sqlite3_finalize(st);
+		return sfs_err(SFS_IO, "%s: cannot switch to WAL mode", b->path);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "switching to WAL");
+	return SFS_OK;
+}
+
+/* ---- a full disk ---------------------------------------------------------
+ *
+ * Even a delete needs disk space in WAL mode: its pages are appended to
+ * the log before anything is freed. So a store keeps a reserve, a file of
+ * RESERVE_BYTES beside it (PATH-reserve, made at a read-write open when the
+ * disk can spare twice that), and a delete that fails on a full disk gives
+ * it back and runs again (CALL_DELETE in store_i.h). From then on, until
+ * the disk has room for the reserve again, the connection is "short of
+ * space": deletes do not zero the pages they free (secure_delete=FAST:
+ * zeroing a 1 MiB value writes 1 MiB more of log) and no automatic
+ * checkpoint runs (a checkpoint that must grow the store file would eat
+ * the space the reserve gave back, and fail halfway). Pages a delete frees
+ * go to SQLite's free list, not to the disk: later writes reuse them, so
+ * what a user deletes makes room for what comes next. After every commit
+ * while short, the disk is looked at again; with room for the reserve
+ * twice over the reserve is taken back and both settings restored. */
+
+#define RESERVE_BYTES (1 << 20)
+
+static int reserve_path(const sfs_backend *b, char *out, size_t n)
+{
+	return (size_t)snprintf(out, n, "%s-reserve", b->path) < n ? 0 : -1;
+}
+
+/* Makes the reserve if it is missing and the disk can spare room for it
+ * and as much again: 1 when there is a reserve afterwards. */
+static int reserve_take(sfs_backend *b)
+{
+	char path[4096];
+	struct statvfs sv;
+	int fd, ok;
+
+	if (reserve_path(b, path, sizeof(path)))
+		return 0;
+	if (access(path, F_OK) == 0)
+		return 1;
+	if (statvfs(path, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < 2ull * RESERVE_BYTES)
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EEXIST; /* another process made it */
+	ok = posix_fallocate(fd, 0, RESERVE_BYTES) == 0;
+	if (!ok)
+		unlink(path);
+	close(fd);
+	return ok;
+}
+
+/* In or out of being short of space (see above). */
+static void set_short(sfs_backend *b, int on)
+{
+	b->short_of_space = on;
+	sqlite3_exec(b->db, on ? "PRAGMA secure_delete=FAST" :
+	             "PRAGMA secure_delete=ON", NULL, NULL, NULL);
+	sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
+}
+
+static int sqlb_free_reserve(sfs_backend *b)
+{
+	char path[4096];
+
+	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)) ||
+	    unlink(path) != 0)
+		return SFS_FULL; /* none, or given back already */
+	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
+	        "reserve so that deletes go through", b->path);
+	set_short(b, 1);
+	return SFS_OK;
+}
+
+/* After a commit while short of space: has the disk room again? */
+static void space_check(sfs_backend *b)
+{
+	if (reserve_take(b)) {
+		sfs_log(LOG_NOTICE, "%s: the disk has room again; the store "
+		        "keeps its reserve", b->path);
+		set_short(b, 0);
+	}
 }
 
 static void sqlb_close(sfs_backend *b)
@@ -472,11 +580,20 @@ int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	if (status != SFS_OK)
 		goto fail;
 	status = sqlb_schema_init(b);
+	if (status == SFS_OK)
+		status = set_wal(b);
 	if (status != SFS_OK)
 		goto fail;
+	if (!b->memory && !b->readonly)
+		reserve_take(b);
 	*out = b;
 	return SFS_OK;
 fail:
+	/* What could not be opened is left exactly as it was: no checkpoint
+	 * at close, which would also delete the write-ahead log. */
+	if (b->db)
+		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+		                  (int *)NULL);
 	sqlb_close(b);
 	/* A file this call created and could not make a store of goes. */
 	if (created) {
@@ -588,6 +705,8 @@ const sfs_backend_ops sqlb_ops = {
 	.queue_len = sqlb_queue_len,
 	.claim = sqlb_claim,
 	.claim_item = sqlb_claim_item,
+	.kv_claim = sqlb_kv_claim,
+	.claim_items = sqlb_claim_items,
 	.claim_heartbeat = sqlb_claim_heartbeat,
 	.claim_settle = sqlb_claim_settle,
 	.inflight_settle = sqlb_inflight_settle,
@@ -610,6 +729,7 @@ const sfs_backend_ops sqlb_ops = {
 	.info = sqlb_info,
 	.stats = sqlb_stats,
 	.verify = sqlb_verify,
+	.free_reserve = sqlb_free_reserve,
 	.export_rows = sqlb_export,
 	.import_begin = sqlb_import_begin,
 	.import_row = sqlb_import_row,

@@ -300,8 +300,12 @@ static int copy_table(sfs_backend *b, const char *table, int in_ckpt)
 	status = run_named(b, sql, NULL, "restoring");
 	if (status != SFS_OK || !in_ckpt)
 		return status;
+	/* The columns both have: an older checkpoint's table may lack one
+	 * (statefs_claim.ns before version 4), which keeps its default. */
 	rc = sqlite3_prepare_v2(b->db, "SELECT name FROM"
-	                        " pragma_table_info(?1, 'main')", -1, &st, NULL);
+	                        " pragma_table_info(?1, 'main') WHERE name IN"
+	                        " (SELECT name FROM pragma_table_info(?1,"
+	                        " 'ckpt'))", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "reading columns");
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
@@ -373,6 +377,10 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 	for (n = 0; tables[n]; n++)
 		;
 	p->total = n + 1;
+	/* The queue markers' table first: with it empty, the triggers on
+	 * work_queue let its rows (markers included) be replaced. */
+	status = run_named(b, "DELETE FROM main.statefs_qmark", NULL,
+	                   "restoring");
 	for (size_t i = 0; tables[i] && status == SFS_OK; i++) {
 		t = has_ckpt_table(b, tables[i]);
 		if (t < 0) {
@@ -399,6 +407,8 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 	 * its holder's ack would reach the new claim. */
 	if (status == SFS_OK)
 		status = keep_sequence(b, "statefs_claim");
+	if (status == SFS_OK && version < SQLB_SCHEMA_VERSION)
+		status = sqlb_marks_ensure(b);
 	sqlb_schema_tables_free(tables);
 	return status;
 }
@@ -501,7 +511,9 @@ int sqlb_info_tx(sfs_backend *b, sfs_info *out)
 	if (status == SFS_OK)
 		status = count_rows(b, "function_state_log", &out->log_rows);
 	if (status == SFS_OK)
-		status = count_rows(b, "work_queue", &out->queue_rows);
+		status = pragma_int(b, "SELECT (SELECT count(*) FROM work_queue)"
+		                    " - 2 * (SELECT count(*) FROM statefs_qmark)",
+		                    &out->queue_rows);
 	if (status == SFS_OK)
 		status = count_rows(b, "statefs_inflight", &out->claimed_rows);
 	if (status == SFS_OK)

@@ -626,6 +626,30 @@ int sfs_claim(sfs_store *s, sfs_slice queue, long max, int64_t lease_ms,
 int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
                    int64_t lease_ms, int64_t *claim_id);
 
+/* A drain that gives back what it does not deliver: takes every entry of
+ * (scope, ns) under a new claim with a lease of lease_ms, in one
+ * transaction. From that commit the namespace is empty for every reader
+ * and writer; its entries are the claim's items, numbered in key order
+ * (ids of the claim, read with sfs_claim_items). *count (may be NULL)
+ * gets how many. An empty namespace creates no claim: SFS_NOTFOUND. The
+ * claim is settled as a queue's: DONE (sfs_claim_settle, sfs_claim_ack)
+ * removes entries for good; NACK (sfs_claim_nack), and a lease that runs
+ * out, puts them back in the namespace, except where a key was written
+ * again meanwhile, which keeps its new value. RETRY and REJECT are
+ * SFS_INVALID for entries. docs/claims.md, "Namespace drains". */
+int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ms, int64_t *claim_id, uint64_t *count);
+
+/* The items of a held claim (of a queue or a namespace) with id >
+ * after_id (-1: all), by id, at most limit (<= 0: all): item.id,
+ * item.value (unless keys_only), item.size, item.mtime_ns; queue items
+ * also item.n = their delivery count and mtime_ns = when their wait
+ * began; a namespace's entries item.key and mtime_ns = when they were
+ * written. A read: SFS_CLAIMLOST once the lease ran out (also before
+ * recovery moved the items), SFS_NOTFOUND for an id never issued. */
+int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out);
+
 /* Extends a held claim: its lease ends lease_ms from now (also when that is
  * sooner than before). *lease_until_ns (may be NULL) gets the new end.
  * SFS_CLAIMLOST when the lease had run out: the claim's items went (or go

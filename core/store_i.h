@@ -62,6 +62,21 @@ static inline void store_unlock(sfs_store *s)
 		return r_;                                                 \
 	} while (0)
 
+/* CALL for a delete: one that failed on a full disk is tried once more
+ * after the backend gave back its reserve, so that deleting is how a user
+ * recovers from a full disk (docs/engine.md, "A full disk"). */
+#define CALL_DELETE(s, expr)                                               \
+	do {                                                               \
+		int r_;                                                    \
+		store_lock(s);                                             \
+		r_ = (expr);                                               \
+		if (r_ == SFS_FULL && (s)->ops->free_reserve &&            \
+		    (s)->ops->free_reserve((s)->be) == SFS_OK)             \
+			r_ = (expr);                                       \
+		store_unlock(s);                                           \
+		return r_;                                                 \
+	} while (0)
+
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */
 

@@ -67,6 +67,7 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags)
 
 static void file_release_memory(fs_file *h)
 {
+	fs_stream_free(h->stream);
 	free(h->buf);
 	free(h->in);
 	pthread_mutex_destroy(&h->lock);
@@ -375,6 +376,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		snprintf(op, sizeof(op), "reading a %s", fs_class_of(n->kind)->what);
 		fs_file_free(f, h);
 		fuse_reply_err(req, fs_errno(f, rc, op));
+		return;
+	}
+	if (fs_kind_is_special(n->kind) && (err = fs_special_open(f, h))) {
+		fs_file_free(f, h);
+		fuse_reply_err(req, err);
 		return;
 	}
 	set_open_flags(h, fi);
@@ -689,6 +695,8 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int err;
 
 	(void)ino;
+	if (fs_kind_streams(h->kind))
+		fs_special_release(f, h);
 	pthread_mutex_lock(&h->lock);
 	err = commit(f, h, 1, "release");
 	pthread_mutex_unlock(&h->lock);

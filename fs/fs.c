@@ -103,17 +103,33 @@ void fs_deadline(clockid_t clock, long ms, struct timespec *ts)
 	}
 }
 
+/* The mode a node of kind k shows: its class's bits less the mount's
+ * umask (077 by default: the owner only, which is who the daemon acts
+ * for) and, on a read-only mount, every write bit. A special file whose
+ * read changes the store shows read permission only to those the umask
+ * lets change it: with default_permissions (always on with allow_other)
+ * the kernel then refuses a pop to whoever may not write. */
+static mode_t fs_mode(const fs *f, fs_kind k)
+{
+	mode_t m = fs_class_of(k)->mode, bits = m & 07777;
+
+	if (fs_kind_takes(k))
+		bits = ((0222 & ~f->umask) << 1) & 0444;
+	else
+		bits &= ~f->umask;
+	if (f->readonly)
+		bits &= fs_kind_takes(k) ? 0 : ~(mode_t)0222;
+	return (m & S_IFMT) | bits;
+}
+
 void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
                   int64_t mtime_ns, struct stat *st)
 {
-	const fs_class *c = fs_class_of(k);
 	struct timespec t;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = c->mode;
-	if (f->readonly)
-		st->st_mode &= ~(mode_t)0222;
+	st->st_mode = fs_mode(f, k);
 	st->st_nlink = fs_kind_is_dir(k) ? 2 : 1;
 	st->st_uid = f->uid;
 	st->st_gid = f->gid;
@@ -133,7 +149,11 @@ void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr)
 {
-	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
+	if (fs_kind_streams(k)) {
+		/* its size grows as it is read (tail -f polls it) */
+		*entry = FS_TTL_DIR;
+		*attr = 0;
+	} else if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
 		*entry = *attr = FS_TTL_DIR;
 	} else if (k == FS_LOG_NEW || k == FS_QUEUE_NEW) {
 		/* The name given at creation is not kept. */
@@ -364,18 +384,28 @@ static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
 		fuse_reply_attr(req, &st, attr);
 }
 
-/* GETATTR: fs_store_stat by kind. */
+/* GETATTR: fs_store_stat by kind; a .follow shows what its followers
+ * have rendered (fs_special_size). */
 static void op_getattr(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
+	struct stat st;
+	double entry, attr;
 	int err;
 
-	(void)fi;
 	if ((err = node_addr(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
+		return;
+	}
+	(void)fi;
+	if (n->kind == FS_LOG_FOLLOW || n->kind == FS_QUEUE_FOLLOW) {
+		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n), 0, &st);
+		fs_ttl(n->kind, &entry, &attr);
+		fuse_reply_attr(req, &st, attr);
+		fs_addr_free(&a);
 		return;
 	}
 	reply_attr(f, req, n, &a, "getattr");
@@ -899,6 +929,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
 	f->lease_ms = cfg->lease_ms;
+	f->umask = (mode_t)(cfg->umask & 0777);
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));

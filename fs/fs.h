@@ -26,6 +26,9 @@ typedef struct fs_config {
 	int64_t lease_ms;      /* the lease of claims made through the mount
 	                          (.claim, mv into inflight/, touch); 0: the
 	                          store's (ten minutes unless set) */
+	unsigned umask;        /* cleared from every mode shown (docs/
+	                          filesystem.md, "Metadata"); the daemon's
+	                          default is 077 */
 	sfs_log_fn log;        /* diagnostics; NULL: silent */
 	void *log_ctx;
 } fs_config;

@@ -46,6 +46,7 @@ typedef enum fs_kind {
 	FS_LOG_KEY,       /* /exec/<scope>/<ns>/<key> (a directory) */
 	FS_LOG_ENTRY,     /* /exec/<scope>/<ns>/<key>/<id> */
 	FS_LOG_NEW,       /* a file being created in a log key: one entry */
+	FS_LOG_FOLLOW,    /* /exec/<scope>/<ns>/<key>/.follow */
 	FS_QUEUE,         /* /queue/<id> */
 	FS_QUEUE_ITEM,    /* /queue/<id>/<item> */
 	FS_QUEUE_NEW,     /* a file being created in a queue: one item */
@@ -53,6 +54,8 @@ typedef enum fs_kind {
 	FS_QUEUE_DRAIN,   /* /queue/<id>/.drain */
 	FS_QUEUE_WAIT,    /* /queue/<id>/.wait */
 	FS_QUEUE_CLAIM,   /* /queue/<id>/.claim: read = claim the head item */
+	FS_QUEUE_FOLLOW,  /* /queue/<id>/.follow: read = pending items, then
+	                     each one pushed, without taking any */
 	FS_INFLIGHT,      /* /queue/<id>/inflight (reached by name) */
 	FS_INFLIGHT_ITEM, /* /queue/<id>/inflight/<item> */
 	FS_DEAD,          /* /queue/<id>/dead (reached by name) */
@@ -93,6 +96,23 @@ static inline int fs_kind_is_dir(fs_kind k)
 static inline int fs_kind_is_special(fs_kind k)
 {
 	return fs_classes[k].special != NULL;
+}
+
+/* Special files whose READ changes the store (.drain, .pop, .wait,
+ * .claim): reading one needs the permission to change it. */
+static inline int fs_kind_takes(fs_kind k)
+{
+	return k == FS_KV_DRAIN || k == FS_QUEUE_POP || k == FS_QUEUE_DRAIN ||
+	       k == FS_QUEUE_WAIT || k == FS_QUEUE_CLAIM;
+}
+
+/* Special files read as a stream of JSON Lines (special.c): the drains,
+ * taken page by page and acked as delivered, and .follow, which never
+ * ends and takes nothing. */
+static inline int fs_kind_streams(fs_kind k)
+{
+	return k == FS_KV_DRAIN || k == FS_QUEUE_DRAIN || k == FS_LOG_FOLLOW ||
+	       k == FS_QUEUE_FOLLOW;
 }
 
 /* Fixed directories: exec, queue, counter at the root, inflight and dead
@@ -250,6 +270,7 @@ struct fs {
 	void *log_ctx;
 	uid_t uid;
 	gid_t gid;
+	mode_t umask;              /* cleared from every mode shown */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */
@@ -386,6 +407,7 @@ typedef struct fs_file {
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
 	int64_t claim;             /* .pop, .wait, .claim: the claim that
 	                              took the item (0: none) */
+	struct fs_stream *stream;  /* drains, .follow (special.c) */
 } fs_file;
 
 fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
@@ -421,16 +443,25 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 /* Special files (special.c): the first READ takes bytes from the store. */
 void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
                      off_t off);
-/* Takes the head item of queue into h under a claim (.pop, .wait: its
- * bytes; .claim: its name), or every pending item (.drain: JSON Lines).
- * SFS_OK, SFS_NOTFOUND when empty. */
+/* What a kept READ (wait.c) waits for: the head item of queue taken into
+ * h under a claim (.wait), or the next entries of a .follow rendered.
+ * SFS_OK, SFS_NOTFOUND when there is nothing yet. */
 int fs_special_take(fs *f, fs_file *h, sfs_slice queue);
-/* Replies to a READ of what h took. Delivered, a pop's or a drain's claim
- * is acked (a .claim's is kept for the reader to settle); if the reader
- * was interrupted meanwhile or the reply fails, the claim is nacked: the
- * items are back at their places. */
+/* Replies to a READ of what h took. Delivered, a pop's claim is acked (a
+ * .claim's is kept for the reader to settle); if the reader was
+ * interrupted meanwhile or the reply fails, the claim is nacked: the item
+ * is back at its place. A stream serves the bytes at off. */
 void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off);
+/* OPEN of a special file (after the handle is made): a .follow joins
+ * its node's followers. 0 or ENOMEM. */
+int fs_special_open(fs *f, fs_file *h);
+/* The size a .follow node shows: what its open handles have rendered,
+ * after rendering what is new for them. */
+uint64_t fs_special_size(fs *f, fs_node *n);
+/* RELEASE of a stream: a drain gives back what was not delivered. */
+void fs_special_release(fs *f, fs_file *h);
+void fs_stream_free(struct fs_stream *s);
 
 /* Periodic claim recovery (gc.c): a thread that runs sfs_queue_gc every
  * f->gc_interval_ms. */
@@ -446,8 +477,11 @@ void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 /* Something was pushed through the mount: look again now. */
 void fs_wait_kick(fs *f);
 
-/* JSON Lines for .drain (json.c). */
-int fs_json_kv_lines(const sfs_list *l, sfs_name_kind kind, sfs_buf *out);
-int fs_json_queue_lines(const sfs_list *l, sfs_buf *out);
+/* One JSON line of a .drain or .follow (json.c), appended to out (whose
+ * allocation is *cap bytes): an entry or item by id (by_id: id, name,
+ * value, mtime_ns) or a namespace's entry (name in the codec's kind,
+ * key, value, mtime_ns). 0 or ENOMEM. */
+int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
+                 sfs_name_kind kind);
 
 #endif /* STATEFS_FS_I_H */

@@ -16,8 +16,9 @@
 
 #include "fs_i.h"
 
-#define DIR_MODE (S_IFDIR | 0755)
-#define RW_MODE (S_IFREG | 0644)
+/* Before the mount's umask (fs_mode). */
+#define DIR_MODE (S_IFDIR | 0777)
+#define RW_MODE (S_IFREG | 0666)
 #define RO_MODE (S_IFREG | 0444)
 
 const fs_class fs_classes[FS_KIND_MAX] = {
@@ -50,6 +51,8 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 	                   FS_NONE, FS_NONE, NULL },
 	[FS_LOG_NEW] = { "new log entry", RW_MODE, FS_LOG_KEY, 3, 1, 0,
 	                 FS_NONE, FS_NONE, FS_NONE, NULL },
+	[FS_LOG_FOLLOW] = { "log follow", RO_MODE, FS_LOG_KEY, 3, 0, 0,
+	                    FS_NONE, FS_NONE, FS_NONE, ".follow" },
 
 	[FS_QUEUE] = { "queue", DIR_MODE, FS_QUEUE_ROOT, 1, 0, SFS_FAM_QUEUE,
 	               FS_QUEUE_ITEM, FS_QUEUE_NEW, FS_NONE, NULL },
@@ -65,6 +68,8 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 	                    FS_NONE, FS_NONE, ".wait" },
 	[FS_QUEUE_CLAIM] = { "queue claim", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
 	                     FS_NONE, FS_NONE, ".claim" },
+	[FS_QUEUE_FOLLOW] = { "queue follow", RO_MODE, FS_QUEUE, 1, 0, 0,
+	                      FS_NONE, FS_NONE, FS_NONE, ".follow" },
 	/* Claims (docs/claims.md): fixed directories of a queue, reached by
 	 * name like the special files (a listing of the queue shows exactly
 	 * its pending items). Their `what` is their name. */

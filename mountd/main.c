@@ -106,6 +106,7 @@ int main(int argc, char *argv[])
 	fcfg.readonly = o.ro;
 	fcfg.max_value = o.max_value;
 	fcfg.lease_ms = o.lease_ms;
+	fcfg.umask = o.umask;
 	fcfg.log = mountd_log_sink;
 	if ((rc = fs_create(&fcfg, &f)) != 0) {
 		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));

@@ -36,11 +36,16 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("ro", ro, 1),
 	MOUNTD_OPT("max_value=%s", max_value_text, 0),
 	MOUNTD_OPT("lease=%s", lease_text, 0),
+	MOUNTD_OPT("umask=%s", umask_text, 0),
+	MOUNTD_OPT("allow_other", allow_other, 1),
+	MOUNTD_OPT("default_permissions", default_permissions, 1),
 	MOUNTD_OPT("-f", foreground, 1),
 	MOUNTD_OPT("-s", singlethread, 1),
 	MOUNTD_OPT("-d", debug, 1),
 	MOUNTD_OPT("debug", debug, 1),
 	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),       /* and mount read-only */
+	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),
+	FUSE_OPT_KEY("default_permissions", FUSE_OPT_KEY_KEEP),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
 	FUSE_OPT_KEY("key=", KEY_KEY),
@@ -204,6 +209,30 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		        "-h\n", prog, o->lease_text);
 		return -1;
 	}
+	o->umask = 077;
+	if (o->umask_text) {
+		char *end;
+		unsigned long m;
+
+		errno = 0;
+		m = strtoul(o->umask_text, &end, 8);
+		if (errno || end == o->umask_text || *end || m > 0777) {
+			fprintf(stderr, "%s: -o umask=%s is not an octal mode "
+			        "mask from 0 to 777; see -h\n", prog,
+			        o->umask_text);
+			return -1;
+		}
+		o->umask = (unsigned)m;
+	}
+	/* With allow_other every local user reaches the daemon, which acts
+	 * as the store's owner: without default_permissions nothing would
+	 * check the modes the mount shows (docs/filesystem.md, "Other
+	 * users"). */
+	if (o->allow_other && !o->default_permissions) {
+		if (fuse_opt_add_arg(args, "-odefault_permissions") != 0)
+			return -1;
+		o->default_permissions = 1;
+	}
 	if (o->db && add_fsname(args, o->db) != 0)
 		return -1;
 	if (!o->db && fuse_opt_add_arg(args, "-ofsname=statefs") != 0)
@@ -219,6 +248,7 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->keyfile);
 	free(o->max_value_text);
 	free(o->lease_text);
+	free(o->umask_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
 	memset(o, 0, sizeof(*o));
@@ -244,6 +274,12 @@ void mountd_usage(const char *prog)
 	       "    -o lease=DURATION      the lease of claims made through the\n"
 	       "                           mount (.claim, mv to inflight/, touch):\n"
 	       "                           seconds, or 30s, 10m, 1h (default 10m)\n"
+	       "    -o umask=MASK          octal mask of the modes files and\n"
+	       "                           directories show (default 077: the\n"
+	       "                           owner only; 022 lets others read)\n"
+	       "    -o allow_other         let other users in; always with\n"
+	       "                           default_permissions, so the kernel\n"
+	       "                           enforces the modes shown\n"
 	       "\n"
 	       "general options:\n"
 	       "    -h   --help            print help\n"

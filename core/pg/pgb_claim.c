@@ -181,6 +181,147 @@ int pgb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
 	return SFS_OK;
 }
 
+/* --- namespace drains ------------------------------------------------------------ */
+
+int pgb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ns, int64_t *claim_id, uint64_t *count)
+{
+	int64_t v[2] = { 0, 0 };
+	int found = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, scope);
+		pgp_bytes(&p, ns);
+		pgp_i64(&p, lease_ns);
+		pgp_clock(&p);
+		st = pgb_exec(c, "SELECT * FROM sfs_kv_claim($1, $2, $3, $4)", &p,
+		              PGB_COMMIT, &r, "taking a namespace's entries");
+		if (st == SFS_OK) {
+			found = PQntuples(r) > 0;
+			for (int k = 0; found && k < 2; k++)
+				v[k] = pgr_i64(r, 0, k);
+			PQclear(r);
+		}
+	}
+	if (st != SFS_OK)
+		return st;
+	pgb_committed(b); /* recovery may have run, even with nothing found */
+	if (!found)
+		return SFS_NOTFOUND;
+	*claim_id = v[0];
+	if (count)
+		*count = (uint64_t)v[1];
+	return SFS_OK;
+}
+
+/* The AD of a row of a claim's items: a queue item's (its id in column
+ * 0) or a namespace entry's (its key in column 5). */
+typedef struct claim_place {
+	int kv;
+	sfs_slice scope, ns;     /* the queue, or the scope and namespace */
+} claim_place;
+
+static void claim_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
+{
+	const claim_place *w = ctx;
+
+	if (w->kv)
+		*ad = (pgb_ad){ PGB_AD_KV, w->scope, w->ns, pgr_bytes(r, row, 5),
+		                0 };
+	else
+		*ad = (pgb_ad){ PGB_AD_QUEUE, w->scope, SFS_NONE, SFS_NONE,
+		                pgr_i64(r, row, 0) };
+}
+
+/* Items by id, as pgb_rows reads them (id, value, size, mtime, n, key):
+ * [kv][keys_only]. */
+static const char *const items_sql[2][2] = {
+	{ "SELECT id, item, sfs_len(item), enqueued_ns, deliveries FROM"
+	  " statefs_inflight WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3",
+	  "SELECT id, NULL::bytea, sfs_len(item), enqueued_ns, deliveries FROM"
+	  " statefs_inflight WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3" },
+	{ "SELECT id, value, sfs_len(value), mtime_ns, 0::bigint, key FROM"
+	  " statefs_kv_taken WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3",
+	  "SELECT id, NULL::bytea, sfs_len(value), mtime_ns, 0::bigint, key"
+	  " FROM statefs_kv_taken WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3" },
+};
+
+/* The body of pgb_claim_items, in one snapshot: the claim (held: its
+ * lease has not run out by the server's clock), then its items. */
+static int claim_items_body(pgc *c, int64_t cid, int64_t after_id,
+                            long limit, int keys_only, sfs_list *out)
+{
+	PGresult *cr = NULL, *r = NULL;
+	pgp p = PGP_INIT;
+	claim_place w;
+	int st = pgb_begin_snapshot(c);
+
+	if (st != SFS_OK)
+		return st;
+	pgp_i64(&p, cid);
+	pgp_clock(&p);
+	/* held, issued (its id taken from the sequence), queue, ns */
+	st = pgb_exec(c, "SELECT (SELECT lease_until > sfs_now($2) FROM"
+	              " statefs_claim WHERE claim_id = $1), $1 > 0 AND"
+	              " s.is_called AND $1 <= s.last_value, c.queue, c.ns"
+	              " FROM statefs_claim_claim_id_seq s LEFT JOIN"
+	              " statefs_claim c ON c.claim_id = $1", &p, 0, &cr,
+	              "reading a claim");
+	if (st != SFS_OK)
+		return st;
+	if (PQgetisnull(cr, 0, 0) || !pgr_i64(cr, 0, 0)) {
+		st = !PQgetisnull(cr, 0, 0) || pgr_i64(cr, 0, 1)
+		     ? sfs_err(SFS_CLAIMLOST, "claim %lld is not held (its lease"
+		               " ran out, or it was settled)", (long long)cid)
+		     : sfs_err(SFS_NOTFOUND, "no claim %lld", (long long)cid);
+		PQclear(cr);
+		return st;
+	}
+	w.kv = !PQgetisnull(cr, 0, 3);
+	w.scope = pgr_bytes(cr, 0, 2);
+	w.ns = pgr_bytes(cr, 0, 3);
+	memset(&p, 0, sizeof(p));
+	pgp_i64(&p, cid);
+	pgp_i64(&p, after_id);
+	if (limit > 0)
+		pgp_i64(&p, limit);
+	else
+		pgp_null_i64(&p);
+	st = pgb_exec(c, items_sql[w.kv][!!keys_only], &p, 0, &r,
+	              "reading claimed items");
+	if (st == SFS_OK) {
+		st = pgb_rows(c->b, r, claim_row_ad, &w, out);
+		PQclear(r);
+	}
+	PQclear(cr);
+	return st;
+}
+
+int pgb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out)
+{
+	sfs_list l = { NULL, 0 };
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = claim_items_body(c, claim_id, after_id, limit, keys_only,
+		                      &l);
+	}
+	if (st == SFS_OK)
+		*out = l;
+	return st;
+}
+
 /* --- heartbeats ------------------------------------------------------------------ */
 
 static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
@@ -426,6 +567,10 @@ static int settle(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 	case 3:
 		return sfs_err(SFS_NOTFOUND, "claim %lld does not hold item %lld",
 		               (long long)cid, (long long)res[1]);
+	case 5:
+		return sfs_err(SFS_INVALID, "a namespace's entries are done or "
+		               "put back (nack), not outcome %lld",
+		               (long long)res[1]);
 	default:
 		return sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
 		               (long long)res[1]);

@@ -465,6 +465,20 @@ static int reseal_family(pgc *c, sfs_family fam, sfs_slice scope,
 		  " AND $1::bytea[] IS NOT NULL AND $2::bytea[] IS NOT NULL",
 		  PGB_AD_QUEUE },
 	};
+	/* the entries drains hold (their claim's scope and ns are theirs) */
+	static const reseal taken[2] = {
+		{ "SELECT c.ns, t.key, t.id, t.value FROM statefs_kv_taken t JOIN"
+		  " statefs_claim c ON c.claim_id = t.claim_id WHERE c.queue = $1"
+		  " AND c.ns IS NOT NULL FOR UPDATE OF t", NULL, PGB_AD_KV },
+		{ "SELECT c.ns, t.key, t.id, t.value FROM statefs_kv_taken t JOIN"
+		  " statefs_claim c ON c.claim_id = t.claim_id WHERE c.queue = $1"
+		  " AND c.ns = $2 FOR UPDATE OF t", NULL, PGB_AD_KV },
+	};
+	static const char taken_update[] =
+		"UPDATE statefs_kv_taken t SET value = u.v FROM statefs_claim c,"
+		" unnest($1::bytea[], $2::bytea[], $3::bigint[], $4::bytea[])"
+		" u(n, k, i, v) WHERE c.claim_id = t.claim_id AND c.queue = $5"
+		" AND c.ns = u.n AND t.key = u.k AND t.id = u.i";
 	static const char kv_update[] =
 		"UPDATE function_state f SET value = u.v FROM unnest($1::bytea[],"
 		" $2::bytea[], $4::bytea[]) u(n, k, v) WHERE f.scope_id = $5"
@@ -481,7 +495,11 @@ static int reseal_family(pgc *c, sfs_family fam, sfs_slice scope,
 	case SFS_FAM_KV:
 		rs = kv[ns.ptr != NULL];
 		rs.update = kv_update;
-		return reseal_rows(c, &rs, scope, ns, to_scope, to_ns);
+		st = reseal_rows(c, &rs, scope, ns, to_scope, to_ns);
+		rs = taken[ns.ptr != NULL];
+		rs.update = taken_update;
+		return st == SFS_OK ? reseal_rows(c, &rs, scope, ns, to_scope,
+		                                  to_ns) : st;
 	case SFS_FAM_LOG:
 		rs = log[ns.ptr != NULL];
 		rs.update = log_update;
@@ -499,8 +517,8 @@ static int reseal_family(pgc *c, sfs_family fam, sfs_slice scope,
 static int rename_body(pgc *c, sfs_family fam, sfs_slice scope, sfs_slice ns,
                        sfs_slice to_scope, sfs_slice to_ns, unsigned flags)
 {
-	static const char *const rest[] = { "statefs_claim", "statefs_inflight",
-		"statefs_dead", "statefs_queue_policy" };
+	static const char *const rest[] = { "statefs_inflight", "statefs_dead",
+		"statefs_queue_policy" };
 	const fam_desc *d = FAM(fam);
 	const char *what = ns.ptr ? "namespace" : "scope";
 	char extra[64];
@@ -553,10 +571,18 @@ static int rename_body(pgc *c, sfs_family fam, sfs_slice scope, sfs_slice ns,
 		pgp_bytes(&p, to_scope);
 		st = pgb_exec(c, "DELETE FROM statefs_queue_policy WHERE queue = $1",
 		              &p, 0, NULL, "renaming");
-		for (size_t i = 0; i < 4 && st == SFS_OK; i++)
+		for (size_t i = 0; i < 3 && st == SFS_OK; i++)
 			st = move(c, rest[i], "queue", "", scope, SFS_NONE, to_scope,
 			          SFS_NONE);
+		if (st == SFS_OK)
+			st = move(c, "statefs_claim", "queue", " AND ns IS NULL",
+			          scope, SFS_NONE, to_scope, SFS_NONE);
 	}
+	/* Drains in progress put back what they do not deliver where the
+	 * namespace is now (their entries were sealed again above). */
+	if (st == SFS_OK && fam == SFS_FAM_KV)
+		st = move(c, "statefs_claim", "queue", " AND ns IS NOT NULL", scope,
+		          ns, to_scope, to_ns);
 	/* The directory rows: a scope's own and its namespaces', or the
 	 * namespace's own. */
 	snprintf(extra, sizeof(extra), " AND family = %d%s", (int)fam,

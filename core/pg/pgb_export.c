@@ -33,11 +33,15 @@ static const struct {
 	int ad;
 	const char *sql;
 } families[] = {
+	/* Entries a namespace drain holds are still the namespace's until
+	 * delivered: they travel as entries (sealed for the same place). */
 	{ SFS_FAM_KV, PGB_AD_KV,
 	  "SELECT f.scope_id, f.ns, f.key, f.value, coalesce(t.mtime_ns, 0),"
 	  " 0::bigint, 0::bigint, 0::bigint FROM function_state f LEFT JOIN"
 	  " statefs_kv_time t ON t.scope_id = f.scope_id AND t.ns = f.ns"
-	  " AND t.key = f.key ORDER BY f.scope_id, f.ns, f.key" },
+	  " AND t.key = f.key UNION ALL SELECT c.queue, c.ns, k.key, k.value,"
+	  " k.mtime_ns, 0, 0, 0 FROM statefs_kv_taken k JOIN statefs_claim c"
+	  " ON c.claim_id = k.claim_id ORDER BY 1, 2, 3" },
 	{ SFS_FAM_COUNTER, 0,
 	  "SELECT f.scope_id, f.ns, f.key, NULL::bytea, coalesce(t.mtime_ns, 0),"
 	  " 0::bigint, f.n, 0::bigint FROM function_counter f LEFT JOIN"
@@ -62,7 +66,7 @@ static const struct {
 	{ SFS_FAM_CLAIM, 0,
 	  "SELECT queue, NULL::bytea, NULL::bytea, NULL::bytea, claimed_ns,"
 	  " claim_id, lease_until, 0::bigint FROM statefs_claim"
-	  " ORDER BY queue, claim_id" },
+	  " WHERE ns IS NULL ORDER BY queue, claim_id" },
 	{ SFS_FAM_INFLIGHT, PGB_AD_QUEUE,
 	  "SELECT queue, NULL::bytea, NULL::bytea, item, enqueued_ns, id,"
 	  " claim_id, deliveries FROM statefs_inflight ORDER BY queue, id" },
@@ -92,11 +96,12 @@ static int count_all(pgc *c, uint64_t *total)
 {
 	PGresult *r;
 	int st = pgb_exec(c, "SELECT (SELECT count(*) FROM function_state)"
+	        " + (SELECT count(*) FROM statefs_kv_taken)"
 	        " + (SELECT count(*) FROM function_counter)"
 	        " + (SELECT count(*) FROM function_state_log)"
 	        " + (SELECT count(*) FROM work_queue)"
 	        " + (SELECT count(*) FROM statefs_dir)"
-	        " + (SELECT count(*) FROM statefs_claim)"
+	        " + (SELECT count(*) FROM statefs_claim WHERE ns IS NULL)"
 	        " + (SELECT count(*) FROM statefs_inflight)"
 	        " + (SELECT count(*) FROM statefs_dead)"
 	        " + (SELECT count(*) FROM statefs_queue_policy)", NULL, 0, &r,
@@ -481,8 +486,9 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 			return st;
 		pgp_i64(&p, r->n);
 		pgp_bytes(&p, r->scope);
-		st = pgb_exec(c, "SELECT queue = $2 FROM statefs_claim WHERE"
-		              " claim_id = $1", &p, 0, &res, "importing a row");
+		st = pgb_exec(c, "SELECT queue = $2 AND ns IS NULL FROM"
+		              " statefs_claim WHERE claim_id = $1", &p, 0, &res,
+		              "importing a row");
 		if (st != SFS_OK)
 			return st;
 		ok = PQntuples(res) && pgr_i64(res, 0, 0);

@@ -399,6 +399,10 @@ int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
 
 int pgb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
               int64_t *claim_id, sfs_list *items);
+int pgb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+int pgb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out);
 int pgb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
                    int64_t lease_ns, int64_t *claim_id);
 int pgb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,

@@ -620,12 +620,18 @@ int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	int64_t n = 0;
 	int st;
 
+	/* Its items in flight are cleared too: whatever their claims do,
+	 * they do not come back (docs/claims.md, "Clears"). */
 	pgp_bytes(&p, queue);
 	st = pgb_run_int(b, "WITH d AS (DELETE FROM work_queue WHERE"
 	                 " execution_id = $1 RETURNING id), t AS (DELETE FROM"
-	                 " statefs_queue_item s USING d WHERE s.id = d.id)"
+	                 " statefs_queue_item s USING d WHERE s.id = d.id),"
+	                 " f AS (UPDATE statefs_inflight SET cleared = true"
+	                 " WHERE queue = $1 AND NOT cleared)"
 	                 " SELECT count(*) FROM d", &p, PGB_COMMIT, &n,
 	                 "clearing a queue");
+	if (st == SFS_OK)
+		pgb_committed(b); /* also when only items in flight changed */
 	if (st == SFS_OK && count)
 		*count = (uint64_t)n;
 	return st;

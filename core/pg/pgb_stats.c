@@ -250,16 +250,18 @@ void pgb_qstat_close(sfs_backend *b)
 	"WITH q(queue) AS (SELECT execution_id FROM work_queue"            \
 	" UNION SELECT queue FROM statefs_inflight"                        \
 	" UNION SELECT queue FROM statefs_dead"                            \
-	" UNION SELECT queue FROM statefs_claim"                           \
+	" UNION SELECT queue FROM statefs_claim WHERE ns IS NULL"          \
 	" UNION SELECT queue FROM statefs_queue_stats)"                    \
 	" SELECT q.queue,"                                                 \
 	" (SELECT count(*) FROM work_queue WHERE execution_id = q.queue),"  \
 	" (SELECT count(*) FROM statefs_inflight WHERE queue = q.queue),"   \
 	" (SELECT count(*) FROM statefs_dead WHERE queue = q.queue),"       \
-	" (SELECT count(*) FROM statefs_claim WHERE queue = q.queue),"      \
 	" (SELECT count(*) FROM statefs_claim WHERE queue = q.queue"        \
-	"  AND lease_until <= $1),"                                        \
-	" (SELECT min(claimed_ns) FROM statefs_claim WHERE queue = q.queue)," \
+	"  AND ns IS NULL),"                                               \
+	" (SELECT count(*) FROM statefs_claim WHERE queue = q.queue"        \
+	"  AND ns IS NULL AND lease_until <= $1),"                         \
+	" (SELECT min(claimed_ns) FROM statefs_claim WHERE queue = q.queue" \
+	"  AND ns IS NULL),"                                               \
 	" (SELECT t.enqueued_ns FROM statefs_queue_item t WHERE t.id ="     \
 	"  (SELECT min(id) FROM work_queue WHERE execution_id = q.queue)),"  \
 	" coalesce(s.pushed, 0), coalesce(s.taken, 0)"                     \

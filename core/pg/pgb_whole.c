@@ -194,6 +194,8 @@ static void unlink_store(const char *path)
 	unlink(aux);
 	snprintf(aux, sizeof(aux), "%s-shm", path);
 	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-reserve", path); /* sqlb_store.c */
+	unlink(aux);
 }
 
 int pgb_checkpoint(sfs_backend *b, const char *path, sfs_progress_fn progress,
@@ -271,7 +273,8 @@ static int restore_body(pgc *c, sfs_store *ck, sfs_progress_fn progress,
 		        " DELETE FROM work_queue; DELETE FROM statefs_kv_time;"
 		        " DELETE FROM statefs_counter_time; DELETE FROM"
 		        " statefs_log_time; DELETE FROM statefs_queue_item;"
-		        " DELETE FROM statefs_claim; DELETE FROM statefs_inflight;"
+		        " DELETE FROM statefs_claim; DELETE FROM statefs_kv_taken;"
+		        " DELETE FROM statefs_inflight;"
 		        " DELETE FROM statefs_dead; DELETE FROM statefs_queue_policy;"
 		        " DELETE FROM statefs_dir", 0, "restoring");
 	if (st == SFS_OK)

@@ -39,7 +39,7 @@ expect_eq "$(helper qlen jobs)" 2 "in flight is not pending"
 lease_end=$(mtime $q/inflight/$n)
 [ "$lease_end" -ge $((t0 + 1)) ] && [ "$lease_end" -le $((t0 + 3)) ] ||
   fail "mtime $lease_end is not the lease end (claimed at $t0, lease 2 s)"
-expect_eq "$(stat -c '%s %A' $q/inflight/$n)" "6 -r--r--r--" "size and mode"
+expect_eq "$(stat -c '%s %A' $q/inflight/$n)" "6 -r--------" "size and mode"
 rm $q/inflight/$n
 expect_eq "$(ls $q/inflight)" "" "rm acks"
 expect_eq "$(helper qlen jobs)" 2 "the others are still pending"

@@ -10,6 +10,8 @@
 #    waits neither daemon sends the server a statement (counted by
 #    pg_stat_statements, for a role of this test's own), but the periodic
 #    claim recovery;
+#  - a .follow of a log in B shows an append through A (NOTIFY, not
+#    polling);
 #  - kill -9 of A while it holds claims: B keeps serving, and A's items
 #    come back (through B's recovery) after their lease, not before.
 # Usage: see lib.sh (STATEFS_TEST_MODE=postgres or postgres-plain).
@@ -131,6 +133,19 @@ wait "$waiter" || fail "the .wait failed"
 t1=$(date +%s%N)
 expect_eq "$(cat "$work/waited")" ping "B's .wait got A's push"
 ok "a .wait in B woke $(( (t1 - t0) / 1000000 )) ms after a push through A"
+
+# --- a log followed in B, appended to through A ---------------------------
+mkdir -p "$mnt/exec/run/log/events"
+echo first > "$mnt/exec/run/log/events/new"
+cat "$b/exec/run/log/events/.follow" > "$work/followed" & follower=$!
+for _ in $(seq 200); do [ -s "$work/followed" ] && break; sleep 0.05; done
+echo second > "$mnt/exec/run/log/events/new"
+for _ in $(seq 200); do [ "$(grep -c '' "$work/followed")" -ge 2 ] && break; sleep 0.05; done
+kill "$follower" 2>/dev/null; wait "$follower" 2>/dev/null || true
+expect_eq "$(jq -r '.value | rtrimstr("\n")' "$work/followed" | tr '\n' ' ')" \
+  "first second " \
+  "B's follower got A's append"
+ok "a .follow in B shows an append through A"
 
 # --- kill -9 of A while it holds claims -------------------------------------
 # (both with a short lease: B's recovery, every lease/10 but at least a

@@ -94,6 +94,19 @@ void tfx_dump_free(tfx_dump *d);
 			         sfs_errdetail());                         \
 	} while (0)
 
+/* SQL that turns a store of today's schema into a version-3 store (no
+ * queue counts, no namespace claims, no queue markers), for the tests of
+ * the migration. */
+#define TFX_SQL_TO_V3                                                      \
+	"DROP TRIGGER statefs_queue_clear;"                                \
+	" DROP TRIGGER statefs_queue_push;"                                \
+	" DELETE FROM work_queue WHERE id IN (SELECT lo FROM statefs_qmark" \
+	" UNION ALL SELECT lo + 1 FROM statefs_qmark);"                    \
+	" DROP TABLE statefs_qmark; DROP TABLE statefs_kv_taken;"          \
+	" DROP TABLE statefs_queue_stats;"                                 \
+	" ALTER TABLE statefs_claim DROP COLUMN ns;"                       \
+	" UPDATE statefs_meta SET value=3 WHERE name='schema_version'"
+
 /* Asserts the list's keys, in order, are the space-separated words. */
 void tfx_keys(const sfs_list *l, const char *words);
 /* Asserts a buffer holds exactly the string. */

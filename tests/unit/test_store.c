@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "crypt_i.h"
 #include "fixture.h"
 
 static void test_open_flags(void **state)
@@ -398,6 +399,8 @@ static void test_ts_sdk_store_opens(void **state)
 	int64_t v;
 	int exists;
 
+	tfx_sqlite_only("the TypeScript SDK's SQLite file (test_pg: a schema"
+	                " the SDK's tables were created in opens)");
 	if (tfx_encrypted())
 		return; /* an SDK's own store is plaintext */
 	snprintf(path, sizeof(path), "%s/ts.db", t->dir);
@@ -449,6 +452,158 @@ static void test_ts_sdk_store_opens(void **state)
 }
 
 /* What a Go worker sees of our plaintext store: its own statements work. */
+/* Reads a whole file into a malloc'd buffer (*n bytes); NULL if missing. */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *p = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	p = malloc((size_t)len + 1);
+	assert_non_null(p);
+	assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+/* path and path-wal hold exactly what was saved. */
+static void unchanged(const char *path, const unsigned char *db, size_t ndb,
+                      const unsigned char *wal, size_t nwal)
+{
+	char w[512];
+	unsigned char *p;
+	size_t n;
+
+	p = slurp(path, &n);
+	assert_true(p && n == ndb && !memcmp(p, db, n));
+	free(p);
+	snprintf(w, sizeof(w), "%s-wal", path);
+	p = slurp(w, &n);
+	assert_true(p && n == nwal && !memcmp(p, wal, n));
+	free(p);
+}
+
+/* A store made the way SQLite makes any database in WAL mode (the Go
+ * SDK's, or statefs before it created its tables first): page 1 in the
+ * file, the tables and rows only in the write-ahead log, which is kept
+ * (no checkpoint at close). Through the encrypting VFS when the tests run
+ * encrypted. */
+static void wal_only_store(const char *path)
+{
+	crypt_vfs *v = NULL;
+	sqlite3 *db;
+
+	if (tfx_encrypted())
+		OK(crypt_vfs_open(tfx_key(), &v));
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+	                                 SQLITE_OPEN_CREATE,
+	                                 v ? crypt_vfs_name(v) : NULL),
+	                 SQLITE_OK);
+	if (v)
+		OK(crypt_db_setup(db));
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	assert_int_equal(sqlite3_exec(db, sdk_schema, NULL, NULL, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO function_state VALUES"
+	                              " (x'73', x'6e', x'6b', x'76')", NULL,
+	                              NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	crypt_vfs_close(v);
+}
+
+/* Issue 10 item 8: an existing file that is not a valid store is refused,
+ * never reformatted, and what is left of it (its write-ahead log) stays as
+ * it was. Only an empty file is a store not made yet. */
+static void test_open_never_reformats(void **state)
+{
+	tfx *t = *state;
+	char path[400], wal[420];
+	unsigned char *db, *lg, b8;
+	size_t ndb, nlg;
+	sfs_store *s;
+	sfs_buf b;
+	int fd;
+
+	tfx_sqlite_only("files and write-ahead logs that are not stores"
+	                " (test_pg: a schema holding other tables)");
+	/* An empty file: a store not made yet (nothing to lose), made by the
+	 * first read-write open. */
+	snprintf(path, sizeof(path), "%s/empty.db", t->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+	sfs_store_close(s);
+
+	/* A store whose tables were only in its write-ahead log, and the log
+	 * damaged (its header: SQLite then ignores the whole log): the file
+	 * has page 1 and no tables. Refused, read-write and read-only, and
+	 * neither file changes; with the log repaired it opens with its row. */
+	snprintf(path, sizeof(path), "%s/lost.db", t->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	wal_only_store(path);
+	fd = open(wal, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b8, 1, 17), 1);
+	b8 ^= 0x40;
+	assert_int_equal(pwrite(fd, &b8, 1, 17), 1);
+	db = slurp(path, &ndb);
+	lg = slurp(wal, &nlg);
+	assert_true(db && lg && ndb > 0 && nlg > 32);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	assert_non_null(strstr(sfs_errdetail(), "no tables"));
+	unchanged(path, db, ndb, lg, nlg);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+	unchanged(path, db, ndb, lg, nlg);
+	b8 ^= 0x40;
+	assert_int_equal(pwrite(fd, &b8, 1, 17), 1);
+	close(fd);
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &b));
+	tfx_buf(&b, "v");
+	sfs_buf_free(&b);
+	sfs_store_close(s);
+
+	/* A store file cut to nothing while its log still holds frames. */
+	snprintf(path, sizeof(path), "%s/cut.db", t->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	wal_only_store(path);
+	assert_int_equal(truncate(path, 0), 0);
+	free(lg);
+	lg = slurp(wal, &nlg);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	assert_non_null(strstr(sfs_errdetail(), "write-ahead log"));
+	unchanged(path, (const unsigned char *)"", 0, lg, nlg);
+
+	/* Someone else's database that has pages but no tables. */
+	if (!tfx_encrypted()) {
+		sqlite3 *x;
+
+		snprintf(path, sizeof(path), "%s/notables.db", t->dir);
+		assert_int_equal(sqlite3_open(path, &x), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(x, "PRAGMA user_version=7", NULL,
+		                              NULL, NULL), SQLITE_OK);
+		sqlite3_close(x);
+		free(db);
+		db = slurp(path, &ndb);
+		IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+		assert_non_null(strstr(sfs_errdetail(), "no tables"));
+		free(lg);
+		lg = slurp(path, &nlg);
+		assert_true(nlg == ndb && !memcmp(lg, db, ndb));
+	}
+	free(db);
+	free(lg);
+}
+
 static void test_go_sdk_reads_ours(void **state)
 {
 	tfx *t = *state;
@@ -549,6 +704,7 @@ int main(void)
 		T(test_commit_survives_crash),
 		T(test_go_sdk_store_opens),
 		T(test_ts_sdk_store_opens),
+		T(test_open_never_reformats),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),
