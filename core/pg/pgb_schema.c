@@ -79,7 +79,8 @@ static const char own_ddl[] =
 	"CREATE INDEX statefs_claim_queue ON statefs_claim"
 	" (queue, lease_until);"
 	/* cleared: its queue was cleared while it was in flight; whatever
-	 * its claim does, it does not come back (docs/claims.md, "Clears") */
+	 * its claim does, it does not come back (docs/postgres.md, "Drains,
+	 * clears") */
 	"CREATE TABLE statefs_inflight (id bigint PRIMARY KEY,"
 	" claim_id bigint NOT NULL, queue bytea NOT NULL, item bytea NOT NULL,"
 	" enqueued_ns bigint NOT NULL, deliveries bigint NOT NULL,"

@@ -621,7 +621,7 @@ int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
 	int st;
 
 	/* Its items in flight are cleared too: whatever their claims do,
-	 * they do not come back (docs/claims.md, "Clears"). */
+	 * they do not come back (docs/postgres.md, "Drains, clears"). */
 	pgp_bytes(&p, queue);
 	st = pgb_run_int(b, "WITH d AS (DELETE FROM work_queue WHERE"
 	                 " execution_id = $1 RETURNING id), t AS (DELETE FROM"

@@ -53,17 +53,19 @@ expect_exit 0 sc queue nack "$c3" 3
 expect_exit 11 sc queue nack "$c3"
 
 # --- a heartbeat keeps a claim past its lease; a lost one exits 11
-expect_exit 0 sc queue claim jobs --lease 1s
+# (a lease of 4 s, renewed every 0.9 s and a statectl run: on a busy
+# machine a run alone may take a second)
+expect_exit 0 sc queue claim jobs --lease 4s
 c4=$(printf '%s\n' "$out" | head -n1)
-for _ in 1 2 3 4 5; do
-	sleep 0.3
-	expect_exit 0 sc queue heartbeat "$c4" --lease 1s
+for _ in 1 2 3 4 5 6; do
+	sleep 0.9
+	expect_exit 0 sc queue heartbeat "$c4" --lease 4s
 done
-expect_exit 0 sc --json queue heartbeat "$c4" --lease 1s
+expect_exit 0 sc --json queue heartbeat "$c4" --lease 4s
 jqe "$out" '.claim == '"$c4"' and .lease_until_ns > now * 1e9'
 expect_exit 0 sc queue gc jobs
 expect_eq "$out" "expired 0, returned 0, dead 0, claims ended 0" "a held claim is not returned"
-sleep 1.1
+sleep 4.1
 expect_exit 11 sc queue heartbeat "$c4"
 expect_match "$err" "may be delivered again" "the loss says what it means"
 expect_exit 11 sc queue ack "$c4"              # deletes nothing
