@@ -4,17 +4,17 @@
  *
  * The public functions (api_*.c, store.c) check arguments, take the handle's
  * lock and call one entry of an ops table; a backend implements the table
- * over its database. Today there is one backend, SQLite (sqlb_*.c), which
- * holds every line of SQL in the engine. A second one (PostgreSQL, for stores
- * shared by several hosts) would be a new sqlpg_*.c file set and one more
- * case in store.c's backend choice; nothing above core/ changes.
+ * over its database. There are two: SQLite (sqlb_*.c), and PostgreSQL
+ * (core/pg/pgb_*.c) for stores shared by several hosts; store.c chooses by
+ * the store's name. Nothing above core/ knows which one runs.
  *
  * Contract for every entry, on top of statefs.h's conventions:
  *  - Arguments are already valid: required slices have ptr != NULL and sizes
  *    are within limits; ns == SFS_NONE only where the entry says so; scan
  *    options are never NULL; family is never SFS_FAM_DIR.
  *  - Calls on one backend are serialised by the caller (sfs_store.mu); a
- *    backend needs no lock of its own for its connection.
+ *    backend needs no lock of its own for its connection, unless it sets
+ *    `concurrent` and guards its own state.
  *  - The backend sets the error detail (sfs_err) on failure and writes
  *    outputs only on SFS_OK.
  *  - Every write is atomic across processes: a single write statement or a
@@ -30,6 +30,10 @@ typedef struct sfs_import_be sfs_import_be; /* a backend's import state */
 
 typedef struct sfs_backend_ops {
 	const char *name;
+	/* 1: the backend serialises what it must itself, and the caller
+	 * takes no lock around its calls (threads of one handle run at once:
+	 * PostgreSQL, one connection per call from a pool). */
+	int concurrent;
 
 	/* Lifecycle (open is the backend's own function, see store.c). */
 	void (*close)(sfs_backend *b);
@@ -224,5 +228,21 @@ typedef struct sfs_backend_cfg {
 /* The SQLite backend (sqlb_store.c). */
 extern const sfs_backend_ops sqlb_ops;
 int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
+
+/* The PostgreSQL backend (core/pg/, docs/postgres.md). pgb_is_db: whether
+ * a store name is a PostgreSQL connection string (a postgresql:// or
+ * postgres:// URI, or key=value starting with a libpq keyword); anything
+ * else is a SQLite path. pgb_display: the store's name without any
+ * password. pgb_probe: SFS_OK when the store exists (*encrypted says
+ * how), SFS_NOTFOUND when not. pgb_db_has_password: whether the string
+ * itself holds a password. pgb_name: the string without any password
+ * (malloc'd), as pgb_display gives it for an open store. */
+extern const sfs_backend_ops pgb_ops;
+int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
+int pgb_is_db(const char *db);
+const char *pgb_display(const sfs_backend *b);
+int pgb_probe(const char *db, int *encrypted);
+int pgb_db_has_password(const char *db, int *has);
+int pgb_name(const char *db, char **out);
 
 #endif /* STATEFS_BACKEND_I_H */

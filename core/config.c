@@ -13,6 +13,11 @@
  * another source wins, so children of the daemon never inherit it.
  * Plaintext is never chosen implicitly: a plaintext store opened without
  * cfg->plaintext is refused with a sentence saying how to open it.
+ *
+ * The store may be a PostgreSQL connection string (docs/postgres.md). One
+ * given as cfg->db (which tools fill from their command line) must not
+ * hold a password: argv is readable by every user of the machine.
+ * Whether such a store exists, and is encrypted, is asked of the server.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -22,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend_i.h"
 #include "crypt_i.h"
 #include "err_i.h"
 
@@ -142,11 +148,31 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	return rc;
 }
 
+/* A password in a connection string on the command line is refused. */
+static int check_argv_db(const char *db)
+{
+	int has = 0, rc;
+
+	if (!pgb_is_db(db))
+		return SFS_OK;
+	rc = pgb_db_has_password(db, &has);
+	if (rc || !has)
+		return rc;
+	return sfs_err(SFS_INVALID, "the connection string holds a password,"
+	               " and a command line is readable by every user of this"
+	               " machine: put the password in ~/.pgpass (or the file"
+	               " PGPASSFILE names), in a service file (PGSERVICE), or in"
+	               " PGPASSWORD, or give the whole string in STATEFS_DB");
+}
+
 /* The store: cfg->db, else $STATEFS_DB, else the default store. */
 static int choose_db(const sfs_config *cfg, char **out)
 {
 	const char *db = cfg->db && *cfg->db ? cfg->db : getenv("STATEFS_DB");
+	int rc;
 
+	if (cfg->db && *cfg->db && (rc = check_argv_db(cfg->db)))
+		return rc;
 	if (!db || !*db)
 		return sfs_default_path(out);
 	*out = strdup(db);
@@ -183,11 +209,21 @@ int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
 	return SFS_OK;
 }
 
-static int store_exists(const char *path, int *exists)
+/* Whether the store exists; for PostgreSQL also whether it is encrypted
+ * (*enc; -1 when the caller must look at a file). */
+static int store_exists(const char *path, int *exists, int *enc)
 {
 	struct stat st;
-	int saverr;
+	int saverr, rc;
 
+	*enc = -1;
+	if (pgb_is_db(path)) {
+		rc = pgb_probe(path, enc);
+		*exists = rc == SFS_OK;
+		if (rc == SFS_NOTFOUND)
+			sfs_err_clear();
+		return rc == SFS_NOTFOUND ? SFS_OK : rc;
+	}
 	if (stat(path, &st) == 0) {
 		*exists = st.st_size > 0;
 		return SFS_OK;
@@ -249,22 +285,67 @@ static int missing_file(const struct key_choice *c)
 }
 
 /* An existing store and no key: say which kind of store it is and where we
- * looked, instead of letting the open fail vaguely. */
-static int explain_no_key(const char *db, const struct key_choice *c)
+ * looked, instead of letting the open fail vaguely. enc: a PostgreSQL
+ * store's kind (1 encrypted, 0 plaintext), -1 for a file. */
+static int explain_no_key(const char *db, int enc,
+                          const struct key_choice *c)
 {
-	crypt_kind kind;
-	int rc = crypt_preflight(db, NULL, &kind);
+	crypt_kind kind = CRYPT_KIND_ENCRYPTED;
+	int rc = enc < 0 ? crypt_preflight(db, NULL, &kind)
+	         : enc ? SFS_NOKEY : SFS_OK;
 
 	if (rc == SFS_NOKEY)
 		return sfs_err(SFS_NOKEY, "%s is encrypted and no key was "
 		               "found: " NONE_FOUND, db, c->file);
 	if (rc)
 		return rc;
-	if (kind == CRYPT_KIND_PLAIN)
+	if (enc == 0 || kind == CRYPT_KIND_PLAIN)
 		return sfs_err(SFS_NOTENCRYPTED, "%s is a plaintext store: open "
 		               "it in plaintext mode explicitly, or encrypt it "
 		               "first", db);
 	return SFS_OK;
+}
+
+int sfs_store_name(const char *db, char **out)
+{
+	char *n;
+
+	if (!db || !out)
+		return sfs_err(SFS_INVALID, "sfs_store_name: NULL argument");
+	if (pgb_is_db(db))
+		return pgb_name(db, out);
+	n = strdup(db);
+	if (!n)
+		return sfs_err(SFS_NOMEM, "out of memory");
+	*out = n;
+	return SFS_OK;
+}
+
+int sfs_store_exists(const char *db)
+{
+	char *name;
+	int exists = 0, enc, rc;
+
+	sfs_err_clear();
+	if (!db || !*db)
+		return sfs_err(SFS_INVALID, "no store named");
+	if (!strcmp(db, ":memory:"))
+		return SFS_OK;
+	if (!pgb_is_db(db))
+		return access(db, F_OK) == 0 ? SFS_OK
+		       : errno == ENOENT ? sfs_err(SFS_NOTFOUND, "no store at %s",
+		                                   db)
+		       : sfs_err(SFS_IO, "cannot look at %s: %s", db,
+		                 strerror(errno));
+	rc = store_exists(db, &exists, &enc);
+	if (rc || exists)
+		return rc;
+	rc = pgb_name(db, &name);
+	if (rc)
+		return rc;
+	rc = sfs_err(SFS_NOTFOUND, "no store at %s", name);
+	free(name);
+	return rc;
 }
 
 int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
@@ -272,8 +353,8 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 {
 	struct key_choice c = { 0 };
 	sfs_open_opts o = { 0 };
-	char *db = NULL;
-	int rc, exists = 0, memory;
+	char *db = NULL, *name = NULL;
+	int rc, exists = 0, memory, enc = -1;
 
 	if (notice)
 		*notice = NULL;
@@ -290,11 +371,17 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 		rc = missing_file(&c);
 	if (rc)
 		goto out;
-	if (!memory) {
-		rc = store_exists(db, &exists);
+	/* Only a store without a key needs looking at first (a question to
+	 * the server for a PostgreSQL store: skipped when not needed). */
+	if (!memory && !cfg->plaintext && !c.key) {
+		rc = store_exists(db, &exists, &enc);
 		if (rc)
 			goto out;
 	}
+	/* What messages call it: never a password. */
+	rc = sfs_store_name(db, &name);
+	if (rc)
+		goto out;
 
 	o.path = db;
 	o.busy_timeout_ms = cfg->busy_timeout_ms;
@@ -312,24 +399,25 @@ int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
 	} else if (c.key) {
 		o.key = c.key;
 	} else if (exists) {
-		rc = explain_no_key(db, &c);
+		rc = explain_no_key(name, enc, &c);
 		if (rc == SFS_OK)
 			rc = sfs_err(SFS_NOKEY, "no key was found for %s: "
-			             NONE_FOUND, db, c.file);
+			             NONE_FOUND, name, c.file);
 		goto out;
 	} else if (cfg->create && !cfg->readonly) {
-		rc = first_run_key(&c, notice, db);
+		rc = first_run_key(&c, notice, name);
 		if (rc)
 			goto out;
 		o.key = c.key;
 	} else {
-		rc = sfs_err(SFS_NOTFOUND, "the store %s does not exist", db);
+		rc = sfs_err(SFS_NOTFOUND, "the store %s does not exist", name);
 		goto out;
 	}
 	rc = sfs_store_open(&o, out);
 out:
 	choice_free(&c);
 	free(db);
+	free(name);
 	if (rc && notice && *notice) {
 		/* The key file stays (it is valid and may be reused), but the
 		 * store was not created: say that instead. */

@@ -34,6 +34,7 @@
 
 #include <sqlite3.h>
 
+#include "backend_i.h"
 #include "crypt_page_i.h"
 #include "err_i.h"
 
@@ -370,6 +371,12 @@ int sfs_rekey(const char *path, const sfs_key *old_key,
 		return sfs_err(SFS_INVALID, "sfs_rekey needs the path of a store");
 	if (!old_key && !new_key)
 		return sfs_err(SFS_INVALID, "sfs_rekey: no key on either side");
+	if (pgb_is_db(path))
+		return sfs_err(SFS_INVALID, "a PostgreSQL store cannot be rekeyed"
+		               " in place (other hosts hold it open): export it"
+		               " with the old key and import it with the new one"
+		               " into a new schema (statectl export | statectl"
+		               " --db '...schema=new' import), see docs/postgres.md");
 	r.path = path;
 	r.progress = progress;
 	r.ctx = ctx;

@@ -267,12 +267,32 @@ int sfs_store_sync(sfs_store *s);
 
 /* A number that changes whenever any process commits a change to the store
  * (including this handle). Cheap: no disk I/O when nothing changed. Used to
- * drop caches and to wake waiters. */
+ * drop caches and to wake waiters. On a PostgreSQL store it changes with
+ * this handle's commits and with any host's commit that makes queue items
+ * pending (a push, a nack, a lease that ran out), through LISTEN, without
+ * a statement to the server: other hosts' other writes do not move it
+ * (docs/postgres.md says why). */
 int sfs_store_version(sfs_store *s, uint64_t *out);
 
-/* The path this handle opened (":memory:" for memory stores). Borrowed; valid
- * until close. */
+/* The path this handle opened (":memory:" for memory stores; for a
+ * PostgreSQL store its connection string without any password). Borrowed;
+ * valid until close. */
 const char *sfs_store_path(const sfs_store *s);
+
+/* A store may also live in PostgreSQL, shared by several hosts: every
+ * function that takes a store's path (sfs_open_opts.path, sfs_config.db,
+ * $STATEFS_DB) accepts a postgresql:// (or postgres://) URI or a libpq
+ * key=value string instead, with schema= naming the store's schema
+ * (docs/postgres.md). */
+
+/* Whether the store db names exists, creating nothing: SFS_OK or
+ * SFS_NOTFOUND (no file; no store in that schema), else why it could
+ * not be told (SFS_IO: the server cannot be reached). */
+int sfs_store_exists(const char *db);
+
+/* What messages should call the store db: the path, or the connection
+ * string without its password. *out is malloc'd; free() it. */
+int sfs_store_name(const char *db, char **out);
 
 /* The default store: $XDG_STATE_HOME/statefs/state.db, else
  * ~/.local/state/statefs/state.db. *out is malloc'd; free() it. */

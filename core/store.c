@@ -158,7 +158,7 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 	sfs_backend_cfg cfg;
 	char *path = NULL;
 	sfs_store *s;
-	int memory, status;
+	int memory, pg, status;
 
 	sfs_err_clear();
 	CHECK(chk_out(opts, "opts"));
@@ -173,6 +173,7 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 		CHECK(sfs_default_path(&path));
 	}
 	memory = strcmp(path, ":memory:") == 0;
+	pg = pgb_is_db(path);
 	status = check_opts(opts, memory);
 	if (status != SFS_OK) {
 		free(path);
@@ -195,9 +196,21 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 	cfg.busy_timeout_ms = opts->busy_timeout_ms ? opts->busy_timeout_ms
 	                                            : 30000;
 	cfg.max_value = s->max_value;
-	/* One backend today; a postgres:// path would choose another here. */
-	s->ops = &sqlb_ops;
-	status = sqlb_open(&cfg, &s->be);
+	/* A PostgreSQL connection string, or a SQLite file. */
+	s->ops = pg ? &pgb_ops : &sqlb_ops;
+	status = pg ? pgb_open(&cfg, &s->be) : sqlb_open(&cfg, &s->be);
+	if (status == SFS_OK && pg) {
+		/* Its name without a password, for messages. */
+		char *name = strdup(pgb_display(s->be));
+
+		if (!name) {
+			s->ops->close(s->be);
+			status = sfs_err(SFS_NOMEM, "copying the store's name");
+		} else {
+			free(path);
+			s->path = path = name;
+		}
+	}
 	if (status != SFS_OK) {
 		pthread_mutex_destroy(&s->mu);
 		free(path);

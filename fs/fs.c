@@ -855,7 +855,11 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 }
 
 /* STATFS: sfs_store_info (sizes, rows) and the disk under the store: used
- * is the store's size, available what the disk has left. */
+ * is the store's size, available what the disk has left. A store with no
+ * local disk under it (one on a database server) reports 1 TiB available,
+ * as network filesystems do when they cannot know: zero would read as
+ * "full" to tools that check. */
+#define UNKNOWN_FREE_BLOCKS ((1ULL << 40) / 4096)
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	fs *f = fs_of(req);
@@ -880,6 +884,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_bsize = sv.f_frsize = 4096;
 	if (have_disk)
 		avail = (uint64_t)disk.f_bavail * disk.f_frsize / 4096;
+	else if (path && strcmp(path, ":memory:") != 0)
+		avail = UNKNOWN_FREE_BLOCKS;
 	sv.f_blocks = (info.file_size + info.wal_size + 4095) / 4096 + avail;
 	sv.f_bfree = sv.f_bavail = avail;
 	sv.f_files = info.kv_rows + info.counter_rows + info.log_rows +

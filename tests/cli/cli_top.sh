@@ -29,8 +29,8 @@ sc counter add app stats a >/dev/null
 sc counter add app stats b >/dev/null
 
 # A worker: each statectl process writes its counts when it closes.
-worker() {
-	while :; do
+worker() { # until $T/stop exists, so that a stop never cuts a call short
+	while [ ! -e "$T/stop" ]; do
 		sc queue push busy x y >/dev/null || exit 1
 		sc queue pop busy >/dev/null || exit 1
 	done
@@ -61,7 +61,10 @@ grep -Eq '^jobs +4 +2 +1 +1 +0 ' "$T/frame" || { cat "$T/frame" >&2; fail "the j
 grep -Eq '^app +5 +3 +2' "$T/frame" || { cat "$T/frame" >&2; fail "the app scope"; }
 awk '$1 == "busy" && $9 != "0" && $9 != "-" { ok = 1 } END { exit !ok }' "$T/frame" ||
 	{ cat "$T/frame" >&2; fail "the worker's rates"; }
-expect_match "$(head -n1 "$T/frame")" "statefs top +$DB" "the header names the store"
+# the store's name as statefs gives it (a connection string: libpq's order)
+expect_exit 0 sc --json info
+expect_match "$(head -n1 "$T/frame")" "statefs top +$(jq -r .path <<<"$out")" \
+	"the header names the store"
 grep -q "QUEUE.*PENDING.*INFLIGHT.*DEAD.*CLAIMS.*EXPIRED.*OLDEST.*WAIT.*PUSH/s.*POP/s.*DEPTH" "$T/frame" ||
 	fail "a wide window shows every column"
 grep -q "q quit" "$T/frame" || fail "the footer"
@@ -103,7 +106,7 @@ expect_exit 0 sc --json top --once
 jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight == 2 and .dead == 1 and .claims == 1'
 jqe "$out" '.queues[] | select(.queue == "busy") | (.push_per_s | type) == "number"'
 jqe "$out" '.scopes[] | select(.scope == "app") | .kv == 5 and .log == 3 and .counter == 2'
-jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$mode" = encrypted ] && echo true || echo false)"')'
+jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && echo true || echo false)"')'
 # piped, one frame per interval until a signal; exit 0 (the signal once two
 # frames are out, however long a loaded machine takes to draw them)
 "$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 200ms >"$T/frames" &
@@ -119,7 +122,7 @@ expect_exit 2 sc top --interval 10ms
 expect_match "$err" "between 100ms and 1h" "--interval bounds"
 
 # --- metrics: the format, and the same numbers as info (no writer now)
-kill "$wpid" 2>/dev/null
+touch "$T/stop" # its last statectl ends before the counts are read
 wait "$wpid" 2>/dev/null || true
 expect_exit 0 sc metrics
 m=$out

@@ -2,7 +2,10 @@
 #
 # Environment (set by tests/cli/meson.build):
 #   STATECTL          the statectl binary under test
-#   STATEFS_TEST_MODE plain | encrypted (default encrypted)
+#   STATEFS_TEST_MODE plain | encrypted (default encrypted): a SQLite store;
+#                     postgres | postgres-plain: a store in a schema of its
+#                     own on the server STATEFS_TEST_PG names (exit 77
+#                     without one), dropped at the end
 # Gives each test a scratch HOME (so the default store and key file live
 # there, never in the real home), removed on exit, where every process the
 # test started is SIGKILLed too, whatever ended it (tests/reap.sh), and:
@@ -18,8 +21,15 @@ set -euo pipefail
 
 : "${STATECTL:?STATECTL must name the statectl binary}"
 mode=${STATEFS_TEST_MODE:-encrypted}
+pg=
 case $mode in
 plain|encrypted) ;;
+postgres|postgres-plain)
+	if [ -z "${STATEFS_TEST_PG:-}" ]; then
+		echo "no PostgreSQL server (STATEFS_TEST_PG): skipped"
+		exit 77
+	fi
+	pg=1 ;;
 *) echo "unknown STATEFS_TEST_MODE '$mode'" >&2; exit 1 ;;
 esac
 
@@ -29,6 +39,10 @@ cleanup() {
 	local rc=$? h
 	reap_all "$T/"
 	for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
+	if [ -n "$pg" ]; then
+		psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+		  DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+	fi
 	rm -rf "$T"
 	exit $rc
 }
@@ -48,7 +62,11 @@ fail() {
 # the engine helper ($HELPER): the key file, or - for a plaintext store.
 DB=$T/store.db
 KEY=$T/key
-if [ "$mode" = plain ]; then
+if [ -n "$pg" ]; then
+	schema=c$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+	DB="$STATEFS_TEST_PG schema=$schema"
+fi
+if [ "$mode" = plain ] || [ "$mode" = postgres-plain ]; then
 	modeopts=(--plaintext)
 	hkey=-
 else

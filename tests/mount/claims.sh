@@ -233,6 +233,13 @@ ok "an interrupted reader leaves the item at the head"
 # --- the daemon killed between a drain's take and its reply ----------------
 # The items are in flight under the dead daemon's claim; after the lease the
 # next daemon's recovery puts them back at their places, under their names.
+# (A delivery delay longer than any schedule: the kill lands inside it.)
+cd /
+unmount_fs
+export STATEFS_TEST_DELIVER_DELAY_MS=30000
+mount_fs -o lease=2s
+unset STATEFS_TEST_DELIVER_DELAY_MS
+cd "$mnt"
 for i in d1 d2; do echo $i > $q/new; done
 names=$(ls $q | tr '\n' ' ')
 tdrain=$(now_ns)

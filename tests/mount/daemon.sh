@@ -9,7 +9,7 @@
 
 bin=$STATEFS_BIN
 csv_mode=
-[ "$mode" = plain ] && csv_mode=plaintext,
+case $mode in *plain) csv_mode=plaintext, ;; esac
 
 # The daemon of a detached mount: not our child, found by its command line.
 daemon_of() {
@@ -141,6 +141,9 @@ if [ "$mode" = encrypted ]; then
   done
   ok "a FIFO or a directory as the key file is refused"
 
+fi
+
+if [ "$mode" = encrypted ] || [ "$mode" = postgres ]; then
   # A store that will not open: statefs says why and mounts nothing.
   head -c 32 /dev/urandom > "$work/other.key"
   chmod 600 "$work/other.key"
@@ -150,6 +153,9 @@ if [ "$mode" = encrypted ]; then
   [[ $out == *"wrong key"* ]] || fail "no 'wrong key' in: $out"
   mountpoint -q "$mnt" && fail "mounted with a wrong key"
   ok "a wrong key fails before detaching"
+fi
+
+if [ "$mode" = encrypted ]; then
 
   # The default store, made on first use with a new key file (a user
   # with neither yet).

@@ -45,6 +45,7 @@ until_lines "$work/tail" 2
 until_lines "$work/tail1" 2
 # Another process appends; one more through the mount.
 helper lappend run log events third
+for f in cat tail tail1; do until_lines "$work/$f" 3; done
 echo fourth > "$log/new"
 for f in cat tail tail1; do
   until_lines "$work/$f" 4

@@ -20,7 +20,8 @@
  * Byte-string arguments are taken as they are, or as hex after "x:"
  * ("x:00ff"). get prints the raw value; dump prints every row of the store
  * (hex fields), so two dumps compare equal iff the store is the same.
- * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE=plain, else
+ * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE is plain or
+ * postgres-plain, else
  * the key as the daemon finds it (sfs_store_open_config), without the
  * claim recovery of a writable open: the helper observes, the daemon (or a
  * claim) recovers.
@@ -107,7 +108,8 @@ int main(int argc, char **argv)
 	uint64_t len;
 	int rc, exists;
 
-	cfg.plaintext = mode && strcmp(mode, "plain") == 0;
+	cfg.plaintext = mode && (!strcmp(mode, "plain") ||
+	                         !strcmp(mode, "postgres-plain"));
 	cfg.create = 1;
 	cfg.no_recovery = 1;
 	rc = sfs_store_open_config(&cfg, &store, NULL);

@@ -8,8 +8,16 @@
 #   STATEFS_BIN        the daemon
 #   STATEFS_HELPER     another process on the store (helper.c)
 #   STATEFS_FSOP       one syscall, its errno by name (fsop.c)
-#   STATEFS_TEST_MODE  plain or encrypted (default encrypted)
-# Provides: $work $mnt $mode; mount_fs [daemon options...], unmount_fs,
+#   STATEFS_TEST_MODE  plain or encrypted (default encrypted): a SQLite
+#                      store; postgres or postgres-plain: an encrypted or a
+#                      plaintext store in a schema of its own on the server
+#                      STATEFS_TEST_PG names (scripts/with-pg), named by a
+#                      postgresql:// URI, dropped at the end (exit 77
+#                      without a server)
+# Provides: $work $mnt $mode $pg (1 on PostgreSQL, else empty) $schema;
+#   mount_fs [daemon options...], unmount_fs, psql_store SQL (psql in the
+#   store's schema), mount_other DIR [options...] (another daemon on the
+#   same store: its pid in $other_pid, unmounted and reaped on exit too),
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
 #   lines that are expected), fuse_blocked PID FLAG (a reader has reached
@@ -32,15 +40,42 @@ fi
 : "${STATEFS_BIN:?}" "${STATEFS_HELPER:?}" "${STATEFS_FSOP:?}"
 
 mode=${STATEFS_TEST_MODE:-encrypted}
+pg= schema=
+case $mode in
+postgres|postgres-plain)
+  if [ -z "${STATEFS_TEST_PG:-}" ]; then
+    echo "no PostgreSQL server (STATEFS_TEST_PG): skipped"
+    exit 77
+  fi
+  pg=1 ;;
+esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-mount.XXXXXX")
 mnt=$work/mnt
 mkdir -p "$mnt" "$work/store"
 export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 export STATEFS_DB=$work/store/state.db STATEFS_TEST_MODE=$mode
+if [ -n "$pg" ]; then
+  # The server's key=value string as a URI (no spaces: an fstab line
+  # holds it), with a schema of this test's own.
+  schema=m$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+  query="schema=$schema" dbname=
+  for kv in $STATEFS_TEST_PG; do
+    case ${kv%%=*} in
+    dbname) dbname=${kv#*=} ;;
+    *) query="$query&$kv" ;;
+    esac
+  done
+  export STATEFS_DB="postgresql:///$dbname?$query"
+fi
 unset STATEFS_KEY STATEFS_KEY_FILE
 export LC_ALL=C   # ls sorts bytewise
 mode_opts=()
-[ "$mode" = plain ] && mode_opts=(-o plaintext)
+case $mode in *plain) mode_opts=(-o plaintext) ;; esac
+
+psql_store() { # SQL: run in the store's schema
+  PGOPTIONS="-c search_path=$schema" psql -X -q -At -v ON_ERROR_STOP=1 \
+    "$STATEFS_TEST_PG" -c "$1"
+}
 daemon_pid=
 allowed_log='^$'
 : >"$work/daemon.err"
@@ -150,6 +185,25 @@ mount_fs() {
   wait_mounted
 }
 
+# Another daemon on the same store (a second host), mounted on DIR.
+other_mnts=() other_pids=()
+mount_other() { # DIR [daemon options...]
+  local dir=$1 i
+  shift
+  mkdir -p "$dir"
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
+    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$dir" 2>>"$work/daemon.err" &
+  other_pid=$!
+  other_mnts+=("$dir")
+  other_pids+=("$other_pid")
+  for i in $(seq 200); do
+    mountpoint -q "$dir" && stat "$dir" >/dev/null 2>&1 && return 0
+    kill -0 "$other_pid" 2>/dev/null || fail "the daemon on $dir exited"
+    sleep 0.05
+  done
+  fail "$dir not mounted after 10 s"
+}
+
 # Waits for the daemon and checks it exited 0 (WHAT stopped it).
 reap_fs() { # WHAT
   local rc=0
@@ -171,8 +225,16 @@ signal_fs() { # SIG
 }
 
 cleanup() {
-  local rc=$? unexpected
+  local rc=$? unexpected d
   set +e
+  for d in "${other_mnts[@]}"; do
+    mountpoint -q "$d" 2>/dev/null &&
+      { fusermount3 -u -z "$d" 2>/dev/null || umount -l "$d" 2>/dev/null; }
+  done
+  for d in "${other_pids[@]}"; do
+    kill "$d" 2>/dev/null
+    wait "$d" 2>/dev/null
+  done
   if mountpoint -q "$mnt" 2>/dev/null; then
     fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
   fi
@@ -190,6 +252,13 @@ cleanup() {
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
     echo "--- daemon stderr (last 40 lines):" >&2
     tail -n 40 "$work/daemon.err" >&2
+  fi
+  if [ -n "$pg" ]; then
+    psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+      DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    [ -z "${drop_role_at_exit:-}" ] || psql -X -q "$STATEFS_TEST_PG" -c \
+      "REVOKE ALL ON DATABASE $dbname FROM $drop_role_at_exit;
+       DROP ROLE IF EXISTS $drop_role_at_exit" >/dev/null 2>&1
   fi
   rm -rf "$work"
   exit "$rc"

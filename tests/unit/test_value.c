@@ -242,11 +242,12 @@ static void test_edit_limits(void **state)
 	sfs_store *s;
 	sfs_edit e[2];
 	uint64_t size = 0;
+	char *db = tfx_db(t->path);
 
 	sfs_store_close(t->s);
 	t->s = NULL;
 	memset(&o, 0, sizeof(o));
-	o.path = t->path;
+	o.path = db;
 	o.key = tfx_key();
 	o.flags = o.key ? 0 : SFS_OPEN_PLAINTEXT;
 	o.max_value = 100;
@@ -279,6 +280,7 @@ static void test_edit_limits(void **state)
 	IS(SFS_INVALID, sfs_kv_read(s, SC, NS_, S("k"), 0, 1, NULL, NULL));
 	value_is(s, "k", "0123456789", 10);
 	sfs_store_close(s);
+	free(db);
 	/* read-only handles read but do not edit */
 	OK(tfx_open(t->path, SFS_OPEN_READONLY, &s));
 	e[0] = (sfs_edit){ SFS_EDIT_APPEND, 0, sfs_bytes("x", 1) };
