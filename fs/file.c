@@ -359,10 +359,6 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		}
 		if (fs_node_pending_empty(f, h->node))
 			return SFS_OK; /* being created: empty until stored */
-		/* The version before the snapshot: a change in between is
-		 * looked for at the first read past its end. */
-		if ((rc = sfs_store_version(f->store, &h->version)))
-			return rc;
 		rc = sfs_kv_get(f->store, fs_part(a, 0), fs_part(a, 1),
 		                fs_part(a, 2), &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
@@ -623,8 +619,9 @@ static int read_base(void *ctx, uint64_t off, size_t n, unsigned char *out)
 
 /* A reader back at the end of its snapshot after it was told that was
  * the end: what the value holds past it now is added to the snapshot
- * (sfs_kv_read), when the store changed since the snapshot was taken or
- * last extended (sfs_store_version: no I/O when it did not). Whatever the
+ * (sfs_kv_read of the bytes past the end only; sfs_store_version cannot
+ * spare it, since on PostgreSQL another host's write does not move the
+ * version). Whatever the
  * value holds past that offset is given: an appended value continues, a
  * value replaced meanwhile by a longer one shows the new bytes from there
  * on (as a file rewritten under `tail -f` does). */
@@ -632,15 +629,10 @@ static int follow(fs *f, fs_file *h, uint64_t end)
 {
 	fs_addr a = { 0 };
 	sfs_buf v = { NULL, 0 };
-	uint64_t version;
 	int rc, err;
 
 	if (!fs_node_linked(f, h->node) || fs_node_pending_empty(f, h->node))
 		return 0; /* deleted through the mount, or not stored yet */
-	if ((rc = sfs_store_version(f->store, &version)))
-		return fs_errno(f, rc, "reading a value");
-	if (version == h->version)
-		return 0;
 	if ((err = fs_node_addr(f, h->node, &a)))
 		return err;
 	rc = sfs_kv_read(f->store, fs_part(&a, 0), fs_part(&a, 1),
@@ -651,7 +643,6 @@ static int follow(fs *f, fs_file *h, uint64_t end)
 		rc = SFS_OK;
 	if (rc)
 		return fs_errno(f, rc, "reading a value");
-	h->version = version;
 	if (v.len && !(err = fs_file_reserve(h, h->len + v.len + 1))) {
 		memcpy(h->buf + h->len, v.ptr, v.len);
 		h->len += v.len;

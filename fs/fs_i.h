@@ -486,8 +486,6 @@ typedef struct fs_file {
 	fs_image img;              /* a value open for writing (image.c):
 	                              its changes; buf is unused */
 	size_t held;               /* bytes counted in fs.buffered */
-	uint64_t version;          /* a value's snapshot: sfs_store_version
-	                              when it was taken or last extended */
 	unsigned char *in;         /* counters: the text written so far */
 	size_t inlen;
 	unsigned dirty : 1;        /* the image differs from the store */
