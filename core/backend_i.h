@@ -52,6 +52,10 @@ typedef enum be_kind {
 
 typedef struct sfs_backend_ops {
 	const char *name;          /* "sqlite": sfs_info.backend */
+	/* 1: the backend serialises what it must itself, and the caller
+	 * takes no lock around its calls (threads of one handle run at once:
+	 * PostgreSQL, one connection per call from a pool). */
+	int concurrent;
 
 	/* The backend itself, before a handle exists. */
 	/* 1 when db names a store of this backend. */
@@ -61,6 +65,9 @@ typedef struct sfs_backend_ops {
 	 * open rules' sentences (config.c). SFS_NOKEY is not a failure
 	 * here: an encrypted store is BE_KIND_ENCRYPTED. */
 	int (*probe)(const char *db, be_kind *kind);
+	/* What messages call db: the name without any secret it holds
+	 * (malloc'd into *out). NULL: the name itself. */
+	int (*display)(const char *db, char **out);
 	/* sfs_rekey, on a store no process has open. */
 	int (*rekey)(const char *db, const sfs_key *old_key,
 	             const sfs_key *new_key, sfs_progress_fn progress,
@@ -70,6 +77,10 @@ typedef struct sfs_backend_ops {
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
+	/* Called at the end of every call on the handle, under its lock
+	 * (may be NULL): memory the call left behind for speed only may be
+	 * given back here. */
+	void (*settle)(sfs_backend *b);
 
 	/* Key/value. put_many gets n >= 1, or n == 0 with SFS_PUT_REPLACE. */
 	int (*kv_put_many)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -83,6 +94,15 @@ typedef struct sfs_backend_ops {
 	               sfs_slice key, sfs_stat *out);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
+	/* Ranged access: edits are checked (ops, bytes, offsets within
+	 * max_value); the final length is the backend's to check against
+	 * max_value. */
+	int (*kv_edit)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, const sfs_edit *edits, size_t n,
+	               unsigned flags, uint64_t max_value, uint64_t *size);
+	int (*kv_read)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, uint64_t off, size_t len, sfs_buf *out,
+	               uint64_t *size);
 	int (*kv_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	               const sfs_scan_opts *o, sfs_list *out);
 	int (*kv_delete_range)(sfs_backend *b, sfs_slice scope, sfs_slice ns,

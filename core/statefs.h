@@ -231,8 +231,9 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
 /* Reads a key file: a regular file owned by the effective user (or root),
  * holding 32 raw bytes or the key as text. Errors: SFS_NOTFOUND (no such
  * file), SFS_KEYPERM (readable or writable by group or others, or owned by
- * another user; the mode is in the detail), SFS_INVALID (not a key),
- * SFS_IO. */
+ * another user; the mode is in the detail), SFS_INVALID (not a key, or not
+ * a regular file: a FIFO is refused at once, without reading or waiting on
+ * it), SFS_IO. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.
@@ -339,6 +340,16 @@ int sfs_store_sync(sfs_store *s);
  * drop caches and to wake waiters. Errors: the common ones. */
 int sfs_store_version(sfs_store *s, uint64_t *out);
 
+/* Whether the store db names exists, creating nothing. Errors:
+ * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:
+ * the file cannot be read, the server cannot be reached). */
+int sfs_store_exists(const char *db);
+
+/* What messages should call the store db: its name without any password
+ * it holds (a PostgreSQL connection string may hold one). *out is
+ * malloc'd; free() it. Errors: SFS_INVALID (NULL), SFS_NOMEM. */
+int sfs_store_name(const char *db, char **out);
+
 /* The store, key and key file sfs_store_open would use for cfg, by the same
  * rules, without opening or creating anything: for tools that need the key
  * itself (rekey), or the key file's place (init), or want to tell a
@@ -396,6 +407,63 @@ int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 /* Deletes one key. Errors: SFS_NOTFOUND when it was absent (nothing
  * changed). */
 int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key);
+
+/* Parts of a value: ranged reads and edits, for callers that read or
+ * change a little of a large value (the mount's files). A value is one
+ * BLOB of function_state, the table the SDKs share, so what an edit costs
+ * depends on whether it changes the value's length:
+ *  - edits that keep the length and every old byte (writes inside the
+ *    value) are done in place: only the pages holding the changed bytes
+ *    are written (SQLite's incremental BLOB I/O), though SQLite walks the
+ *    value's overflow chain up to the first of them;
+ *  - edits that change the length (appends, truncations, writes past the
+ *    end) rewrite the value: SQLite cannot grow or shrink a BLOB in place.
+ *    The old bytes that survive are read once; nothing else of the old
+ *    value is, and bytes that were never written (a gap, an extension)
+ *    are never held in memory.
+ * Both are atomic: one transaction, a read-modify-write inside the engine,
+ * so an append or a truncation never loses a put made by another process
+ * meanwhile (docs/engine.md, "Parts of a value"). */
+typedef enum sfs_edit_op {
+	SFS_EDIT_WRITE = 1,  /* bytes at off; a gap past the end reads as zero
+	                        bytes */
+	SFS_EDIT_APPEND,     /* bytes after the end of the value as it is at
+	                        that point of the list (off is unused) */
+	SFS_EDIT_TRUNCATE,   /* the value cut to off bytes, or extended to off
+	                        with zero bytes (bytes is unused) */
+} sfs_edit_op;
+
+typedef struct sfs_edit {
+	sfs_edit_op op;
+	uint64_t off;
+	sfs_slice bytes;     /* borrowed for the call */
+} sfs_edit;
+
+enum {
+	SFS_EDIT_CREATE = 1u << 0, /* an absent key starts as the empty value */
+};
+
+/* Applies n edits, in order, to the value of (scope, ns, key) in one
+ * transaction, and sets its time as sfs_kv_put does; *size (may be NULL)
+ * gets the value's length afterwards. n == 0 with SFS_EDIT_CREATE makes an
+ * absent key the empty value and changes nothing else. Errors (nothing
+ * changed): SFS_NOTFOUND (absent, without SFS_EDIT_CREATE), SFS_TOOBIG
+ * (the final value, or an offset, beyond the store's max_value),
+ * SFS_INVALID (edits NULL with n > 0, an unknown op or flag, NULL bytes
+ * for a write or an append), SFS_READONLY, SFS_BUSY, SFS_FULL, SFS_IO,
+ * SFS_CORRUPT, SFS_NOMEM. */
+int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                const sfs_edit *edits, size_t n, unsigned flags,
+                uint64_t *size);
+
+/* Reads up to len bytes of the value at offset off into *out (the
+ * caller's; NUL-terminated as every sfs_buf): fewer at the end of the
+ * value, none at or past it. *size (may be NULL) gets the value's whole
+ * length, from the same snapshot. Costs the pages read (and the walk of
+ * the overflow chain up to off), not the value. Errors: SFS_NOTFOUND
+ * (absent), SFS_BUSY, SFS_IO, SFS_CORRUPT, SFS_NOMEM. */
+int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 
 typedef struct sfs_scan_opts {
 	sfs_slice start;   /* lower bound; SFS_NONE: open */

@@ -87,10 +87,33 @@ int chk_writable(const sfs_store *s)
 	return SFS_OK;
 }
 
+/* A family's name in error details: what a user calls it, as statectl's
+ * export does ("queue"), never its number. */
+static const char *fam_name(sfs_family fam)
+{
+	static const char *const names[] = {
+		[SFS_FAM_KV] = "key/value", [SFS_FAM_COUNTER] = "counter",
+		[SFS_FAM_LOG] = "log", [SFS_FAM_QUEUE] = "queue",
+		[SFS_FAM_DIR] = "directory", [SFS_FAM_CLAIM] = "claim",
+		[SFS_FAM_INFLIGHT] = "in-flight item",
+		[SFS_FAM_DEAD] = "dead letter", [SFS_FAM_POLICY] = "queue policy",
+	};
+
+	if ((int)fam < 0 || (size_t)fam >= sizeof(names) / sizeof(names[0]) ||
+	    !names[fam])
+		return NULL;
+	return names[fam];
+}
+
 int chk_family(sfs_family fam, sfs_slice ns)
 {
-	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE)
-		return sfs_err(SFS_INVALID, "family %d has no scopes", (int)fam);
+	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE) {
+		const char *name = fam_name(fam);
+		return name ? sfs_err(SFS_INVALID, "the %s family has no scopes "
+		                      "(key/value, counter, log and queue do)",
+		                      name)
+		            : sfs_err(SFS_INVALID, "unknown family %d", (int)fam);
+	}
 	if (fam == SFS_FAM_QUEUE && ns.ptr)
 		return sfs_err(SFS_INVALID, "queues have no namespaces");
 	return chk_opt_name(ns, "namespace");
@@ -261,6 +284,42 @@ int sfs_store_sync(sfs_store *s)
 	CALL(s, s->ops->sync(s->be));
 }
 
+int sfs_store_exists(const char *db)
+{
+	const sfs_backend_ops *ops;
+	be_kind kind = BE_KIND_NEW;
+	char *name;
+	int r;
+
+	sfs_err_clear();
+	if (!db || !*db)
+		return sfs_err(SFS_INVALID, "no store named");
+	if (strcmp(db, ":memory:") == 0)
+		return SFS_OK;
+	ops = be_for(db);
+	CHECK(ops->probe(db, &kind));
+	if (kind != BE_KIND_NEW)
+		return SFS_OK;
+	CHECK(sfs_store_name(db, &name));
+	r = sfs_err(SFS_NOTFOUND, "no store at %s", name);
+	free(name);
+	return r;
+}
+
+int sfs_store_name(const char *db, char **out)
+{
+	const sfs_backend_ops *ops;
+
+	sfs_err_clear();
+	if (!db || !out)
+		return sfs_err(SFS_INVALID, "sfs_store_name: NULL argument");
+	ops = be_for(db);
+	if (ops->display)
+		return ops->display(db, out);
+	*out = strdup(db);
+	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
+}
+
 int sfs_store_version(sfs_store *s, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -386,6 +445,12 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
 
 static int chk_row(const sfs_store *s, const sfs_row *row)
 {
+	/* entries and items keep their ids; claims too */
+	if ((row->family == SFS_FAM_LOG || row->family == SFS_FAM_QUEUE ||
+	     row->family == SFS_FAM_CLAIM || row->family == SFS_FAM_INFLIGHT ||
+	     row->family == SFS_FAM_DEAD) && row->id <= 0)
+		return sfs_err(SFS_INVALID, "%s rows need an id > 0",
+		               fam_name(row->family));
 	switch (row->family) {
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:
@@ -403,10 +468,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		CHECK(chk_name(row->scope, "scope"));
 		return chk_family(row->dir_family, row->ns);
 	case SFS_FAM_CLAIM:
-		CHECK(chk_name(row->scope, "queue"));
-		if (row->id <= 0)
-			return sfs_err(SFS_INVALID, "a claim row needs an id > 0");
-		return SFS_OK;
+		return chk_name(row->scope, "queue");
 	case SFS_FAM_INFLIGHT:
 	case SFS_FAM_DEAD:
 		CHECK(chk_name(row->scope, "queue"));

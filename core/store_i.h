@@ -4,9 +4,11 @@
  *
  * A public function checks its arguments here, takes s->mu, calls one entry
  * of the backend's ops table and releases the lock. The lock makes one handle
- * usable from many threads; it is the only lock in the engine, so there is
- * no lock order to keep. Callbacks (export, progress) run under it, which is
- * why statefs.h forbids them to call back into the same store.
+ * usable from many threads; it is the only lock above the backends, so
+ * there is no lock order to keep. Callbacks (export, progress) run under
+ * it, which is why statefs.h forbids them to call back into the same
+ * store. A concurrent backend (PostgreSQL) is called without it: it has a
+ * connection per call and locks of its own.
  */
 #ifndef STATEFS_STORE_I_H
 #define STATEFS_STORE_I_H
@@ -49,12 +51,18 @@ int cfg_env_key(sfs_key **out);
 
 static inline void store_lock(sfs_store *s)
 {
-	pthread_mutex_lock(&s->mu);
+	if (!s->ops->concurrent)
+		pthread_mutex_lock(&s->mu);
 }
 
+/* Ends a call: the backend settles what the call left (settle may be
+ * NULL), then the lock goes. */
 static inline void store_unlock(sfs_store *s)
 {
-	pthread_mutex_unlock(&s->mu);
+	if (s->ops->settle)
+		s->ops->settle(s->be);
+	if (!s->ops->concurrent)
+		pthread_mutex_unlock(&s->mu);
 }
 
 /* Returns expr's status from the calling function unless it is SFS_OK. */

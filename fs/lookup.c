@@ -147,7 +147,8 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}

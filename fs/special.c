@@ -143,12 +143,13 @@ static void delivered(fs *f, fs_file *h)
 	h->claim = 0;
 }
 
-static void test_delay(fs *f)
+/* The test hook: a pause that ends early when the reader is interrupted,
+ * so a test can interrupt it at a moment it chooses. */
+static void test_delay(fs *f, fuse_req_t req)
 {
-	if (f->test_deliver_delay_ms > 0) {
-		struct timespec ts = { f->test_deliver_delay_ms / 1000,
-		                       (f->test_deliver_delay_ms % 1000) *
-		                       1000000L };
+	for (long ms = 0; ms < f->test_deliver_delay_ms &&
+	                  !fuse_req_interrupted(req); ms += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 }
@@ -463,7 +464,7 @@ static void stream_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	next_page(f, h->stream);
 	rc = fill(f, h, &a);
 	if (rc == SFS_OK) {
-		test_delay(f);
+		test_delay(f, req);
 		stream_serve(f, req, h, size, off);
 	} else if (rc == SFS_NOTFOUND && is_drain(h)) {
 		fuse_reply_buf(req, NULL, 0); /* the end */
@@ -554,7 +555,7 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off)
 {
 	(void)queue;
-	test_delay(f);
+	test_delay(f, req);
 	pthread_mutex_lock(&h->lock);
 	if (h->stream) {
 		if (stream_serve(f, req, h, size, off))

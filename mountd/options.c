@@ -17,7 +17,9 @@
 
 #include "mountd_i.h"
 
-/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH. */
+/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH, the
+ * largest value one row holds (Debian's SQLite keeps that default), so
+ * 953M; 1G is more. */
 #define MAX_VALUE_CEILING 1000000000ull
 
 enum {
@@ -36,6 +38,7 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("ro", ro, 1),
 	MOUNTD_OPT("max_value=%s", max_value_text, 0),
 	MOUNTD_OPT("lease=%s", lease_text, 0),
+	MOUNTD_OPT("max_buffered=%s", max_buffered_text, 0),
 	MOUNTD_OPT("umask=%s", umask_text, 0),
 	MOUNTD_OPT("allow_other", allow_other, 1),
 	MOUNTD_OPT("default_permissions", default_permissions, 1),
@@ -194,11 +197,38 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 	}
 	if (o->max_value_text) {
 		o->max_value = parse_size(o->max_value_text);
-		if (o->max_value == 0 || o->max_value > MAX_VALUE_CEILING) {
-			fprintf(stderr, "%s: -o max_value=%s is not a size from 1 to "
-			        "%llu bytes (a number, optionally followed by K, M "
-			        "or G); see -h\n", prog, o->max_value_text,
-			        (unsigned long long)MAX_VALUE_CEILING);
+		if (o->max_value == 0) {
+			fprintf(stderr, "%s: -o max_value=%s is not a size (a number "
+			        "of bytes, optionally followed by K, M or G); see -h\n",
+			        prog, o->max_value_text);
+			return -1;
+		}
+		if (o->max_value > MAX_VALUE_CEILING) {
+			fprintf(stderr, "%s: -o max_value=%s is %llu bytes, more than "
+			        "SQLite stores in one value (%llu bytes, %lluM at "
+			        "most); see -h\n", prog, o->max_value_text,
+			        (unsigned long long)o->max_value,
+			        (unsigned long long)MAX_VALUE_CEILING,
+			        (unsigned long long)(MAX_VALUE_CEILING >> 20));
+			return -1;
+		}
+	}
+	if (o->max_buffered_text) {
+		uint64_t vmax = o->max_value ? o->max_value
+		                             : SFS_DEFAULT_MAX_VALUE;
+
+		o->max_buffered = parse_size(o->max_buffered_text);
+		if (o->max_buffered == 0) {
+			fprintf(stderr, "%s: -o max_buffered=%s is not a size (a "
+			        "number, optionally followed by K, M or G); see "
+			        "-h\n", prog, o->max_buffered_text);
+			return -1;
+		}
+		if (o->max_buffered < vmax) {
+			fprintf(stderr, "%s: -o max_buffered=%s is less than the "
+			        "largest value (%llu bytes): a value of that size "
+			        "could never be written; see -h\n", prog,
+			        o->max_buffered_text, (unsigned long long)vmax);
 			return -1;
 		}
 	}
@@ -248,6 +278,7 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->keyfile);
 	free(o->max_value_text);
 	free(o->lease_text);
+	free(o->max_buffered_text);
 	free(o->umask_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
@@ -270,7 +301,12 @@ void mountd_usage(const char *prog)
 	       "    -o plaintext           the store is not encrypted\n"
 	       "    -o ro                  mount read-only\n"
 	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
-	       "                           (default 64M; suffixes K, M, G)\n"
+	       "                           (default 64M, at most 953M, SQLite's\n"
+	       "                           limit; suffixes K, M and G)\n"
+	       "    -o max_buffered=SIZE   most bytes that files open for\n"
+	       "                           writing hold before their commit,\n"
+	       "                           all together (ENOBUFS past it;\n"
+	       "                           default 256M, at least max_value)\n"
 	       "    -o lease=DURATION      the lease of claims made through the\n"
 	       "                           mount (.claim, mv to inflight/, touch):\n"
 	       "                           seconds, or 30s, 10m, 1h (default 10m)\n"

@@ -371,6 +371,12 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* The import's reading: the export read from in (name says what it is in
+ * messages) into s in one sfs_import, the header line, then a row a line;
+ * *rows gets the rows read. CLI_EXIT_OK, or the failure, already reported
+ * (then nothing was imported). Separate for fuzz/fuzz_import.c. */
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
+                    uint64_t *rows);
 /* cmd_top.c, cmd_metrics.c */
 int cmd_top(cli *c, cli_args *a);
 int cmd_metrics(cli *c, cli_args *a);

@@ -344,7 +344,6 @@ static int keyed_time(import *imp, int put, int del,
 	return step(imp->b, st);
 }
 
-/* Inserts a row with an id; an existing id must hold the same row. */
 /* Item ids live in one place: pending (0), in flight (1) or dead (2). An
  * id already in a place other than `mine` is a conflict. */
 static int check_places(import *imp, const sfs_row *r, int mine)
@@ -382,7 +381,8 @@ static int raise_seq(import *imp, const char *table, int64_t id)
 	return status;
 }
 
-/* Inserts a row with an id; an existing id must hold the same row. */
+/* Inserts a row with an id (> 0: chk_row); an existing id must hold the
+ * same row. */
 static int insert_same(import *imp, int ins, int same,
                        const sfs_row *r)
 {
@@ -390,9 +390,6 @@ static int insert_same(import *imp, int ins, int same,
 	sqlite3_stmt *st = imp->st[ins];
 	int status, rc, eq;
 
-	if (r->id <= 0)
-		return sfs_err(SFS_INVALID, "a row of family %d needs an id > 0",
-		               (int)r->family);
 	bind_row(st, r);
 	status = step(b, st);
 	if (status != SFS_OK || sqlite3_changes(b->db) != 0)

@@ -3,7 +3,8 @@
  *
  * The backend is split by job: conn.c (connection, statement cache,
  * transactions, status translation, the ops table), schema.c (DDL and
- * versions), kv.c (key/value and counters), dir.c (scopes, namespaces,
+ * versions), kv.c (key/value and counters), value.c (parts of a value:
+ * ranged reads and edits), dir.c (scopes, namespaces,
  * directories, renames), seq.c (logs, queues and pending items), item.c
  * (the item functions by state), timemap.c (the time maps of log entries
  * and queue items), claim.c (claims, in-flight items, dead letters,
@@ -68,6 +69,8 @@
 	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32)      \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
+	/* value.c: parts of a value */                                    \
+	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
@@ -296,6 +299,14 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                  sfs_stat *out);
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key);
+/* Writes a value's time row (now) in an open stamped write transaction. */
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now);
+int sqlb_kv_edit(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 const sfs_edit *edits, size_t n, unsigned flags,
+                 uint64_t max_value, uint64_t *size);
+int sqlb_kv_read(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  const sfs_scan_opts *o, sfs_list *out);
 int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,

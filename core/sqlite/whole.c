@@ -39,8 +39,8 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 	 * statements (their changes() make the count), then the side tables,
 	 * which are not rows of the SDK's schema. */
 	static const char *const sql[] = {
-		"SELECT min(id), max(id) FROM function_state_log"
-		" WHERE scope_id=?1",
+		("SELECT min(id), max(id) FROM function_state_log"
+		 " WHERE scope_id=?1"),
 		"DELETE FROM function_state WHERE scope_id=?1",
 		"DELETE FROM function_state_log WHERE scope_id=?1",
 		"DELETE FROM function_counter WHERE scope_id=?1",

@@ -67,6 +67,7 @@ expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/use")" 42 "the installed lib
 # the installed statectl runs against the installed library
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
 
+sanitized_host sqlite3
 # the installed SQLite extension loads by its bare name from the library
 # path, as `.load libstatefs_sqlite` does once it is installed, and reads
 # a store

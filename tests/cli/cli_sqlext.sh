@@ -15,6 +15,7 @@
 : "${STATEFS_SQLITE_EXT:?}"
 [ "$mode" = encrypted ] || fail "the extension is for encrypted stores"
 command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (scripts/deps)"
+sanitized_host sqlite3
 ext=$STATEFS_SQLITE_EXT
 export STATEFS_KEY_FILE=$KEY   # the extension finds the key by the rules
 make_store

@@ -14,7 +14,7 @@ refused() {
   local pid rc=0
   "$STATEFS_BIN" -f "${mode_opts[@]}" "$mnt" 2>"$work/refused.err" &
   pid=$!
-  for _ in $(seq 600); do
+  for _ in $(seq 1200); do
     if mountpoint -q "$mnt"; then
       daemon_pid=$pid
       fail "mounted anyway"
@@ -22,6 +22,7 @@ refused() {
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
+  kill -0 "$pid" 2>/dev/null && fail "the daemon neither mounted nor exited in 60 s"
   wait "$pid" || rc=$?
   [ "$rc" -ne 0 ] || fail "the daemon exited 0 without mounting"
   out=$(cat "$work/refused.err")

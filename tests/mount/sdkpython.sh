@@ -20,6 +20,14 @@ worker=$(cd "$(dirname "$0")" && pwd)/sdkworker.py
 [ -x "$py" ] || fail "$py is missing (scripts/deps test installs python3)"
 "$py" -c 'import sqlite3; sqlite3.connect(":memory:").enable_load_extension' ||
   fail "$py has no enable_load_extension: use Debian's python3"
+# In the sanitizer build python3 needs the sanitizer's runtime first to load
+# the extension; python's own leaks are not ours to check.
+if [ -n "${STATEFS_TEST_PRELOAD:-}" ]; then
+  printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+    "$STATEFS_TEST_PRELOAD" "$py" >"$work/python3"
+  chmod +x "$work/python3"
+  py=$work/python3
+fi
 
 hx() { printf %s "$1" | od -An -v -tx1 | tr -d ' \n'; }
 unhx() { printf %s "$1" | sed 's/../\\x&/g' | xargs -0 printf %b; }

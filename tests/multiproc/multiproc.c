@@ -315,9 +315,14 @@ static int test_checkpoint(void)
 		pids[i] = mp_spawn(w);
 	}
 	s = mp_open_store(0);
-	/* start checkpointing once every writer is writing */
-	for (int tries = 0; tries < 1000; tries++) {
-		int started = 0;
+	/* start checkpointing once every writer is writing, however long a
+	 * loaded machine takes to start them (two minutes is a hang) */
+	for (int tries = 0, started = 0; started < 4; tries++) {
+		if (tries == 12000) {
+			fprintf(stderr, "the writers did not start in 120 s\n");
+			return 1;
+		}
+		started = 0;
 
 		for (int i = 0; i < 4; i++) {
 			char scope[16];
@@ -330,9 +335,8 @@ static int test_checkpoint(void)
 				sfs_list_free(&l);
 			}
 		}
-		if (started == 4)
-			break;
-		usleep(10 * 1000);
+		if (started < 4)
+			usleep(10 * 1000);
 	}
 	for (int round = 0; round < 3 && !bad; round++) {
 		sfs_store *c;

@@ -838,6 +838,72 @@ static void test_kv_claim(void **state)
 	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 }
 
+/* Our own clear reaches items in flight (every backend): the clear
+ * counts what was pending; what its claims held never comes back, by a
+ * nack, a retry, a reject or the lease's end, while the holder may still
+ * ack; a claim made after the clear is not cleared. A drained namespace
+ * renamed while the drain holds its entries gets them back at its new
+ * name. */
+static void test_clear_in_flight(void **state)
+{
+	tfx *t = *state;
+	sfs_outcome retry = SFS_OUTCOME_RETRY, rej = SFS_OUTCOME_REJECT;
+	int64_t cid = 0, cid2 = 0, cid3 = 0;
+	uint64_t n = 9;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	push(t->s, "a b c d");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));           /* a */
+	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, &l));          /* b c */
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 1);                              /* d */
+	inflight_are(t->s, "a b c");
+	push(t->s, "e");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid3, NULL));          /* e */
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	OK(sfs_claim_settle(t->s, cid2, &l.items[0].id, &retry, 1));
+	OK(sfs_claim_settle(t->s, cid2, &l.items[1].id, &rej, 1));
+	sfs_list_free(&l);
+	pending_are(t->s, "");
+	dead_are(t->s, "");
+	OK(sfs_claim_end(t->s, cid3, SFS_OUTCOME_NACK));                      /* not cleared */
+	pending_are(t->s, "e");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));         /* e */
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 0);
+	tfx_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 0);
+	assert_int_equal(g.claims, 1);
+	pending_are(t->s, "");
+	inflight_are(t->s, "");
+	push(t->s, "f");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));                        /* may finish */
+	assert_int_equal(qlen(t->s), 0);
+
+	/* a drained namespace renamed: its entries come back at the new
+	 * name (in an encrypted store, sealed for it) */
+	OK(sfs_dir_create(t->s, SFS_FAM_KV, S("sc"), S("ns")));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k"), S("v")));
+	OK(sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	OK(sfs_dir_rename(t->s, SFS_FAM_KV, S("sc"), S("ns"), S("sc"),
+	                  S("ns2"), 0));
+	OK(sfs_claim_items(t->s, cid, -1, 0, 0, &l));
+	values_are(&l, "v");
+	sfs_list_free(&l);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	{
+		sfs_buf b;
+
+		OK(sfs_kv_get(t->s, S("sc"), S("ns2"), S("k"), &b));
+		tfx_buf(&b, "v");
+		sfs_buf_free(&b);
+	}
+}
+
 /* --- another program on the same file (the Go SDK) ----------------------- */
 
 /* The SDK's own connection to the store (vgi/function_storage_sqlite.go),
@@ -930,6 +996,9 @@ static void test_foreign_clear(void **state)
 	char got[64];
 	sdk k;
 
+	tfx_sqlite_only("the Go SDK's statements on the store's SQLite file"
+	                " (docs/postgres.md: a clear by another program on"
+	                " PostgreSQL; test_clear_in_flight: ours)");
 	sdk_open(t, &k);
 	/* Exactly once: the SDK pops around what statefs holds. */
 	sdk_run(&k, SDK_PUSH, "a", NULL, 0);
@@ -1016,6 +1085,7 @@ static void test_v3_migrates(void **state)
 	char got[64];
 	sdk k;
 
+	tfx_sqlite_only("SQLite schema version 3");
 	push(t->s, "a b");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
 	sdk_open(t, &k);
@@ -1166,6 +1236,7 @@ int main(void)
 		T(test_claim_end_outcomes),
 		T(test_item_states),
 		T(test_kv_claim),
+		T(test_clear_in_flight),
 		T(test_foreign_clear),
 		T(test_v3_migrates),
 		T(test_bad_args),
