@@ -4,11 +4,13 @@
  *
  * The public functions (api_*.c, store.c) check arguments, take the handle's
  * lock and call one entry of an ops table; a backend implements the table
- * over its database and is the only code that knows that database. Today
- * there is one, SQLite (core/sqlite/). A backend is chosen by the store's
- * name when it is opened: store.c asks each backend of its table, in order,
- * whether it accepts the name, and the SQLite backend, last, accepts every
- * name (a file path). A new backend is a folder core/<name>/ with its own
+ * over its database and is the only code that knows that database. There
+ * are two: SQLite (core/sqlite/), and PostgreSQL (core/pg/) for stores
+ * shared by several hosts. A backend is chosen by the store's name when it
+ * is opened: store.c asks each backend of its table, in order, whether it
+ * accepts the name (PostgreSQL: a postgresql:// URI or a libpq key=value
+ * string), and the SQLite backend, last, accepts every name (a file
+ * path). A new backend is a folder core/<name>/ with its own
  * meson library, an ops table, and one row in that table; nothing above
  * core/ changes (docs/architecture.md).
  *
@@ -68,6 +70,11 @@ typedef struct sfs_backend_ops {
 	/* What messages call db: the name without any secret it holds
 	 * (malloc'd into *out). NULL: the name itself. */
 	int (*display)(const char *db, char **out);
+	/* db as a caller named it with SFS_OPEN_ENV (sfs_config.db, which
+	 * tools fill from their command line): SFS_INVALID with a sentence
+	 * for a name that must not be given there (one holding a password).
+	 * NULL: every name may. */
+	int (*given)(const char *db);
 	/* sfs_rekey, on a store no process has open. */
 	int (*rekey)(const char *db, const sfs_key *old_key,
 	             const sfs_key *new_key, sfs_progress_fn progress,
@@ -244,6 +251,7 @@ typedef struct sfs_backend_ops {
 const sfs_backend_ops *be_for(const char *db);
 
 /* The backends, one ops table each. */
+extern const sfs_backend_ops pgb_ops;     /* core/pg/ */
 extern const sfs_backend_ops sqlb_ops;    /* core/sqlite/ */
 
 #endif /* STATEFS_BACKEND_I_H */

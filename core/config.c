@@ -157,6 +157,12 @@ static int choose_db(const sfs_config *cfg, char **out)
 
 	if (!(cfg->flags & SFS_OPEN_ENV) && db && !*db)
 		return sfs_err(SFS_INVALID, "the store's name is empty");
+	if ((cfg->flags & SFS_OPEN_ENV) && db && *db && be_for(db)->given) {
+		int rc = be_for(db)->given(db);
+
+		if (rc)
+			return rc;
+	}
 	if ((!db || !*db) && (cfg->flags & SFS_OPEN_ENV))
 		db = getenv("STATEFS_DB");
 	if (!db || !*db)

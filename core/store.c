@@ -164,6 +164,7 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
 /* In order: the first that accepts a store's name serves it. SQLite, last,
  * accepts every name (a file path). */
 static const sfs_backend_ops *const backends[] = {
+	&pgb_ops,
 	&sqlb_ops,
 };
 
@@ -208,8 +209,15 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 
 	if (!s)
 		return sfs_err(SFS_NOMEM, "allocating a store handle");
-	s->path = strdup(p->db);
-	if (!s->path) {
+	s->ops = be_for(p->db);
+	/* The name messages and sfs_info show: never a password. */
+	if (s->ops->display) {
+		status = s->ops->display(p->db, &s->path);
+		if (status != SFS_OK) {
+			free(s);
+			return status;
+		}
+	} else if (!(s->path = strdup(p->db))) {
 		free(s);
 		return sfs_err(SFS_NOMEM, "copying the store's name");
 	}
@@ -217,8 +225,7 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	s->flags = p->flags;
 	s->max_value = c->max_value ? c->max_value : SFS_DEFAULT_MAX_VALUE;
 	s->lease_ms = c->lease_ms ? c->lease_ms : 10 * 60 * 1000;
-	s->ops = be_for(p->db);
-	bc.db = s->path;
+	bc.db = p->db;
 	bc.flags = p->flags;
 	bc.key = p->key;
 	bc.busy_timeout_ms = c->busy_timeout_ms ? c->busy_timeout_ms : 30000;

@@ -1,5 +1,5 @@
 /*
- * pgb_seal.c - end-to-end encryption of a PostgreSQL store: values, log
+ * seal.c - end-to-end encryption of a PostgreSQL store: values, log
  * entries and queue items are sealed on the client, so the server (and
  * whoever runs it, or reads its disks and backups) never sees them.
  *
@@ -36,8 +36,8 @@
 
 #include <sodium.h>
 
-#include "crypt_i.h"
-#include "pgb_i.h"
+#include "crypt/crypt_i.h"
+#include "pg_i.h"
 
 #define FORMAT 1
 #define SALT 16

@@ -1,5 +1,5 @@
 /*
- * pgb_whole.c - operations on a whole scope or a whole PostgreSQL store:
+ * whole.c - operations on a whole scope or a whole PostgreSQL store:
  * execution clear, info, verify, checkpoint and restore.
  *
  * Checkpoint and restore work through export and import, and a
@@ -23,13 +23,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 #include "util_i.h"
 
 int pgb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
@@ -92,10 +93,13 @@ int pgb_info_tx(pgc *c, sfs_info *out)
 	i.queue_rows = (uint64_t)pgr_i64(r, 0, 3);
 	i.claimed_rows = (uint64_t)pgr_i64(r, 0, 4);
 	i.dead_rows = (uint64_t)pgr_i64(r, 0, 5);
-	i.file_size = (uint64_t)pgr_i64(r, 0, 6);
-	i.page_size = (uint64_t)pgr_i64(r, 0, 7);
+	i.size = (uint64_t)pgr_i64(r, 0, 6);
+	/* PostgreSQL's own facts, by name, in their order */
+	i.facts[0] = (sfs_info_fact){ "block_size",
+	                              (uint64_t)pgr_i64(r, 0, 7) };
+	i.facts[1] = (sfs_info_fact){ "relation_bytes", i.size };
+	i.nfacts = 2;
 	PQclear(r);
-	i.page_count = i.page_size ? i.file_size / i.page_size : 0;
 	i.schema_version = PGB_SCHEMA_VERSION;
 	i.encrypted = b->keys != NULL;
 	i.cipher = b->keys ? "xchacha20poly1305" : "none";
@@ -168,21 +172,122 @@ int pgb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx)
 static int open_sqlite(sfs_backend *b, const char *path, unsigned flags,
                        sfs_store **out)
 {
-	sfs_open_opts o;
+	sfs_config o;
 
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = flags | SFS_OPEN_NORECOVER | (b->key ? 0 : SFS_OPEN_PLAINTEXT);
 	o.key = b->key;
 	o.busy_timeout_ms = b->busy_ms;
 	/* A value of any size the live store holds fits. */
 	o.max_value = UINT64_MAX >> 1;
-	return sfs_store_open(&o, out);
+	return sfs_store_open(&o, out, NULL);
 }
 
-static int to_import(const sfs_row *row, void *ctx)
+/* The checkpoint is the export of this store imported into a new SQLite
+ * store: sfs_export gives rows to a callback, sfs_import asks for them.
+ * The export runs in a thread of its own and hands each row over while
+ * its callback waits, so a row's bytes stay valid until the import has
+ * taken them; either side's failure stops the other. */
+typedef struct handoff {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	sfs_backend *b;
+	sfs_progress_fn progress;
+	void *pctx;
+	const sfs_row *row;      /* offered, not yet taken */
+	int taken;               /* the import has copied *row */
+	int done;                /* the export returned */
+	int stop;                /* the import gave up */
+	int status;              /* the export's */
+	char detail[512];
+} handoff;
+
+static int offer_row(const sfs_row *row, void *ctx)
 {
-	return sfs_import_row(ctx, row);
+	handoff *h = ctx;
+	int st;
+
+	pthread_mutex_lock(&h->mu);
+	h->row = row;
+	h->taken = 0;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->taken && !h->stop)
+		pthread_cond_wait(&h->cond, &h->mu);
+	st = h->stop ? SFS_CANCELLED : SFS_OK;
+	h->row = NULL;
+	pthread_mutex_unlock(&h->mu);
+	return st;
+}
+
+static void *export_thread(void *arg)
+{
+	handoff *h = arg;
+	int st = pgb_export(h->b, offer_row, h, h->progress, h->pctx);
+
+	pthread_mutex_lock(&h->mu);
+	h->status = st;
+	if (st != SFS_OK)
+		snprintf(h->detail, sizeof(h->detail), "%s", sfs_errdetail());
+	h->done = 1;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* sfs_import's source: the row the export offers (the previous one is
+ * released first), SFS_NOTFOUND once the export is done. */
+static int take_row(sfs_row *row, void *ctx)
+{
+	handoff *h = ctx;
+	int st;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->row && !h->taken) { /* the previous row is imported */
+		h->taken = 1;
+		pthread_cond_broadcast(&h->cond);
+	}
+	while ((!h->row || h->taken) && !h->done)
+		pthread_cond_wait(&h->cond, &h->mu);
+	if (h->row && !h->taken) {
+		*row = *h->row;
+		st = SFS_OK;
+	} else {
+		st = h->status == SFS_OK ? SFS_NOTFOUND
+		     : sfs_err(h->status, "%s", h->detail);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return st;
+}
+
+static int export_into(sfs_backend *b, sfs_store *ck,
+                       sfs_progress_fn progress, void *pctx)
+{
+	handoff h;
+	pthread_t t;
+	int st;
+
+	memset(&h, 0, sizeof(h));
+	pthread_mutex_init(&h.mu, NULL);
+	pthread_cond_init(&h.cond, NULL);
+	h.b = b;
+	h.progress = progress;
+	h.pctx = pctx;
+	if (pthread_create(&t, NULL, export_thread, &h) != 0) {
+		st = sfs_err(SFS_NOMEM, "starting the export");
+	} else {
+		st = sfs_import(ck, take_row, &h);
+		pthread_mutex_lock(&h.mu);
+		h.stop = 1; /* an import that failed ends the export */
+		pthread_cond_broadcast(&h.cond);
+		pthread_mutex_unlock(&h.mu);
+		pthread_join(t, NULL);
+		if (st == SFS_OK && h.status != SFS_OK)
+			st = sfs_err(h.status, "%s", h.detail);
+	}
+	pthread_cond_destroy(&h.cond);
+	pthread_mutex_destroy(&h.mu);
+	return st;
 }
 
 static void unlink_store(const char *path)
@@ -202,7 +307,6 @@ int pgb_checkpoint(sfs_backend *b, const char *path, sfs_progress_fn progress,
                    void *ctx)
 {
 	sfs_store *ck = NULL;
-	sfs_import *imp = NULL;
 	struct stat sb;
 	char *tmp;
 	int st;
@@ -216,19 +320,7 @@ int pgb_checkpoint(sfs_backend *b, const char *path, sfs_progress_fn progress,
 		return sfs_err(SFS_NOMEM, "naming a temporary file");
 	st = open_sqlite(b, tmp, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &ck);
 	if (st == SFS_OK)
-		st = sfs_import_begin(ck, &imp);
-	if (st == SFS_OK) {
-		st = pgb_export(b, to_import, imp, progress, ctx);
-		if (st == SFS_OK) {
-			st = sfs_import_commit(imp);
-		} else {
-			char detail[512];
-
-			snprintf(detail, sizeof(detail), "%s", sfs_errdetail());
-			sfs_import_abort(imp);
-			sfs_err(st, "%s", detail);
-		}
-	}
+		st = export_into(b, ck, progress, ctx);
 	sfs_store_close(ck); /* the WAL goes into the file */
 	if (st == SFS_OK)
 		st = util_fsync_file(tmp);

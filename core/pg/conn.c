@@ -1,5 +1,5 @@
 /*
- * pgb_conn.c - the connection string of a PostgreSQL store, and one
+ * conn.c - the connection string of a PostgreSQL store, and one
  * connection's setup.
  *
  * A store on PostgreSQL is named by what libpq accepts, a
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 
 #define DEFAULT_SCHEMA "statefs"
 #define MAX_POOL 100

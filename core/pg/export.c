@@ -1,5 +1,5 @@
 /*
- * pgb_export.c - export every row of a PostgreSQL store from one
+ * export.c - export every row of a PostgreSQL store from one
  * snapshot, and import rows in one transaction.
  *
  * Export reads in one REPEATABLE READ READ ONLY transaction, so the rows
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 
 /* --- export ----------------------------------------------------------------- */
 
@@ -127,6 +127,7 @@ static int export_rows(pgc *c, size_t f, const PGresult *r, export_ctx *x)
 	for (int i = 0; i < PQntuples(r) && st == SFS_OK; i++) {
 		sfs_buf plain = { NULL, 0 };
 		sfs_row row;
+		int64_t n;
 
 		memset(&row, 0, sizeof(row));
 		row.family = families[f].fam;
@@ -136,7 +137,7 @@ static int export_rows(pgc *c, size_t f, const PGresult *r, export_ctx *x)
 		row.value = col(r, i, 3);
 		row.mtime_ns = pgr_i64(r, i, 4);
 		row.id = pgr_i64(r, i, 5);
-		row.n = pgr_i64(r, i, 6);
+		n = pgr_i64(r, i, 6);
 		row.deliveries = pgr_i64(r, i, 7);
 		if (row.value.ptr && families[f].ad) {
 			pgb_ad ad = { families[f].ad, row.scope, SFS_NONE, SFS_NONE,
@@ -152,6 +153,31 @@ static int export_rows(pgc *c, size_t f, const PGresult *r, export_ctx *x)
 			if (st != SFS_OK)
 				break;
 			row.value = sfs_bytes(plain.ptr, plain.len);
+		}
+		switch (row.family) {
+		case SFS_FAM_COUNTER:
+			row.counter = n;
+			break;
+		case SFS_FAM_DIR:
+			row.dir_family = (sfs_family)n;
+			break;
+		case SFS_FAM_CLAIM:
+			row.lease_until_ns = n;
+			break;
+		case SFS_FAM_INFLIGHT:
+			row.claim_id = n;
+			break;
+		case SFS_FAM_DEAD:
+			row.reason = row.key;
+			row.key = SFS_NONE;
+			break;
+		case SFS_FAM_POLICY:
+			row.ttl_ms = n;
+			row.max_deliveries = row.deliveries;
+			row.deliveries = 0;
+			break;
+		default:
+			break;
 		}
 		x->delivered = 1;
 		st = x->fn(&row, x->ctx);
@@ -381,14 +407,43 @@ static void raise_max(int64_t *max, int64_t id)
 		*max = id;
 }
 
-int pgb_import_one(pgb_imp *imp, const sfs_row *r)
+/* The one number a row carries beside its id, mtime and deliveries, by
+ * family, as the statements bind it. */
+static int64_t row_n(const sfs_row *r)
 {
+	switch (r->family) {
+	case SFS_FAM_COUNTER:
+		return r->counter;
+	case SFS_FAM_DIR:
+		return (int64_t)r->dir_family;
+	case SFS_FAM_CLAIM:
+		return r->lease_until_ns;
+	case SFS_FAM_INFLIGHT:
+		return r->claim_id;
+	case SFS_FAM_POLICY:
+		return r->ttl_ms;
+	default:
+		return 0;
+	}
+}
+
+int pgb_import_one(pgb_imp *imp, const sfs_row *row)
+{
+	/* The columns as this file's statements bind them: n, a dead
+	 * letter's reason in key, a policy's limit in deliveries. */
+	sfs_row r0 = *row;
+	const sfs_row *r = &r0;
+	int64_t rn = row_n(row);
 	pgc *c = imp->c;
 	pgp p = PGP_INIT;
 	sfs_slice sealed;
 	void *owned = NULL;
 	int st, ok;
 
+	if (row->family == SFS_FAM_DEAD)
+		r0.key = row->reason;
+	else if (row->family == SFS_FAM_POLICY)
+		r0.deliveries = row->max_deliveries;
 	switch (r->family) {
 	case SFS_FAM_KV: {
 		pgb_ad a = { PGB_AD_KV, r->scope, r->ns, r->key, 0 };
@@ -410,7 +465,7 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 		pgp_bytes(&p, r->scope);
 		pgp_bytes(&p, r->ns);
 		pgp_bytes(&p, r->key);
-		pgp_i64(&p, r->n);
+		pgp_i64(&p, rn);
 		st = run(c, "INSERT INTO function_counter (scope_id, ns, key, n)"
 		         " VALUES ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key)"
 		         " DO UPDATE SET n = excluded.n", &p, NULL);
@@ -455,7 +510,7 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 		           "DELETE FROM statefs_queue_item WHERE id = $1 AND $2 = 0"
 		           " AND $3 = 0", &p, NULL);
 	case SFS_FAM_DIR:
-		pgp_i64(&p, r->n);
+		pgp_i64(&p, rn);
 		pgp_bytes(&p, r->scope);
 		pgp_i64(&p, r->ns.ptr != NULL);
 		pgp_bytes(&p, r->ns.ptr ? r->ns : sfs_bytes("", 0));
@@ -463,7 +518,7 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 		           " ns) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", &p,
 		           NULL);
 	case SFS_FAM_CLAIM: {
-		int64_t ints[2] = { r->n, r->mtime_ns };
+		int64_t ints[2] = { rn, r->mtime_ns };
 
 		st = insert_same(c, "INSERT INTO statefs_claim (claim_id, queue,"
 		        " lease_until, claimed_ns) SELECT $5, $1, $6, $7 WHERE"
@@ -478,13 +533,13 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 		return st;
 	}
 	case SFS_FAM_INFLIGHT: {
-		int64_t ints[3] = { r->n, r->mtime_ns, r->deliveries };
+		int64_t ints[3] = { rn, r->mtime_ns, r->deliveries };
 		PGresult *res;
 
 		st = check_places(c, r->id, 1);
 		if (st != SFS_OK)
 			return st;
-		pgp_i64(&p, r->n);
+		pgp_i64(&p, rn);
 		pgp_bytes(&p, r->scope);
 		st = pgb_exec(c, "SELECT queue = $2 AND ns IS NULL FROM"
 		              " statefs_claim WHERE claim_id = $1", &p, 0, &res,
@@ -497,7 +552,7 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 			return sfs_err(SFS_INVALID, "in-flight item %lld belongs to"
 			               " claim %lld, which is not in this store (or is"
 			               " of another queue)", (long long)r->id,
-			               (long long)r->n);
+			               (long long)rn);
 		st = insert_same(c, "INSERT INTO statefs_inflight (id, claim_id,"
 		        " queue, item, enqueued_ns, deliveries) SELECT $5, $6, $1,"
 		        " $4, $7, $8 WHERE $2::bytea IS NOT NULL AND $3::bytea IS"
@@ -527,7 +582,7 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *r)
 	}
 	case SFS_FAM_POLICY:
 		pgp_bytes(&p, r->scope);
-		pgp_i64(&p, r->n);
+		pgp_i64(&p, rn);
 		pgp_i64(&p, r->deliveries);
 		return run(c, "INSERT INTO statefs_queue_policy (queue, ttl_ms,"
 		           " max_deliveries) VALUES ($1, $2, $3) ON CONFLICT (queue)"
@@ -557,53 +612,36 @@ int pgb_import_finish(pgb_imp *imp)
 	return st;
 }
 
-struct sfs_import_be {
-	sfs_backend *b;
-	pgb_imp imp;
-};
-
-int pgb_import_begin(sfs_backend *b, sfs_import_be **out)
+/* One transaction on one connection: every row, the sequences raised,
+ * then the commit; any failure rolls it all back. */
+int pgb_import_rows(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+                    void *ctx)
 {
-	sfs_import_be *imp = calloc(1, sizeof(*imp));
+	pgb_imp imp;
+	sfs_row row;
 	int st;
 
-	if (!imp)
-		return sfs_err(SFS_NOMEM, "allocating an import");
-	imp->b = b;
-	st = pgb_acquire(b, &imp->imp.c);
-	if (st == SFS_OK)
-		st = pgb_begin(imp->imp.c);
-	if (st != SFS_OK) {
-		pgb_import_abort(imp);
+	memset(&imp, 0, sizeof(imp));
+	st = pgb_acquire(b, &imp.c);
+	if (st != SFS_OK)
 		return st;
+	st = pgb_begin(imp.c);
+	while (st == SFS_OK) {
+		memset(&row, 0, sizeof(row));
+		st = next(&row, ctx);
+		if (st == SFS_NOTFOUND) {
+			st = SFS_OK;
+			break;
+		}
+		if (st == SFS_OK)
+			st = pgb_import_one(&imp, &row);
 	}
-	*out = imp;
-	return SFS_OK;
-}
-
-int pgb_import_row(sfs_import_be *imp, const sfs_row *row)
-{
-	return pgb_import_one(&imp->imp, row);
-}
-
-int pgb_import_commit(sfs_import_be *imp)
-{
-	int st = pgb_import_finish(&imp->imp);
-
 	if (st == SFS_OK)
-		st = pgb_commit(imp->imp.c);
+		st = pgb_import_finish(&imp);
 	if (st == SFS_OK)
-		pgb_committed(imp->b);
-	pgb_release(imp->b, imp->imp.c);
-	free(imp);
+		st = pgb_commit(imp.c);
+	if (st == SFS_OK)
+		pgb_committed(b);
+	pgb_release(b, imp.c);
 	return st;
-}
-
-void pgb_import_abort(sfs_import_be *imp)
-{
-	if (!imp)
-		return;
-	if (imp->imp.c)
-		pgb_release(imp->b, imp->imp.c);
-	free(imp);
 }

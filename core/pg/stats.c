@@ -1,5 +1,5 @@
 /*
- * pgb_stats.c - the figures behind statectl top and metrics on a
+ * stats.c - the figures behind statectl top and metrics on a
  * PostgreSQL store: per-queue counts of items pushed and taken, and the
  * snapshot (sfs_store_stats). The SQLite store's design (sqlb_stats.c),
  * with what a server shared by hosts changes:
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 #include "util_i.h"
 
 #define NS_PER_S 1000000000LL

@@ -1,5 +1,5 @@
 /*
- * pgb_kv.c - scoped key/value state (function_state) and counters
+ * kv.c - scoped key/value state (function_state) and counters
  * (function_counter) on PostgreSQL.
  *
  * Each write is one statement where it can be: the data row's upsert and
@@ -13,7 +13,7 @@
  * server (numeric_value_out_of_range, SFS_OVERFLOW) and changes nothing.
  *
  * Values are sealed before they leave and opened when they come back
- * (pgb_seal.c), bound to (scope, namespace, key): a rename therefore
+ * (seal.c), bound to (scope, namespace, key): a rename therefore
  * reads the value, opens it, seals it for its new name and writes it, in
  * one transaction, in an encrypted store.
  */
@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
-#include "pgb_sql_i.h"
+#include "pg_i.h"
+#include "sql_i.h"
 
 #define KEYEQ PGB_KEYEQ
 
@@ -54,15 +54,26 @@ int pgb_rows(const sfs_backend *b, const PGresult *r, pgb_adfn adfn,
 			break;
 		it->id = pgr_i64(r, i, 0);
 		if (ncol > 2)
-			it->size = (uint64_t)pgr_i64(r, i, 2);
+			it->st.size = (uint64_t)pgr_i64(r, i, 2);
 		if (ncol > 3)
-			it->mtime_ns = pgr_i64(r, i, 3);
+			it->st.mtime_ns = pgr_i64(r, i, 3);
 		if (ncol > 4)
-			it->n = pgr_i64(r, i, 4);
+			it->st.counter = pgr_i64(r, i, 4);
 		if (ncol > 5 && !PQgetisnull(r, i, 5)) {
 			sfs_slice k = pgr_bytes(r, i, 5);
 
 			listb_key(&lb, k.ptr, k.len);
+		}
+		if (ncol > 6)
+			it->st.deliveries = pgr_i64(r, i, 6);
+		if (ncol > 7)
+			it->st.claim_id = pgr_i64(r, i, 7);
+		if (ncol > 8)
+			it->st.lease_until_ns = pgr_i64(r, i, 8);
+		if (ncol > 9 && !PQgetisnull(r, i, 9)) {
+			sfs_slice k = pgr_bytes(r, i, 9);
+
+			listb_reason(&lb, k.ptr, k.len);
 		}
 		if (ncol > 1 && !PQgetisnull(r, i, 1)) {
 			pgb_ad ad;
@@ -114,29 +125,56 @@ static int put_one(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	return st;
 }
 
+/* With SFS_PUT_REPLACE, the namespace's other keys (and their times)
+ * go first, in the same transaction. */
+static int replace_rest(pgc *c, sfs_slice scope, sfs_slice ns,
+                        const sfs_slice *keys, size_t n)
+{
+	pgp p = PGP_INIT;
+	int st;
+
+	pgp_bytes(&p, scope);
+	pgp_bytes(&p, ns);
+	st = n ? pgp_bytes_array(&p, keys, n) : SFS_OK;
+	if (!n)
+		pgp_null_array(&p, 1);
+	if (st == SFS_OK)
+		st = pgb_exec(c, "WITH d AS (DELETE FROM function_state WHERE"
+		              " scope_id = $1 AND ns = $2 AND key <> ALL"
+		              " (coalesce($3, '{}'::bytea[]))) DELETE FROM"
+		              " statefs_kv_time WHERE scope_id = $1 AND ns = $2"
+		              " AND key <> ALL (coalesce($3, '{}'::bytea[]))",
+		              &p, 0, NULL, "replacing a namespace");
+	pgp_free(&p);
+	return st;
+}
+
 static int put_many_body(pgc *c, sfs_slice scope, sfs_slice ns,
                          const sfs_slice *keys, const sfs_slice *values,
-                         size_t n)
+                         size_t n, unsigned flags)
 {
 	int st;
 
-	if (n == 1)
+	if (n == 1 && !(flags & SFS_PUT_REPLACE))
 		return put_one(c, scope, ns, keys[0], values[0], PGB_COMMIT);
 	st = pgb_begin(c);
+	if (st == SFS_OK && (flags & SFS_PUT_REPLACE))
+		st = replace_rest(c, scope, ns, keys, n);
 	for (size_t i = 0; i < n && st == SFS_OK; i++)
 		st = put_one(c, scope, ns, keys[i], values[i], 0);
 	return st == SFS_OK ? pgb_commit(c) : st;
 }
 
 int pgb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    const sfs_slice *keys, const sfs_slice *values, size_t n)
+                    const sfs_slice *keys, const sfs_slice *values, size_t n,
+                    unsigned flags)
 {
 	pgc *c;
 	int st;
 
 	/* Writing the same values again is the same outcome. */
 	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
-		st = put_many_body(c, scope, ns, keys, values, n);
+		st = put_many_body(c, scope, ns, keys, values, n, flags);
 	}
 	if (st == SFS_OK)
 		pgb_committed(b);
@@ -186,7 +224,7 @@ static int get_many_body(pgc *c, sfs_slice scope, sfs_slice ns,
 		if (PQntuples(r)) {
 			sfs_slice v = pgr_bytes(r, 0, 0);
 
-			lb.items[lb.n - 1].size =
+			lb.items[lb.n - 1].st.size =
 			        (uint64_t)pgb_plain_len(c->b, v.len);
 			st = pgb_unseal_item(c->b, &ad, v, &lb);
 		}
@@ -223,7 +261,7 @@ int pgb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	" AND f.ns = $2 AND f.key = $3"
 
 int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                uint64_t *size, int64_t *mtime_ns)
+                sfs_stat *out)
 {
 	uint64_t sz = 0;
 	int64_t mt = 0;
@@ -238,16 +276,16 @@ int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 		                   "reading a value's size");
 	}
 	if (st == SFS_OK) {
-		*size = sz;
-		if (mtime_ns)
-			*mtime_ns = mt;
+		memset(out, 0, sizeof(*out));
+		out->size = sz;
+		out->mtime_ns = mt;
 	}
 	return st;
 }
 
 /* --- parts of a value ------------------------------------------------------ */
 
-/* A value is sealed whole (pgb_seal.c), so a part of it cannot be read
+/* A value is sealed whole (seal.c), so a part of it cannot be read
  * or changed on the server: an edit reads the value under a row lock,
  * applies the list in memory and writes it back sealed, all in one
  * transaction, and a ranged read opens the whole value and copies the
@@ -420,15 +458,17 @@ int pgb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                  key);
 }
 
-/* The bounds of a range as SQL text, parameters $first and on. */
+/* The bounds of a range as SQL text, parameters $first and on; after:
+ * the start is exclusive. */
 static void range_sql(char *out, size_t len, const char *col,
-                      sfs_slice start, sfs_slice end, int first)
+                      sfs_slice start, int after, sfs_slice end, int first)
 {
 	int n = first, o = 0;
 
 	out[0] = '\0';
 	if (start.ptr)
-		o = snprintf(out, len, " AND %s >= $%d", col, n++);
+		o = snprintf(out, len, " AND %s %s $%d", col, after ? ">" : ">=",
+		             n++);
 	if (end.ptr && o >= 0 && (size_t)o < len)
 		snprintf(out + o, len - (size_t)o, " AND %s < $%d", col, n);
 }
@@ -441,7 +481,7 @@ int pgb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int64_t n = 0;
 	int st;
 
-	range_sql(where, sizeof(where), "key", start, end, 3);
+	range_sql(where, sizeof(where), "key", start, 0, end, 3);
 	snprintf(sql, sizeof(sql), "WITH d AS (DELETE FROM function_state"
 	         " WHERE scope_id = $1 AND ns = $2%s RETURNING 1),"
 	         " t AS (DELETE FROM statefs_kv_time WHERE scope_id = $1"
@@ -461,7 +501,7 @@ int pgb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 /* --- scans ------------------------------------------------------------------ */
 
 /* Variant bits: start bound, end bound, descending, keys only. Columns
- * as pgb_rows reads them: id, value, size, mtime, n, key. */
+ * as pgb_rows reads them: id, value, size, mtime, counter, key. */
 static int scan_body(pgc *c, int counters, sfs_slice scope, sfs_slice ns,
                      const sfs_scan_opts *o, sfs_list *out)
 {
@@ -474,7 +514,8 @@ static int scan_body(pgc *c, int counters, sfs_slice scope, sfs_slice ns,
 	pgp p = PGP_INIT;
 	int st, n;
 
-	range_sql(where, sizeof(where), "f.key", o->start, o->end, 3);
+	range_sql(where, sizeof(where), "f.key", o->start, o->start_after,
+	          o->end, 3);
 	n = 3 + !!o->start.ptr + !!o->end.ptr;
 	if (counters) /* id, value, size, mtime, n, key */
 		snprintf(sql, sizeof(sql), "SELECT 0::bigint, NULL::bytea,"
@@ -744,9 +785,9 @@ int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 /* --- counters --------------------------------------------------------------- */
 
 int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    sfs_slice key, int64_t *value, int *exists)
+                    sfs_slice key, int64_t *value, int64_t *mtime_ns)
 {
-	int64_t v = 0;
+	int64_t v = 0, mt = 0;
 	int found = 0;
 	pgc *c;
 	int st;
@@ -756,18 +797,23 @@ int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
-		st = pgb_exec(c, "SELECT n FROM function_counter WHERE " KEYEQ, &p,
-		              0, &r, "reading a counter");
+		st = pgb_exec(c, "SELECT f.n, coalesce(t.mtime_ns, 0) FROM"
+		              " function_counter f LEFT JOIN statefs_counter_time t"
+		              " ON t.scope_id = f.scope_id AND t.ns = f.ns AND"
+		              " t.key = f.key WHERE f.scope_id = $1 AND f.ns = $2"
+		              " AND f.key = $3", &p, 0, &r, "reading a counter");
 		if (st == SFS_OK) {
 			found = PQntuples(r) > 0;
 			v = found ? pgr_i64(r, 0, 0) : 0;
+			mt = found ? pgr_i64(r, 0, 1) : 0;
 			PQclear(r);
 		}
 	}
+	if (st == SFS_OK && !found)
+		return SFS_NOTFOUND;
 	if (st == SFS_OK) {
 		*value = v;
-		if (exists)
-			*exists = found;
+		*mtime_ns = mt;
 	}
 	return st;
 }

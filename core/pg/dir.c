@@ -1,5 +1,5 @@
 /*
- * pgb_dir.c - scopes and namespaces as directories on PostgreSQL:
+ * dir.c - scopes and namespaces as directories on PostgreSQL:
  * listing them, explicit empty ones (statefs_dir), renaming them.
  *
  * A scope or namespace of a family exists while a row of the family's
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 
 typedef struct fam_desc {
 	const char *table;   /* the family's data table */
@@ -606,4 +606,23 @@ int pgb_dir_rename(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	if (st == SFS_OK)
 		pgb_committed(b);
 	return st;
+}
+
+/* The names under a directory: the scopes of a family, a scope's
+ * namespaces, or the keys of a namespace (a log's keys; a namespace of
+ * values or counters lists its keys), as core/sqlite/dir.c lists them. */
+int pgb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                 sfs_slice ns, sfs_slice after, long limit, sfs_list *out)
+{
+	sfs_scan_opts o = { .start = after, .end = SFS_NONE,
+	                    .start_after = 1, .limit = limit, .keys_only = 1 };
+
+	if (!scope.ptr)
+		return pgb_scope_list(b, fam, after, limit, out);
+	if (!ns.ptr)
+		return pgb_ns_list(b, fam, scope, after, limit, out);
+	if (fam == SFS_FAM_LOG)
+		return pgb_log_keys(b, scope, ns, after, limit, out);
+	return fam == SFS_FAM_KV ? pgb_kv_scan(b, scope, ns, &o, out)
+	                         : pgb_counter_scan(b, scope, ns, &o, out);
 }

@@ -1,5 +1,5 @@
 /*
- * pgb_pool.c - connections: the pool, prepared statements, running one
+ * pool.c - connections: the pool, prepared statements, running one
  * statement, the retry loop, and the one translation of PostgreSQL
  * failures into sfs_status.
  *
@@ -39,7 +39,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 #include "util_i.h"
 
 /* Type OIDs (pg_type.h, stable since forever). */

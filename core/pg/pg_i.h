@@ -1,22 +1,22 @@
 /*
- * pgb_i.h - the PostgreSQL backend's shared internals (private).
+ * pg_i.h - the PostgreSQL backend's shared internals (private).
  *
  * A store on PostgreSQL is a schema of its own in a database that several
  * hosts reach (docs/postgres.md). The backend is split by job:
- *   pgb_conn.c    the connection string: our keywords, the password rule,
+ *   conn.c    the connection string: our keywords, the password rule,
  *                 the name shown to people; one connection's setup
- *   pgb_pool.c    the pool, the prepared-statement registry, running a
+ *   pool.c    the pool, the prepared-statement registry, running a
  *                 statement, the retry loop, and THE translation of
  *                 PostgreSQL errors into sfs_status
- *   pgb_schema.c  DDL, the server-side functions, versions, the key check
- *   pgb_seal.c    sealing values on the client (XChaCha20-Poly1305)
- *   pgb_store.c   open, close, sync, the change counter (LISTEN), ops table
- *   pgb_kv.c      key/value and counters
- *   pgb_dir.c     scopes, namespaces, directories, renames
- *   pgb_seq.c     logs and queues
- *   pgb_claim.c   claims, in-flight items, dead letters, recovery
- *   pgb_whole.c   exec clear, info, verify, checkpoint, restore
- *   pgb_export.c  export and import
+ *   schema.c  DDL, the server-side functions, versions, the key check
+ *   seal.c    sealing values on the client (XChaCha20-Poly1305)
+ *   store.c   open, close, sync, the change counter (LISTEN), ops table
+ *   kv.c      key/value and counters
+ *   dir.c     scopes, namespaces, directories, renames
+ *   seq.c     logs and queues
+ *   claim.c   claims, in-flight items, dead letters, recovery
+ *   whole.c   exec clear, info, verify, checkpoint, restore
+ *   export.c  export and import
  *
  * Concurrency rules every file follows:
  *  - Calls are NOT serialised by the caller (ops.concurrent): each call
@@ -55,15 +55,15 @@
 #define PGB_SCHEMA_VERSION 1
 
 /* Bytes a sealed value has beyond its plaintext: format 1, nonce 24,
- * tag 16 (pgb_seal.c). */
+ * tag 16 (seal.c). */
 #define PGB_SEAL_OVERHEAD 41
 
 typedef struct pgc pgc;             /* one connection of the pool */
-typedef struct pgb_keys pgb_keys;   /* the row key (pgb_seal.c) */
-typedef struct pgb_reg pgb_reg;     /* prepared statements (pgb_pool.c) */
-typedef struct pgb_listener pgb_listener; /* LISTEN thread (pgb_store.c) */
+typedef struct pgb_keys pgb_keys;   /* the row key (seal.c) */
+typedef struct pgb_reg pgb_reg;     /* prepared statements (pool.c) */
+typedef struct pgb_listener pgb_listener; /* LISTEN thread (store.c) */
 typedef struct pgb_ad pgb_ad;       /* where a sealed value lives */
-typedef struct pgb_qstat pgb_qstat; /* queue counts (pgb_stats.c) */
+typedef struct pgb_qstat pgb_qstat; /* queue counts (stats.c) */
 
 struct sfs_backend {
 	char *conninfo;          /* for libpq; may hold a password: never
@@ -97,7 +97,7 @@ struct sfs_backend {
 	pgb_qstat *qstat;        /* pushed and taken counts, not yet written */
 };
 
-/* --- pgb_conn.c ------------------------------------------------------------ */
+/* --- conn.c ------------------------------------------------------------ */
 
 /* What a db string says beyond libpq's keywords. */
 typedef struct pgb_target {
@@ -120,7 +120,25 @@ void pgb_target_free(pgb_target *t);
 PGconn *pgb_connect(sfs_backend *b, const char *schema_or_null,
                     int *status);
 
-/* --- pgb_pool.c ------------------------------------------------------------ */
+/* Whether a store name is a PostgreSQL connection string (a postgresql://
+ * or postgres:// URI, or key=value starting with a libpq keyword);
+ * anything else is a SQLite path. */
+int pgb_is_db(const char *db);
+/* The string without any password (malloc'd into *out). */
+int pgb_name(const char *db, char **out);
+/* Whether the string itself holds a password. */
+int pgb_db_has_password(const char *db, int *has);
+
+/* --- store.c ----------------------------------------------------------- */
+
+int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
+/* SFS_OK when the store exists (*encrypted says how), SFS_NOTFOUND when
+ * not. */
+int pgb_probe(const char *db, int *encrypted);
+/* The open store's name without any password. */
+const char *pgb_display(const sfs_backend *b);
+
+/* --- pool.c ------------------------------------------------------------ */
 
 struct pgc {
 	PGconn *conn;
@@ -241,7 +259,7 @@ int pgb_try_next(pgb_try *t, pgc **c, int *st);
 	for (pgb_try pgb_t_ = { (b), NULL, (flags), 0, 0 };                 \
 	     pgb_try_next(&pgb_t_, &(c), &(st));)
 
-/* --- pgb_seal.c ------------------------------------------------------------ */
+/* --- seal.c ------------------------------------------------------------ */
 
 /* Where a sealed value lives, bound into its associated data. */
 enum { PGB_AD_KV = 1, PGB_AD_LOG = 2, PGB_AD_QUEUE = 3 };
@@ -253,7 +271,7 @@ struct pgb_ad {
 };
 
 /* Derives the row key from key for a store with this meta row (salt,
- * kdf, key check; pgb_schema.c), or makes a new meta row (*meta malloc'd)
+ * kdf, key check; schema.c), or makes a new meta row (*meta malloc'd)
  * when meta is SFS_NONE. SFS_WRONGKEY with today's sentences, naming
  * `name`. */
 int pgb_keys_open(const sfs_key *key, sfs_slice meta, const char *name,
@@ -282,7 +300,7 @@ int pgb_unseal_item(const sfs_backend *b, const pgb_ad *ad, sfs_slice sealed,
 int64_t pgb_log_lock_key(const sfs_backend *b, sfs_slice scope, sfs_slice ns,
                          sfs_slice key);
 
-/* --- pgb_schema.c ---------------------------------------------------------- */
+/* --- schema.c ---------------------------------------------------------- */
 
 /* Creates (CREATE flag) or checks the store's schema on a fresh
  * connection, and opens its keys. */
@@ -292,7 +310,7 @@ int pgb_schema_init(sfs_backend *b, pgc *c, const sfs_backend_cfg *cfg);
  * encrypted, for sfs_store_exists and the config rules. */
 int pgb_schema_probe(sfs_backend *b, pgc *c, int *encrypted);
 
-/* --- pgb_stats.c ----------------------------------------------------------- */
+/* --- stats.c ----------------------------------------------------------- */
 
 /* Counts of items pushed to and taken from a queue (popped, drained,
  * claimed), noted after the call that moved them committed; written at
@@ -309,7 +327,8 @@ void pgb_qstat_close(sfs_backend *b);
 /* --- the ops, by file ------------------------------------------------------ */
 
 int pgb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    const sfs_slice *keys, const sfs_slice *values, size_t n);
+                    const sfs_slice *keys, const sfs_slice *values, size_t n,
+                    unsigned flags);
 int pgb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                sfs_buf *out);
 int pgb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -320,7 +339,7 @@ int pgb_kv_edit(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 int pgb_kv_read(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 int pgb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                uint64_t *size, int64_t *mtime_ns);
+                sfs_stat *out);
 int pgb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice key);
 int pgb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -335,7 +354,7 @@ int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
                   sfs_slice to_key, unsigned flags);
 int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    sfs_slice key, int64_t *value, int *exists);
+                    sfs_slice key, int64_t *value, int64_t *mtime_ns);
 int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t delta, int64_t *value);
 int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -345,6 +364,8 @@ int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int pgb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_scan_opts *o, sfs_list *out);
 
+int pgb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                 sfs_slice ns, sfs_slice after, long limit, sfs_list *out);
 int pgb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
                    long limit, sfs_list *out);
 int pgb_ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
@@ -367,7 +388,7 @@ int pgb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int pgb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 int64_t id, sfs_buf *out);
 int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                 int64_t id, uint64_t *size, int64_t *mtime_ns);
+                 int64_t id, sfs_stat *out);
 int pgb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  sfs_slice after, long limit, sfs_list *out);
 int pgb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -376,9 +397,8 @@ int pgb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice key, uint64_t *count);
 int pgb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
                    size_t n, int64_t *first_id);
-int pgb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                  int64_t *id);
-int pgb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out);
+int pgb_queue_pop(sfs_backend *b, sfs_slice queue, long max,
+                  sfs_list *out);
 int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                    long limit, int keys_only, sfs_list *out);
 int pgb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -388,19 +408,34 @@ int pgb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 int pgb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
 int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
-/* n new consecutive item ids into *first (pgb_seq.c; claims' retries and
+/* n new consecutive item ids into *first (seq.c; claims' retries and
  * requeues use it too). */
 int pgb_item_ids(pgc *c, size_t n, int64_t *first);
 /* Items of a queue (pending, in flight or dead), for the three: the
  * listing sql gives with $1 queue, $2 after id, $3 limit (pgb_rows'
  * columns); one item sql gives ($1 queue, $2 id; column 0), opened; its
  * (size, mtime). SFS_NOTFOUND when the statement gives no row. */
-int pgb_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
+int pgb_sql_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
                   int64_t after_id, long limit, sfs_list *out);
-int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
+int pgb_sql_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
                  sfs_buf *out);
-int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
+int pgb_sql_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
                   int64_t id, uint64_t *size, int64_t *mtime_ns);
+
+/* item.c: the item entries, one row per state. */
+int pgb_item_count(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   uint64_t *n);
+int pgb_item_scan(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                  int64_t after_id, long limit, int keys_only,
+                  sfs_list *out);
+int pgb_item_get(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                 int64_t id, sfs_buf *out);
+int pgb_item_stat(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                  int64_t id, sfs_stat *out);
+int pgb_item_delete(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                    int64_t id);
+int pgb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   uint64_t *count);
 
 int pgb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
               int64_t *claim_id, sfs_list *items);
@@ -414,23 +449,23 @@ int pgb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
                         int64_t *lease_until_ns);
 int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
                      const sfs_outcome *outcomes, size_t n);
-int pgb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                         sfs_outcome outcome);
-int pgb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
                            int64_t lease_ns);
 int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                       long limit, int keys_only, sfs_list *out);
 int pgb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                       sfs_buf *item);
 int pgb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                      sfs_claim_info *out);
+                      sfs_stat *out);
 int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                   long limit, int keys_only, sfs_list *out);
 int pgb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                   sfs_buf *item);
 int pgb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                  uint64_t *size, int64_t *mtime_ns);
-int pgb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+                  sfs_stat *out);
+int pgb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
                      int64_t *new_id);
 int pgb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int pgb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
@@ -452,10 +487,8 @@ int pgb_stats(sfs_backend *b, sfs_stats *out);
 int pgb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 int pgb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx);
-int pgb_import_begin(sfs_backend *b, sfs_import_be **out);
-int pgb_import_row(sfs_import_be *imp, const sfs_row *row);
-int pgb_import_commit(sfs_import_be *imp);
-void pgb_import_abort(sfs_import_be *imp);
+int pgb_import_rows(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+                    void *ctx);
 /* Import on a connection of the caller's, inside its transaction (restore
  * uses it): rows one by one, then pgb_import_finish before the commit
  * (it moves the id sequences past what came in). */
@@ -471,7 +504,7 @@ int pgb_import_finish(pgb_imp *imp);
 int pgb_acquire(sfs_backend *b, pgc **c);
 void pgb_release(sfs_backend *b, pgc *c);
 
-/* A loose index scan (pgb_dir.c): the distinct values that the SQL
+/* A loose index scan (dir.c): the distinct values that the SQL
  * expressions first (the least value) and next (the least above s.v)
  * give, in order, at most limit (<= 0: all), as item.key. p holds the
  * expressions' parameters; the limit is added as the next one. */

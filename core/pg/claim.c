@@ -1,6 +1,6 @@
 /*
- * pgb_claim.c - claims on PostgreSQL: the client side of the server
- * functions in pgb_schema.c (sfs_claim, sfs_hold, sfs_heartbeat,
+ * claim.c - claims on PostgreSQL: the client side of the server
+ * functions in schema.c (sfs_claim, sfs_hold, sfs_heartbeat,
  * sfs_settle, sfs_requeue, sfs_recover), and the reads of in-flight items
  * and dead letters.
  *
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 
 /* sfs_settle's outcome for a damaged item (beside sfs_outcome's). */
 #define OUTCOME_DAMAGED 5
@@ -51,9 +51,10 @@ static int claim_items(sfs_backend *b, sfs_slice queue, const PGresult *r,
 		if (!(it = listb_push(&lb)))
 			break;
 		it->id = ad.id;
-		it->size = len > 0 ? (uint64_t)len : 0;
-		it->n = pgr_i64(r, i, 3);
-		it->mtime_ns = pgr_i64(r, i, 4);
+		it->st.size = len > 0 ? (uint64_t)len : 0;
+		it->st.claim_id = pgr_i64(r, i, 0);
+		it->st.deliveries = pgr_i64(r, i, 3);
+		it->st.lease_until_ns = pgr_i64(r, i, 4);
 		m = len >= 0 ? listb_value_space(&lb, (size_t)len) : NULL;
 		if (len >= 0 && !m)
 			break;
@@ -79,6 +80,36 @@ static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
                        const int64_t *ids, const int64_t *outs, size_t n,
                        const int64_t *rids, const sfs_slice *ritems,
                        int64_t res[2]);
+
+/* The items' enqueue times (st.mtime_ns: when their wait began), which
+ * the claim function does not return, read after its commit: the claim
+ * stands whatever happens here (an item whose time cannot be read shows
+ * 0, "unknown"), and the error detail is kept. */
+static void claimed_times(pgc *c, int64_t cid, sfs_list *items)
+{
+	char detail[512];
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int st;
+
+	if (!items->n)
+		return;
+	snprintf(detail, sizeof(detail), "%s", sfs_errdetail());
+	pgp_i64(&p, cid);
+	st = pgb_exec(c, "SELECT id, enqueued_ns FROM statefs_inflight WHERE"
+	              " claim_id = $1", &p, 0, &r, "reading claimed items");
+	if (*detail)
+		sfs_err(SFS_CORRUPT, "%s", detail);
+	if (st != SFS_OK) {
+		c->transient = 0;
+		return;
+	}
+	for (int i = 0; i < PQntuples(r); i++)
+		for (size_t k = 0; k < items->n; k++)
+			if (items->items[k].id == pgr_i64(r, i, 0))
+				items->items[k].st.mtime_ns = pgr_i64(r, i, 1);
+	PQclear(r);
+}
 
 static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
                       int64_t lease_ns, int want_items, int64_t *cid,
@@ -137,6 +168,8 @@ static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
 		}
 	}
 	free(bad);
+	if (st == SFS_OK || st == SFS_CORRUPT)
+		claimed_times(c, *cid, items);
 	return st;
 }
 
@@ -238,15 +271,16 @@ static void claim_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
 		                pgr_i64(r, row, 0) };
 }
 
-/* Items by id, as pgb_rows reads them (id, value, size, mtime, n, key):
- * [kv][keys_only]. */
+/* Items by id, as pgb_rows reads them (id, value, size, mtime, counter,
+ * key, deliveries, claim, lease end): [kv][keys_only]. */
+#define CLAIMED_ITEMS(value)                                               \
+	"SELECT i.id, " value ", sfs_len(i.item), i.enqueued_ns, 0::bigint,"  \
+	" NULL::bytea, i.deliveries, i.claim_id, coalesce(c.lease_until, 0)" \
+	" FROM statefs_inflight i LEFT JOIN statefs_claim c ON c.claim_id ="  \
+	" i.claim_id WHERE i.claim_id = $1 AND i.id > $2 ORDER BY i.id"       \
+	" LIMIT $3"
 static const char *const items_sql[2][2] = {
-	{ "SELECT id, item, sfs_len(item), enqueued_ns, deliveries FROM"
-	  " statefs_inflight WHERE claim_id = $1 AND id > $2 ORDER BY id"
-	  " LIMIT $3",
-	  "SELECT id, NULL::bytea, sfs_len(item), enqueued_ns, deliveries FROM"
-	  " statefs_inflight WHERE claim_id = $1 AND id > $2 ORDER BY id"
-	  " LIMIT $3" },
+	{ CLAIMED_ITEMS("i.item"), CLAIMED_ITEMS("NULL::bytea") },
 	{ "SELECT id, value, sfs_len(value), mtime_ns, 0::bigint, key FROM"
 	  " statefs_kv_taken WHERE claim_id = $1 AND id > $2 ORDER BY id"
 	  " LIMIT $3",
@@ -378,7 +412,7 @@ int pgb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
 	return heartbeat(b, claim_id, NULL, 0, lease_ns, lease_until_ns);
 }
 
-int pgb_inflight_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
                            int64_t lease_ns)
 {
 	return heartbeat(b, 0, &queue, id, lease_ns, NULL);
@@ -577,13 +611,65 @@ static int settle(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 	}
 }
 
+/* The ids of a claim's items, for settling all of them with an outcome
+ * the server settles only by id (a retry, a reject). */
+static int claim_ids(sfs_backend *b, int64_t cid, int64_t **ids, size_t *n)
+{
+	PGresult *r = NULL;
+	pgp p = PGP_INIT;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		pgp_i64(&p, cid);
+		st = pgb_exec(c, "SELECT id FROM statefs_inflight WHERE claim_id"
+		              " = $1 ORDER BY id", &p, 0, &r, "reading a claim");
+		memset(&p, 0, sizeof(p));
+	}
+	if (st != SFS_OK)
+		return st;
+	*n = (size_t)PQntuples(r);
+	*ids = malloc((*n ? *n : 1) * sizeof(**ids));
+	for (size_t i = 0; *ids && i < *n; i++)
+		(*ids)[i] = pgr_i64(r, (int)i, 0);
+	PQclear(r);
+	return *ids ? SFS_OK : sfs_err(SFS_NOMEM, "reading a claim");
+}
+
 int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
                      const sfs_outcome *outcomes, size_t n)
 {
-	return settle(b, claim_id, NULL, ids, outcomes, n);
+	sfs_outcome *outs;
+	int64_t *all = NULL;
+	size_t k = 0;
+	int st;
+
+	/* Every item of the claim (ids NULL) with outcomes[0]: the server
+	 * does it at once for done and nack; a retry or a reject goes by
+	 * the ids the claim holds. */
+	if (ids || outcomes[0] == SFS_OUTCOME_DONE ||
+	    outcomes[0] == SFS_OUTCOME_NACK)
+		return settle(b, claim_id, NULL, ids, outcomes, ids ? n : 0);
+	if ((st = claim_ids(b, claim_id, &all, &k)) != SFS_OK)
+		return st;
+	if (k == 0) {
+		free(all);
+		return settle(b, claim_id, NULL, NULL, outcomes, 0);
+	}
+	outs = malloc(k * sizeof(*outs));
+	if (!outs) {
+		free(all);
+		return sfs_err(SFS_NOMEM, "settling");
+	}
+	for (size_t i = 0; i < k; i++)
+		outs[i] = outcomes[0];
+	st = settle(b, claim_id, NULL, all, outs, k);
+	free(outs);
+	free(all);
+	return st;
 }
 
-int pgb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                         sfs_outcome outcome)
 {
 	return settle(b, 0, &queue, &id, &outcome, 1);
@@ -592,15 +678,16 @@ int pgb_inflight_settle(sfs_backend *b, sfs_slice queue, int64_t id,
 /* --- in-flight items and dead letters: reading ---------------------------- */
 
 #define INFLIGHT_SCAN(value)                                               \
-	"SELECT i.id, " value ", sfs_len(i.item), coalesce(c.lease_until, 0)," \
-	" i.claim_id FROM statefs_inflight i LEFT JOIN statefs_claim c"      \
+	"SELECT i.id, " value ", sfs_len(i.item), i.enqueued_ns, 0::bigint,"  \
+	" NULL::bytea, i.deliveries, i.claim_id, coalesce(c.lease_until, 0)" \
+	" FROM statefs_inflight i LEFT JOIN statefs_claim c"                 \
 	" ON c.claim_id = i.claim_id WHERE i.queue = $1 AND i.id > $2"       \
 	" ORDER BY i.id LIMIT $3"
 
 int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                       long limit, int keys_only, sfs_list *out)
 {
-	return pgb_item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
+	return pgb_sql_item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
 	                                  : INFLIGHT_SCAN("i.item"),
 	                     queue, after_id, limit, out);
 }
@@ -608,12 +695,12 @@ int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 int pgb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                       sfs_buf *item)
 {
-	return pgb_item_get(b, "SELECT item FROM statefs_inflight WHERE id = $2"
+	return pgb_sql_item_get(b, "SELECT item FROM statefs_inflight WHERE id = $2"
 	                    " AND queue = $1", queue, id, item);
 }
 
 int pgb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                      sfs_claim_info *out)
+                      sfs_stat *out)
 {
 	int64_t v[5] = { 0 };
 	int found = 0;
@@ -644,21 +731,22 @@ int pgb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 		return SFS_NOTFOUND;
 	out->claim_id = v[0];
 	out->lease_until_ns = v[1];
-	out->enqueued_ns = v[2];
+	out->mtime_ns = v[2];
 	out->deliveries = v[3];
 	out->size = (uint64_t)v[4];
 	return SFS_OK;
 }
 
 #define DEAD_SCAN(value)                                                   \
-	"SELECT id, " value ", sfs_len(item), dead_ns, deliveries,"        \
+	"SELECT id, " value ", sfs_len(item), dead_ns, 0::bigint,"          \
+	" NULL::bytea, deliveries, 0::bigint, 0::bigint,"                    \
 	" convert_to(reason, 'UTF8') FROM statefs_dead WHERE queue = $1"    \
 	" AND id > $2 ORDER BY id LIMIT $3"
 
 int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                   long limit, int keys_only, sfs_list *out)
 {
-	return pgb_item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
+	return pgb_sql_item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
 	                                  : DEAD_SCAN("item"),
 	                     queue, after_id, limit, out);
 }
@@ -666,16 +754,26 @@ int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 int pgb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                   sfs_buf *item)
 {
-	return pgb_item_get(b, "SELECT item FROM statefs_dead WHERE id = $2"
+	return pgb_sql_item_get(b, "SELECT item FROM statefs_dead WHERE id = $2"
 	                    " AND queue = $1", queue, id, item);
 }
 
 int pgb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                  uint64_t *size, int64_t *mtime_ns)
+                  sfs_stat *out)
 {
-	return pgb_item_stat(b, "SELECT sfs_len(item), dead_ns FROM statefs_dead"
-	                     " WHERE id = $2 AND queue = $1", queue, id, size,
-	                     mtime_ns);
+	sfs_list l = { NULL, 0 };
+	int st = pgb_sql_item_scan(b, "SELECT id, NULL::bytea, sfs_len(item),"
+	                           " dead_ns, 0::bigint, NULL::bytea,"
+	                           " deliveries FROM statefs_dead WHERE"
+	                           " queue = $1 AND id = $2 + 0 * $3", queue,
+	                           id, 1, &l);
+
+	if (st == SFS_OK && l.n == 0)
+		st = SFS_NOTFOUND;
+	if (st == SFS_OK)
+		*out = l.items[0].st;
+	sfs_list_free(&l);
+	return st;
 }
 
 /* --- dead letters and policies: writing -------------------------------------- */
@@ -740,7 +838,7 @@ static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 	return st;
 }
 
-int pgb_dead_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+int pgb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
                      int64_t *new_id)
 {
 	int64_t nid = 0;

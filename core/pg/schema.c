@@ -1,5 +1,5 @@
 /*
- * pgb_schema.c - a PostgreSQL store's schema: its tables, the functions
+ * schema.c - a PostgreSQL store's schema: its tables, the functions
  * that run claims on the server, the schema version and the key check.
  *
  * A store is one PostgreSQL schema (default "statefs", or schema= in the
@@ -19,7 +19,7 @@
  * exists at our version) reads two rows and takes no lock.
  *
  * statefs_meta holds schema_version and, for an encrypted store, the key
- * check row "crypt" (pgb_seal.c): format, kdf byte, salt, key check value.
+ * check row "crypt" (seal.c): format, kdf byte, salt, key check value.
  * Its presence is what makes a store encrypted: the choice is made when
  * the store is created and never changes.
  */
@@ -29,7 +29,7 @@
 
 #include <sodium.h>
 
-#include "pgb_i.h"
+#include "pg_i.h"
 
 /* The VGI SDK's tables, as PostgreSQL spells them. */
 static const char sdk_ddl[] =
@@ -97,7 +97,7 @@ static const char own_ddl[] =
 	" item bytea NOT NULL, reason text NOT NULL, deliveries bigint NOT NULL,"
 	" dead_ns bigint NOT NULL);"
 	"CREATE INDEX statefs_dead_queue ON statefs_dead (queue, id);"
-	/* items pushed and taken through statefs (pgb_stats.c) */
+	/* items pushed and taken through statefs (stats.c) */
 	"CREATE TABLE statefs_queue_stats (queue bytea PRIMARY KEY,"
 	" pushed bigint NOT NULL, taken bigint NOT NULL,"
 	" updated_ns bigint NOT NULL);"
@@ -330,7 +330,7 @@ static const char claim_ddl[] =
 	/* Settles items of claim c (or the one item ids[1] of queue q):
 	 * every item with outs[1] when ids is NULL, else each id with its
 	 * outcome (1 done, 2 retry, 3 reject, 4 nack, 5 damaged: dead with
- * that reason, pgb_claim.c), all validated before
+ * that reason, claim.c), all validated before
 	 * anything changes. A retried item gets rids[k] and ritems[k] when
 	 * given (the client resealed it for its new id), else a new id and
 	 * the same bytes. An item whose queue was cleared while it was in
@@ -475,7 +475,7 @@ static const char ids_ddl[] =
 	"  PERFORM pg_advisory_unlock(lk);"
 	" END $$;";
 
-/* A push from any host wakes every host's waiters (LISTEN, pgb_store.c):
+/* A push from any host wakes every host's waiters (LISTEN, store.c):
  * once per statement that made items pending (a push, a nack, a lease
  * that ran out, a retry, a requeue) or appended to a log (its followers,
  * .follow). Nothing else notifies: a notifying commit takes a

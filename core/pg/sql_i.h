@@ -1,7 +1,7 @@
 /*
- * pgb_sql_i.h - the statements of the engine's hot paths on PostgreSQL,
- * in one place, because two programs run them: the backend (pgb_kv.c,
- * pgb_seq.c) and the benchmark's raw libpq baseline (bench/pg_bench.c),
+ * sql_i.h - the statements of the engine's hot paths on PostgreSQL,
+ * in one place, because two programs run them: the backend (kv.c,
+ * seq.c) and the benchmark's raw libpq baseline (bench/pg_bench.c),
  * which must run exactly what the engine runs for its ratio to mean
  * "what the engine costs".
  *
@@ -92,15 +92,16 @@
 	" RETURNING s.id, s.enqueued_ns, s.deliveries)"
 #define PGB_SQL_TAKEN_COLS                                                 \
 	" SELECT d.id, d.work_item, sfs_len(d.work_item),"                 \
-	" coalesce(t.enqueued_ns, 0), coalesce(t.deliveries, 0)"            \
-	" FROM d LEFT JOIN t ON t.id = d.id"
+	" coalesce(t.enqueued_ns, 0), 0::bigint, NULL::bytea,"              \
+	" coalesce(t.deliveries, 0) FROM d LEFT JOIN t ON t.id = d.id"
 
-/* pop: the oldest visible item of queue $1, skipping rows another
+/* pop: the $2 oldest visible items of queue $1, skipping rows another
  * transaction holds, in one statement. */
 #define PGB_SQL_POP                                                        \
 	"WITH h AS (SELECT id FROM work_queue WHERE execution_id = $1"      \
-	" ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED),"                    \
+	" ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),"                   \
 	" d AS (DELETE FROM work_queue w USING h WHERE w.id = h.id"         \
-	" RETURNING w.id, w.work_item)," PGB_SQL_TAKE_ITEMS PGB_SQL_TAKEN_COLS
+	" RETURNING w.id, w.work_item)," PGB_SQL_TAKE_ITEMS PGB_SQL_TAKEN_COLS \
+	" ORDER BY d.id"
 
 #endif /* STATEFS_PGB_SQL_I_H */

@@ -1,5 +1,5 @@
 /*
- * pgb_seq.c - append-logs (function_state_log) and work queues
+ * seq.c - append-logs (function_state_log) and work queues
  * (work_queue) on PostgreSQL: the families whose rows carry ids.
  *
  * Ids come from the tables' identity sequences: strictly increasing
@@ -25,12 +25,13 @@
  * one more round trip than in a plaintext store, where the id is taken
  * inside the insert.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgb_i.h"
-#include "pgb_sql_i.h"
+#include "pg_i.h"
+#include "sql_i.h"
 
 #define KEYEQ PGB_KEYEQ
 
@@ -195,8 +196,7 @@ int pgb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	" WHERE l.id = $4 AND l.scope_id = $1 AND l.ns = $2 AND l.key = $3"
 
 int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                 sfs_slice key, int64_t id, uint64_t *size,
-                 int64_t *mtime_ns)
+                 sfs_slice key, int64_t id, sfs_stat *out)
 {
 	uint64_t sz = 0;
 	int64_t mt = 0;
@@ -212,9 +212,9 @@ int pgb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		                   "reading an entry's size");
 	}
 	if (st == SFS_OK) {
-		*size = sz;
-		if (mtime_ns)
-			*mtime_ns = mt;
+		memset(out, 0, sizeof(*out));
+		out->size = sz;
+		out->mtime_ns = mt;
 	}
 	return st;
 }
@@ -384,7 +384,7 @@ static void queue_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
 }
 
 /* Puts taken items back as they were (their enqueue time and delivery
- * count in columns 3 and 4 of r) after one of them did not open: a
+ * count in columns 3 and 6 of r) after one of them did not open: a
  * damaged item is reported, never dropped. */
 static void put_back(pgc *c, sfs_slice queue, const PGresult *r)
 {
@@ -398,7 +398,7 @@ static void put_back(pgc *c, sfs_slice queue, const PGresult *r)
 		pgp_bytes(&p, queue);
 		pgp_bytes(&p, pgr_bytes(r, i, 1));
 		pgp_i64(&p, pgr_i64(r, i, 3));
-		pgp_i64(&p, pgr_i64(r, i, 4));
+		pgp_i64(&p, pgr_i64(r, i, 6));
 		pgb_exec(c, "WITH t AS (INSERT INTO statefs_queue_item (id,"
 		         " enqueued_ns, deliveries) VALUES ($1, $4, $5)"
 		         " ON CONFLICT DO NOTHING) INSERT INTO work_queue (id,"
@@ -409,63 +409,25 @@ static void put_back(pgc *c, sfs_slice queue, const PGresult *r)
 	sfs_err(SFS_CORRUPT, "%s; it stays in the queue", detail);
 }
 
-static int pop_body(pgc *c, sfs_slice queue, sfs_buf *item, int64_t *id)
-{
-	pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE, 0 };
-	PGresult *r;
-	pgp p = PGP_INIT;
-	int st;
-
-	pgp_bytes(&p, queue);
-	st = pgb_exec(c, PGB_SQL_POP, &p, PGB_COMMIT, &r, "popping");
-	if (st != SFS_OK)
-		return st;
-	if (!PQntuples(r)) {
-		PQclear(r);
-		return SFS_NOTFOUND;
-	}
-	ad.id = pgr_i64(r, 0, 0);
-	st = pgb_unseal_buf(c->b, &ad, pgr_bytes(r, 0, 1), item);
-	if (st == SFS_CORRUPT)
-		put_back(c, queue, r);
-	else if (st == SFS_OK)
-		*id = ad.id;
-	PQclear(r);
-	return st == SFS_CORRUPT ? SFS_CORRUPT : st;
-}
-
-int pgb_queue_pop(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-                  int64_t *id)
-{
-	sfs_buf v = { NULL, 0 };
-	int64_t got = 0;
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		st = pop_body(c, queue, &v, &got);
-	}
-	if (st != SFS_OK)
-		return st;
-	pgb_committed(b);
-	pgb_qstat_note(b, queue, 0, 1);
-	*item = v;
-	if (id)
-		*id = got;
-	return SFS_OK;
-}
-
-static int drain_body(pgc *c, sfs_slice queue, sfs_list *out)
+/* Takes up to max items from the head (all of them with LONG_MAX) in one
+ * statement: the items another transaction holds are skipped by a pop of
+ * some, waited for by a pop of all. */
+static int pop_body(pgc *c, sfs_slice queue, long max, sfs_list *out)
 {
 	PGresult *r;
 	pgp p = PGP_INIT;
 	int st;
 
 	pgp_bytes(&p, queue);
-	st = pgb_exec(c, "WITH d AS (DELETE FROM work_queue WHERE"
-	              " execution_id = $1 RETURNING id, work_item)," PGB_SQL_TAKE_ITEMS
-	              PGB_SQL_TAKEN_COLS " ORDER BY d.id", &p, PGB_COMMIT, &r,
-	              "draining");
+	if (max == LONG_MAX) {
+		st = pgb_exec(c, "WITH d AS (DELETE FROM work_queue WHERE"
+		              " execution_id = $1 RETURNING id, work_item),"
+		              PGB_SQL_TAKE_ITEMS PGB_SQL_TAKEN_COLS " ORDER BY d.id",
+		              &p, PGB_COMMIT, &r, "draining");
+	} else {
+		pgp_i64(&p, max);
+		st = pgb_exec(c, PGB_SQL_POP, &p, PGB_COMMIT, &r, "popping");
+	}
 	if (st != SFS_OK)
 		return st;
 	st = pgb_rows(c->b, r, queue_row_ad, &queue, out);
@@ -475,29 +437,35 @@ static int drain_body(pgc *c, sfs_slice queue, sfs_list *out)
 	return st;
 }
 
-int pgb_queue_drain(sfs_backend *b, sfs_slice queue, sfs_list *out)
+int pgb_queue_pop(sfs_backend *b, sfs_slice queue, long max, sfs_list *out)
 {
 	sfs_list l = { NULL, 0 };
 	pgc *c;
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		st = drain_body(c, queue, &l);
+		st = pop_body(c, queue, max, &l);
 	}
 	if (st != SFS_OK)
 		return st;
-	/* The list's n column held delivery counts; drained items show
-	 * none, as in a SQLite store. */
-	for (size_t i = 0; i < l.n; i++)
-		l.items[i].n = 0;
-	if (l.n)
-		pgb_committed(b);
+	if (l.n == 0) {
+		sfs_list_free(&l);
+		return SFS_NOTFOUND;
+	}
+	/* Taken items show no delivery count, as in a SQLite store, and a
+	 * pop of one no time (sfs_queue_pop). */
+	for (size_t i = 0; i < l.n; i++) {
+		l.items[i].st.deliveries = 0;
+		if (max == 1)
+			l.items[i].st.mtime_ns = 0;
+	}
+	pgb_committed(b);
 	pgb_qstat_note(b, queue, 0, l.n);
 	*out = l;
 	return SFS_OK;
 }
 
-int pgb_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
+int pgb_sql_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
                   int64_t after_id, long limit, sfs_list *out)
 {
 	sfs_list l = { NULL, 0 };
@@ -527,19 +495,20 @@ int pgb_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
 
 #define QUEUE_SCAN(value)                                                  \
 	"SELECT q.id, " value ", sfs_len(q.work_item),"                    \
-	" coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"          \
+	" coalesce(t.enqueued_ns, 0), 0::bigint, NULL::bytea,"              \
+	" coalesce(t.deliveries, 0) FROM work_queue q LEFT JOIN"            \
 	" statefs_queue_item t ON t.id = q.id WHERE q.execution_id = $1"   \
 	" AND q.id > $2 ORDER BY q.id LIMIT $3"
 
 int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                    long limit, int keys_only, sfs_list *out)
 {
-	return pgb_item_scan(b, keys_only ? QUEUE_SCAN("NULL::bytea")
+	return pgb_sql_item_scan(b, keys_only ? QUEUE_SCAN("NULL::bytea")
 	                                  : QUEUE_SCAN("q.work_item"),
 	                     queue, after_id, limit, out);
 }
 
-int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
+int pgb_sql_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
                  sfs_buf *out)
 {
 	pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE, id };
@@ -562,11 +531,11 @@ int pgb_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
 int pgb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                    sfs_buf *item)
 {
-	return pgb_item_get(b, "SELECT work_item FROM work_queue WHERE id = $2"
+	return pgb_sql_item_get(b, "SELECT work_item FROM work_queue WHERE id = $2"
 	                    " AND execution_id = $1", queue, id, item);
 }
 
-int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
+int pgb_sql_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
                   int64_t id, uint64_t *size, int64_t *mtime_ns)
 {
 	uint64_t sz = 0;
@@ -583,8 +552,7 @@ int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
 	}
 	if (st == SFS_OK) {
 		*size = sz;
-		if (mtime_ns)
-			*mtime_ns = mt;
+		*mtime_ns = mt;
 	}
 	return st;
 }
@@ -592,7 +560,7 @@ int pgb_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
 int pgb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
                    uint64_t *size, int64_t *mtime_ns)
 {
-	return pgb_item_stat(b, "SELECT sfs_len(q.work_item),"
+	return pgb_sql_item_stat(b, "SELECT sfs_len(q.work_item),"
 	        " coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"
 	        " statefs_queue_item t ON t.id = q.id WHERE q.id = $2"
 	        " AND q.execution_id = $1", queue, id, size, mtime_ns);

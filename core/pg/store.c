@@ -1,5 +1,5 @@
 /*
- * pgb_store.c - a PostgreSQL store's handle: open and close, sync, the
+ * store.c - a PostgreSQL store's handle: open and close, sync, the
  * change counter, and the ops table.
  *
  * The change counter (sfs_store_version) is this handle's own commits
@@ -13,7 +13,7 @@
  * moves the counter once, because a push may have happened while nobody
  * listened.
  *
- * What notifies (pgb_schema.c): a statement that made queue items
+ * What notifies (schema.c): a statement that made queue items
  * pending. Other hosts' writes to values, counters and logs do not move
  * this handle's counter; nothing above core/ depends on that today (the
  * mount's caches are time-based), and a notifying commit takes a
@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crypt_i.h"
-#include "pgb_i.h"
+#include "crypt/crypt_i.h"
+#include "pg_i.h"
 
 #define DEFAULT_POOL 10
 
@@ -246,7 +246,7 @@ int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 {
 	sfs_backend *b;
 	pgc *c;
-	int st = prepare(cfg->path, cfg->flags, cfg->busy_timeout_ms, &b);
+	int st = prepare(cfg->db, cfg->flags, cfg->busy_timeout_ms, &b);
 
 	if (st != SFS_OK)
 		return st;
@@ -283,6 +283,51 @@ int pgb_probe(const char *db, int *encrypted)
 	return st;
 }
 
+/* What is at a connection string: nothing yet (no store in that schema),
+ * or a plaintext or an encrypted store. */
+static int pg_probe_kind(const char *db, be_kind *kind)
+{
+	int enc = 0, st = pgb_probe(db, &enc);
+
+	if (st == SFS_NOTFOUND) {
+		sfs_err_clear();
+		*kind = BE_KIND_NEW;
+		return SFS_OK;
+	}
+	if (st == SFS_OK)
+		*kind = enc ? BE_KIND_ENCRYPTED : BE_KIND_PLAIN;
+	return st;
+}
+
+/* A connection string on a command line must not hold a password: argv
+ * is readable by every user of the machine. */
+static int pg_given(const char *db)
+{
+	int has = 0, st = pgb_db_has_password(db, &has);
+
+	if (st || !has)
+		return st;
+	return sfs_err(SFS_INVALID, "the connection string holds a password,"
+	               " and a command line is readable by every user of this"
+	               " machine: put the password in ~/.pgpass (or the file"
+	               " PGPASSFILE names), in a service file (PGSERVICE), or in"
+	               " PGPASSWORD, or give the whole string in STATEFS_DB");
+}
+
+/* Other hosts hold a PostgreSQL store open: it is never rekeyed in
+ * place. */
+static int pg_rekey(const char *db, const sfs_key *old_key,
+                    const sfs_key *new_key, sfs_progress_fn progress,
+                    void *ctx)
+{
+	(void)db, (void)old_key, (void)new_key, (void)progress, (void)ctx;
+	return sfs_err(SFS_UNSUPPORTED, "a PostgreSQL store cannot be rekeyed"
+	               " in place (other hosts hold it open): export it with"
+	               " the old key and import it with the new one into a new"
+	               " schema (statectl export | statectl --db"
+	               " '...schema=new' import), see docs/postgres.md");
+}
+
 /* A commit is durable when the server says so, unless the server runs
  * with synchronous_commit off: then one synchronous commit of a
  * transaction that has an id flushes the WAL up to it, and every commit
@@ -313,6 +358,12 @@ static int pgb_sync(sfs_backend *b)
 const sfs_backend_ops pgb_ops = {
 	.name = "postgresql",
 	.concurrent = 1,
+	.accepts = pgb_is_db,
+	.open = pgb_open,
+	.probe = pg_probe_kind,
+	.display = pgb_name,
+	.given = pg_given,
+	.rekey = pg_rekey,
 	.close = pgb_close,
 	.sync = pgb_sync,
 	.version = pgb_version,
@@ -320,16 +371,14 @@ const sfs_backend_ops pgb_ops = {
 	.kv_get = pgb_kv_get,
 	.kv_get_many = pgb_kv_get_many,
 	.kv_stat = pgb_kv_stat,
+	.kv_delete = pgb_kv_delete,
 	.kv_edit = pgb_kv_edit,
 	.kv_read = pgb_kv_read,
-	.kv_delete = pgb_kv_delete,
 	.kv_scan = pgb_kv_scan,
 	.kv_delete_range = pgb_kv_delete_range,
 	.kv_drain = pgb_kv_drain,
-	.kv_restore = pgb_kv_restore,
 	.kv_rename = pgb_kv_rename,
-	.scope_list = pgb_scope_list,
-	.ns_list = pgb_ns_list,
+	.dir_list = pgb_dir_list,
 	.dir_exists = pgb_dir_exists,
 	.dir_create = pgb_dir_create,
 	.dir_remove = pgb_dir_remove,
@@ -343,35 +392,25 @@ const sfs_backend_ops pgb_ops = {
 	.log_scan = pgb_log_scan,
 	.log_get = pgb_log_get,
 	.log_stat = pgb_log_stat,
-	.log_keys = pgb_log_keys,
 	.log_delete = pgb_log_delete,
 	.log_clear = pgb_log_clear,
 	.queue_push = pgb_queue_push,
 	.queue_pop = pgb_queue_pop,
-	.queue_drain = pgb_queue_drain,
-	.queue_scan = pgb_queue_scan,
-	.queue_peek = pgb_queue_peek,
-	.queue_stat = pgb_queue_stat,
-	.queue_delete = pgb_queue_delete,
-	.queue_clear = pgb_queue_clear,
-	.queue_len = pgb_queue_len,
+	.item_count = pgb_item_count,
+	.item_scan = pgb_item_scan,
+	.item_get = pgb_item_get,
+	.item_stat = pgb_item_stat,
+	.item_delete = pgb_item_delete,
+	.item_clear = pgb_item_clear,
 	.claim = pgb_claim,
 	.claim_item = pgb_claim_item,
 	.kv_claim = pgb_kv_claim,
 	.claim_items = pgb_claim_items,
 	.claim_heartbeat = pgb_claim_heartbeat,
 	.claim_settle = pgb_claim_settle,
-	.inflight_settle = pgb_inflight_settle,
-	.inflight_heartbeat = pgb_inflight_heartbeat,
-	.inflight_scan = pgb_inflight_scan,
-	.inflight_peek = pgb_inflight_peek,
-	.inflight_stat = pgb_inflight_stat,
-	.dead_scan = pgb_dead_scan,
-	.dead_peek = pgb_dead_peek,
-	.dead_stat = pgb_dead_stat,
-	.dead_requeue = pgb_dead_requeue,
-	.dead_delete = pgb_dead_delete,
-	.dead_clear = pgb_dead_clear,
+	.item_settle = pgb_item_settle,
+	.item_heartbeat = pgb_item_heartbeat,
+	.item_requeue = pgb_item_requeue,
 	.policy_set = pgb_policy_set,
 	.policy_get = pgb_policy_get,
 	.queue_gc = pgb_queue_gc,
@@ -382,8 +421,5 @@ const sfs_backend_ops pgb_ops = {
 	.stats = pgb_stats,
 	.verify = pgb_verify,
 	.export_rows = pgb_export,
-	.import_begin = pgb_import_begin,
-	.import_row = pgb_import_row,
-	.import_commit = pgb_import_commit,
-	.import_abort = pgb_import_abort,
+	.import_rows = pgb_import_rows,
 };
