@@ -700,7 +700,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
 	const unsigned char *p;
-	unsigned char *tmp;
+	unsigned char *tmp = NULL;
 	size_t got;
 	int err;
 

@@ -111,7 +111,7 @@ static void check_name(const fs_addr *dir, const fs_addr *a, const char *name)
 	} else {
 		fs_child_part(a, &p, &n);
 		CHECK(p != NULL);
-		CHECK(fs_name_encode(sfs_bytes(p, n), fs_name_kind(dir, a->kind),
+		CHECK(fs_name_encode(sfs_bytes(p, n), fs_names_of(dir, a->kind),
 		                      want, &len) == SFS_OK);
 		CHECK(len == strlen(name) && strcmp(want, name) == 0);
 	}
