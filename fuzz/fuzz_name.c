@@ -1,5 +1,5 @@
 /*
- * fuzz_name.c - libFuzzer target: the name codec (core/name.c).
+ * fuzz_name.c - libFuzzer target: the name codec (fs/name.c).
  *
  * Input: one byte choosing the kind (key, scope, id, little-endian id),
  * then the rest, used twice: as a byte string to encode, and as a file

@@ -1,6 +1,6 @@
 /*
  * fuzz_page.c - libFuzzer target: sealing and opening one encrypted page
- * (core/crypt_page.c), the code that stands between a file on disk and
+ * (core/crypt/page.c), the code that stands between a file on disk and
  * SQLite. Input layout: fuzz_keys.h.
  *
  * What is checked:

@@ -41,7 +41,8 @@ enum {
 	CLI_EXIT_NOSTORE = 5,    /* no store at the path, or not a statefs store */
 	CLI_EXIT_EXISTS = 6,     /* would overwrite (init, keygen, checkpoint), or not empty */
 	CLI_EXIT_BUSY = 7,       /* another process held the store past the timeout */
-	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input */
+	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input;
+	                            what the store's backend cannot do */
 	CLI_EXIT_SYSTEM = 9,     /* I/O error, disk full, read-only, out of memory */
 	CLI_EXIT_INTERNAL = 10,  /* a bug in statefs or statectl */
 	CLI_EXIT_CLAIMLOST = 11, /* a claim expired before it was acked */

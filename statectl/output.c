@@ -45,6 +45,8 @@ int cli_exit_for_status(int status)
 	case SFS_OK: return CLI_EXIT_OK;
 	case SFS_NOTFOUND: return CLI_EXIT_NOTFOUND;
 	case SFS_INVALID:
+	case SFS_UNSUPPORTED: /* refused by this store's backend, with what
+	                         to do instead */
 	case SFS_TOOBIG:
 	case SFS_OVERFLOW: return CLI_EXIT_DATA;
 	case SFS_EXISTS:

@@ -646,39 +646,6 @@ int pgb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return st;
 }
 
-static int restore_body(pgc *c, sfs_slice scope, sfs_slice ns,
-                        const sfs_slice *keys, const sfs_slice *values,
-                        size_t n)
-{
-	pgp p = PGP_INIT;
-	int st = pgb_begin(c);
-
-	pgp_bytes(&p, scope);
-	pgp_bytes(&p, ns);
-	if (st == SFS_OK)
-		st = pgb_exec(c, "WITH d AS (DELETE FROM function_state WHERE"
-		              " scope_id = $1 AND ns = $2) DELETE FROM"
-		              " statefs_kv_time WHERE scope_id = $1 AND ns = $2", &p,
-		              0, NULL, "restoring a namespace");
-	for (size_t i = 0; i < n && st == SFS_OK; i++)
-		st = put_one(c, scope, ns, keys[i], values[i], 0);
-	return st == SFS_OK ? pgb_commit(c) : st;
-}
-
-int pgb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                   const sfs_slice *keys, const sfs_slice *values, size_t n)
-{
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
-		st = restore_body(c, scope, ns, keys, values, n);
-	}
-	if (st == SFS_OK)
-		pgb_committed(b);
-	return st;
-}
-
 /* --- rename ----------------------------------------------------------------- */
 
 static int same(sfs_slice a, sfs_slice b)

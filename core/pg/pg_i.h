@@ -4,17 +4,19 @@
  * A store on PostgreSQL is a schema of its own in a database that several
  * hosts reach (docs/postgres.md). The backend is split by job:
  *   conn.c    the connection string: our keywords, the password rule,
- *                 the name shown to people; one connection's setup
+ *             the name shown to people; one connection's setup
  *   pool.c    the pool, the prepared-statement registry, running a
- *                 statement, the retry loop, and THE translation of
- *                 PostgreSQL errors into sfs_status
+ *             statement, the retry loop, and THE translation of
+ *             PostgreSQL errors into sfs_status
  *   schema.c  DDL, the server-side functions, versions, the key check
  *   seal.c    sealing values on the client (XChaCha20-Poly1305)
  *   store.c   open, close, sync, the change counter (LISTEN), ops table
  *   kv.c      key/value and counters
  *   dir.c     scopes, namespaces, directories, renames
  *   seq.c     logs and queues
+ *   item.c    a queue's items by state
  *   claim.c   claims, in-flight items, dead letters, recovery
+ *   stats.c   the figures of sfs_store_stats
  *   whole.c   exec clear, info, verify, checkpoint, restore
  *   export.c  export and import
  *
@@ -135,8 +137,6 @@ int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
 /* SFS_OK when the store exists (*encrypted says how), SFS_NOTFOUND when
  * not. */
 int pgb_probe(const char *db, int *encrypted);
-/* The open store's name without any password. */
-const char *pgb_display(const sfs_backend *b);
 
 /* --- pool.c ------------------------------------------------------------ */
 
@@ -348,8 +348,6 @@ int pgb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice start, sfs_slice end, uint64_t *count);
 int pgb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  sfs_list *out);
-int pgb_kv_restore(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                   const sfs_slice *keys, const sfs_slice *values, size_t n);
 int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
                   sfs_slice to_key, unsigned flags);

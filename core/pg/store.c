@@ -196,11 +196,6 @@ static void pgb_close(sfs_backend *b)
 	free(b);
 }
 
-const char *pgb_display(const sfs_backend *b)
-{
-	return b->display;
-}
-
 /* Everything a handle needs before its first connection. */
 static int prepare(const char *db, unsigned flags, int busy_ms,
                    sfs_backend **out)

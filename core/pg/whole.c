@@ -95,7 +95,7 @@ int pgb_info_tx(pgc *c, sfs_info *out)
 	i.dead_rows = (uint64_t)pgr_i64(r, 0, 5);
 	i.size = (uint64_t)pgr_i64(r, 0, 6);
 	/* PostgreSQL's own facts, by name, in their order */
-	i.facts[0] = (sfs_info_fact){ "block_size",
+	i.facts[0] = (sfs_info_fact){ "page_size",
 	                              (uint64_t)pgr_i64(r, 0, 7) };
 	i.facts[1] = (sfs_info_fact){ "relation_bytes", i.size };
 	i.nfacts = 2;
