@@ -699,9 +699,9 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
-	const unsigned char *p;
+	const unsigned char *p = NULL;
 	unsigned char *tmp = NULL;
-	size_t got;
+	size_t got = 0;
 	int err;
 
 	(void)ino;
@@ -719,6 +719,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&h->lock);
 	free(tmp);
 }
+
 /* A counter write: appends to the token, refuses what cannot become one
  * and an add that would overflow now (sfs_counter_get). */
 static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)

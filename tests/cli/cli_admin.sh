@@ -274,7 +274,10 @@ head -c "$ps" /dev/zero | tr '\0' '\125' |
 	dd of="$T/bad.db" bs="$ps" seek=$((pages / 2)) conv=notrunc status=none
 expect_exit 0 "$STATECTL" --db "$T/good.db" "${copyopts[@]}" verify
 expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" verify
-expect_match "$err" "failed verification" "verify names the problem"
+# the middle page may be one the open itself reads (the checkpoint's layout
+# follows the store's history): then the open names the damage instead
+expect_match "$err" "failed verification|corrupt or was tampered with" \
+	"verify names the problem"
 expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" --json verify
 jqe "$err" '.status == "corrupt" and .exit == 4'
 printf 'this is not a statefs store at all, just text.......' >"$T/notastore.db"

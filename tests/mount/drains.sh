@@ -100,7 +100,9 @@ expect_eq "$(sort -u "$work/lens" | tr '\n' ' '),$(wc -l < "$work/lens")" \
 peak=$(awk '/VmHWM/ {print $2}' "/proc/$daemon_pid/status")
 grew=$((peak - before))
 echo "daemon memory: $before kB before the drain, peak $peak kB (+$grew kB)"
-[ "$grew" -lt 150000 ] || fail "the daemon grew by $grew kB draining 60 MB"
+# (under ASan the peak is the allocator's: its quarantine keeps freed blocks)
+[ "${STATEFS_TEST_ASAN:-0}" = 1 ] || [ "$grew" -lt 150000 ] ||
+  fail "the daemon grew by $grew kB draining 60 MB"
 expect_eq "$(ls "$ns" | wc -l)" 0 "drained"
 unmount_fs
 ok "large values stream through a drain (+$((grew / 1024)) MiB for 60 MB)"

@@ -99,8 +99,13 @@ ok "rmdir of a namespace with a file being created: ENOTEMPTY"
 out=$(fileops sparse "$mnt/s/n" 8 "$daemon_pid") || fail "fileops sparse: $out"
 expect_eq "$(field size <<< "$out")" $((64 << 20)) "fstat after a pwrite at 64 MiB - 1"
 rss=$(field rss <<< "$out")
-[ "$rss" -lt 65536 ] || fail "8 handles with 1 byte at 64 MiB - 1 hold $rss kB"
-ok "sparse writes: $rss kB resident with 8 handles"
+if [ "${STATEFS_TEST_ASAN:-0}" = 1 ]; then
+  # ASan's shadow memory and quarantine are resident too: no bound to check
+  ok "sparse writes: $rss kB resident with 8 handles (not bounded under ASan)"
+else
+  [ "$rss" -lt 65536 ] || fail "8 handles with 1 byte at 64 MiB - 1 hold $rss kB"
+  ok "sparse writes: $rss kB resident with 8 handles"
+fi
 
 # Two shells append to one new key.
 ( for i in $(seq 150); do echo "A$i-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" >> s/n/app; done ) & a1=$!
