@@ -22,40 +22,7 @@ set -euo pipefail
 bin=${1:?STATEFS_BIN}; bench=${2:?CRYPT_BENCH}
 n=${3:-500}; size=${4:-200}; rounds=${5:-5}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-cryptmount.XXXXXX")
-export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
-unset STATEFS_KEY STATEFS_KEY_FILE STATEFS_DB
-pids=()
-
-cleanup() {
-  local rc=$?
-  set +e
-  for m in "$work/plain" "$work/enc"; do
-    mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m"
-  done
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-
-mount_one() { # name, daemon options...
-  local m=$work/$1
-  shift
-  mkdir -p "$m"
-  "$bin" -f "$@" "$m" 2>>"$work/daemon.err" &
-  pids+=($!)
-  for _ in $(seq 200); do
-    mountpoint -q "$m" && stat "$m" >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  cat "$work/daemon.err" >&2
-  echo "crypt_mount.sh: $m did not come up" >&2
-  exit 1
-}
+. "$(dirname "$0")/mounts.sh"
 
 mount_one plain -o plaintext,db="$work/plain.db"
 mount_one enc -o db="$work/enc.db"

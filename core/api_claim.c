@@ -71,6 +71,30 @@ int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
 	CALL(s, s->ops->claim_item(s->be, queue, id, ns, claim_id));
 }
 
+int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ms, int64_t *claim_id, uint64_t *count)
+{
+	int64_t lease = 0;
+
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_name(scope, "scope"));
+	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_out(claim_id, "claim_id"));
+	CHECK(chk_lease(s, lease_ms, &lease));
+	CALL(s, s->ops->kv_claim(s->be, scope, ns, lease, claim_id, count));
+}
+
+int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->claim_items(s->be, claim_id, after_id, limit,
+	                            keys_only, out));
+}
+
 int sfs_claim_heartbeat(sfs_store *s, int64_t claim_id, int64_t lease_ms,
                         int64_t *lease_until_ns)
 {
@@ -87,6 +111,9 @@ int sfs_claim_end(sfs_store *s, int64_t claim_id, sfs_outcome outcome)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_outcome(outcome));
+	if (outcome == SFS_OUTCOME_DONE)
+		CALL_DELETE(s, s->ops->claim_settle(s->be, claim_id, NULL,
+		                                    &outcome, 1));
 	CALL(s, s->ops->claim_settle(s->be, claim_id, NULL, &outcome, 1));
 }
 
@@ -106,7 +133,7 @@ int sfs_item_settle(sfs_store *s, sfs_slice queue, int64_t id,
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_outcome(outcome));
-	CALL(s, s->ops->item_settle(s->be, queue, id, outcome));
+	CALL_DELETE(s, s->ops->item_settle(s->be, queue, id, outcome));
 }
 
 int sfs_item_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,

@@ -76,7 +76,68 @@ int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	GROUP_CALL(s, s->ops->kv_delete(s->be, scope, ns, key));
+	GROUP_CALL_DELETE(s, s->ops->kv_delete(s->be, scope, ns, key));
+}
+
+/* The edits as far as they can be checked without the value: ops, bytes,
+ * and offsets and lengths within the store's limit (so the backend's
+ * arithmetic cannot overflow). */
+static int chk_edits(const sfs_store *s, const sfs_edit *e, size_t n,
+                     unsigned flags)
+{
+	if (n && !e)
+		return sfs_err(SFS_INVALID, "edits is NULL");
+	if (flags & ~(unsigned)SFS_EDIT_CREATE)
+		return sfs_err(SFS_INVALID, "unknown edit flags 0x%x", flags);
+	for (size_t i = 0; i < n; i++) {
+		switch (e[i].op) {
+		case SFS_EDIT_WRITE:
+			CHECK(chk_value(s, e[i].bytes, "an edit's bytes"));
+			if (e[i].off > s->max_value - e[i].bytes.len)
+				return sfs_err(SFS_TOOBIG, "a write at %llu ends"
+				               " past the store's limit of %llu",
+				               (unsigned long long)e[i].off,
+				               (unsigned long long)s->max_value);
+			break;
+		case SFS_EDIT_APPEND:
+			CHECK(chk_value(s, e[i].bytes, "an edit's bytes"));
+			break;
+		case SFS_EDIT_TRUNCATE:
+			if (e[i].off > s->max_value)
+				return sfs_err(SFS_TOOBIG, "a length of %llu is"
+				               " more than the store's limit of %llu",
+				               (unsigned long long)e[i].off,
+				               (unsigned long long)s->max_value);
+			break;
+		default:
+			return sfs_err(SFS_INVALID, "unknown edit op %d",
+			               (int)e[i].op);
+		}
+	}
+	return SFS_OK;
+}
+
+int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                const sfs_edit *edits, size_t n, unsigned flags,
+                uint64_t *size)
+{
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_edits(s, edits, n, flags));
+	GROUP_CALL_OUT(s, uint64_t, size,
+	               s->ops->kv_edit(s->be, scope, ns, key, edits, n, flags,
+	                               s->max_value, size ? &v_ : NULL));
+}
+
+int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                uint64_t off, size_t len, sfs_buf *out, uint64_t *size)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->kv_read(s->be, scope, ns, key, off, len, out, size));
 }
 
 int sfs_kv_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -100,7 +161,8 @@ int sfs_kv_delete_range(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_opt_name(start, "the start bound"));
 	CHECK(chk_opt_name(end, "the end bound"));
-	CALL(s, s->ops->kv_delete_range(s->be, scope, ns, start, end, count));
+	CALL_DELETE(s, s->ops->kv_delete_range(s->be, scope, ns, start, end,
+	                                       count));
 }
 
 int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out)
@@ -171,7 +233,7 @@ int sfs_dir_remove(sfs_store *s, sfs_family fam, sfs_slice scope,
 	CHECK(chk_writable(s));
 	CHECK(chk_family(fam, ns));
 	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->dir_remove(s->be, fam, scope, ns));
+	CALL_DELETE(s, s->ops->dir_remove(s->be, fam, scope, ns));
 }
 
 int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
@@ -222,8 +284,8 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	GROUP_CALL_OUT(s, value, s->ops->counter_add(s->be, scope, ns, key,
-	                                             delta, &v_));
+	GROUP_CALL_OUT(s, int64_t, value,
+	               s->ops->counter_add(s->be, scope, ns, key, delta, &v_));
 }
 
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -241,7 +303,7 @@ int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	GROUP_CALL(s, s->ops->counter_delete(s->be, scope, ns, key));
+	GROUP_CALL_DELETE(s, s->ops->counter_delete(s->be, scope, ns, key));
 }
 
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -290,5 +352,5 @@ int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->exec_clear(s->be, scope, count));
+	CALL_DELETE(s, s->ops->exec_clear(s->be, scope, count));
 }

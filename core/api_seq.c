@@ -11,8 +11,8 @@ int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
-	GROUP_CALL_OUT(s, id, s->ops->log_append(s->be, scope, ns, key, value,
-	                                         &v_));
+	GROUP_CALL_OUT(s, int64_t, id,
+	               s->ops->log_append(s->be, scope, ns, key, value, &v_));
 }
 
 int sfs_log_scan(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -52,7 +52,7 @@ int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->log_delete(s->be, scope, ns, key, id));
+	CALL_DELETE(s, s->ops->log_delete(s->be, scope, ns, key, id));
 }
 
 int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -65,7 +65,7 @@ int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_opt_name(key, "key"));
 	if (key.ptr && !ns.ptr)
 		return sfs_err(SFS_INVALID, "a key without a namespace");
-	CALL(s, s->ops->log_clear(s->be, scope, ns, key, count));
+	CALL_DELETE(s, s->ops->log_clear(s->be, scope, ns, key, count));
 }
 
 /* --- queues and their items ---------------------------------------------- */
@@ -82,8 +82,8 @@ int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
 		CHECK(chk_value(s, items[i], "item"));
 	if (n == 0)
 		return SFS_OK; /* no registration: nothing to do */
-	GROUP_CALL_OUT(s, first_id, s->ops->queue_push(s->be, queue, items, n,
-	                                               &v_));
+	GROUP_CALL_OUT(s, int64_t, first_id,
+	               s->ops->queue_push(s->be, queue, items, n, &v_));
 }
 
 int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out)
@@ -149,7 +149,7 @@ int sfs_item_delete(sfs_store *s, sfs_slice queue, sfs_item_state state,
 	sfs_err_clear();
 	CHECK(chk_item(s, queue, state));
 	CHECK(chk_writable(s));
-	CALL(s, s->ops->item_delete(s->be, queue, state, id));
+	CALL_DELETE(s, s->ops->item_delete(s->be, queue, state, id));
 }
 
 int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
@@ -161,5 +161,5 @@ int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
 	if (state == SFS_ITEM_INFLIGHT)
 		return sfs_err(SFS_INVALID, "in-flight items leave through their"
 		               " claims (ack, nack, or their lease's end)");
-	CALL(s, s->ops->item_clear(s->be, queue, state, count));
+	CALL_DELETE(s, s->ops->item_clear(s->be, queue, state, count));
 }

@@ -4,11 +4,13 @@
  *
  * The public functions (api_*.c, store.c) check arguments, take the handle's
  * lock and call one entry of an ops table; a backend implements the table
- * over its database and is the only code that knows that database. Today
- * there is one, SQLite (core/sqlite/). A backend is chosen by the store's
- * name when it is opened: store.c asks each backend of its table, in order,
- * whether it accepts the name, and the SQLite backend, last, accepts every
- * name (a file path). A new backend is a folder core/<name>/ with its own
+ * over its database and is the only code that knows that database. There
+ * are two: SQLite (core/sqlite/), and PostgreSQL (core/pg/) for stores
+ * shared by several hosts. A backend is chosen by the store's name when it
+ * is opened: store.c asks each backend of its table, in order, whether it
+ * accepts the name (PostgreSQL: a postgresql:// URI or a libpq key=value
+ * string), and the SQLite backend, last, accepts every name (a file
+ * path). A new backend is a folder core/<name>/ with its own
  * meson library, an ops table, and one row in that table; nothing above
  * core/ changes (docs/architecture.md).
  *
@@ -52,6 +54,10 @@ typedef enum be_kind {
 
 typedef struct sfs_backend_ops {
 	const char *name;          /* "sqlite": sfs_info.backend */
+	/* 1: the backend serialises what it must itself, and the caller
+	 * takes no lock around its calls (threads of one handle run at once:
+	 * PostgreSQL, one connection per call from a pool). */
+	int concurrent;
 
 	/* The backend itself, before a handle exists. */
 	/* 1 when db names a store of this backend. */
@@ -61,6 +67,14 @@ typedef struct sfs_backend_ops {
 	 * open rules' sentences (config.c). SFS_NOKEY is not a failure
 	 * here: an encrypted store is BE_KIND_ENCRYPTED. */
 	int (*probe)(const char *db, be_kind *kind);
+	/* What messages call db: the name without any secret it holds
+	 * (malloc'd into *out). NULL: the name itself. */
+	int (*display)(const char *db, char **out);
+	/* db as a caller named it with SFS_OPEN_ENV (sfs_config.db, which
+	 * tools fill from their command line): SFS_INVALID with a sentence
+	 * for a name that must not be given there (one holding a password).
+	 * NULL: every name may. */
+	int (*given)(const char *db);
 	/* sfs_rekey, on a store no process has open. */
 	int (*rekey)(const char *db, const sfs_key *old_key,
 	             const sfs_key *new_key, sfs_progress_fn progress,
@@ -76,9 +90,14 @@ typedef struct sfs_backend_ops {
 	 * changes if it fails; group_end commits them all at once (SFS_OK
 	 * when none left anything to commit) and ends the group. A write
 	 * whose failure took the whole transaction with it makes group_end
-	 * fail. Both may be NULL: each write commits on its own. */
+	 * fail. Both may be NULL: each write commits on its own. A concurrent
+	 * backend has neither (store.c). */
 	void (*group_begin)(sfs_backend *b);
 	int (*group_end)(sfs_backend *b);
+	/* Called at the end of every call on the handle, under its lock
+	 * (may be NULL): memory the call left behind for speed only may be
+	 * given back here. */
+	void (*settle)(sfs_backend *b);
 
 	/* Key/value. put_many gets n >= 1, or n == 0 with SFS_PUT_REPLACE. */
 	int (*kv_put_many)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -92,6 +111,15 @@ typedef struct sfs_backend_ops {
 	               sfs_slice key, sfs_stat *out);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
+	/* Ranged access: edits are checked (ops, bytes, offsets within
+	 * max_value); the final length is the backend's to check against
+	 * max_value. */
+	int (*kv_edit)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, const sfs_edit *edits, size_t n,
+	               unsigned flags, uint64_t max_value, uint64_t *size);
+	int (*kv_read)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	               sfs_slice key, uint64_t off, size_t len, sfs_buf *out,
+	               uint64_t *size);
 	int (*kv_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	               const sfs_scan_opts *o, sfs_list *out);
 	int (*kv_delete_range)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -165,17 +193,22 @@ typedef struct sfs_backend_ops {
 	int (*item_clear)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 	                  uint64_t *count);
 
-	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry is a
-	 * write transaction that starts with recovery of the queue
-	 * concerned. claim_settle with ids == NULL settles every item of
-	 * the claim with outcomes[0] (sfs_claim_end). items in claim may be
-	 * NULL. queue_gc with queue == SFS_NONE recovers every queue; with
-	 * at_open it first checks, without the write lock, whether there is
-	 * anything to do. */
+	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry but
+	 * claim_items and policy_get is a write transaction that starts with
+	 * recovery of the queue (or scope, for kv_claim) concerned.
+	 * claim_settle with ids == NULL settles every item of the claim with
+	 * outcomes[0] (sfs_claim_end). items in claim may be NULL; count in
+	 * kv_claim too. queue_gc with queue == SFS_NONE recovers every
+	 * queue; with at_open it first checks, without the write lock,
+	 * whether there is anything to do. */
 	int (*claim)(sfs_backend *b, sfs_slice queue, long max,
 	             int64_t lease_ns, int64_t *claim_id, sfs_list *items);
 	int (*claim_item)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                  int64_t lease_ns, int64_t *claim_id);
+	int (*kv_claim)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	                int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+	int (*claim_items)(sfs_backend *b, int64_t claim_id, int64_t after_id,
+	                   long limit, int keys_only, sfs_list *out);
 	int (*claim_heartbeat)(sfs_backend *b, int64_t claim_id,
 	                       int64_t lease_ns, int64_t *lease_until_ns);
 	int (*claim_settle)(sfs_backend *b, int64_t claim_id,
@@ -194,6 +227,12 @@ typedef struct sfs_backend_ops {
 	int (*queue_gc)(sfs_backend *b, sfs_slice queue, int at_open,
 	                sfs_gc_stats *out);
 
+	/* A delete failed with SFS_FULL: give back the space the store keeps
+	 * in reserve for deletes (docs/engine.md, "A full disk"). SFS_OK when
+	 * something was freed (try the delete again), SFS_FULL when nothing
+	 * was left to give. NULL for a backend without files. */
+	int (*free_reserve)(sfs_backend *b);
+
 	/* Whole scopes and whole stores. info gets *out zeroed and fills all
 	 * but path. import_rows reads rows with next until it returns
 	 * SFS_NOTFOUND (any other status but SFS_OK aborts and is
@@ -205,6 +244,10 @@ typedef struct sfs_backend_ops {
 	int (*restore)(sfs_backend *b, const char *path,
 	               sfs_progress_fn progress, void *ctx);
 	int (*info)(sfs_backend *b, sfs_info *out);
+	/* Fills *out (zeroed) but info.path and info.backend; out->queues
+	 * and out->scopes are the caller's to free (sfs_stats_free) also on
+	 * failure. */
+	int (*stats)(sfs_backend *b, sfs_stats *out);
 	int (*verify)(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 	int (*export_rows)(sfs_backend *b,
 	                   int (*fn)(const sfs_row *row, void *ctx), void *ctx,
@@ -218,6 +261,7 @@ typedef struct sfs_backend_ops {
 const sfs_backend_ops *be_for(const char *db);
 
 /* The backends, one ops table each. */
+extern const sfs_backend_ops pgb_ops;     /* core/pg/ */
 extern const sfs_backend_ops sqlb_ops;    /* core/sqlite/ */
 
 #endif /* STATEFS_BACKEND_I_H */

@@ -157,6 +157,12 @@ static int choose_db(const sfs_config *cfg, char **out)
 
 	if (!(cfg->flags & SFS_OPEN_ENV) && db && !*db)
 		return sfs_err(SFS_INVALID, "the store's name is empty");
+	if ((cfg->flags & SFS_OPEN_ENV) && db && *db && be_for(db)->given) {
+		int rc = be_for(db)->given(db);
+
+		if (rc)
+			return rc;
+	}
 	if ((!db || !*db) && (cfg->flags & SFS_OPEN_ENV))
 		db = getenv("STATEFS_DB");
 	if (!db || !*db)
@@ -232,6 +238,18 @@ static int first_run_key(struct key_choice *c, char **notice,
 	return SFS_OK;
 }
 
+/* Where the rules looked when they found no key (the default key file's
+ * path goes in). */
+#define NONE_FOUND "none given, STATEFS_KEY and STATEFS_KEY_FILE are not " \
+                   "set, and the default key file %s does not exist"
+
+/* A key file named by an option or STATEFS_KEY_FILE that does not exist. */
+static int missing_file(const struct key_choice *c)
+{
+	return sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not exist",
+	               c->file, c->file_from);
+}
+
 /* An existing store and no key: say which kind of store it is and where we
  * looked, instead of letting the open fail vaguely. */
 static int explain_no_key(const char *db, be_kind kind,
@@ -242,9 +260,7 @@ static int explain_no_key(const char *db, be_kind kind,
 		               "it in plaintext mode explicitly, or encrypt it "
 		               "first", db);
 	return sfs_err(SFS_NOKEY, "%s is encrypted and no key was found: "
-	               "none given, STATEFS_KEY and STATEFS_KEY_FILE are not "
-	               "set, and the default key file %s does not exist", db,
-	               c->file);
+	               NONE_FOUND, db, c->file);
 }
 
 /* The tools' rules (SFS_OPEN_ENV): the key, or the first run, or why
@@ -256,8 +272,7 @@ static int plan_env(const sfs_config *cfg, cfg_plan *p, struct key_choice *c,
 	int rc;
 
 	if (c->file_missing && c->file_from)
-		return sfs_err(SFS_NOTFOUND, "the key file %s (%s) does not "
-		               "exist", c->file, c->file_from);
+		return missing_file(c);
 	if ((p->flags & SFS_OPEN_PLAINTEXT) || c->key)
 		return SFS_OK;
 	rc = be_for(p->db)->probe(p->db, &kind);
@@ -315,4 +330,24 @@ void cfg_plan_free(cfg_plan *p)
 	sfs_key_destroy(p->owned);
 	free(p->db);
 	memset(p, 0, sizeof(*p));
+}
+
+int cfg_env_key(sfs_key **out)
+{
+	struct key_choice c = { 0 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV };
+	int rc;
+
+	sfs_err_clear();
+	rc = choose_key(&cfg, &c);
+	if (rc == SFS_OK && c.file_missing)
+		rc = c.file_from ? missing_file(&c)
+		                 : sfs_err(SFS_NOKEY, "no key was found: "
+		                           NONE_FOUND, c.file);
+	if (rc == SFS_OK) {
+		*out = c.owned;
+		c.owned = NULL;
+	}
+	choice_free(&c);
+	return rc;
 }

@@ -83,7 +83,7 @@ static size_t put_bytes(listb *lb, const void *p, size_t n)
 		lb->bcap = cap;
 	}
 	off = lb->len;
-	if (n)
+	if (n && p)
 		memcpy(lb->bytes + off, p, n);
 	lb->bytes[off + n] = '\0';
 	lb->len += n + 1;
@@ -115,6 +115,14 @@ void listb_reason(listb *lb, const void *p, size_t n)
 {
 	if (!lb->nomem && lb->n)
 		put_buf(lb, &lb->items[lb->n - 1].reason, p, n);
+}
+
+void *listb_value_space(listb *lb, size_t n)
+{
+	listb_value(lb, NULL, n);
+	if (lb->nomem || lb->n == 0)
+		return NULL;
+	return lb->bytes + ((uintptr_t)lb->items[lb->n - 1].value.ptr - 1);
 }
 
 void listb_discard(listb *lb)

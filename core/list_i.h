@@ -32,6 +32,10 @@ sfs_item *listb_push(listb *lb);
 void listb_key(listb *lb, const void *p, size_t n);
 void listb_value(listb *lb, const void *p, size_t n);
 void listb_reason(listb *lb, const void *p, size_t n);
+/* Reserves n bytes (and a NUL) as the last item's value and returns
+ * them for the caller to fill, or NULL on allocation failure (then finish
+ * fails). Valid until the next listb call. */
+void *listb_value_space(listb *lb, size_t n);
 /* Packs the list into *out (on SFS_OK) and releases the builder. */
 int listb_finish(listb *lb, sfs_list *out);
 /* Releases the builder without producing a list. */

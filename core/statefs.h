@@ -231,8 +231,9 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
 /* Reads a key file: a regular file owned by the effective user (or root),
  * holding 32 raw bytes or the key as text. Errors: SFS_NOTFOUND (no such
  * file), SFS_KEYPERM (readable or writable by group or others, or owned by
- * another user; the mode is in the detail), SFS_INVALID (not a key),
- * SFS_IO. */
+ * another user; the mode is in the detail), SFS_INVALID (not a key, or not
+ * a regular file: a FIFO is refused at once, without reading or waiting on
+ * it), SFS_IO. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.
@@ -339,6 +340,16 @@ int sfs_store_sync(sfs_store *s);
  * drop caches and to wake waiters. Errors: the common ones. */
 int sfs_store_version(sfs_store *s, uint64_t *out);
 
+/* Whether the store db names exists, creating nothing. Errors:
+ * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:
+ * the file cannot be read, the server cannot be reached). */
+int sfs_store_exists(const char *db);
+
+/* What messages should call the store db: its name without any password
+ * it holds (a PostgreSQL connection string may hold one). *out is
+ * malloc'd; free() it. Errors: SFS_INVALID (NULL), SFS_NOMEM. */
+int sfs_store_name(const char *db, char **out);
+
 /* The store, key and key file sfs_store_open would use for cfg, by the same
  * rules, without opening or creating anything: for tools that need the key
  * itself (rekey), or the key file's place (init), or want to tell a
@@ -396,6 +407,63 @@ int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 /* Deletes one key. Errors: SFS_NOTFOUND when it was absent (nothing
  * changed). */
 int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key);
+
+/* Parts of a value: ranged reads and edits, for callers that read or
+ * change a little of a large value (the mount's files). A value is one
+ * BLOB of function_state, the table the SDKs share, so what an edit costs
+ * depends on whether it changes the value's length:
+ *  - edits that keep the length and every old byte (writes inside the
+ *    value) are done in place: only the pages holding the changed bytes
+ *    are written (SQLite's incremental BLOB I/O), though SQLite walks the
+ *    value's overflow chain up to the first of them;
+ *  - edits that change the length (appends, truncations, writes past the
+ *    end) rewrite the value: SQLite cannot grow or shrink a BLOB in place.
+ *    The old bytes that survive are read once; nothing else of the old
+ *    value is, and bytes that were never written (a gap, an extension)
+ *    are never held in memory.
+ * Both are atomic: one transaction, a read-modify-write inside the engine,
+ * so an append or a truncation never loses a put made by another process
+ * meanwhile (docs/engine.md, "Parts of a value"). */
+typedef enum sfs_edit_op {
+	SFS_EDIT_WRITE = 1,  /* bytes at off; a gap past the end reads as zero
+	                        bytes */
+	SFS_EDIT_APPEND,     /* bytes after the end of the value as it is at
+	                        that point of the list (off is unused) */
+	SFS_EDIT_TRUNCATE,   /* the value cut to off bytes, or extended to off
+	                        with zero bytes (bytes is unused) */
+} sfs_edit_op;
+
+typedef struct sfs_edit {
+	sfs_edit_op op;
+	uint64_t off;
+	sfs_slice bytes;     /* borrowed for the call */
+} sfs_edit;
+
+enum {
+	SFS_EDIT_CREATE = 1u << 0, /* an absent key starts as the empty value */
+};
+
+/* Applies n edits, in order, to the value of (scope, ns, key) in one
+ * transaction, and sets its time as sfs_kv_put does; *size (may be NULL)
+ * gets the value's length afterwards. n == 0 with SFS_EDIT_CREATE makes an
+ * absent key the empty value and changes nothing else. Errors (nothing
+ * changed): SFS_NOTFOUND (absent, without SFS_EDIT_CREATE), SFS_TOOBIG
+ * (the final value, or an offset, beyond the store's max_value),
+ * SFS_INVALID (edits NULL with n > 0, an unknown op or flag, NULL bytes
+ * for a write or an append), SFS_READONLY, SFS_BUSY, SFS_FULL, SFS_IO,
+ * SFS_CORRUPT, SFS_NOMEM. */
+int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                const sfs_edit *edits, size_t n, unsigned flags,
+                uint64_t *size);
+
+/* Reads up to len bytes of the value at offset off into *out (the
+ * caller's; NUL-terminated as every sfs_buf): fewer at the end of the
+ * value, none at or past it. *size (may be NULL) gets the value's whole
+ * length, from the same snapshot. Costs the pages read (and the walk of
+ * the overflow chain up to off), not the value. Errors: SFS_NOTFOUND
+ * (absent), SFS_BUSY, SFS_IO, SFS_CORRUPT, SFS_NOMEM. */
+int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 
 typedef struct sfs_scan_opts {
 	sfs_slice start;   /* lower bound; SFS_NONE: open */
@@ -686,6 +754,32 @@ int sfs_claim(sfs_store *s, sfs_slice queue, long max, int64_t lease_ms,
 int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
                    int64_t lease_ms, int64_t *claim_id);
 
+/* A drain that gives back what it does not deliver: takes every entry of
+ * (scope, ns) under a new claim with a lease of lease_ms, in one
+ * transaction. From that commit the namespace is empty for every reader
+ * and writer; its entries are the claim's items, numbered in key order
+ * (read them with sfs_claim_items). *count (may be NULL) gets how many.
+ * The claim is settled as a queue's: DONE (sfs_claim_end, sfs_claim_settle)
+ * removes entries for good; NACK, and a lease that runs out, put them
+ * back in the namespace, except where a key was written again meanwhile,
+ * which keeps its new value. docs/claims.md, "Namespace drains". Errors:
+ * SFS_NOTFOUND for an empty namespace (no claim is made); RETRY and
+ * REJECT settle entries with SFS_INVALID. */
+int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ms, int64_t *claim_id, uint64_t *count);
+
+/* The items of a held claim, of a queue or of a namespace, with id >
+ * after_id (-1: all), by id, at most limit (<= 0: all), without changing
+ * them: item.id, item.value (unless keys_only), and st.size, st.mtime_ns,
+ * st.claim_id and st.lease_until_ns; a queue's items also st.deliveries
+ * (and st.mtime_ns is when their wait began), a namespace's entries
+ * item.key (and st.mtime_ns is when they were written). A read, so a
+ * claim can be read a page at a time. Errors: SFS_CLAIMLOST once the
+ * lease ran out (also before recovery moved the items), SFS_NOTFOUND for
+ * a claim never issued. */
+int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out);
+
 /* Extends a held claim: its lease ends lease_ms from now (also when that is
  * sooner than before). *lease_until_ns (may be NULL) gets the new end.
  * Errors: SFS_CLAIMLOST when the lease had run out (the claim's items went,
@@ -891,6 +985,67 @@ typedef struct sfs_info {
 
 /* What the store is and holds. Errors: the common ones. */
 int sfs_store_info(sfs_store *s, sfs_info *out);
+
+/* Figures for watching a store (statectl top and metrics): what
+ * sfs_store_info says, and per queue and per scope, from one read
+ * transaction, so they are consistent with each other. It takes no write
+ * lock and writes nothing (a read-only handle is enough); its cost is a
+ * pass over the queue and scope indexes.
+ *
+ * pushed and taken count, per queue, the items pushed (sfs_queue_push,
+ * also through the mount and statectl) and the items handed to consumers
+ * (pop, drain, claim) through statefs since the store began counting
+ * (schema 4). They only grow, except that a queue's counts are forgotten
+ * after it has been empty and unused for a day (a counter reset). Each
+ * writer keeps its counts in memory and writes them at most once a
+ * second, inside a write transaction it makes anyway, and when it closes
+ * the store: so a count lags by up to a second under steady work, and a
+ * writer that goes idle holds back its last second until it writes again
+ * or closes (sfs_queue_gc writes them too, and the daemon runs it
+ * periodically). Items an
+ * SDK pushes or pops with its own SQL are not counted: they show in the
+ * pending count only. */
+typedef struct sfs_queue_stats {
+	sfs_buf queue;             /* the queue id */
+	uint64_t pending;          /* waiting items (SFS_ITEM_PENDING) */
+	uint64_t inflight;         /* items under a claim */
+	uint64_t dead;             /* dead letters */
+	uint64_t claims;           /* claims holding items */
+	uint64_t expired;          /* of which the lease ran out (not yet
+	                              recovered) */
+	int64_t oldest_claim_ns;   /* when the oldest claim was made; 0: none */
+	int64_t head_ns;           /* when the head item's wait began; 0: no
+	                              pending item, or its time is unknown */
+	uint64_t pushed;           /* items pushed, see above */
+	uint64_t taken;            /* items popped, drained or claimed */
+} sfs_queue_stats;
+
+typedef struct sfs_scope_stats {
+	sfs_buf scope;
+	uint64_t kv;               /* key/value entries, all namespaces */
+	uint64_t log;              /* log entries */
+	uint64_t counter;          /* counters */
+} sfs_scope_stats;
+
+typedef struct sfs_stats {
+	int64_t now_ns;            /* CLOCK_REALTIME when it was read */
+	sfs_info info;             /* as sfs_store_info; path borrowed from
+	                              the store */
+	sfs_queue_stats *queues;   /* every queue with items, claims, dead
+	                              letters or counts, by queue bytes */
+	size_t nqueues;
+	sfs_scope_stats *scopes;   /* every scope with entries of the kv, log
+	                              or counter families, by scope bytes */
+	size_t nscopes;
+} sfs_stats;
+
+/* One snapshot of the figures into *out, the caller's until
+ * sfs_stats_free (its info strings are borrowed from the handle, valid
+ * until close). The sums over queues and scopes are info's row counts.
+ * Errors: the common ones; SFS_UNSUPPORTED from a backend without them. */
+int sfs_store_stats(sfs_store *s, sfs_stats **out);
+/* Frees what sfs_store_stats returned. NULL is fine. Never fails. */
+void sfs_stats_free(sfs_stats *st);
 
 /* Reads every page (authenticating each one in an encrypted store) and runs
  * the backend's integrity check; progress counts pages. Errors: SFS_CORRUPT

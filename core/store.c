@@ -88,10 +88,33 @@ int chk_writable(const sfs_store *s)
 	return SFS_OK;
 }
 
+/* A family's name in error details: what a user calls it, as statectl's
+ * export does ("queue"), never its number. */
+static const char *fam_name(sfs_family fam)
+{
+	static const char *const names[] = {
+		[SFS_FAM_KV] = "key/value", [SFS_FAM_COUNTER] = "counter",
+		[SFS_FAM_LOG] = "log", [SFS_FAM_QUEUE] = "queue",
+		[SFS_FAM_DIR] = "directory", [SFS_FAM_CLAIM] = "claim",
+		[SFS_FAM_INFLIGHT] = "in-flight item",
+		[SFS_FAM_DEAD] = "dead letter", [SFS_FAM_POLICY] = "queue policy",
+	};
+
+	if ((int)fam < 0 || (size_t)fam >= sizeof(names) / sizeof(names[0]) ||
+	    !names[fam])
+		return NULL;
+	return names[fam];
+}
+
 int chk_family(sfs_family fam, sfs_slice ns)
 {
-	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE)
-		return sfs_err(SFS_INVALID, "family %d has no scopes", (int)fam);
+	if (fam < SFS_FAM_KV || fam > SFS_FAM_QUEUE) {
+		const char *name = fam_name(fam);
+		return name ? sfs_err(SFS_INVALID, "the %s family has no scopes "
+		                      "(key/value, counter, log and queue do)",
+		                      name)
+		            : sfs_err(SFS_INVALID, "unknown family %d", (int)fam);
+	}
 	if (fam == SFS_FAM_QUEUE && ns.ptr)
 		return sfs_err(SFS_INVALID, "queues have no namespaces");
 	return chk_opt_name(ns, "namespace");
@@ -157,10 +180,15 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
  * or writes beside a change that is not committed: it lets the writers
  * already lined up finish the group (a mount's LOOKUPs would otherwise cut
  * every group short), then commits it if it is still open.
+ *
+ * Only a backend serialised by the handle's lock has groups (SQLite: one
+ * connection, one transaction at a time). A concurrent backend
+ * (PostgreSQL: a connection per call from a pool) takes no lock here and
+ * each of its writes commits on its own, as its threads run at once.
  */
 #define GROUP_MAX 64
 
-/* A writer waiting for its group's commit; on its own stack. */
+/* A writer waiting for its group's commit (group_wait). */
 struct group_waiter {
 	struct group_waiter *next;
 	int done, status;
@@ -189,6 +217,8 @@ void store_lock(sfs_store *s)
 {
 	uint64_t gen;
 
+	if (s->ops->concurrent)
+		return;
 	pthread_mutex_lock(&s->mu);
 	if (!s->g_open)
 		return;
@@ -207,6 +237,8 @@ void store_lock(sfs_store *s)
 
 void group_enter(sfs_store *s)
 {
+	if (s->ops->concurrent)
+		return;
 	__atomic_add_fetch(&s->g_waiting, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&s->mu);
 	__atomic_sub_fetch(&s->g_waiting, 1, __ATOMIC_SEQ_CST);
@@ -216,36 +248,56 @@ void group_enter(sfs_store *s)
 	}
 }
 
+/* Waits for the end of the open group, which holds this writer's change,
+ * and returns its status (with its detail). mu held. A thread waits for
+ * one group at a time: its entry in the group's list is its own. */
+static int group_wait(sfs_store *s)
+{
+	static __thread struct group_waiter me;
+
+	memset(&me, 0, sizeof(me));
+	me.next = s->g_waiters;
+	s->g_waiters = &me;
+	while (!me.done)
+		pthread_cond_wait(&s->g_done, &s->mu);
+	if (me.status != SFS_OK)
+		sfs_err(me.status, "%s", me.detail);
+	return me.status;
+}
+
 int group_leave(sfs_store *s, int status)
 {
-	struct group_waiter me = { 0 };
-	char own[256];
-
+	if (s->ops->concurrent)
+		return status;
 	if (!s->g_open) {
-		/* a backend without groups: the write committed itself */
+		/* a backend without groups, or a group cut short before this
+		 * write (group_cut): the write committed itself */
 	} else if (status != SFS_OK) {
 		/* Its own change is undone. The group ends now, so that no
 		 * later writer joins a transaction this failure may have
 		 * ended; the others get the commit's status. */
-		snprintf(own, sizeof(own), "%s", sfs_errdetail());
-		group_close(s);
-		sfs_err(status, "%s", own);
+		group_cut(s, status);
 	} else if (++s->g_members < GROUP_MAX &&
 	           __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0) {
 		/* Its group's end is its answer, even if the next group has
 		 * ended too by the time it runs again. */
-		me.next = s->g_waiters;
-		s->g_waiters = &me;
-		while (!me.done)
-			pthread_cond_wait(&s->g_done, &s->mu);
-		status = me.status;
-		if (status != SFS_OK)
-			sfs_err(status, "%s", me.detail);
+		status = group_wait(s);
 	} else {
 		status = group_close(s);
 	}
-	pthread_mutex_unlock(&s->mu);
+	store_unlock(s);
 	return status;
+}
+
+void group_cut(sfs_store *s, int status)
+{
+	char own[256];
+
+	if (!s->g_open)
+		return;
+	snprintf(own, sizeof(own), "%s", sfs_errdetail());
+	group_close(s);
+	sfs_err(status, "%s", own);
 }
 
 /* --- the backends ------------------------------------------------------ */
@@ -253,6 +305,7 @@ int group_leave(sfs_store *s, int status)
 /* In order: the first that accepts a store's name serves it. SQLite, last,
  * accepts every name (a file path). */
 static const sfs_backend_ops *const backends[] = {
+	&pgb_ops,
 	&sqlb_ops,
 };
 
@@ -297,8 +350,15 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 
 	if (!s)
 		return sfs_err(SFS_NOMEM, "allocating a store handle");
-	s->path = strdup(p->db);
-	if (!s->path) {
+	s->ops = be_for(p->db);
+	/* The name messages and sfs_info show: never a password. */
+	if (s->ops->display) {
+		status = s->ops->display(p->db, &s->path);
+		if (status != SFS_OK) {
+			free(s);
+			return status;
+		}
+	} else if (!(s->path = strdup(p->db))) {
 		free(s);
 		return sfs_err(SFS_NOMEM, "copying the store's name");
 	}
@@ -307,8 +367,7 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	s->flags = p->flags;
 	s->max_value = c->max_value ? c->max_value : SFS_DEFAULT_MAX_VALUE;
 	s->lease_ms = c->lease_ms ? c->lease_ms : 10 * 60 * 1000;
-	s->ops = be_for(p->db);
-	bc.db = s->path;
+	bc.db = p->db;
 	bc.flags = p->flags;
 	bc.key = p->key;
 	bc.busy_timeout_ms = c->busy_timeout_ms ? c->busy_timeout_ms : 30000;
@@ -378,6 +437,42 @@ int sfs_store_sync(sfs_store *s)
 	CALL(s, s->ops->sync(s->be));
 }
 
+int sfs_store_exists(const char *db)
+{
+	const sfs_backend_ops *ops;
+	be_kind kind = BE_KIND_NEW;
+	char *name;
+	int r;
+
+	sfs_err_clear();
+	if (!db || !*db)
+		return sfs_err(SFS_INVALID, "no store named");
+	if (strcmp(db, ":memory:") == 0)
+		return SFS_OK;
+	ops = be_for(db);
+	CHECK(ops->probe(db, &kind));
+	if (kind != BE_KIND_NEW)
+		return SFS_OK;
+	CHECK(sfs_store_name(db, &name));
+	r = sfs_err(SFS_NOTFOUND, "no store at %s", name);
+	free(name);
+	return r;
+}
+
+int sfs_store_name(const char *db, char **out)
+{
+	const sfs_backend_ops *ops;
+
+	sfs_err_clear();
+	if (!db || !out)
+		return sfs_err(SFS_INVALID, "sfs_store_name: NULL argument");
+	ops = be_for(db);
+	if (ops->display)
+		return ops->display(db, out);
+	*out = strdup(db);
+	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
+}
+
 int sfs_store_version(sfs_store *s, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -436,6 +531,43 @@ int sfs_store_info(sfs_store *s, sfs_info *out)
 	return r;
 }
 
+int sfs_store_stats(sfs_store *s, sfs_stats **out)
+{
+	sfs_stats *st;
+	int r;
+
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_out(out, "out"));
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return sfs_err(SFS_NOMEM, "allocating the figures");
+	store_lock(s);
+	r = s->ops->stats(s->be, st);
+	store_unlock(s);
+	if (r != SFS_OK) {
+		sfs_stats_free(st);
+		return r;
+	}
+	st->info.path = s->path;
+	st->info.backend = s->ops->name;
+	*out = st;
+	return SFS_OK;
+}
+
+void sfs_stats_free(sfs_stats *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->nqueues; i++)
+		sfs_buf_free(&st->queues[i].queue);
+	for (size_t i = 0; i < st->nscopes; i++)
+		sfs_buf_free(&st->scopes[i].scope);
+	free(st->queues);
+	free(st->scopes);
+	free(st);
+}
+
 int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx)
 {
 	sfs_err_clear();
@@ -466,6 +598,12 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
 
 static int chk_row(const sfs_store *s, const sfs_row *row)
 {
+	/* entries and items keep their ids; claims too */
+	if ((row->family == SFS_FAM_LOG || row->family == SFS_FAM_QUEUE ||
+	     row->family == SFS_FAM_CLAIM || row->family == SFS_FAM_INFLIGHT ||
+	     row->family == SFS_FAM_DEAD) && row->id <= 0)
+		return sfs_err(SFS_INVALID, "%s rows need an id > 0",
+		               fam_name(row->family));
 	switch (row->family) {
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:
@@ -483,10 +621,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		CHECK(chk_name(row->scope, "scope"));
 		return chk_family(row->dir_family, row->ns);
 	case SFS_FAM_CLAIM:
-		CHECK(chk_name(row->scope, "queue"));
-		if (row->id <= 0)
-			return sfs_err(SFS_INVALID, "a claim row needs an id > 0");
-		return SFS_OK;
+		return chk_name(row->scope, "queue");
 	case SFS_FAM_INFLIGHT:
 	case SFS_FAM_DEAD:
 		CHECK(chk_name(row->scope, "queue"));

@@ -4,9 +4,11 @@
  *
  * A public function checks its arguments here, takes s->mu, calls one entry
  * of the backend's ops table and releases the lock. The lock makes one handle
- * usable from many threads; it is the only lock in the engine, so there is
- * no lock order to keep. Callbacks (export, progress) run under it, which is
- * why statefs.h forbids them to call back into the same store.
+ * usable from many threads; it is the only lock above the backends, so
+ * there is no lock order to keep. Callbacks (export, progress) run under
+ * it, which is why statefs.h forbids them to call back into the same
+ * store. A concurrent backend (PostgreSQL) is called without it: it has a
+ * connection per call and locks of its own.
  */
 #ifndef STATEFS_STORE_I_H
 #define STATEFS_STORE_I_H
@@ -47,6 +49,12 @@ typedef struct cfg_plan {
  * key. On SFS_OK *p is the caller's to release with cfg_plan_free. */
 int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice);
 void cfg_plan_free(cfg_plan *p);
+/* The key by the tools' rules with nothing given (STATEFS_KEY, else
+ * STATEFS_KEY_FILE, else the default key file), for a process that must
+ * have one and may not create one (the SQLite extension, sqlite/ext.c).
+ * No key is SFS_NOKEY, a named key file that is missing SFS_NOTFOUND,
+ * each with the sentence sfs_store_open gives. */
+int cfg_env_key(sfs_key **out);
 
 /* Ends the open group commit, if any: commits the writes in it and answers
  * the writers waiting for that (store.c). mu held. */
@@ -54,12 +62,18 @@ int group_close(sfs_store *s);
 
 /* Takes the lock for anything but a write of a group: an open group ends
  * first, so no call ever sees a write that is not committed yet (store.c
- * says when it waits for that and when it commits it itself). */
+ * says when it waits for that and when it commits it itself). A concurrent
+ * backend takes no lock here, and has no groups. */
 void store_lock(sfs_store *s);
 
+/* Ends a call: the backend settles what the call left (settle may be
+ * NULL), then the lock goes. */
 static inline void store_unlock(sfs_store *s)
 {
-	pthread_mutex_unlock(&s->mu);
+	if (s->ops->settle)
+		s->ops->settle(s->be);
+	if (!s->ops->concurrent)
+		pthread_mutex_unlock(&s->mu);
 }
 
 /* Returns expr's status from the calling function unless it is SFS_OK. */
@@ -81,6 +95,21 @@ static inline void store_unlock(sfs_store *s)
 		return r_;                                                 \
 	} while (0)
 
+/* CALL for a delete: one that failed on a full disk is tried once more
+ * after the backend gave back its reserve, so that deleting is how a user
+ * recovers from a full disk (docs/engine.md, "A full disk"). */
+#define CALL_DELETE(s, expr)                                               \
+	do {                                                               \
+		int r_;                                                    \
+		store_lock(s);                                             \
+		r_ = (expr);                                               \
+		if (r_ == SFS_FULL && (s)->ops->free_reserve &&            \
+		    (s)->ops->free_reserve((s)->be) == SFS_OK)             \
+			r_ = (expr);                                       \
+		store_unlock(s);                                           \
+		return r_;                                                 \
+	} while (0)
+
 /* A write that may share its commit with the writes of other threads
  * (group commit, store.c): a key/value put or delete, a counter's add, set
  * or delete, a log append, a queue push. expr is the backend call; the
@@ -91,11 +120,12 @@ static inline void store_unlock(sfs_store *s)
 		group_enter(s);                                            \
 		return group_leave(s, (expr));                             \
 	} while (0)
-/* The same for a write with one int64_t output: expr writes it into v_,
- * and *out (out may be NULL) gets it only once the write is committed. */
-#define GROUP_CALL_OUT(s, out, expr)                                       \
+/* The same for a write with one output of type `type`: expr writes it
+ * into v_, and *out (out may be NULL) gets it only once the write is
+ * committed. */
+#define GROUP_CALL_OUT(s, type, out, expr)                                 \
 	do {                                                               \
-		int64_t v_ = 0;                                            \
+		type v_ = 0;                                               \
 		int r_;                                                    \
 		group_enter(s);                                            \
 		r_ = group_leave(s, (expr));                               \
@@ -103,8 +133,26 @@ static inline void store_unlock(sfs_store *s)
 			*(out) = v_;                                       \
 		return r_;                                                 \
 	} while (0)
+/* GROUP_CALL for a delete: one that failed on a full disk ends the group
+ * (the others' writes are committed), and is tried once more, on its own,
+ * after the backend gave back its reserve, as CALL_DELETE does. */
+#define GROUP_CALL_DELETE(s, expr)                                         \
+	do {                                                               \
+		int r_;                                                    \
+		group_enter(s);                                            \
+		r_ = (expr);                                               \
+		if (r_ == SFS_FULL && (s)->ops->free_reserve) {            \
+			group_cut(s, r_);                                   \
+			if ((s)->ops->free_reserve((s)->be) == SFS_OK)     \
+				r_ = (expr);                               \
+		}                                                          \
+		return group_leave(s, r_);                                 \
+	} while (0)
 void group_enter(sfs_store *s);
 int group_leave(sfs_store *s, int status);
+/* Ends the open group (if any) after a write of it failed with status,
+ * keeping that failure's detail for the caller. mu held. */
+void group_cut(sfs_store *s, int status);
 
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */

@@ -48,6 +48,11 @@ void sfs_clock_set(int64_t (*fn)(void))
 	atomic_store(&clock_fn, fn);
 }
 
+int sfs_clock_is_set(void)
+{
+	return atomic_load(&clock_fn) != NULL;
+}
+
 int util_mkparents(const char *path, unsigned mode)
 {
 	char *p = strdup(path);

@@ -11,6 +11,9 @@
  * leases. Tests may replace it (NULL restores the real clock). */
 int64_t sfs_clock_ns(void);
 void sfs_clock_set(int64_t (*fn)(void));
+/* 1 while a test clock is set: the PostgreSQL backend then sends it to
+ * the server instead of using the server's clock. */
+int sfs_clock_is_set(void);
 
 /* The clock for modification times: whole seconds (CLOCK_REALTIME_COARSE
  * truncated to the second, in ns), the resolution of `ls -l`. A time row is

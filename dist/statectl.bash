@@ -33,6 +33,9 @@ _statectl() {
 	--start|--end|--limit|--after)
 		COMPREPLY=()
 		return ;;
+	--interval)
+		COMPREPLY=($(compgen -W '500ms 1s 2s 5s' -- "$cur"))
+		return ;;
 	esac
 
 	# The words before the cursor: positional ones, and the store options.
@@ -45,7 +48,7 @@ _statectl() {
 			store+=("$w") ;;
 		--passphrase) passphrase=1 ;;
 		--family) fam=(--family "${COMP_WORDS[i+1]}"); ((i++)) ;;
-		--start|--end|--limit|--after|--new-key-file) ((i++)) ;;
+		--start|--end|--limit|--after|--new-key-file|--interval) ((i++)) ;;
 		-*) ;;
 		*) pos+=("$w") ;;
 		esac
@@ -83,7 +86,7 @@ _statectl() {
 	counter|log|queue) n=$((n - 1)) ;;
 	esac
 	case $cmd in
-	checkpoint|restore|export|import|keygen)
+	checkpoint|restore|export|import|keygen|metrics)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		compopt -o filenames 2>/dev/null
 		return ;;

@@ -20,17 +20,33 @@
 
 #include "fs_i.h"
 
+/* The mode a node of kind k shows: its class's bits less the mount's
+ * umask (077 by default: the owner only, which is who the daemon acts
+ * for) and, on a read-only mount, every write bit. A special file whose
+ * read changes the store shows read permission only to those the umask
+ * lets change it: with default_permissions (always on with allow_other)
+ * the kernel then refuses a pop to whoever may not write. */
+static mode_t fs_mode(const fs *f, fs_kind k)
+{
+	mode_t m = fs_class_of(k)->mode, bits = m & 07777;
+
+	if (fs_kind_takes(k))
+		bits = ((0222 & ~f->umask) << 1) & 0444;
+	else
+		bits &= ~f->umask;
+	if (f->readonly)
+		bits &= fs_kind_takes(k) ? 0 : ~(mode_t)0222;
+	return (m & S_IFMT) | bits;
+}
+
 void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
                   int64_t mtime_ns, struct stat *st)
 {
-	const fs_class *c = fs_class_of(k);
 	struct timespec t;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = c->mode;
-	if (f->readonly)
-		st->st_mode &= ~(mode_t)0222;
+	st->st_mode = fs_mode(f, k);
 	st->st_nlink = fs_kind_is_dir(k) ? 2 : 1;
 	st->st_uid = f->uid;
 	st->st_gid = f->gid;
@@ -50,7 +66,11 @@ void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr)
 {
-	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
+	if (fs_kind_streams(k)) {
+		/* its size grows as it is read (tail -f polls it) */
+		*entry = FS_TTL_DIR;
+		*attr = 0;
+	} else if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
 		*entry = *attr = FS_TTL_DIR;
 	} else if (k == FS_LOG_NEW || k == FS_QUEUE_NEW) {
 		/* The name given at creation is not kept. */
@@ -68,35 +88,59 @@ void fs_ttl(fs_kind k, double *entry, double *attr)
 	}
 }
 
-/* The attributes of a node now: fs_store_stat, or those of a file still
- * being created. */
-static int node_stat(fs *f, fs_node *n, const fs_addr *a, struct stat *st)
+/* The attributes of a node now, through handle h or without one. A value
+ * with unsaved changes in an open file shows that image's length (through
+ * h, h's): fstat of a writer and lseek(SEEK_END) see what it wrote, and so
+ * does the kernel, which bounds copy_file_range by the size it was told.
+ * Otherwise the store's (fs_store_stat); a file still being created, its
+ * empty self; a value deleted while open, the open file's length with no
+ * link (st_nlink 0), as a deleted file has. */
+static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
+                     struct stat *st)
 {
 	uint64_t size = 0;
 	int64_t mtime = 0;
-	int rc;
+	fs_view v;
+	int rc, linked = 1;
 
 	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
-		fs_stat_fill(f, n->kind, n->ino, 0, fs_now_ns(), st);
+		fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0, fs_now_ns(),
+		             st);
 		return SFS_OK;
 	}
-	rc = fs_store_stat(f, a, &size, &mtime);
-	if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
+	fs_node_view(f, n, h, &v);
+	if (v.unsaved) {
 		rc = SFS_OK;
-		mtime = fs_now_ns();
+		size = v.size;
+		mtime = v.mtime_ns;
+		linked = fs_node_linked(f, n);
+	} else {
+		rc = fs_store_stat(f, a, &size, &mtime);
+		if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
+			rc = SFS_OK;
+			mtime = fs_now_ns();
+		} else if (rc == SFS_NOTFOUND && v.files) {
+			rc = SFS_OK;
+			size = v.size;
+			mtime = fs_now_ns();
+			linked = 0;
+		}
 	}
-	if (rc == SFS_OK)
+	if (rc == SFS_OK) {
 		fs_stat_fill(f, n->kind, n->ino, size, mtime, st);
+		if (!linked)
+			st->st_nlink = 0;
+	}
 	return rc;
 }
 
 /* Replies with the attributes of node n at a (node_stat), or the errno. */
-static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
-                       const char *op)
+static void reply_attr(fs *f, fuse_req_t req, fs_node *n, fs_file *h,
+                       const fs_addr *a, const char *op)
 {
 	struct stat st;
 	double entry, attr;
-	int rc = node_stat(f, n, a, &st);
+	int rc = node_stat(f, n, h, a, &st);
 
 	fs_ttl(n->kind, &entry, &attr);
 	if (rc)
@@ -105,52 +149,52 @@ static void reply_attr(fs *f, fuse_req_t req, fs_node *n, const fs_addr *a,
 		fuse_reply_attr(req, &st, attr);
 }
 
-/* GETATTR: fs_store_stat by kind. */
+/* The open file a request names (GETATTR and SETATTR through a handle:
+ * fstat after the kernel's FUSE_GETATTR_FH, lseek(SEEK_END), ftruncate),
+ * or NULL. Directories' handles are not fs_files. */
+static fs_file *file_of_req(const fs_node *n, struct fuse_file_info *fi)
+{
+	return fi && !fs_kind_is_dir(n->kind) ? (fs_file *)(uintptr_t)fi->fh
+	                                      : NULL;
+}
+
+/* GETATTR: fs_store_stat by kind, or what an open file holds; a .follow
+ * shows what its followers have rendered (fs_special_size). */
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino,
-                       struct fuse_file_info *fi)
+                   struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
+	struct stat st;
+	double entry, attr;
 	int err;
 
-	(void)fi;
 	if ((err = fs_node_addr_of(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	reply_attr(f, req, n, &a, "getattr");
+	if (n->kind == FS_LOG_FOLLOW || n->kind == FS_QUEUE_FOLLOW) {
+		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n), 0, &st);
+		fs_ttl(n->kind, &entry, &attr);
+		fuse_reply_attr(req, &st, attr);
+		fs_addr_free(&a);
+		return;
+	}
+	reply_attr(f, req, n, file_of_req(n, fi), &a, "getattr");
 	fs_addr_free(&a);
 }
 
-/* truncate(2) of a value with no open handle: sfs_kv_get + sfs_kv_put. */
+/* truncate(2) of a value with no open handle: one sfs_kv_edit, so a put
+ * by another process is never lost in between. */
 static int truncate_value(fs *f, const fs_addr *a, off_t size)
 {
-	sfs_buf v = { NULL, 0 };
-	unsigned char *p;
-	int rc;
+	sfs_edit e = { SFS_EDIT_TRUNCATE, (uint64_t)size, SFS_NONE };
 
 	if ((uint64_t)size > f->max_value)
 		return SFS_TOOBIG;
-	rc = sfs_kv_get(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
-	                &v);
-	if (rc)
-		return rc;
-	if ((size_t)size != v.len) {
-		p = realloc(v.ptr, (size_t)size + 1);
-		if (!p) {
-			sfs_buf_free(&v);
-			return SFS_NOMEM;
-		}
-		if ((size_t)size > v.len)
-			memset(p + v.len, 0, (size_t)size - v.len);
-		v.ptr = p;
-		v.len = (size_t)size;
-		rc = sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
-		                fs_part(a, 2), sfs_bytes(v.ptr, v.len));
-	}
-	sfs_buf_free(&v);
-	return rc;
+	return sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
+	                   fs_part(a, 2), &e, 1, 0, NULL);
 }
 
 /* touch of an in-flight item: sfs_item_heartbeat. Its mtime is when
@@ -172,7 +216,7 @@ static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
 }
 
 /* SETATTR: a size change is a truncate of the open handle's image
- * (committed at FLUSH) or, without a handle, sfs_kv_get + sfs_kv_put.
+ * (committed at FLUSH) or, without a handle, one sfs_kv_edit.
  * A time change of an in-flight item is a heartbeat (touch). Other mode,
  * owner and time changes are the store's and are accepted and ignored, so
  * cp -a, tar x and rsync -a work. */
@@ -182,18 +226,19 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	fs *f = fs_of(req);
 	fs_addr a = { 0 };
 	fs_node *n;
+	fs_file *h;
 	int err;
 
 	if ((err = fs_node_addr_of(f, ino, &n, &a))) {
 		fuse_reply_err(req, err);
 		return;
 	}
+	h = file_of_req(n, fi);
 	if (valid & FUSE_SET_ATTR_SIZE) {
 		if (f->readonly) {
 			err = EROFS;
-		} else if (fi) {
-			err = fs_file_truncate(f, (fs_file *)(uintptr_t)fi->fh,
-			                       attr->st_size);
+		} else if (h) {
+			err = fs_file_truncate(f, h, attr->st_size);
 		} else if (n->kind == FS_KV_KEY) {
 			err = fs_errno(f, truncate_value(f, &a, attr->st_size),
 			               "truncate");
@@ -220,7 +265,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			return;
 		}
 	}
-	reply_attr(f, req, n, &a, "setattr");
+	reply_attr(f, req, n, h, &a, "setattr");
 	fs_addr_free(&a);
 }
 
@@ -248,7 +293,10 @@ void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 
 /* STATFS: sfs_store_info (size, rows) and, for a store in a local file,
  * the disk under it: used is the store's size, available what the disk
- * has left. */
+ * has left. A store with no local disk under it (one on a database
+ * server) reports 1 TiB available, as network filesystems do when they
+ * cannot know: zero would read as "full" to tools that check. */
+#define UNKNOWN_FREE_BLOCKS ((1ULL << 40) / 4096)
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	fs *f = fs_of(req);
@@ -272,6 +320,8 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_bsize = sv.f_frsize = 4096;
 	if (have_disk)
 		avail = (uint64_t)disk.f_bavail * disk.f_frsize / 4096;
+	else if (!info.file && strcmp(info.path, ":memory:") != 0)
+		avail = UNKNOWN_FREE_BLOCKS;
 	sv.f_blocks = (info.size + 4095) / 4096 + avail;
 	sv.f_bfree = sv.f_bavail = avail;
 	sv.f_files = info.kv_rows + info.counter_rows + info.log_rows +

@@ -262,7 +262,7 @@ free:
 }
 
 /* READDIR / READDIRPLUS: fs_store_list pages (sfs_scope_list, sfs_ns_list,
- * sfs_kv_scan, sfs_log_keys, sfs_log_scan, sfs_queue_scan,
+ * sfs_kv_scan, sfs_log_keys, sfs_log_scan, sfs_item_scan,
  * sfs_counter_scan by kind). */
 static void do_readdir(fuse_req_t req, size_t size, off_t off,
                        struct fuse_file_info *fi, int plus)

@@ -1,26 +1,37 @@
 /*
  * file.c - open files: values, counters, log entries and queue items
- * (OPEN, CREATE, READ, WRITE, FLUSH, FSYNC, RELEASE).
+ * (OPEN, CREATE, READ, WRITE, FLUSH, FSYNC, RELEASE, COPY_FILE_RANGE).
  *
- * A value is atomic. OPEN takes a snapshot of it (sfs_kv_get) into the
- * handle; reads are served from the snapshot and writes change the
- * handle's image of it, at any offset, so dd conv=notrunc, truncate and
- * O_APPEND work; nothing reaches the store until FLUSH puts the whole image
- * (sfs_kv_put). FLUSH is how close(2) reports errors and the only request
- * close waits for, so `echo v > k; cat k` never races; it may come several
- * times per open (dup, fork, dd) and commits only what changed since the
- * last one. RELEASE, sent later and asynchronously, frees the handle (and
- * commits what a writer left after its last FLUSH, which only mmap could).
- * Every file is opened with direct_io: the kernel's page cache would mix
- * pages of different snapshots and show a writer's bytes before its commit.
+ * A value open for reading is a snapshot taken at OPEN (sfs_kv_get);
+ * reads inside it stay consistent, and a reader at its end is served what
+ * the value holds past it now (sfs_kv_read), so `tail -f` and `less +F`
+ * follow a value that grows. A value open for writing holds only what the
+ * handle changed (image.c): written extents, a truncation, bytes appended
+ * with O_APPEND; reads through it compose those with the store's bytes.
+ * Nothing reaches the store before FLUSH applies the changes in one
+ * sfs_kv_edit: a small write to a large value costs what it changes, and
+ * O_APPEND writers all land, each whole. FLUSH is how close(2) reports
+ * errors and the only request close waits for, so `echo v > k; cat k`
+ * never races; it may come several times per open (dup, fork, dd) and
+ * commits only what changed since the last one. RELEASE, sent later and
+ * asynchronously, frees the handle (and commits what a writer left after
+ * its last FLUSH). Every file is opened with direct_io: the kernel's page
+ * cache would mix pages of different snapshots and show a writer's bytes
+ * before its commit.
+ *
+ * A process that dies of a signal commits nothing: when a FLUSH would
+ * commit, the closing task is looked at (caller.c), and if it is dying of
+ * a signal the handle is cancelled: what it holds is dropped, and nothing
+ * more commits through it (not at RELEASE, not at the close of a process
+ * that shares it, whose writes then fail with EIO).
  *
  * Counters take one token per commit: "N" or "=N" sets, "+N" and "-N" add,
  * surrounded by optional blanks. A write that cannot be (the prefix of)
  * such a token, or an add that would overflow the current value, fails at
  * WRITE with EINVAL, where the shell sees it; the store is left as it was.
- * A value handle that had a write refused (EFBIG) commits nothing at all,
- * so bad input never changes the store, not even by a create; a counter
- * drops the refused token only.
+ * A value handle that had a write refused (EFBIG, ENOBUFS) commits nothing
+ * at all, so bad input never changes the store, not even by a create; a
+ * counter drops the refused token only.
  *
  * A file created in a log key or a queue is a new entry or item: its bytes
  * are appended or pushed at FLUSH (each FLUSH after new writes adds one
@@ -28,7 +39,9 @@
  * items are read-only; read = peek.
  *
  * A file being created exists for the mount from CREATE on (empty; the
- * node counts it pending) and for the store from its commit.
+ * node counts it pending) and for the store from its commit. The bytes
+ * write handles hold are counted against the mount's bound
+ * (fs.max_buffered): a write past it fails with ENOBUFS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +51,8 @@
 
 #include "fs_i.h"
 
-#define COUNTER_INPUT_MAX 64
+/* The most a COPY_FILE_RANGE moves at once; callers loop on short copies. */
+#define COPY_CHUNK (8u << 20)
 
 static fs_file *file_of(struct fuse_file_info *fi)
 {
@@ -56,14 +70,17 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags)
 	h->kind = kind;
 	h->flags = flags;
 	fs_node_ref(f, n);
+	fs_node_file_add(f, n, h);
 	fs_link_add(f, &f->files, &h->link);
 	return h;
 }
 
 static void file_release_memory(fs_file *h)
 {
+	fs_stream_free(h->stream);
 	free(h->buf);
 	free(h->in);
+	fs_image_free(&h->img);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -77,12 +94,32 @@ void fs_files_free_all(fs *f)
 	}
 }
 
+/* Sets what h holds against the mount's bound to want bytes. With check,
+ * growth past the bound is refused (ENOBUFS) and nothing changes. */
+static int hold(fs *f, fs_file *h, size_t want, int check)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (check && want > h->held &&
+	    want - h->held > f->max_buffered - f->buffered)
+		err = ENOBUFS;
+	else
+		f->buffered = f->buffered - h->held + want;
+	if (!err)
+		h->held = want;
+	pthread_mutex_unlock(&f->lock);
+	return err;
+}
+
 void fs_file_free(fs *f, fs_file *h)
 {
 	if (!h)
 		return;
 	if (h->pending)
 		fs_node_pending(f, h->node, -1);
+	hold(f, h, 0, 0);
+	fs_node_file_del(f, h->node, h);
 	fs_node_unref(f, h->node);
 	fs_link_del(f, &h->link);
 	file_release_memory(h);
@@ -120,48 +157,22 @@ static int take(fs_file *h, sfs_buf *v)
 	return err;
 }
 
-/* Counter input: 0 a whole token, 1 a proper prefix of one (or nothing),
- * -1 not a token. On 0: *set (1: set, 0: add) and *v. */
-static int counter_parse(const unsigned char *s, size_t n, int *set,
-                         int64_t *v)
+/* Publishes what GETATTR shows for h: its length, and whether it has
+ * changes not yet stored (a write, a truncation, a create). Called with
+ * h->lock held (then fs.lock, the documented order). */
+static void publish(fs *f, fs_file *h)
 {
-	size_t i = 0;
-	uint64_t u = 0, lim = INT64_MAX;
-	int neg = 0, digits = 0, mode = 1; /* 1: set, 0: add */
+	int unsaved = h->image && h->dirty && !h->cancelled;
 
-	if (n > COUNTER_INPUT_MAX)
-		return -1;
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	                 s[i] == '\r'))
-		i++;
-	if (i < n && (s[i] == '+' || s[i] == '-')) {
-		mode = 0;
-		neg = s[i] == '-';
-		i++;
-	} else if (i < n && s[i] == '=') {
-		i++;
-		if (i < n && s[i] == '-') {
-			neg = 1;
-			i++;
-		}
+	pthread_mutex_lock(&f->lock);
+	h->pub_size = h->image ? h->img.size : h->len;
+	if (unsaved) {
+		h->pub_seq = ++f->file_seq;
+		h->pub_mtime = fs_now_ns();
+	} else {
+		h->pub_seq = 0;
 	}
-	if (neg)
-		lim = (uint64_t)INT64_MAX + 1;
-	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-		if (u > (lim - (uint64_t)(s[i] - '0')) / 10)
-			return -1; /* does not fit in int64 */
-		u = u * 10 + (uint64_t)(s[i] - '0');
-	}
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	                 s[i] == '\r'))
-		i++;
-	if (i < n)
-		return -1;
-	if (!digits)
-		return 1;
-	*set = mode;
-	*v = neg ? (int64_t)((uint64_t)0 - u) : (int64_t)u;
-	return 0;
+	pthread_mutex_unlock(&f->lock);
 }
 
 static void set_pending(fs *f, fs_file *h, int on)
@@ -175,14 +186,75 @@ static void set_pending(fs *f, fs_file *h, int on)
 	}
 }
 
-/* Commits what the handle holds that the store does not: the value image,
- * the counter token, or a new entry or item. FLUSH (final 0) commits what
- * was written since the last commit at once. A create or O_TRUNC open that
- * nothing was written to is committed at its second FLUSH or at RELEASE
- * (final 1), not its first: a shell redirection dups the file and closes
- * the original before the command writes, and committing then would show
- * readers an empty value in the middle of `echo v > k`. Called with the
- * handle's lock held. Returns an errno. */
+/* Whether the handle holds something the store does not: what a commit
+ * would store. */
+static int has_work(const fs_file *h)
+{
+	if (h->refused || h->cancelled)
+		return 0;
+	switch (h->kind) {
+	case FS_KV_KEY:
+		return h->dirty;
+	case FS_CNT_KEY:
+		return h->inlen > 0 || h->created;
+	case FS_LOG_NEW:
+	case FS_QUEUE_NEW:
+		return h->written || !h->committed;
+	default:
+		return 0;
+	}
+}
+
+/* Drops what the handle holds that is not stored: after a refused write,
+ * a cancellation, a commit that failed, or one that had nowhere to go. */
+static void drop(fs *f, fs_file *h)
+{
+	h->dirty = h->written = 0;
+	h->inlen = h->len = 0;
+	h->created = 0;
+	h->idle_flushes = 0;
+	if (h->image)
+		fs_image_reset(&h->img, h->img.base);
+	set_pending(f, h, 0);
+	hold(f, h, 0, 0);
+	publish(f, h);
+}
+
+/* A value's changes as one sfs_kv_edit. A handle whose image covers the
+ * whole value (a create, O_TRUNC) or whose key is still being created
+ * makes the key if it is absent; a handle that patches a value another
+ * process deleted meanwhile writes to nothing, as writes to a deleted file
+ * do. */
+static int commit_value(fs *f, fs_file *h, const fs_addr *a)
+{
+	sfs_edit *e = malloc((h->img.n + 3) * sizeof(*e));
+	uint64_t size = 0;
+	unsigned flags = 0;
+	size_t n;
+	int rc;
+
+	if (!e)
+		return SFS_NOMEM;
+	n = fs_image_edits(&h->img, e);
+	if (h->img.cut == 0 || fs_node_held(f, h->node))
+		flags = SFS_EDIT_CREATE;
+	rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
+	                 e, n, flags, &size);
+	free(e);
+	if (rc == SFS_OK)
+		fs_image_reset(&h->img, size);
+	return rc == SFS_NOTFOUND ? SFS_OK : rc;
+}
+
+/* Commits what the handle holds that the store does not: the value's
+ * changes, the counter token, or a new entry or item. final: the writer's
+ * last close (or RELEASE, FSYNC). Without it (a FLUSH whose process could
+ * not be looked at) what was written is committed at once, but a create
+ * or O_TRUNC open that nothing was written to waits for a second FLUSH or
+ * RELEASE: a shell redirection dups the file and closes the original
+ * before the command writes, and committing then would show readers an
+ * empty value in the middle of `echo v > k`. Called with the handle's
+ * lock held. Returns an errno. */
 static int commit(fs *f, fs_file *h, int final, const char *op)
 {
 	fs_addr a = { 0 };
@@ -193,29 +265,11 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 	if (h->refused) {
 		/* All or nothing: a value that could not be written whole
 		 * is not written at all. */
-		h->dirty = h->written = 0;
-		h->inlen = h->len = 0;
-		h->created = 0;
-		set_pending(f, h, 0);
+		drop(f, h);
 		return 0;
 	}
-	switch (h->kind) {
-	case FS_KV_KEY:
-		if (!h->dirty)
-			return 0;
-		break;
-	case FS_CNT_KEY:
-		if (h->inlen == 0 && !h->created)
-			return 0;
-		break;
-	case FS_LOG_NEW:
-	case FS_QUEUE_NEW:
-		if (!h->written && h->committed)
-			return 0;
-		break;
-	default:
+	if (!has_work(h))
 		return 0;
-	}
 	if (!final && !h->written && h->inlen == 0 && ++h->idle_flushes < 2)
 		return 0;
 	if ((err = fs_node_addr(f, h->node, &a)))
@@ -225,14 +279,12 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		/* Deleted or replaced while open: its writes go with it. */
 		rc = SFS_OK;
 	} else if (h->kind == FS_KV_KEY) {
-		rc = sfs_kv_put(f->store, fs_part(&a, 0), fs_part(&a, 1),
-		                fs_part(&a, 2), sfs_bytes(h->buf ? (void *)h->buf : "",
-		                                          h->len));
+		rc = commit_value(f, h, &a);
 	} else if (h->kind == FS_CNT_KEY) {
 		if (h->inlen == 0)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
 			                     fs_part(&a, 2), 0); /* touch */
-		else if (counter_parse(h->in, h->inlen, &set, &v) != 0)
+		else if (fs_counter_parse(h->in, h->inlen, &set, &v) != 0)
 			rc = SFS_INVALID; /* "+" alone: refused, nothing changes */
 		else if (set)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
@@ -240,8 +292,6 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		else
 			rc = sfs_counter_add(f->store, fs_part(&a, 0), fs_part(&a, 1),
 			                     fs_part(&a, 2), v, NULL);
-		h->inlen = 0;
-		h->created = 0;
 	} else {
 		item = sfs_bytes(h->buf ? (void *)h->buf : "", h->len);
 		rc = h->kind == FS_LOG_NEW
@@ -250,19 +300,26 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		   : sfs_queue_push(f->store, fs_part(&a, 0), &item, 1, NULL);
 		if (rc == SFS_OK) {
 			h->committed = 1;
-			h->len = 0; /* later writes make the next one */
 			if (h->kind == FS_QUEUE_NEW)
 				fs_wait_kick(f);
 		}
 	}
 	/* Committed or refused, it is settled: close reports the outcome,
 	 * and a later FLUSH must not apply it a second time. */
-	h->dirty = 0;
-	h->written = 0;
-	h->idle_flushes = 0;
-	set_pending(f, h, 0);
+	drop(f, h);
 	fs_addr_free(&a);
 	return fs_errno(f, rc, op);
+}
+
+/* A process holding h died of a signal with changes unsaved: nothing of
+ * h is committed from now on (docs/filesystem.md, "Killed writers"). */
+static void cancel(fs *f, fs_file *h, pid_t pid)
+{
+	fs_log(f, LOG_NOTICE, "a %s was not stored: the process writing it "
+	       "(%d) was killed by a signal", fs_class_of(h->kind)->what,
+	       (int)pid);
+	drop(f, h);
+	h->cancelled = 1;
 }
 
 /* Fills a fresh handle for kind from the store, per the open flags.
@@ -271,13 +328,27 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 {
 	sfs_buf v = { NULL, 0 };
 	char text[24];
+	sfs_stat st;
 	int64_t n = 0;
-	int rc, acc = h->flags & O_ACCMODE;
+	int rc, held, acc = h->flags & O_ACCMODE;
 
 	switch (h->kind) {
 	case FS_KV_KEY:
-		if ((h->flags & O_TRUNC) && acc != O_RDONLY) {
-			h->dirty = 1; /* `> key`: the empty value unless written */
+		if (acc != O_RDONLY) {
+			/* Written: the changes only, over the store's value. */
+			if (h->flags & O_TRUNC) {
+				fs_image_init(&h->img, 0, 1);
+				h->dirty = 1; /* `> key`: empty unless written */
+			} else if (fs_node_pending_empty(f, h->node)) {
+				fs_image_init(&h->img, 0, 0); /* being created */
+			} else {
+				rc = sfs_kv_stat(f->store, fs_part(a, 0),
+				                 fs_part(a, 1), fs_part(a, 2), &st);
+				if (rc)
+					return rc;
+				fs_image_init(&h->img, st.size, 0);
+			}
+			h->image = 1;
 			return SFS_OK;
 		}
 		if (fs_node_pending_empty(f, h->node))
@@ -286,10 +357,15 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		                fs_part(a, 2), &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_CNT_KEY:
+		/* Pending first: its creator stores it, then stops holding
+		 * it, so one of the two is seen. */
+		held = fs_node_held(f, h->node);
 		rc = sfs_counter_get(f->store, fs_part(a, 0), fs_part(a, 1),
 		                     fs_part(a, 2), &n, NULL);
-		if (rc == SFS_NOTFOUND && fs_node_held(f, h->node))
+		if (rc == SFS_NOTFOUND && held) {
 			rc = SFS_OK; /* being created: 0 until stored */
+			n = 0;
+		}
 		if (rc)
 			return rc;
 		v.len = fs_counter_text(n, text);
@@ -322,8 +398,9 @@ static void set_open_flags(fs_file *h, struct fuse_file_info *fi)
 	fi->noflush = (h->flags & O_ACCMODE) == O_RDONLY;
 }
 
-/* OPEN: sfs_kv_get, sfs_counter_get, sfs_log_get or sfs_item_get into a
- * snapshot (nothing for O_TRUNC, nothing yet for special files). */
+/* OPEN: a snapshot (sfs_kv_get, sfs_counter_get, sfs_log_get,
+ * sfs_item_get) for reading; for writing a value, only its length
+ * (sfs_kv_stat; nothing for O_TRUNC); nothing yet for special files. */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
@@ -362,6 +439,15 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	rc = load(f, h, &a);
 	fs_addr_free(&a);
+	if (rc == SFS_NOTFOUND && (n->kind == FS_KV_KEY || n->kind == FS_CNT_KEY)) {
+		/* Gone since the kernel looked the name up (deleted elsewhere,
+		 * or its creator's commit failed): ESTALE makes the kernel look
+		 * it up again and retry once, so an O_CREAT open creates it
+		 * and another open fails with ENOENT. */
+		fs_file_free(f, h);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	if (rc) {
 		char op[64];
 		snprintf(op, sizeof(op), "reading a %s", fs_class_of(n->kind)->what);
@@ -369,12 +455,17 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, fs_errno(f, rc, op));
 		return;
 	}
+	if (fs_kind_is_special(n->kind) && (err = fs_special_open(f, h))) {
+		fs_file_free(f, h);
+		fuse_reply_err(req, err);
+		return;
+	}
+	publish(f, h);
 	set_open_flags(h, fi);
 	if (fuse_reply_open(req, fi) != 0)
 		fs_file_free(f, h); /* interrupted: no RELEASE will come */
 }
-
-/* CREATE: a key or counter that the first FLUSH stores (sfs_kv_put,
+/* CREATE: a key or counter that the first FLUSH stores (sfs_kv_edit,
  * sfs_counter_set), or a new log entry or queue item (sfs_log_append,
  * sfs_queue_push at FLUSH; the name is not kept). */
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -395,7 +486,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if ((err = fs_node_addr(f, dn, &dir))) {
+	if ((err = fs_name_check(name)) || (err = fs_node_addr(f, dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -447,6 +538,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = ENOMEM;
 		goto fail;
 	}
+	if (rc == SFS_OK && (rc = load(f, h, &child)) == SFS_NOTFOUND)
+		e.attr.st_size = 0; /* deleted since the stat: made anew */
 	if (rc == SFS_NOTFOUND) {
 		/* Exists once the first FLUSH commits; until then lookups
 		 * and GETATTR see it through the node (fs_node_held). Two
@@ -460,8 +553,15 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		}
 		h->pending = 1;
 		h->created = 1;
-		h->dirty = kind == FS_KV_KEY;
-	} else if ((rc = load(f, h, &child)) != SFS_OK) {
+		if (kind == FS_KV_KEY) {
+			/* Without O_TRUNC its changes go over whatever the key
+			 * holds at the commit: another process may have created
+			 * it meanwhile (two `>>` racing to make a key). */
+			h->image = 1;
+			fs_image_init(&h->img, 0, (fi->flags & O_TRUNC) != 0);
+			h->dirty = 1;
+		}
+	} else if (rc != SFS_OK) {
 		fs_file_free(f, h);
 		fs_node_forget(f, n, 1);
 		h = NULL;
@@ -469,6 +569,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto fail;
 	}
 reply:
+	publish(f, h);
 	set_open_flags(h, fi);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		fs_file_free(f, h);
@@ -487,13 +588,121 @@ fail:
 	fs_addr_free(&dir);
 }
 
-/* READ: from the handle's snapshot; special files take their bytes from
- * the store at the first READ (special.c). */
+/* The store's bytes below an image's cut, for fs_image_read. */
+typedef struct base_ctx {
+	fs *f;
+	const fs_addr *a;
+} base_ctx;
+
+static int read_base(void *ctx, uint64_t off, size_t n, unsigned char *out)
+{
+	base_ctx *c = ctx;
+	sfs_buf v = { NULL, 0 };
+	int rc = sfs_kv_read(c->f->store, fs_part(c->a, 0), fs_part(c->a, 1),
+	                     fs_part(c->a, 2), off, n, &v, NULL);
+
+	if (rc == SFS_NOTFOUND)
+		return 0; /* deleted meanwhile: zeros */
+	if (rc)
+		return fs_errno(c->f, rc, "reading a value");
+	memcpy(out, v.ptr, v.len);
+	sfs_buf_free(&v);
+	return 0;
+}
+
+/* A reader back at the end of its snapshot after it was told that was
+ * the end: what the value holds past it now is added to the snapshot
+ * (sfs_kv_read of the bytes past the end only; sfs_store_version cannot
+ * spare it, since on PostgreSQL another host's write does not move the
+ * version). Whatever the
+ * value holds past that offset is given: an appended value continues, a
+ * value replaced meanwhile by a longer one shows the new bytes from there
+ * on (as a file rewritten under `tail -f` does). */
+static int follow(fs *f, fs_file *h, uint64_t end)
+{
+	fs_addr a = { 0 };
+	sfs_buf v = { NULL, 0 };
+	int rc, err;
+
+	if (!fs_node_linked(f, h->node) || fs_node_pending_empty(f, h->node))
+		return 0; /* deleted through the mount, or not stored yet */
+	if ((err = fs_node_addr(f, h->node, &a)))
+		return err;
+	rc = sfs_kv_read(f->store, fs_part(&a, 0), fs_part(&a, 1),
+	                 fs_part(&a, 2), h->len, (size_t)(end - h->len), &v,
+	                 NULL);
+	fs_addr_free(&a);
+	if (rc == SFS_NOTFOUND)
+		rc = SFS_OK;
+	if (rc)
+		return fs_errno(f, rc, "reading a value");
+	if (v.len && !(err = fs_file_reserve(h, h->len + v.len + 1))) {
+		memcpy(h->buf + h->len, v.ptr, v.len);
+		h->len += v.len;
+	}
+	sfs_buf_free(&v);
+	if (!err)
+		publish(f, h);
+	return err;
+}
+
+/* The bytes of a handle at [off, off + size) for READ and
+ * COPY_FILE_RANGE: *p points into the snapshot (valid while h->lock is
+ * held) or into *tmp (malloc'd; the caller frees it). Called with h->lock
+ * held. Returns an errno. */
+static int file_bytes(fs *f, fs_file *h, uint64_t off, size_t size,
+                      const unsigned char **p, size_t *got,
+                      unsigned char **tmp)
+{
+	fs_addr a = { 0 };
+	base_ctx c = { f, &a };
+	int err;
+
+	*got = 0;
+	*p = NULL;
+	*tmp = NULL;
+	if (h->image) {
+		if (off >= h->img.size || size == 0)
+			return 0;
+		if (size > h->img.size - off)
+			size = (size_t)(h->img.size - off);
+		if (!(*tmp = malloc(size)))
+			return ENOMEM;
+		if ((err = fs_node_addr(f, h->node, &a)))
+			return err;
+		err = fs_image_read(&h->img, off, size, *tmp, got, read_base, &c);
+		fs_addr_free(&a);
+		*p = *tmp;
+		return err;
+	}
+	if (h->kind == FS_KV_KEY && off >= h->len && size) {
+		/* The first read at the end is the end: `cat` and every
+		 * read-to-EOF get the snapshot whole. A reader that comes back
+		 * after it (tail -f, less +F) follows. */
+		if (!h->at_end)
+			h->at_end = 1;
+		else if (off <= f->max_value && (err = follow(f, h, off + size)))
+			return err;
+	}
+	if (off < h->len) {
+		*p = h->buf + off;
+		*got = h->len - off < size ? (size_t)(h->len - off) : size;
+	}
+	return 0;
+}
+
+/* READ: from the handle's snapshot (a reader at its end is given what was
+ * added since), or its image over the store's bytes; special files take
+ * their bytes from the store at the first READ (special.c). */
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
+	const unsigned char *p = NULL;
+	unsigned char *tmp = NULL;
+	size_t got = 0;
+	int err;
 
 	(void)ino;
 	if (fs_kind_is_special(h->kind)) {
@@ -501,13 +710,14 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	if (off < 0 || (size_t)off >= h->len)
-		fuse_reply_buf(req, NULL, 0);
+	err = off < 0 ? EINVAL
+	              : file_bytes(f, h, (uint64_t)off, size, &p, &got, &tmp);
+	if (err)
+		fuse_reply_err(req, err);
 	else
-		fuse_reply_buf(req, (const char *)h->buf + off,
-		               h->len - (size_t)off < size ? h->len - (size_t)off
-		                                           : size);
+		fuse_reply_buf(req, (const char *)p, got);
 	pthread_mutex_unlock(&h->lock);
+	free(tmp);
 }
 
 /* A counter write: appends to the token, refuses what cannot become one
@@ -519,14 +729,14 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 	int64_t cur = 0, v, r;
 	int set, st, rc, err;
 
-	if (h->inlen + size > COUNTER_INPUT_MAX)
+	if (h->inlen + size > FS_COUNTER_INPUT_MAX)
 		return EINVAL;
 	p = realloc(h->in, h->inlen + size + 1);
 	if (!p)
 		return ENOMEM;
 	h->in = p;
 	memcpy(h->in + h->inlen, buf, size);
-	st = counter_parse(h->in, h->inlen + size, &set, &v);
+	st = fs_counter_parse(h->in, h->inlen + size, &set, &v);
 	if (st < 0)
 		return EINVAL; /* the bytes are not kept: nothing changes */
 	if (st == 0 && !set) {
@@ -546,43 +756,75 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 	return 0;
 }
 
-/* WRITE: into the handle's image (values, new entries and items) or the
- * counter token; nothing reaches the store before FLUSH. */
-void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-                 size_t size, off_t off, struct fuse_file_info *fi)
-{
-	fs *f = fs_of(req);
-	fs_file *h = file_of(fi);
-	size_t end;
-	int err = 0;
 
-	(void)ino;
-	pthread_mutex_lock(&h->lock);
+/* A value write: into the image, at off or (O_APPEND) after the value's
+ * end at the commit, within max_value and the mount's bound. */
+static int value_write(fs *f, fs_file *h, const void *buf, size_t size,
+                       off_t off)
+{
+	int append = (h->flags & O_APPEND) != 0, err;
+	uint64_t start = append ? h->img.size : (uint64_t)off;
+
+	if (!append && off < 0)
+		return EINVAL;
+	if (start > f->max_value || size > f->max_value - start)
+		return EFBIG;
+	err = hold(f, h, h->held + (append ? size
+	                                   : fs_image_added(&h->img, start, size)),
+	           1);
+	if (!err)
+		err = append ? fs_image_append(&h->img, buf, size)
+		             : fs_image_write(&h->img, start, buf, size);
+	hold(f, h, h->img.held, 0);
+	return err;
+}
+
+/* A new entry's or item's bytes, whole in the handle (the engine takes
+ * an entry in one piece). */
+static int item_write(fs *f, fs_file *h, const void *buf, size_t size,
+                      off_t off)
+{
+	size_t end;
+	int err;
+
+	if (h->flags & O_APPEND)
+		off = (off_t)h->len;
+	if (off < 0)
+		return EINVAL;
+	if ((uint64_t)off > f->max_value || size > f->max_value - (uint64_t)off)
+		return EFBIG;
+	end = (size_t)off + size;
+	if ((err = hold(f, h, end > h->len ? end : h->len, 1)))
+		return err;
+	if ((err = fs_file_reserve(h, end + 1))) {
+		hold(f, h, h->len, 0);
+		return err;
+	}
+	if ((size_t)off > h->len)
+		memset(h->buf + h->len, 0, (size_t)off - h->len);
+	memcpy(h->buf + off, buf, size);
+	if (end > h->len)
+		h->len = end;
+	return 0;
+}
+
+/* A write to any kind, with h->lock held: into the value's image, the
+ * new entry or item, or the counter token. Nothing reaches the store
+ * before FLUSH. Returns an errno. */
+static int file_write(fs *f, fs_file *h, const void *buf, size_t size,
+                      off_t off)
+{
+	int err;
+
+	if (h->cancelled)
+		return EIO; /* a writer sharing it was killed: not stored */
 	switch (h->kind) {
 	case FS_KV_KEY:
+		err = h->image ? value_write(f, h, buf, size, off) : EBADF;
+		break;
 	case FS_LOG_NEW:
 	case FS_QUEUE_NEW:
-		if (h->flags & O_APPEND)
-			off = (off_t)h->len; /* the kernel's idea of the size
-			                        may be older than our snapshot */
-		if (off < 0) {
-			err = EINVAL;
-			break;
-		}
-		end = (size_t)off + size;
-		if (end > f->max_value) {
-			err = EFBIG;
-			break;
-		}
-		if ((err = fs_file_reserve(h, end + 1)))
-			break;
-		if ((size_t)off > h->len)
-			memset(h->buf + h->len, 0, (size_t)off - h->len);
-		memcpy(h->buf + off, buf, size);
-		if (end > h->len)
-			h->len = end;
-		h->dirty = 1;
-		h->written = 1;
+		err = item_write(f, h, buf, size, off);
 		break;
 	case FS_CNT_KEY:
 		err = counter_write(f, h, buf, size);
@@ -591,7 +833,12 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		err = EACCES;
 		break;
 	}
-	if (err == EFBIG || err == EINVAL) {
+	if (!err && h->kind != FS_CNT_KEY) {
+		h->dirty = 1;
+		h->written = 1;
+		publish(f, h);
+	}
+	if (err == EFBIG || err == EINVAL || err == ENOBUFS) {
 		/* A counter's refused token is simply not kept (later ones
 		 * still count), but a create whose only write was refused
 		 * makes no counter; a value is all or nothing. */
@@ -600,6 +847,20 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		else
 			h->refused = 1;
 	}
+	return err;
+}
+
+/* WRITE: file_write. */
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+                 size_t size, off_t off, struct fuse_file_info *fi)
+{
+	fs *f = fs_of(req);
+	fs_file *h = file_of(fi);
+	int err;
+
+	(void)ino;
+	pthread_mutex_lock(&h->lock);
+	err = file_write(f, h, buf, size, off);
 	pthread_mutex_unlock(&h->lock);
 	if (err)
 		fuse_reply_err(req, err);
@@ -612,47 +873,126 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 	int err = 0;
 
 	pthread_mutex_lock(&h->lock);
-	switch (h->kind) {
-	case FS_KV_KEY:
-	case FS_LOG_NEW:
-	case FS_QUEUE_NEW:
-		if (size < 0)
-			err = EINVAL;
-		else if ((uint64_t)size > f->max_value)
-			err = EFBIG;
-		else if (!(err = fs_file_reserve(h, (size_t)size + 1))) {
-			if ((size_t)size > h->len)
-				memset(h->buf + h->len, 0, (size_t)size - h->len);
-			h->len = (size_t)size;
-			h->dirty = 1;
-			h->written = 1;
-		}
-		break;
-	case FS_CNT_KEY:
+	if (h->cancelled) {
+		err = EIO;
+	} else if (h->kind == FS_CNT_KEY) {
 		err = size == 0 ? 0 : EINVAL; /* `> counter` */
-		break;
-	default:
+	} else if (h->kind != FS_KV_KEY && h->kind != FS_LOG_NEW &&
+	           h->kind != FS_QUEUE_NEW) {
 		err = EACCES;
-		break;
-	}
-	if (err == EFBIG)
+	} else if (size < 0) {
+		err = EINVAL;
+	} else if ((uint64_t)size > f->max_value) {
+		err = EFBIG;
 		h->refused = 1;
+	} else if (h->image) {
+		err = fs_image_truncate(&h->img, (uint64_t)size);
+		hold(f, h, h->img.held, 0);
+	} else if (h->kind == FS_KV_KEY) {
+		err = EBADF; /* not open for writing */
+	} else if (!(err = hold(f, h, (size_t)size, 1)) &&
+	           !(err = fs_file_reserve(h, (size_t)size + 1))) {
+		if ((size_t)size > h->len)
+			memset(h->buf + h->len, 0, (size_t)size - h->len);
+		h->len = (size_t)size;
+	} else {
+		if (err == ENOBUFS)
+			h->refused = 1;
+		hold(f, h, h->len, 0);
+	}
+	if (!err && h->kind != FS_CNT_KEY) {
+		h->dirty = 1;
+		h->written = 1;
+		publish(f, h);
+	}
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }
 
-/* FLUSH: commit (sfs_kv_put, sfs_counter_set/add, sfs_log_append,
- * sfs_queue_push) of what changed since the last FLUSH; close(2) returns
- * its outcome. */
+/* COPY_FILE_RANGE: the bytes of one open file written into another (or
+ * the same), as a READ and a WRITE would, at most COPY_CHUNK at a time:
+ * the kernel and the callers loop on a short copy. Special files are not
+ * copied from (a copy would pop or drain): EXDEV, on which cp and the C
+ * library fall back to read and write. */
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                           struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+                           off_t off_out, struct fuse_file_info *fi_out,
+                           size_t len, int flags)
+{
+	fs *f = fs_of(req);
+	fs_file *in = file_of(fi_in), *out = file_of(fi_out);
+	const unsigned char *p;
+	unsigned char *tmp = NULL, *copy = NULL;
+	size_t got = 0;
+	int err;
+
+	(void)ino_in, (void)ino_out;
+	if (flags) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (fs_kind_is_special(in->kind) || fs_kind_is_special(out->kind)) {
+		fuse_reply_err(req, EXDEV);
+		return;
+	}
+	if (len > COPY_CHUNK)
+		len = COPY_CHUNK;
+	/* One lock at a time (never two handle locks at once): the bytes
+	 * are copied out of the source before the destination is locked. */
+	pthread_mutex_lock(&in->lock);
+	err = off_in < 0 ? EINVAL
+	                 : file_bytes(f, in, (uint64_t)off_in, len, &p, &got, &tmp);
+	if (!err && got && !tmp) {
+		if ((copy = malloc(got)))
+			memcpy(copy, p, got);
+		else
+			err = ENOMEM;
+	}
+	pthread_mutex_unlock(&in->lock);
+	if (tmp)
+		copy = tmp;
+	if (!err && got) {
+		pthread_mutex_lock(&out->lock);
+		err = file_write(f, out, copy, got, off_out);
+		pthread_mutex_unlock(&out->lock);
+	}
+	free(copy);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, got);
+}
+
+/* FLUSH: commit (sfs_kv_edit, sfs_counter_set/add, sfs_log_append,
+ * sfs_queue_push) of what changed since the last commit; close(2) returns
+ * its outcome. What the closing process is decides (caller.c): its last
+ * close of the file (or a normal exit) commits; a close while it still
+ * holds the file for writing through another descriptor (the dup2 and
+ * close of a shell redirection) leaves the commit to that one; a process
+ * dying of a signal commits nothing, and the handle is cancelled. */
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
-	int err;
+	pid_t pid = fuse_req_ctx(req)->pid;
+	int err = 0;
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
-	err = commit(f, h, 0, "flush");
+	switch (has_work(h) ? fs_caller_close(pid, h->node->ino)
+	                    : FS_CLOSE_UNKNOWN) {
+	case FS_CLOSE_KILLED:
+		cancel(f, h, pid);
+		break;
+	case FS_CLOSE_HELD:
+		break;
+	case FS_CLOSE_LAST:
+		err = commit(f, h, 1, "flush");
+		break;
+	default:
+		err = commit(f, h, 0, "flush");
+		break;
+	}
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_err(req, err);
 }
@@ -667,15 +1007,16 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 	(void)ino, (void)datasync;
 	pthread_mutex_lock(&h->lock);
-	err = commit(f, h, 1, "fsync");
+	err = h->cancelled ? EIO : commit(f, h, 1, "fsync");
 	pthread_mutex_unlock(&h->lock);
 	if (!err)
 		err = fs_errno(f, sfs_store_sync(f->store), "fsync");
 	fuse_reply_err(req, err);
 }
 
-/* RELEASE: commits what is left (normally nothing: FLUSH came first) and
- * frees the handle. Popped bytes never read are dropped (special.c). */
+/* RELEASE: commits what is left (normally nothing: FLUSH came first;
+ * nothing at all after a killed writer's FLUSH) and frees the handle.
+ * Popped bytes never read are dropped (special.c). */
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
@@ -683,6 +1024,8 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int err;
 
 	(void)ino;
+	if (fs_kind_streams(h->kind))
+		fs_special_release(f, h);
 	pthread_mutex_lock(&h->lock);
 	err = commit(f, h, 1, "release");
 	pthread_mutex_unlock(&h->lock);

@@ -146,6 +146,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.flush = fs_op_flush,
 	.fsync = fs_op_fsync,
 	.release = fs_op_release,
+	.copy_file_range = fs_op_copy_file_range,
 	.opendir = fs_op_opendir,
 	.readdir = fs_op_readdir,
 	.readdirplus = fs_op_readdirplus,
@@ -169,7 +170,10 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->store = cfg->store;
 	f->readonly = cfg->readonly;
 	f->max_value = cfg->max_value ? cfg->max_value : SFS_DEFAULT_MAX_VALUE;
+	f->max_buffered = cfg->max_buffered ? cfg->max_buffered
+	                                    : fs_default_max_buffered(f->max_value);
 	f->lease_ms = cfg->lease_ms;
+	f->umask = (mode_t)(cfg->umask & 0777);
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));

@@ -23,12 +23,27 @@ typedef struct fs_config {
 	int readonly;          /* refuse every change with EROFS */
 	uint64_t max_value;    /* largest value, entry or item (EFBIG above);
 	                          0: SFS_DEFAULT_MAX_VALUE */
+	uint64_t max_buffered; /* bound on the bytes that files open for
+	                          writing hold before their commit (ENOBUFS
+	                          past it); 0: fs_default_max_buffered */
 	int64_t lease_ms;      /* the lease of claims made through the mount
 	                          (.claim, mv into inflight/, touch); 0: the
 	                          store's (ten minutes unless set) */
+	unsigned umask;        /* cleared from every mode shown (docs/
+	                          filesystem.md, "Metadata"); the daemon's
+	                          default is 077 */
 	sfs_log_fn log;        /* diagnostics; NULL: silent */
 	void *log_ctx;
 } fs_config;
+
+/* The default bound on buffered bytes: 256 MiB, or max_value when that is
+ * larger (one value of the largest size must fit). */
+#define FS_DEFAULT_MAX_BUFFERED (256ull << 20)
+static inline uint64_t fs_default_max_buffered(uint64_t max_value)
+{
+	return max_value > FS_DEFAULT_MAX_BUFFERED ? max_value
+	                                           : FS_DEFAULT_MAX_BUFFERED;
+}
 
 /* Creates the filesystem state. Returns 0 or an errno (ENOMEM). The
  * store may be given later, with fs_set_store, but before the session
@@ -41,8 +56,8 @@ void fs_set_store(fs *f, sfs_store *store);
  * Static; valid for the life of the process. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
 
-/* Answers every request the fs keeps (blocked .wait reads get EINTR) and
- * stops its thread. Call when the session loop has returned, before
+/* Answers every request the fs keeps (blocked .wait reads get ENOTCONN)
+ * and stops its thread. Call when the session loop has returned, before
  * fuse_session_unmount closes the device the answers go to. (The session's
  * destroy does it too, late, if this was not called.) */
 void fs_stop(fs *f);

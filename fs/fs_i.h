@@ -24,8 +24,10 @@
 #ifndef STATEFS_FS_I_H
 #define STATEFS_FS_I_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <syslog.h>
@@ -52,6 +54,7 @@ typedef enum fs_kind {
 	FS_LOG_KEY,       /* /exec/<scope>/<ns>/<key> (a directory) */
 	FS_LOG_ENTRY,     /* /exec/<scope>/<ns>/<key>/<id> */
 	FS_LOG_NEW,       /* a file being created in a log key: one entry */
+	FS_LOG_FOLLOW,    /* /exec/<scope>/<ns>/<key>/.follow */
 	FS_QUEUE,         /* /queue/<id> */
 	FS_QUEUE_ITEM,    /* /queue/<id>/<item> */
 	FS_QUEUE_NEW,     /* a file being created in a queue: one item */
@@ -59,6 +62,8 @@ typedef enum fs_kind {
 	FS_QUEUE_DRAIN,   /* /queue/<id>/.drain */
 	FS_QUEUE_WAIT,    /* /queue/<id>/.wait */
 	FS_QUEUE_CLAIM,   /* /queue/<id>/.claim: read = claim the head item */
+	FS_QUEUE_FOLLOW,  /* /queue/<id>/.follow: read = pending items, then
+	                     each one pushed, without taking any */
 	FS_INFLIGHT,      /* /queue/<id>/inflight (reached by name) */
 	FS_INFLIGHT_ITEM, /* /queue/<id>/inflight/<item> */
 	FS_DEAD,          /* /queue/<id>/dead (reached by name) */
@@ -106,6 +111,23 @@ static inline int fs_kind_is_dir(fs_kind k)
 static inline int fs_kind_is_special(fs_kind k)
 {
 	return fs_classes[k].special != NULL;
+}
+
+/* Special files whose READ changes the store (.drain, .pop, .wait,
+ * .claim): reading one needs the permission to change it. */
+static inline int fs_kind_takes(fs_kind k)
+{
+	return k == FS_KV_DRAIN || k == FS_QUEUE_POP || k == FS_QUEUE_DRAIN ||
+	       k == FS_QUEUE_WAIT || k == FS_QUEUE_CLAIM;
+}
+
+/* Special files read as a stream of JSON Lines (special.c): the drains,
+ * taken page by page and acked as delivered, and .follow, which never
+ * ends and takes nothing. */
+static inline int fs_kind_streams(fs_kind k)
+{
+	return k == FS_KV_DRAIN || k == FS_QUEUE_DRAIN || k == FS_LOG_FOLLOW ||
+	       k == FS_QUEUE_FOLLOW;
 }
 
 /* Fixed directories: exec, queue, counter at the root, inflight and dead
@@ -165,6 +187,7 @@ typedef struct fs_node {
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
 	                              store cannot hold empty: lives here */
+	struct fs_file *files;     /* its open files (fs_file.node_next) */
 	struct fs_node *ino_next;  /* chains; everything here guarded by fs.lock */
 	struct fs_node *name_next;
 } fs_node;
@@ -216,6 +239,22 @@ int fs_node_pending_claim(fs *f, fs_node *n, int excl);
 int fs_node_pending_empty(fs *f, fs_node *n);
 /* Whether the node still stands for its name (not deleted or replaced). */
 int fs_node_linked(fs *f, fs_node *n);
+/* The node's open files: linked at open, unlinked at free. */
+void fs_node_file_add(fs *f, fs_node *n, struct fs_file *h);
+void fs_node_file_del(fs *f, fs_node *n, struct fs_file *h);
+/* What a node's open files show GETATTR (as they published it): through
+ * one handle (h), or without one the most recently changed handle with
+ * unsaved changes. */
+typedef struct fs_view {
+	int files;         /* the node has open files (h: that one counts) */
+	int unsaved;       /* size and mtime are an unsaved image's */
+	uint64_t size;     /* h's, the unsaved image's, else an open file's */
+	int64_t mtime_ns;
+} fs_view;
+void fs_node_view(fs *f, fs_node *n, struct fs_file *h, fs_view *out);
+/* Whether dir has a child that a pending create holds (rmdir must say
+ * ENOTEMPTY though the store has nothing in it). */
+int fs_node_holds_children(fs *f, fs_node *dir);
 /* Byte strings owned by fs/ (an sfs_list is one engine block, not ours). */
 typedef struct fs_names {
 	sfs_buf *v;
@@ -255,11 +294,13 @@ struct fs {
 	long test_deliver_delay_ms; /* tests only: the pause between taking an
 	                              item for a special file and answering
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
-	                              an interrupt can land in between */
+	                              an interrupt can land in between; an
+	                              interrupt ends it */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;
 	gid_t gid;
+	mode_t umask;              /* cleared from every mode shown */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */
@@ -271,6 +312,10 @@ struct fs {
 	int64_t anon_seq;
 	fs_node *root, *exec_root, *queue_root, *counter_root;
 	fs_link files, dirs;       /* open handles; guarded by lock */
+	uint64_t max_buffered;     /* bound on the bytes write handles hold */
+	uint64_t buffered;         /* what they hold; guarded by lock */
+	uint64_t file_seq;         /* orders changes of images; guarded by
+	                              lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
 };
@@ -301,6 +346,15 @@ int64_t fs_now_ns(void);
 /* Now on clock, plus ms: the deadline for a pthread_cond_timedwait on a
  * condition variable that waits on that clock. */
 void fs_deadline(clockid_t clock, long ms, struct timespec *ts);
+/* ENAMETOOLONG when a name is longer than any the mount shows or takes
+ * (FS_NAME_MAX, statfs's f_namemax; the kernel passes FUSE names of up to
+ * 1024 bytes), else 0. Every handler that takes a name checks it first, as
+ * a local filesystem does, so such a name is ENAMETOOLONG at lookup,
+ * create, mkdir, rename, unlink and rmdir alike. */
+static inline int fs_name_check(const char *name)
+{
+	return strnlen(name, FS_NAME_MAX + 1) > FS_NAME_MAX ? ENAMETOOLONG : 0;
+}
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
  * SFS_OK with *out set. A name that names nothing is SFS_NOTFOUND when
@@ -384,6 +438,64 @@ int64_t fs_mtime(fs_kind k, const sfs_stat *st);
  * returns its length. */
 size_t fs_counter_text(int64_t v, char *out);
 
+/* Counter input (counter.c): one token per commit, "N" or "=N" sets, "+N"
+ * and "-N" add, blanks around it, at most FS_COUNTER_INPUT_MAX bytes.
+ * Returns 0 for a whole token (*set: 1 set, 0 add; *v the number), 1 for a
+ * proper prefix of one (or nothing), -1 for what cannot become one. */
+#define FS_COUNTER_INPUT_MAX 64
+int fs_counter_parse(const unsigned char *s, size_t n, int *set, int64_t *v);
+
+/* ------------------------------------------------------------------------
+ * What a handle writing a value changed (image.c): see that file. Not
+ * locked itself: it lives in a handle, under the handle's lock.
+ */
+#define FS_NO_CUT UINT64_MAX
+
+typedef struct fs_extent {
+	uint64_t off;
+	size_t len, cap;
+	unsigned char *p;
+} fs_extent;
+
+typedef struct fs_image {
+	uint64_t base;     /* the value's length when the image began (0 for a
+	                      create or O_TRUNC) */
+	uint64_t cut;      /* the shortest length it was cut to, FS_NO_CUT if
+	                      never: the store's bytes below min(cut, base)
+	                      show through */
+	uint64_t size;     /* the image's length */
+	fs_extent *ext;    /* written bytes: sorted, disjoint, not touching */
+	size_t n, cap;
+	unsigned char *app; /* O_APPEND: bytes for the end of the value as it
+	                      is at the commit */
+	size_t applen, appcap;
+	size_t held;       /* bytes held: the extents' and the appended */
+} fs_image;
+
+void fs_image_init(fs_image *im, uint64_t base, int truncated);
+void fs_image_free(fs_image *im);
+/* After a commit: nothing changed over a value of length base. */
+void fs_image_reset(fs_image *im, uint64_t base);
+/* Whether it differs from the value it began from. */
+int fs_image_changed(const fs_image *im);
+/* The bytes a write of n at off would add to im->held. */
+size_t fs_image_added(const fs_image *im, uint64_t off, size_t n);
+/* Changes; 0 or ENOMEM (then nothing changed). */
+int fs_image_write(fs_image *im, uint64_t off, const void *p, size_t n);
+int fs_image_append(fs_image *im, const void *p, size_t n);
+int fs_image_truncate(fs_image *im, uint64_t size);
+/* The image's bytes [off, off + n) into out, *got of them (fewer at its
+ * end): the store's through base(ctx, off, n, out) (0 or an errno; it
+ * leaves what the store lacks as zeros), the rest from the image. */
+int fs_image_read(const fs_image *im, uint64_t off, size_t n,
+                  unsigned char *out, size_t *got,
+                  int (*base)(void *ctx, uint64_t off, size_t n,
+                              unsigned char *out),
+                  void *ctx);
+/* The commit as an edit list into e (room for im->n + 3), borrowing the
+ * image's bytes; returns the count. */
+size_t fs_image_edits(const fs_image *im, sfs_edit *e);
+
 /* ------------------------------------------------------------------------
  * Open files (file.c, special.c).
  */
@@ -393,8 +505,12 @@ typedef struct fs_file {
 	fs_kind kind;
 	int flags;                 /* open flags */
 	pthread_mutex_t lock;      /* guards what follows */
-	unsigned char *buf;        /* value image, snapshot or popped bytes */
+	unsigned char *buf;        /* a snapshot, popped bytes, or a new entry's
+	                              or item's bytes */
 	size_t len, cap;
+	fs_image img;              /* a value open for writing (image.c):
+	                              its changes; buf is unused */
+	size_t held;               /* bytes counted in fs.buffered */
 	unsigned char *in;         /* counters: the text written so far */
 	size_t inlen;
 	unsigned dirty : 1;        /* the image differs from the store */
@@ -408,9 +524,25 @@ typedef struct fs_file {
 	unsigned refused : 1;      /* a write was refused (EFBIG): the handle
 	                              commits nothing, not even its create or
 	                              truncation */
+	unsigned image : 1;        /* img is in use (a value open for writing) */
+	unsigned at_end : 1;       /* a value's snapshot: a read was told it
+	                              was at the end (reads after that follow
+	                              the value, file.c) */
+	unsigned cancelled : 1;    /* a process holding it died of a signal
+	                              with changes unsaved: nothing of it is
+	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
 	int64_t claim;             /* .pop, .wait, .claim: the claim that
 	                              took the item (0: none) */
+	/* Guarded by fs.lock, so GETATTR can see them without the handle's
+	 * lock (file.c publishes them under it): */
+	struct fs_file *node_next; /* the node's open files */
+	uint64_t pub_size;         /* the length it shows: its image's or
+	                              snapshot's */
+	int64_t pub_mtime;         /* when its image last changed */
+	uint64_t pub_seq;          /* fs.file_seq at that change; 0: nothing
+	                              unsaved */
+	struct fs_stream *stream;  /* drains, .follow (special.c) */
 } fs_file;
 
 fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
@@ -460,8 +592,25 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                  struct fuse_file_info *fi);
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                           struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+                           off_t off_out, struct fuse_file_info *fi_out,
+                           size_t len, int flags);
 /* SETATTR's size change on an open handle (ftruncate). 0 or an errno. */
 int fs_file_truncate(fs *f, fs_file *h, off_t size);
+/* What a FLUSH from task pid (fuse_req_ctx: a thread id) is for a file of
+ * inode ino that it had open for writing (caller.c). */
+typedef enum fs_close_kind {
+	FS_CLOSE_UNKNOWN = 0, /* cannot tell: taken as a close */
+	FS_CLOSE_LAST,        /* its last descriptor of the file for writing,
+	                         or it exits normally and its parent does not
+	                         hold the file for writing */
+	FS_CLOSE_HELD,        /* it (exiting: its parent) still holds the file
+	                         for writing through another descriptor (a
+	                         shell's dup2, `exec 3>k` in a script) */
+	FS_CLOSE_KILLED,      /* the process is dying of a signal */
+} fs_close_kind;
+fs_close_kind fs_caller_close(pid_t pid, uint64_t ino);
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -474,16 +623,25 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 /* Special files (special.c): the first READ takes bytes from the store. */
 void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
                      off_t off);
-/* Takes the head item of queue into h under a claim (.pop, .wait: its
- * bytes; .claim: its name), or every pending item (.drain: JSON Lines).
- * SFS_OK, SFS_NOTFOUND when empty. */
+/* What a kept READ (wait.c) waits for: the head item of queue taken into
+ * h under a claim (.wait), or the next entries of a .follow rendered.
+ * SFS_OK, SFS_NOTFOUND when there is nothing yet. */
 int fs_special_take(fs *f, fs_file *h, sfs_slice queue);
-/* Replies to a READ of what h took. Delivered, a pop's or a drain's claim
- * is acked (a .claim's is kept for the reader to settle); if the reader
- * was interrupted meanwhile or the reply fails, the claim is nacked: the
- * items are back at their places. */
+/* Replies to a READ of what h took. Delivered, a pop's claim is acked (a
+ * .claim's is kept for the reader to settle); if the reader was
+ * interrupted meanwhile or the reply fails, the claim is nacked: the item
+ * is back at its place. A stream serves the bytes at off. */
 void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off);
+/* OPEN of a special file (after the handle is made): a .follow joins
+ * its node's followers. 0 or ENOMEM. */
+int fs_special_open(fs *f, fs_file *h);
+/* The size a .follow node shows: what its open handles have rendered,
+ * after rendering what is new for them. */
+uint64_t fs_special_size(fs *f, fs_node *n);
+/* RELEASE of a stream: a drain gives back what was not delivered. */
+void fs_special_release(fs *f, fs_file *h);
+void fs_stream_free(struct fs_stream *s);
 
 /* The .wait readers (wait.c). */
 int fs_wait_start(fs *f);
@@ -494,8 +652,11 @@ void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 /* Something was pushed through the mount: look again now. */
 void fs_wait_kick(fs *f);
 
-/* JSON Lines for .drain (json.c). */
-int fs_json_kv_lines(const sfs_list *l, fs_name_kind kind, sfs_buf *out);
-int fs_json_queue_lines(const sfs_list *l, sfs_buf *out);
+/* One JSON line of a .drain or .follow (json.c), appended to out (whose
+ * allocation is *cap bytes): an entry or item by id (by_id: id, name,
+ * value, mtime_ns) or a namespace's entry (name in the codec's kind,
+ * key, value, mtime_ns). 0 or ENOMEM. */
+int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
+                 fs_name_kind kind);
 
 #endif /* STATEFS_FS_I_H */

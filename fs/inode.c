@@ -651,3 +651,59 @@ int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out)
 	*out = l;
 	return 0;
 }
+
+void fs_node_file_add(fs *f, fs_node *n, fs_file *h)
+{
+	pthread_mutex_lock(&f->lock);
+	h->node_next = n->files;
+	n->files = h;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void fs_node_file_del(fs *f, fs_node *n, fs_file *h)
+{
+	fs_file **pp;
+
+	pthread_mutex_lock(&f->lock);
+	for (pp = &n->files; *pp && *pp != h; pp = &(*pp)->node_next)
+		;
+	if (*pp)
+		*pp = h->node_next;
+	h->node_next = NULL;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void fs_node_view(fs *f, fs_node *n, fs_file *h, fs_view *out)
+{
+	fs_file *best = h;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&f->lock);
+	if (!best) {
+		for (fs_file *x = n->files; x; x = x->node_next)
+			if (x->pub_seq && (!best || x->pub_seq > best->pub_seq))
+				best = x;
+		if (!best)
+			best = n->files;
+	}
+	if (best) {
+		out->files = 1;
+		out->unsaved = best->pub_seq != 0;
+		out->size = best->pub_size;
+		out->mtime_ns = best->pub_mtime;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+int fs_node_holds_children(fs *f, fs_node *dir)
+{
+	fs_node *n;
+	int found = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (size_t b = 0; b < f->ino_buckets && !found; b++)
+		for (n = f->by_ino[b]; n && !found; n = n->ino_next)
+			found = n->parent == dir && !n->unlinked && n->pending > 0;
+	pthread_mutex_unlock(&f->lock);
+	return found;
+}

@@ -17,8 +17,9 @@
 
 #include "fs_i.h"
 
-#define DIR_MODE (S_IFDIR | 0755)
-#define RW_MODE (S_IFREG | 0644)
+/* Before the mount's umask (fs_mode). */
+#define DIR_MODE (S_IFDIR | 0777)
+#define RW_MODE (S_IFREG | 0666)
 #define RO_MODE (S_IFREG | 0444)
 
 const fs_class fs_classes[FS_KIND_MAX] = {
@@ -58,6 +59,8 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 		.parent = FS_LOG_KEY, .parts = 3, .by_id = 1 },
 	[FS_LOG_NEW] = { .what = "new log entry", .mode = RW_MODE,
 		.parent = FS_LOG_KEY, .parts = 3, .by_id = 1 },
+	[FS_LOG_FOLLOW] = { .what = "log follow", .mode = RO_MODE,
+		.parent = FS_LOG_KEY, .parts = 3, .special = FS_NAME_FOLLOW },
 
 	[FS_QUEUE] = { .what = "queue", .mode = DIR_MODE,
 		.parent = FS_QUEUE_ROOT, .parts = 1, .fam = SFS_FAM_QUEUE,
@@ -76,6 +79,8 @@ const fs_class fs_classes[FS_KIND_MAX] = {
 		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_WAIT },
 	[FS_QUEUE_CLAIM] = { .what = "queue claim", .mode = RO_MODE,
 		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_CLAIM },
+	[FS_QUEUE_FOLLOW] = { .what = "queue follow", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_FOLLOW },
 	/* Claims (docs/claims.md): fixed directories of a queue, reached by
 	 * name like the special files (a listing of the queue shows exactly
 	 * its pending items). Their `what` is their name. */

@@ -135,7 +135,7 @@ void fs_reply_entry(fs *f, fuse_req_t req, fs_node *dir,
 }
 
 /* LOOKUP: fs_store_stat (sfs_dir_exists, sfs_kv_stat, sfs_log_stat,
- * sfs_queue_stat, sfs_counter_scan by kind); long names via a scan. */
+ * sfs_item_stat, sfs_counter_scan by kind); long names via a scan. */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -147,7 +147,8 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}

@@ -12,7 +12,9 @@
  *
  * The forms, tried in this order (text.h's "Names" section is the
  * contract; docs/filesystem.md has a table of examples):
- *   id      typed namespaces only: an 8-byte key is its int64 in decimal;
+ *   id      id namespaces only: an 8-byte key is its int64 in decimal
+ *           (big-endian in the Go SDK's worker, agg, win; little-endian
+ *           in the Python SDK's _vgi/ namespaces of packed ids);
  *   text    printable UTF-8 as is, other bytes and '/' '%' as %XX;
  *   hex     "%x" + lower-case hex, when shorter than the text form, and for
  *           the empty string;
@@ -50,8 +52,18 @@ static const char *const reserved_scope[] = {
 	FS_NAMES_ROOT, NULL,
 };
 
+/* Namespaces whose keys are 8-byte ids: the Go SDK's typed families (and
+ * the TypeScript SDK's worker state), big-endian; the Python SDK's
+ * framework namespaces (FrameworkNS) keyed by BoundStorage.pack_int_key,
+ * little-endian (the TypeScript SDK's buffering init too). Its
+ * _vgi/streaming_finalize is a log keyed by b"", not by ids. */
 static const char *const id_namespaces[] = {
 	SFS_NS_WORKER, SFS_NS_AGG, SFS_NS_WIN, NULL,
+};
+static const char *const id_le_namespaces[] = {
+	"_vgi/aggregate_state", "_vgi/aggregate_window_partition",
+	"_vgi/buffering_init", "_vgi/streaming_session", "_vgi/tio_state",
+	NULL,
 };
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
@@ -122,29 +134,42 @@ static int in_list(const char *const *list, const void *p, size_t n)
 	return 0;
 }
 
-/* The typed namespaces' 8-byte big-endian two's complement ids (the same
- * encoding as sfs_id_encode, repeated here so the codec stands alone). */
-static int64_t id_get(const unsigned char *p)
+static int is_id_kind(fs_name_kind kind)
+{
+	return kind == FS_NAME_ID || kind == FS_NAME_ID_LE;
+}
+
+/* 8-byte two's complement ids, big-endian for FS_NAME_ID (the encoding
+ * of sfs_id_encode, repeated here so the codec stands alone), else
+ * little-endian. Byte i of the key is bits 8*shift(i) of the id. */
+static int id_shift(fs_name_kind kind, int i)
+{
+	return kind == FS_NAME_ID ? 7 - i : i;
+}
+
+static int64_t id_get(fs_name_kind kind, const unsigned char *p)
 {
 	uint64_t u = 0;
 
 	for (int i = 0; i < 8; i++)
-		u = u << 8 | p[i];
+		u |= (uint64_t)p[i] << (8 * id_shift(kind, i));
 	return (int64_t)u;
 }
 
-static void id_put(int64_t id, unsigned char *p)
+static void id_put(fs_name_kind kind, int64_t id, unsigned char *p)
 {
 	uint64_t u = (uint64_t)id;
 
-	for (int i = 7; i >= 0; i--, u >>= 8)
-		p[i] = (unsigned char)(u & 0xFF);
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(u >> (8 * id_shift(kind, i)));
 }
 
 fs_name_kind fs_name_key_kind(sfs_slice ns)
 {
 	if (ns.ptr && in_list(id_namespaces, ns.ptr, ns.len))
 		return FS_NAME_ID;
+	if (ns.ptr && in_list(id_le_namespaces, ns.ptr, ns.len))
+		return FS_NAME_ID_LE;
 	return FS_NAME_KEY;
 }
 
@@ -237,11 +262,11 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 
 	if (!out || !bytes.ptr ||
 	    (kind != FS_NAME_KEY && kind != FS_NAME_SCOPE &&
-	     kind != FS_NAME_ID))
+	     !is_id_kind(kind)))
 		return SFS_INVALID;
 
-	if (kind == FS_NAME_ID && n == 8) {
-		id = id_get(p);
+	if (is_id_kind(kind) && n == 8) {
+		id = id_get(kind, p);
 		tlen = (size_t)snprintf(out, FS_NAME_MAX + 1, "%" PRId64, id);
 		goto done;
 	}
@@ -256,7 +281,7 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 	if (n > 0 && tlen <= hlen) {
 		int first = in_list(reserved_all, p, n) ||
 		            (kind == FS_NAME_SCOPE && in_list(reserved_scope, p, n)) ||
-		            (kind == FS_NAME_ID && is_decimal(p, n));
+		            (is_id_kind(kind) && is_decimal(p, n));
 		encode_text(&e, p, n, first);
 	} else {
 		encode_hex(&e, p, n);
@@ -323,19 +348,19 @@ int fs_name_decode(const char *name, size_t len, fs_name_kind kind,
 
 	if (!name || !out ||
 	    (kind != FS_NAME_KEY && kind != FS_NAME_SCOPE &&
-	     kind != FS_NAME_ID))
+	     !is_id_kind(kind)))
 		return SFS_INVALID;
 	if (len == 0 || len > FS_NAME_MAX || memchr(name, '\0', len) ||
 	    memchr(name, '/', len))
 		goto invalid;
 
-	if (kind == FS_NAME_ID && is_decimal((const unsigned char *)name, len)) {
+	if (is_id_kind(kind) && is_decimal((const unsigned char *)name, len)) {
 		if (!parse_id(name, len, &id))
 			goto invalid;
 		b = malloc(9);
 		if (!b)
 			return SFS_NOMEM;
-		id_put(id, b);
+		id_put(kind, id, b);
 		n = 8;
 		goto check;
 	}

@@ -1,28 +1,50 @@
 /*
- * special.c - the files that change the store when read: .drain of a
- * namespace, and .pop, .drain, .wait, .claim of a queue.
+ * special.c - the files that are not a value: .pop, .wait and .claim of a
+ * queue, which take one item when read, and the streams: .drain of a
+ * namespace or a queue, and .follow of a log key or a queue.
  *
  * They report size 0 and are opened with direct_io (file.c), so the kernel
  * asks us instead of trusting the size. The store is touched at the first
  * READ of a handle, never at OPEN: `: < q/.pop` opens and closes without
- * reading and must not lose an item. What the first READ took is kept in
- * the handle and later READs are served from it by offset (`head -c`, `dd
- * bs=1`, `read -r line` all work and pop once).
+ * reading and must not lose an item.
  *
  * .pop, .wait and .claim take the head item under a claim (sfs_claim, the
- * mount's lease), and a queue's .drain every pending item under one claim
- * (a namespace's .drain is sfs_kv_drain: keys have no claims). .pop, .wait
- * and .drain ack once the bytes are delivered;
- * .claim returns the item's name and leaves the claim to the reader, who
- * settles it under inflight/ (rm = ack, mv back = nack, touch =
- * heartbeat). If the reader was interrupted (Ctrl-C, `timeout`) by the
- * time the item was taken, or the kernel refuses the reply, the claim is
- * nacked: the item is back at its place, the head, under its name, and
- * the READ fails with EINTR. Should the daemon die between the take and
- * the ack, the lease runs out and the item comes back: nothing is lost.
- * Once bytes were delivered a pop is done: RELEASE drops whatever part of
- * them the reader did not read (a pop is at-most-once; .claim is the
- * at-least-once way).
+ * mount's lease) into the handle, and later READs are served from it by
+ * offset (`head -c`, `dd bs=1`, `read -r line` all work and pop once).
+ * .pop and .wait ack once the bytes are delivered; .claim returns the
+ * item's name and leaves the claim to the reader, who settles it under
+ * inflight/ (rm = ack, mv back = nack, touch = heartbeat). If the reader
+ * was interrupted (Ctrl-C, `timeout`) by the time the item was taken, or
+ * the kernel refuses the reply, the claim is nacked: the item is back at
+ * its place, the head, under its name, and the READ fails with EINTR.
+ * Should the daemon die between the take and the ack, the lease runs out
+ * and the item comes back: nothing is lost. Once bytes were delivered a
+ * pop is done: RELEASE drops whatever part of them the reader did not read
+ * (a pop is at-most-once; .claim is the at-least-once way).
+ *
+ * A stream is JSON Lines (json.c), rendered a page at a time (at most 256
+ * rows, at most about 1 MiB of values, at least one row), so memory holds
+ * one page whatever the size of what is streamed. The reader reads it in
+ * order; the page goes when the reader asks past its end, and the next one
+ * is rendered then. A READ before the page is EINVAL (the bytes are gone).
+ *  - A drain takes everything at its first READ, in one transaction,
+ *    under a claim with the mount's lease (sfs_kv_claim for a namespace,
+ *    sfs_claim of every pending item for a queue), and reads the claim's
+ *    items by page (sfs_claim_items). Each reply acks the rows whose last
+ *    byte it carried (sfs_claim_settle DONE), so a row is done once the
+ *    reader has it whole. RELEASE gives back what is left (nack: items at
+ *    their places, entries into their namespace unless written again),
+ *    and a daemon killed meanwhile leaves it to the lease: nothing is
+ *    lost, and what a reader got may at worst come again. The lease is
+ *    extended while the reader reads.
+ *  - .follow takes nothing: it renders the log key's entries or the
+ *    queue's pending items from the first, then each new one (by id), and
+ *    a READ at the end waits (wait.c) until there is more. A stat of a
+ *    .follow (fstat too: the kernel sends no handle) shows what its
+ *    followers have rendered, after rendering what is new for them:
+ *    `tail -f` polls that, reads when it grows, and then just reads;
+ *    `cat` and `tail -n +1 -f` just read. An interrupted reader is
+ *    answered EINTR.
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +54,11 @@
 
 #include "fs_i.h"
 
+#define PAGE_ROWS 256
+#define PAGE_BYTES (1u << 20)
+
+/* ---- .pop, .wait, .claim ---- */
+
 /* Serves [off, off + size) of what the handle took. Lock held. */
 static int serve(fuse_req_t req, fs_file *h, size_t size, off_t off)
 {
@@ -40,19 +67,6 @@ static int serve(fuse_req_t req, fs_file *h, size_t size, off_t off)
 	return fuse_reply_buf(req, (const char *)h->buf + off,
 	                      h->len - (size_t)off < size ? h->len - (size_t)off
 	                                                  : size);
-}
-
-static int take_buf(fs_file *h, sfs_buf *b)
-{
-	int err = fs_file_reserve(h, b->len + 1);
-
-	if (!err) {
-		memcpy(h->buf, b->ptr, b->len);
-		h->len = b->len;
-		h->loaded = 1;
-	}
-	sfs_buf_free(b);
-	return err;
 }
 
 /* Puts a taken item back at its place (the claim's nack). Lock held. */
@@ -71,60 +85,44 @@ static void put_back(fs *f, fs_file *h)
 	h->len = 0;
 }
 
-/* What a take serves, into *b (malloc'd): the item's bytes (.pop, .wait),
- * its name under inflight/ and a newline (.claim), or every item as JSON
- * Lines with the time each was enqueued (.drain). SFS_OK or a status. */
-static int render(const fs_file *h, const sfs_list *l, sfs_buf *b)
+/* The bytes .pop and .wait serve (the item's) or .claim's (its name under
+ * inflight/ and a newline) into the handle. Lock held. */
+static int keep_item(fs_file *h, const sfs_item *it)
 {
 	char name[FS_ID_NAME + 1];
 	sfs_slice v;
 
-	switch (h->kind) {
-	case FS_QUEUE_DRAIN:
-		/* each item's mtime is when it was enqueued */
-		return fs_json_queue_lines(l, b) ? SFS_NOMEM : SFS_OK;
-	case FS_QUEUE_CLAIM:
-		fs_id_name(l->items[0].id, name);
+	if (h->kind == FS_QUEUE_CLAIM) {
+		fs_id_name(it->id, name);
 		strcat(name, "\n");
 		v = sfs_str(name);
-		break;
-	default:
-		v = sfs_bytes(l->items[0].value.ptr, l->items[0].value.len);
-		break;
+	} else {
+		v = sfs_bytes(it->value.ptr, it->value.len);
 	}
-	b->len = v.len;
-	if (!(b->ptr = malloc(v.len + 1)))
+	if (fs_file_reserve(h, v.len + 1))
 		return SFS_NOMEM;
-	memcpy(b->ptr, v.ptr, v.len);
+	memcpy(h->buf, v.ptr, v.len);
+	h->len = v.len;
+	h->loaded = 1;
 	return SFS_OK;
 }
 
-int fs_special_take(fs *f, fs_file *h, sfs_slice queue)
+static int take_item(fs *f, fs_file *h, sfs_slice queue)
 {
 	int64_t cid = 0;
 	sfs_list l = { NULL, 0 };
-	sfs_buf b = { NULL, 0 };
 	int rc;
 
-	pthread_mutex_lock(&h->lock);
-	if (h->loaded) {
-		pthread_mutex_unlock(&h->lock);
+	if (h->loaded)
 		return SFS_OK;
-	}
-	rc = sfs_claim(f->store, queue, h->kind == FS_QUEUE_DRAIN ? LONG_MAX : 1,
-	               f->lease_ms, &cid, &l);
+	rc = sfs_claim(f->store, queue, 1, f->lease_ms, &cid, &l);
 	if (rc == SFS_OK) {
 		h->claim = cid;
-		rc = render(h, &l, &b);
-		if (rc == SFS_OK && take_buf(h, &b))
-			rc = SFS_NOMEM;
-		if (rc != SFS_OK) {
-			sfs_buf_free(&b);
+		rc = keep_item(h, &l.items[0]);
+		if (rc != SFS_OK)
 			put_back(f, h); /* cannot keep it: back in its place */
-		}
 	}
 	sfs_list_free(&l);
-	pthread_mutex_unlock(&h->lock);
 	return rc;
 }
 
@@ -145,86 +143,431 @@ static void delivered(fs *f, fs_file *h)
 	h->claim = 0;
 }
 
+/* The test hook: a pause that ends early when the reader is interrupted,
+ * so a test can interrupt it at a moment it chooses. */
+static void test_delay(fs *f, fuse_req_t req)
+{
+	for (long ms = 0; ms < f->test_deliver_delay_ms &&
+	                  !fuse_req_interrupted(req); ms += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- streams ---- */
+
+struct fs_stream {
+	fs_file *h;            /* the handle it belongs to */
+	struct fs_stream *next; /* .follow: in followers; guarded by
+	                          followers_lock */
+	int64_t claim;         /* drains: the claim on what is not yet
+	                          delivered (0: none, or all settled) */
+	int64_t after;         /* id of the last row rendered; -1: none */
+	int64_t beat_ns;       /* drains: when the lease was last extended */
+	off_t base;            /* stream offset of out's first byte */
+	sfs_buf out;           /* the page rendered: [base, base + out.len) */
+	size_t cap;
+	int64_t *ids;          /* drains: the rows in out, in order, */
+	off_t *ends;           /* with the offset just after each one */
+	size_t n, acked, alloc;
+	unsigned taken : 1;    /* drains: the take was done */
+	unsigned ended : 1;    /* drains: every row rendered */
+	unsigned lost : 1;     /* drains: an ack found the claim lost */
+};
+
+/* The open .follow handles, so that a stat of a .follow (which the
+ * kernel sends without a handle: fstat too) can render what is new for
+ * them and show the file grown. Lock order: followers_lock, then a
+ * handle's lock; never the other way. */
+static pthread_mutex_t followers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_stream *followers;
+
+static int is_follow(fs_kind k)
+{
+	return k == FS_LOG_FOLLOW || k == FS_QUEUE_FOLLOW;
+}
+
+void fs_stream_free(struct fs_stream *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&followers_lock);
+	for (struct fs_stream **pp = &followers; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&followers_lock);
+	free(s->out.ptr);
+	free(s->ids);
+	free(s->ends);
+	free(s);
+}
+
+static int is_drain(const fs_file *h)
+{
+	return h->kind == FS_KV_DRAIN || h->kind == FS_QUEUE_DRAIN;
+}
+
+static int64_t lease_ms(const fs *f)
+{
+	return f->lease_ms ? f->lease_ms : 600000;
+}
+
+/* Remembers a row rendered into the page (drains). 0 or ENOMEM. */
+static int note_row(struct fs_stream *s, int64_t id)
+{
+	if (s->n == s->alloc) {
+		size_t na = s->alloc ? s->alloc * 2 : 64;
+		int64_t *ids = realloc(s->ids, na * sizeof(*ids));
+		off_t *ends;
+
+		if (!ids)
+			return ENOMEM;
+		s->ids = ids;
+		ends = realloc(s->ends, na * sizeof(*ends));
+		if (!ends)
+			return ENOMEM;
+		s->ends = ends;
+		s->alloc = na;
+	}
+	s->ids[s->n] = id;
+	s->ends[s->n++] = s->base + (off_t)s->out.len;
+	return 0;
+}
+
+/* The rows after s->after of what the stream shows, at most limit, with
+ * or without their values. */
+static int rows(fs *f, fs_file *h, const fs_addr *a, long limit,
+                int keys_only, sfs_list *out)
+{
+	struct fs_stream *s = h->stream;
+
+	switch (h->kind) {
+	case FS_LOG_FOLLOW:
+		return sfs_log_scan(f->store, fs_part(a, 0), fs_part(a, 1),
+		                    fs_part(a, 2), s->after, limit, keys_only, out);
+	case FS_QUEUE_FOLLOW:
+		return sfs_item_scan(f->store, fs_part(a, 0), SFS_ITEM_PENDING,
+		                     s->after, limit, keys_only, out);
+	default:
+		return sfs_claim_items(f->store, s->claim, s->after, limit,
+		                       keys_only, out);
+	}
+}
+
+/* A drain's take: everything, in one transaction, under a claim.
+ * SFS_NOTFOUND: nothing to take (the stream is empty). */
+static int take_all(fs *f, fs_file *h, const fs_addr *a)
+{
+	struct fs_stream *s = h->stream;
+	int64_t cid = 0;
+	int rc;
+
+	s->taken = 1;
+	rc = h->kind == FS_KV_DRAIN
+	   ? sfs_kv_claim(f->store, fs_part(a, 0), fs_part(a, 1), lease_ms(f),
+	                  &cid, NULL)
+	   : sfs_claim(f->store, fs_part(a, 0), LONG_MAX, lease_ms(f), &cid,
+	               NULL);
+	if (rc == SFS_OK) {
+		s->claim = cid;
+		s->beat_ns = fs_now_ns();
+	}
+	return rc;
+}
+
+/* Extends a drain's lease when a third of it has passed. */
+static int beat(fs *f, struct fs_stream *s)
+{
+	int64_t now = fs_now_ns();
+	int rc;
+
+	if (!s->claim || now - s->beat_ns < lease_ms(f) * 1000000 / 3)
+		return SFS_OK;
+	rc = sfs_claim_heartbeat(f->store, s->claim, lease_ms(f), NULL);
+	if (rc == SFS_OK)
+		s->beat_ns = now;
+	return rc;
+}
+
+/* Renders the next page after what the stream holds (appended to out).
+ * SFS_OK when a row was rendered, SFS_NOTFOUND when there is none now
+ * (a drain: none left). Lock held. */
+static int fill(fs *f, fs_file *h, const fs_addr *a)
+{
+	struct fs_stream *s = h->stream;
+	fs_name_kind nk = fs_name_key_kind(fs_part(a, 1));
+	sfs_list keys = { NULL, 0 }, page = { NULL, 0 };
+	uint64_t bytes = 0;
+	long take = 0;
+	int rc = SFS_OK, err = 0;
+
+	if (is_drain(h)) {
+		if (s->ended)
+			return SFS_NOTFOUND;
+		if (!s->taken && (rc = take_all(f, h, a)) != SFS_OK) {
+			s->ended = rc == SFS_NOTFOUND;
+			return rc;
+		}
+		rc = beat(f, s);
+	}
+	/* Sizes first: as many rows as fit in a page, at least one. */
+	if (rc == SFS_OK)
+		rc = rows(f, h, a, PAGE_ROWS, 1, &keys);
+	if (rc == SFS_CLAIMLOST && is_drain(h) && !s->lost) {
+		/* Every row was delivered and settled: the claim ended with
+		 * its last one. */
+		s->claim = 0;
+		s->ended = 1;
+		return SFS_NOTFOUND;
+	}
+	if (rc != SFS_OK)
+		return rc;
+	while ((size_t)take < keys.n &&
+	       (take == 0 || bytes + keys.items[take].st.size <= PAGE_BYTES))
+		bytes += keys.items[take++].st.size;
+	sfs_list_free(&keys);
+	if (take == 0) {
+		s->ended = is_drain(h);
+		return SFS_NOTFOUND;
+	}
+	rc = rows(f, h, a, take, 0, &page);
+	if (rc != SFS_OK)
+		return rc;
+	for (size_t i = 0; i < page.n && !err; i++) {
+		err = fs_json_line(&s->out, &s->cap, &page.items[i],
+		                   h->kind != FS_KV_DRAIN, nk);
+		if (!err && is_drain(h))
+			err = note_row(s, page.items[i].id);
+		if (!err)
+			s->after = page.items[i].id;
+	}
+	rc = page.n ? SFS_OK : SFS_NOTFOUND;
+	sfs_list_free(&page);
+	return err ? SFS_NOMEM : rc;
+}
+
+/* Acks the drain's rows whose last byte is before offset e: the reader
+ * has them whole. Lock held. */
+static void ack_through(fs *f, struct fs_stream *s, off_t e)
+{
+	static const sfs_outcome done[64] = {
+		[0 ... 63] = SFS_OUTCOME_DONE
+	};
+	size_t k = s->acked;
+	int rc;
+
+	while (k < s->n && s->ends[k] <= e)
+		k++;
+	while (s->acked < k) {
+		size_t m = k - s->acked > 64 ? 64 : k - s->acked;
+
+		rc = sfs_claim_settle(f->store, s->claim, s->ids + s->acked,
+		                      done, m);
+		if (rc) {
+			s->lost = 1;
+			fs_log(f, LOG_WARNING, "rows of a drain were delivered "
+			       "but their claim %lld could not be settled (they "
+			       "may be delivered again): %s: %s",
+			       (long long)s->claim, sfs_strerror(rc),
+			       sfs_errdetail());
+		}
+		s->acked += m;
+	}
+}
+
+/* The reader is at the page's end: it has had all of it. Drop it. */
+static void next_page(fs *f, struct fs_stream *s)
+{
+	if (s->claim)
+		ack_through(f, s, s->base + (off_t)s->out.len);
+	s->base += (off_t)s->out.len;
+	s->out.len = 0;
+	s->n = s->acked = 0;
+	if (s->ended && s->claim)
+		s->claim = 0; /* all settled: the engine ended the claim */
+}
+
+static int stream_open(fs_file *h)
+{
+	if (h->stream)
+		return 0;
+	h->stream = calloc(1, sizeof(*h->stream));
+	if (!h->stream)
+		return ENOMEM;
+	h->stream->h = h;
+	h->stream->after = -1;
+	return 0;
+}
+
+int fs_special_open(fs *f, fs_file *h)
+{
+	(void)f;
+	if (!is_follow(h->kind))
+		return 0; /* a drain takes nothing before its first READ */
+	if (stream_open(h))
+		return ENOMEM;
+	pthread_mutex_lock(&followers_lock);
+	h->stream->next = followers;
+	followers = h->stream;
+	pthread_mutex_unlock(&followers_lock);
+	return 0;
+}
+
+/* Replies to a READ of the stream at off, with what the page holds there;
+ * acks what the reply completed. 1 when there was nothing to serve at the
+ * end of the page (the caller renders more or waits), else 0 (answered).
+ * Lock held. */
+static int stream_serve(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                        off_t off)
+{
+	struct fs_stream *s = h->stream;
+	off_t end = s->base + (off_t)s->out.len;
+	size_t n;
+
+	if (off < s->base || off > end) {
+		fuse_reply_err(req, EINVAL); /* gone, or not yet rendered */
+		return 0;
+	}
+	if (off == end)
+		return 1;
+	n = (size_t)(end - off) < size ? (size_t)(end - off) : size;
+	if (fuse_req_interrupted(req)) {
+		fuse_reply_err(req, EINTR); /* nothing acked: all stays */
+		return 0;
+	}
+	if (fuse_reply_buf(req, (const char *)s->out.ptr + (off - s->base),
+	                   n) == 0 && s->claim)
+		ack_through(f, s, off + (off_t)n);
+	return 0;
+}
+
+/* A READ of a stream: serve what the page has, else render the next one,
+ * else (a drain's end) EOF or (.follow) wait for more. */
+static void stream_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                        off_t off)
+{
+	fs_addr a = { 0 };
+	int rc, err;
+
+	pthread_mutex_lock(&h->lock);
+	if ((err = stream_open(h)) ||
+	    (err = fs_node_addr(f, h->node, &a))) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (!stream_serve(f, req, h, size, off))
+		goto out;
+	next_page(f, h->stream);
+	rc = fill(f, h, &a);
+	if (rc == SFS_OK) {
+		test_delay(f, req);
+		stream_serve(f, req, h, size, off);
+	} else if (rc == SFS_NOTFOUND && is_drain(h)) {
+		fuse_reply_buf(req, NULL, 0); /* the end */
+	} else if (rc == SFS_NOTFOUND) {
+		pthread_mutex_unlock(&h->lock);
+		fs_wait_add(f, req, h, fs_part(&a, 0), size, off);
+		fs_addr_free(&a);
+		return;
+	} else {
+		fuse_reply_err(req, fs_errno(f, rc, "reading a stream"));
+	}
+out:
+	pthread_mutex_unlock(&h->lock);
+	fs_addr_free(&a);
+}
+
+uint64_t fs_special_size(fs *f, fs_node *n)
+{
+	uint64_t size = 0, sz;
+	fs_addr a = { 0 };
+
+	/* Every follower of n renders what is new (at most a page ahead of
+	 * its reader), and the file shows the longest: tail -f reads when
+	 * it grows, and never finds it shorter than what it has read. */
+	pthread_mutex_lock(&followers_lock);
+	for (struct fs_stream *s = followers; s; s = s->next) {
+		fs_file *h = s->h;
+
+		if (h->node != n)
+			continue;
+		pthread_mutex_lock(&h->lock);
+		if (fs_node_addr(f, n, &a) == 0) {
+			while (s->out.len < PAGE_BYTES && fill(f, h, &a) == SFS_OK)
+				;
+			fs_addr_free(&a);
+		}
+		sz = (uint64_t)(s->base + (off_t)s->out.len);
+		if (sz > size)
+			size = sz;
+		pthread_mutex_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&followers_lock);
+	return size;
+}
+
+void fs_special_release(fs *f, fs_file *h)
+{
+	struct fs_stream *s = h->stream;
+	int rc;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (s->claim) {
+		rc = sfs_claim_end(f->store, s->claim, SFS_OUTCOME_NACK);
+		if (rc && rc != SFS_CLAIMLOST)
+			fs_log(f, LOG_ERR, "a drain's rows that were not "
+			       "delivered could not be given back now (its "
+			       "claim %lld returns them when its lease ends): "
+			       "%s: %s", (long long)s->claim, sfs_strerror(rc),
+			       sfs_errdetail());
+		s->claim = 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- the entry points ---- */
+
+int fs_special_take(fs *f, fs_file *h, sfs_slice queue)
+{
+	fs_addr a = { 0 };
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->stream) {
+		rc = take_item(f, h, queue);
+	} else if ((rc = fs_node_addr(f, h->node, &a)) != 0) {
+		rc = SFS_NOMEM;
+	} else {
+		rc = h->stream->out.len ? SFS_OK : fill(f, h, &a);
+		fs_addr_free(&a);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
 void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off)
 {
 	(void)queue;
-	if (f->test_deliver_delay_ms > 0) {
-		struct timespec ts = { f->test_deliver_delay_ms / 1000,
-		                       (f->test_deliver_delay_ms % 1000) *
-		                       1000000L };
-		nanosleep(&ts, NULL);
-	}
+	test_delay(f, req);
 	pthread_mutex_lock(&h->lock);
-	if (fuse_req_interrupted(req)) {
+	if (h->stream) {
+		if (stream_serve(f, req, h, size, off))
+			fuse_reply_buf(req, NULL, 0); /* cannot happen */
+	} else if (fuse_req_interrupted(req)) {
 		put_back(f, h);
-		pthread_mutex_unlock(&h->lock);
 		fuse_reply_err(req, EINTR);
-		return;
-	}
-	if (serve(req, h, size, off) != 0)
+	} else if (serve(req, h, size, off) != 0) {
 		put_back(f, h);
-	else
+	} else {
 		delivered(f, h);
-	pthread_mutex_unlock(&h->lock);
-}
-
-/* Puts a namespace's drained rows back: the reader never got them. A
- * value written meanwhile by someone else is overwritten: the window is
- * one reply long. */
-static void restore_rows(fs *f, const fs_addr *a, const sfs_list *l)
-{
-	int rc = SFS_OK;
-
-	for (size_t i = 0; i < l->n && rc == SFS_OK; i++) {
-		const sfs_item *it = &l->items[i];
-
-		rc = sfs_kv_put(f->store, fs_part(a, 0), fs_part(a, 1),
-		                sfs_bytes(it->key.ptr ? it->key.ptr : "",
-		                          it->key.len),
-		                sfs_bytes(it->value.ptr ? it->value.ptr : "",
-		                          it->value.len));
 	}
-	if (rc)
-		fs_log(f, LOG_ERR, "drained rows of an interrupted reader could "
-		       "not be put back: %s: %s", sfs_strerror(rc),
-		       sfs_errdetail());
-}
-
-/* The first READ of a namespace's .drain: sfs_kv_drain, in one
- * transaction, rendered as JSON Lines into the handle; *rows keeps what
- * was taken until it is delivered. Lock held; returns an errno. */
-static int drain(fs *f, fs_file *h, const fs_addr *a, sfs_list *rows)
-{
-	sfs_buf out = { NULL, 0 };
-	int rc, err;
-
-	rc = sfs_kv_drain(f->store, fs_part(a, 0), fs_part(a, 1), rows);
-	if (rc)
-		return fs_errno(f, rc, "drain");
-	err = fs_json_kv_lines(rows, fs_name_key_kind(fs_part(a, 1)), &out);
-	if (err) {
-		restore_rows(f, a, rows);
-		return err;
-	}
-	free(h->buf);
-	h->buf = out.ptr;
-	h->len = h->cap = out.len;
-	h->loaded = 1;
-	return 0;
-}
-
-/* A queue's .drain that found nothing reads as empty, and stays so for
- * the handle: one take per handle, as for the other special files. */
-static void drained_nothing(fuse_req_t req, fs_file *h, size_t size,
-                            off_t off)
-{
-	pthread_mutex_lock(&h->lock);
-	if (!h->loaded) {
-		h->loaded = 1;
-		h->len = 0;
-	}
-	serve(req, h, size, off);
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -232,63 +575,31 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
                      off_t off)
 {
 	fs_addr a = { 0 };
-	sfs_list rows = { NULL, 0 };
-	sfs_slice queue;
 	int rc, err;
 
+	if (fs_kind_streams(h->kind)) {
+		stream_read(f, req, h, size, off);
+		return;
+	}
 	pthread_mutex_lock(&h->lock);
 	if (h->loaded) {
 		serve(req, h, size, off);
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
+	pthread_mutex_unlock(&h->lock);
 	if ((err = fs_node_addr(f, h->node, &a))) {
-		pthread_mutex_unlock(&h->lock);
 		fuse_reply_err(req, err);
 		return;
 	}
-	queue = fs_part(&a, 0);
-	switch (h->kind) {
-	case FS_KV_DRAIN:
-		err = drain(f, h, &a, &rows);
-		if (err) {
-			fuse_reply_err(req, err);
-		} else if (fuse_req_interrupted(req)) {
-			restore_rows(f, &a, &rows);
-			h->loaded = 0;
-			h->len = 0;
-			fuse_reply_err(req, EINTR);
-		} else if (serve(req, h, size, off) != 0) {
-			/* The reply did not reach the reader (and freed
-			 * the request): nobody has these rows. */
-			restore_rows(f, &a, &rows);
-			h->loaded = 0;
-			h->len = 0;
-		}
-		sfs_list_free(&rows);
-		pthread_mutex_unlock(&h->lock);
-		break;
-	case FS_QUEUE_POP:
-	case FS_QUEUE_WAIT:
-	case FS_QUEUE_CLAIM:
-	case FS_QUEUE_DRAIN:
-		pthread_mutex_unlock(&h->lock);
-		rc = fs_special_take(f, h, queue);
-		if (rc == SFS_OK)
-			fs_special_deliver(f, req, h, queue, size, off);
-		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_WAIT)
-			fs_wait_add(f, req, h, queue, size, off);
-		else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_DRAIN)
-			drained_nothing(req, h, size, off);
-		else if (rc == SFS_NOTFOUND)
-			fuse_reply_err(req, ENODATA); /* the loop's end */
-		else
-			fuse_reply_err(req, fs_errno(f, rc, "pop"));
-		break;
-	default:
-		pthread_mutex_unlock(&h->lock);
-		fuse_reply_err(req, EIO);
-		break;
-	}
+	rc = fs_special_take(f, h, fs_part(&a, 0));
+	if (rc == SFS_OK)
+		fs_special_deliver(f, req, h, fs_part(&a, 0), size, off);
+	else if (rc == SFS_NOTFOUND && h->kind == FS_QUEUE_WAIT)
+		fs_wait_add(f, req, h, fs_part(&a, 0), size, off);
+	else if (rc == SFS_NOTFOUND)
+		fuse_reply_err(req, ENODATA); /* the loop's end */
+	else
+		fuse_reply_err(req, fs_errno(f, rc, "pop"));
 	fs_addr_free(&a);
 }

@@ -283,7 +283,7 @@ int fs_store_rmdir(fs *f, const fs_addr *a)
 	case FS_LOG_NS:
 	case FS_CNT_NS:
 		ns = fs_part(a, 1);
-		/* fall through */
+		__attribute__((fallthrough));
 	case FS_KV_SCOPE:
 	case FS_LOG_SCOPE:
 	case FS_CNT_SCOPE:

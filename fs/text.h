@@ -17,12 +17,15 @@
 
 /* ------------------------------------------------------------------------
  * The mount's reserved names, written once. A new special file is a name
- * here, in FS_NAMES_SPECIAL, and a row of the class table (kind.c).
+ * here, in FS_NAMES_SPECIAL when it sits where keys or scopes are listed,
+ * and a row of the class table (kind.c).
  */
 #define FS_NAME_DRAIN ".drain"   /* a namespace's or a queue's drain */
 #define FS_NAME_POP ".pop"       /* a queue's head, taken */
 #define FS_NAME_WAIT ".wait"     /* a queue's head, waited for */
 #define FS_NAME_CLAIM ".claim"   /* a queue's head, claimed */
+#define FS_NAME_FOLLOW ".follow" /* a log key's or a queue's live stream;
+                                    only among ids, so never escaped */
 #define FS_NAME_EXEC "exec"      /* the root's directories */
 #define FS_NAME_QUEUE "queue"
 #define FS_NAME_COUNTER "counter"
@@ -51,10 +54,16 @@
  *   reserved  ".", "..", the special files and, for FS_NAME_SCOPE, the
  *             root's directories get their first byte escaped: ".pop" ->
  *             "%2Epop", scope "exec" -> "%65xec".
- *   id        FS_NAME_ID (keys of the typed namespaces worker, agg, win):
- *             an 8-byte key is the decimal int64 it encodes ("42", "-1");
- *             another key whose text looks like a decimal number gets its
- *             first byte escaped ("123" as 3 bytes -> "%3123").
+ *   id        FS_NAME_ID (keys of the Go SDK's typed namespaces worker,
+ *             agg, win) and FS_NAME_ID_LE (the Python SDK's namespaces of
+ *             packed ids: _vgi/aggregate_state, _vgi/aggregate_window_
+ *             partition, _vgi/buffering_init, _vgi/streaming_session,
+ *             _vgi/tio_state): an 8-byte key is the decimal int64 it
+ *             encodes, big- or little-endian ("42", "-1"); another key
+ *             whose text looks like a decimal number gets its first byte
+ *             escaped ("123" as 3 bytes -> "%3123"). Listings stay in key
+ *             (byte) order, which is numeric order for big-endian ids >= 0
+ *             but not for little-endian ones.
  *   long      an encoding over FS_NAME_MAX bytes is cut (never inside an
  *             escape or a character) and ends in "%~" plus 32 hex digits of
  *             a BLAKE2b-128 hash of the whole string. Such a name is found,
@@ -69,9 +78,11 @@ typedef enum fs_name_kind {
 	FS_NAME_SCOPE,   /* a scope or a queue id (also escapes the root's
 	                    directories) */
 	FS_NAME_ID,      /* a key of a typed namespace: 8-byte ids in decimal */
+	FS_NAME_ID_LE,   /* the same for 8-byte little-endian ids */
 } fs_name_kind;
 
-/* FS_NAME_ID for the keys of ns "worker", "agg" and "win", else
+/* FS_NAME_ID for the keys of ns "worker", "agg" and "win", FS_NAME_ID_LE
+ * for those of the Python SDK's id namespaces (above), else
  * FS_NAME_KEY. */
 fs_name_kind fs_name_key_kind(sfs_slice ns);
 

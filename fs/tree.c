@@ -32,7 +32,8 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int rc, err;
 
 	(void)mode;
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -64,8 +65,21 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_addr_free(&dir);
 }
 
-/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything); a log key or
- * queue: refused while it has entries or items. */
+/* Whether the directory child of dn has a file being created in it. */
+static int holds_pending(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+	fs_node *node;
+
+	fs_child_part(child, &p, &n);
+	node = fs_node_find(f, dn, child->kind, p, n, 0);
+	return node && fs_node_holds_children(f, node);
+}
+
+/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything, also a file
+ * still being created); a log key or queue: refused while it has entries
+ * or items. */
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -75,7 +89,8 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -88,6 +103,8 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = ENOTDIR;
 	else if (fs_kind_is_fixed(child.kind))
 		err = EBUSY;
+	else if (holds_pending(f, dn, &child))
+		err = ENOTEMPTY; /* a file in it is being created */
 	else if ((rc = fs_store_rmdir(f, &child)) != SFS_OK)
 		err = fs_errno(f, rc, "rmdir");
 	if (!err) {
@@ -102,8 +119,21 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fs_addr_free(&dir);
 }
 
+/* Whether the mount holds child of dir though the store does not: a key
+ * or counter still being created. */
+static int held(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+
+	fs_child_part(child, &p, &n);
+	return fs_node_find_held(f, dn, child->kind, p, n, child->id);
+}
+
 /* UNLINK: sfs_kv_delete, sfs_log_delete, sfs_queue_delete or
- * sfs_counter_delete by kind; special files cannot be removed. */
+ * sfs_counter_delete by kind; special files cannot be removed. A key or
+ * counter still being created is removed from the mount, and its commit
+ * with it (the open file keeps its bytes, which go nowhere). */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -113,7 +143,8 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t n;
 	int rc, err;
 
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir))) {
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
 		fuse_reply_err(req, err);
 		return;
 	}
@@ -126,7 +157,8 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = EPERM;
 	else if (fs_kind_is_dir(child.kind))
 		err = EISDIR;
-	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK)
+	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK &&
+	         !(rc == SFS_NOTFOUND && held(f, dn, &child)))
 		err = fs_errno(f, rc, "unlink");
 	if (!err) {
 		fs_child_part(&child, &p, &n);
@@ -189,7 +221,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	size_t n, nn;
 	int rc, err;
 
-	if ((err = fs_node_addr_of(f, parent, &dn, &dir)) ||
+	if ((err = fs_name_check(name)) || (err = fs_name_check(newname)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir)) ||
 	    (err = fs_node_addr_of(f, newparent, &ndn, &ndir))) {
 		fuse_reply_err(req, err);
 		fs_addr_free(&dir);
@@ -252,8 +285,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
 	fs_child_part(&from, &p, &n);
 	fs_child_part(&to, &np, &nn);
-	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY &&
-	    fs_node_find_held(f, dn, from.kind, p, n, 0))
+	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY && held(f, dn, &from))
 		rc = SFS_OK; /* still being created: its commit follows it */
 	if (rc) {
 		err = fs_errno(f, rc, "rename");

@@ -14,7 +14,8 @@
  * signal (Ctrl-C, `timeout`). libfuse calls on_interrupt on the thread that
  * read it, with the request's lock held: it only flags the waiter and wakes
  * the thread, which answers EINTR without having popped anything, so the
- * item stays in the queue. A waiter is freed only after its interrupt
+ * item stays in the queue. When the daemon stops, kept readers get
+ * ENOTCONN (fs_wait_stop). A waiter is freed only after its interrupt
  * callback is cleared (fuse_req_interrupt_func(req, NULL, NULL) waits for a
  * running callback), and never with q.lock held while doing so.
  *
@@ -68,19 +69,20 @@ static void waiter_free(waiter *w)
 	free(w);
 }
 
-/* Answers and frees a waiter that is out of the list. The handle may be
+/* Answers and frees a waiter that is out of the list: err 0 delivers
+ * what its handle took, else the READ fails with err. The handle may be
  * released (and freed by another thread) as soon as the reply is out: it
  * is not touched after. */
-static void finish(fs *f, waiter *w, int got)
+static void finish(fs *f, waiter *w, int err)
 {
 	fs_node *node = w->h->node;
 
 	fuse_req_interrupt_func(w->req, NULL, NULL);
-	if (got)
+	if (!err)
 		fs_special_deliver(f, w->req, w->h, sfs_bytes(w->queue.ptr,
 		                   w->queue.len), w->size, w->off);
 	else
-		fuse_reply_err(w->req, EINTR);
+		fuse_reply_err(w->req, err);
 	fs_node_unref(f, node);
 	waiter_free(w);
 }
@@ -123,14 +125,12 @@ static void *waiter_main(void *arg)
 			if (!interrupted && look)
 				rc = fs_special_take(f, w->h,
 				        sfs_bytes(w->queue.ptr, w->queue.len));
-			if (interrupted || rc == SFS_OK) {
-				finish(f, w, rc == SFS_OK);
+			if (rc == SFS_OK) {
+				finish(f, w, 0);
+			} else if (interrupted) {
+				finish(f, w, EINTR);
 			} else if (rc != SFS_NOTFOUND) {
-				fs_node *node = w->h->node;
-				fuse_req_interrupt_func(w->req, NULL, NULL);
-				fuse_reply_err(w->req, fs_errno(f, rc, "wait"));
-				fs_node_unref(f, node);
-				waiter_free(w);
+				finish(f, w, fs_errno(f, rc, "wait"));
 			} else {
 				w->next = NULL;
 				*kt = w;
@@ -184,10 +184,14 @@ void fs_wait_stop(fs *f)
 	pthread_mutex_unlock(&q->lock);
 	if (q->running)
 		pthread_join(q->thread, NULL);
-	/* The session is ending: every kept reader gets EINTR. */
+	/* The session is ending: every kept reader gets ENOTCONN, what any
+	 * access to the mount gets once the daemon is gone. Not EINTR: cat,
+	 * Python and Go retry a read that fails with EINTR, and the retry
+	 * would meet the unmount instead (ENOTCONN or ECONNABORTED by
+	 * timing). */
 	for (w = q->head; w; w = next) {
 		next = w->next;
-		finish(f, w, 0);
+		finish(f, w, ENOTCONN);
 	}
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);

@@ -60,6 +60,7 @@ void mountd_log(int level, const char *fmt, ...)
 }
 
 /* libfuse's own messages ("fuse: ..."), through the same place. */
+__attribute__((format(printf, 2, 0)))
 static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];

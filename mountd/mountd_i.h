@@ -23,6 +23,12 @@ typedef struct mountd_opts {
 	uint64_t max_value;       /* parsed from max_value_text; 0: default */
 	char *lease_text;
 	int64_t lease_ms;         /* parsed from lease_text; 0: ten minutes */
+	char *max_buffered_text;
+	uint64_t max_buffered;    /* parsed; 0: fs_default_max_buffered */
+	char *umask_text;
+	unsigned umask;           /* parsed from umask_text; default 077 */
+	int allow_other;          /* -o allow_other (kept for libfuse) */
+	int default_permissions;  /* given, or added with allow_other */
 	/* general options */
 	int show_help;
 	int show_version;

@@ -17,7 +17,9 @@
 
 #include "mountd_i.h"
 
-/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH. */
+/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH, the
+ * largest value one row holds (Debian's SQLite keeps that default), so
+ * 953M; 1G is more. */
 #define MAX_VALUE_CEILING 1000000000ull
 
 enum {
@@ -36,11 +38,17 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("ro", ro, 1),
 	MOUNTD_OPT("max_value=%s", max_value_text, 0),
 	MOUNTD_OPT("lease=%s", lease_text, 0),
+	MOUNTD_OPT("max_buffered=%s", max_buffered_text, 0),
+	MOUNTD_OPT("umask=%s", umask_text, 0),
+	MOUNTD_OPT("allow_other", allow_other, 1),
+	MOUNTD_OPT("default_permissions", default_permissions, 1),
 	MOUNTD_OPT("-f", foreground, 1),
 	MOUNTD_OPT("-s", singlethread, 1),
 	MOUNTD_OPT("-d", debug, 1),
 	MOUNTD_OPT("debug", debug, 1),
 	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),       /* and mount read-only */
+	FUSE_OPT_KEY("allow_other", FUSE_OPT_KEY_KEEP),
+	FUSE_OPT_KEY("default_permissions", FUSE_OPT_KEY_KEEP),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
 	FUSE_OPT_KEY("key=", KEY_KEY),
@@ -189,11 +197,38 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 	}
 	if (o->max_value_text) {
 		o->max_value = parse_size(o->max_value_text);
-		if (o->max_value == 0 || o->max_value > MAX_VALUE_CEILING) {
-			fprintf(stderr, "%s: -o max_value=%s is not a size from 1 to "
-			        "%llu bytes (a number, optionally followed by K, M "
-			        "or G); see -h\n", prog, o->max_value_text,
-			        (unsigned long long)MAX_VALUE_CEILING);
+		if (o->max_value == 0) {
+			fprintf(stderr, "%s: -o max_value=%s is not a size (a number "
+			        "of bytes, optionally followed by K, M or G); see -h\n",
+			        prog, o->max_value_text);
+			return -1;
+		}
+		if (o->max_value > MAX_VALUE_CEILING) {
+			fprintf(stderr, "%s: -o max_value=%s is %llu bytes, more than "
+			        "SQLite stores in one value (%llu bytes, %lluM at "
+			        "most); see -h\n", prog, o->max_value_text,
+			        (unsigned long long)o->max_value,
+			        (unsigned long long)MAX_VALUE_CEILING,
+			        (unsigned long long)(MAX_VALUE_CEILING >> 20));
+			return -1;
+		}
+	}
+	if (o->max_buffered_text) {
+		uint64_t vmax = o->max_value ? o->max_value
+		                             : SFS_DEFAULT_MAX_VALUE;
+
+		o->max_buffered = parse_size(o->max_buffered_text);
+		if (o->max_buffered == 0) {
+			fprintf(stderr, "%s: -o max_buffered=%s is not a size (a "
+			        "number, optionally followed by K, M or G); see "
+			        "-h\n", prog, o->max_buffered_text);
+			return -1;
+		}
+		if (o->max_buffered < vmax) {
+			fprintf(stderr, "%s: -o max_buffered=%s is less than the "
+			        "largest value (%llu bytes): a value of that size "
+			        "could never be written; see -h\n", prog,
+			        o->max_buffered_text, (unsigned long long)vmax);
 			return -1;
 		}
 	}
@@ -203,6 +238,30 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		        "number followed by ms, s, m, h or d, more than 0); see "
 		        "-h\n", prog, o->lease_text);
 		return -1;
+	}
+	o->umask = 077;
+	if (o->umask_text) {
+		char *end;
+		unsigned long m;
+
+		errno = 0;
+		m = strtoul(o->umask_text, &end, 8);
+		if (errno || end == o->umask_text || *end || m > 0777) {
+			fprintf(stderr, "%s: -o umask=%s is not an octal mode "
+			        "mask from 0 to 777; see -h\n", prog,
+			        o->umask_text);
+			return -1;
+		}
+		o->umask = (unsigned)m;
+	}
+	/* With allow_other every local user reaches the daemon, which acts
+	 * as the store's owner: without default_permissions nothing would
+	 * check the modes the mount shows (docs/filesystem.md, "Other
+	 * users"). */
+	if (o->allow_other && !o->default_permissions) {
+		if (fuse_opt_add_arg(args, "-odefault_permissions") != 0)
+			return -1;
+		o->default_permissions = 1;
 	}
 	if (o->db && add_fsname(args, o->db) != 0)
 		return -1;
@@ -219,6 +278,8 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->keyfile);
 	free(o->max_value_text);
 	free(o->lease_text);
+	free(o->max_buffered_text);
+	free(o->umask_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
 	memset(o, 0, sizeof(*o));
@@ -240,10 +301,21 @@ void mountd_usage(const char *prog)
 	       "    -o plaintext           the store is not encrypted\n"
 	       "    -o ro                  mount read-only\n"
 	       "    -o max_value=SIZE      largest value, log entry or queue item\n"
-	       "                           (default 64M; suffixes K, M, G)\n"
+	       "                           (default 64M, at most 953M, SQLite's\n"
+	       "                           limit; suffixes K, M and G)\n"
+	       "    -o max_buffered=SIZE   most bytes that files open for\n"
+	       "                           writing hold before their commit,\n"
+	       "                           all together (ENOBUFS past it;\n"
+	       "                           default 256M, at least max_value)\n"
 	       "    -o lease=DURATION      the lease of claims made through the\n"
 	       "                           mount (.claim, mv to inflight/, touch):\n"
 	       "                           seconds, or 30s, 10m, 1h (default 10m)\n"
+	       "    -o umask=MASK          octal mask of the modes files and\n"
+	       "                           directories show (default 077: the\n"
+	       "                           owner only; 022 lets others read)\n"
+	       "    -o allow_other         let other users in; always with\n"
+	       "                           default_permissions, so the kernel\n"
+	       "                           enforces the modes shown\n"
 	       "\n"
 	       "general options:\n"
 	       "    -h   --help            print help\n"

@@ -53,6 +53,8 @@ static const cli_optdef optdefs[] = {
 	{ "ttl", OPT_TTL, "DURATION", "drop pending items that waited longer (0: never)" },
 	{ "max-deliveries", OPT_MAX_DELIVERIES, "N", "dead after N deliveries (0: no limit)" },
 	{ "delete", OPT_DELETE, NULL, "delete the dead letters named (or all, with --all)" },
+	{ "interval", OPT_INTERVAL, "DURATION", "between two frames: 1s (default), 500ms, 5s..." },
+	{ "once", OPT_ONCE, NULL, "one frame, measured over one interval, then exit" },
 	{ NULL, 0, NULL, NULL },
 };
 
@@ -92,11 +94,25 @@ static int parse_long(const cli *c, const char *opt, const char *text,
 	return CLI_EXIT_OK;
 }
 
+/* A duration (text.h: "90", "30s", "1500ms", "10m"). */
+static int parse_duration(const cli *c, const char *opt, const char *text,
+                          int64_t *out)
+{
+	int st = fs_duration_parse(text, out);
+
+	if (st == SFS_TOOBIG)
+		return cli_usage(c, "--%s: '%s' is too long", opt, text);
+	if (st != SFS_OK)
+		return cli_usage(c, "--%s: '%s' is not a duration (a whole"
+		                 " number, then ms, s, m, h or d)", opt, text);
+	return CLI_EXIT_OK;
+}
+
 /* Stores one option's value. arg is NULL for flags. */
 static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 {
 	int64_t v = 0;
-	int rc, st;
+	int rc;
 
 	switch (d->id) {
 	case OPT_DB: c->db = arg; break;
@@ -120,6 +136,15 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_DECRYPT: a->decrypt = 1; break;
 	case OPT_FAMILY: a->family = arg; break;
 	case OPT_DELETE: a->del = 1; break;
+	case OPT_ONCE: a->once = 1; break;
+	case OPT_INTERVAL:
+		if ((rc = parse_duration(c, d->name, arg, &v)))
+			return rc;
+		if (v < 100 || v > 3600 * 1000)
+			return cli_usage(c, "--interval must be between 100ms "
+			                 "and 1h");
+		a->interval_ms = v;
+		break;
 	case OPT_MAX:
 		if ((rc = parse_long(c, d->name, arg, 1, &v)))
 			return rc;
@@ -131,13 +156,8 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 		break;
 	case OPT_LEASE:
 	case OPT_TTL:
-		st = fs_duration_parse(arg, &v);
-		if (st == SFS_TOOBIG)
-			return cli_usage(c, "--%s: '%s' is too long", d->name, arg);
-		if (st != SFS_OK)
-			return cli_usage(c, "--%s: '%s' is not a duration (a whole"
-			                 " number, then ms, s, m, h or d)", d->name,
-			                 arg);
+		if ((rc = parse_duration(c, d->name, arg, &v)))
+			return rc;
 		if (d->id == OPT_LEASE && v == 0)
 			return cli_usage(c, "--lease must be longer than 0");
 		*(d->id == OPT_LEASE ? &a->lease_ms : &a->ttl_ms) = v;
@@ -254,6 +274,7 @@ int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
 	a->lease_ms = -1;
 	a->ttl_ms = -1;
 	a->max_deliveries = -1;
+	a->interval_ms = -1;
 	for (int i = 0; i < argc; i++) {
 		if (!only_pos && strcmp(argv[i], "--") == 0) {
 			only_pos = 1;

@@ -41,7 +41,8 @@ enum {
 	CLI_EXIT_NOSTORE = 5,    /* no store at the path, or not a statefs store */
 	CLI_EXIT_EXISTS = 6,     /* would overwrite (init, keygen, checkpoint), or not empty */
 	CLI_EXIT_BUSY = 7,       /* another process held the store past the timeout */
-	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input */
+	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input;
+	                            what the store's backend cannot do */
 	CLI_EXIT_SYSTEM = 9,     /* I/O error, disk full, read-only, out of memory */
 	CLI_EXIT_INTERNAL = 10,  /* a bug in statefs or statectl */
 	CLI_EXIT_CLAIMLOST = 11, /* a claim expired before it was acked */
@@ -88,6 +89,8 @@ enum cli_optid {
 	OPT_MAX_DELIVERIES,
 	OPT_DELETE,
 	OPT_COUNT,
+	OPT_INTERVAL,
+	OPT_ONCE,
 };
 
 #define CLI_OPT(id) (1ull << (id))
@@ -132,6 +135,8 @@ typedef struct cli_args {
 	int64_t ttl_ms;          /* --ttl, -1: not given */
 	int64_t max_deliveries;  /* --max-deliveries, -1: not given */
 	int del;                 /* --delete */
+	int64_t interval_ms;     /* --interval, -1: not given */
+	int once;                /* --once */
 } cli_args;
 
 typedef int (*cli_run_fn)(cli *c, cli_args *a);
@@ -208,6 +213,11 @@ int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
 int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
                     int keys_only, int kind);
 /* Sets obj["queue"] to the queue's name. */
+/* A fact only the store's backend has (statefs.h, sfs_info.facts): 1 and
+ * *value when it has the one named, else 0. */
+int cli_info_fact(const sfs_info *in, const char *name, uint64_t *value);
+/* Sets each of the backend's facts in obj under its own name. */
+void cli_json_set_facts(json_t *obj, const sfs_info *in);
 void cli_json_set_queue(json_t *obj, const struct cli_name *q);
 /* A failure on a queue: "statectl: cannot <verb> queue 'q': <engine>";
  * the exit code follows the status. */
@@ -362,6 +372,15 @@ int cmd_queue_scan(cli *c, cli_args *a);
 /* cmd_transfer.c */
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
+/* The import's reading: the export read from in (name says what it is in
+ * messages) into s in one sfs_import, the header line, then a row a line;
+ * *rows gets the rows read. CLI_EXIT_OK, or the failure, already reported
+ * (then nothing was imported). Separate for fuzz/fuzz_import.c. */
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
+                    uint64_t *rows);
+/* cmd_top.c, cmd_metrics.c */
+int cmd_top(cli *c, cli_args *a);
+int cmd_metrics(cli *c, cli_args *a);
 /* cmd_claim.c */
 int cmd_claim(cli *c, cli_args *a);
 int cmd_claim_heartbeat(cli *c, cli_args *a);

@@ -30,33 +30,13 @@ static int exists(const char *path)
 	return lstat(path, &sb) == 0;
 }
 
-/* mkdir -p of path's parent directory, mode 0700 for what it creates. */
-static int make_parent(const char *path)
-{
-	char *copy = cli_xstrdup(path), *dir = dirname(copy), *p;
-	int rc = 0;
-
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			rc = -1;
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		rc = -1;
-	free(copy);
-	return rc;
-}
-
 /* init */
 int cmd_init(cli *c, cli_args *a)
 {
 	sfs_config o;
 	sfs_store *s = NULL;
 	sfs_key *key = NULL, *found = NULL;
-	char *path = NULL, *kpath = NULL;
+	char *path = NULL, *name = NULL, *kpath = NULL;
 	const char *ksrc = NULL;
 	int rc = CLI_EXIT_OK, st, wrote = 0;
 	json_t *j;
@@ -67,9 +47,13 @@ int cmd_init(cli *c, cli_args *a)
 		return rc;
 	if ((rc = cli_resolve(c, key, 0, &path, key ? &found : &key, &kpath)))
 		goto out;
-	if (exists(path)) {
+	if ((st = sfs_store_name(path, &name)) != SFS_OK) {
+		rc = cli_fail_status(c, st, "cannot create the store");
+		goto out;
+	}
+	if (sfs_store_exists(path) == SFS_OK) {
 		rc = cli_fail(c, CLI_EXIT_EXISTS, "a store already exists at %s "
-		              "(statectl init never overwrites one)", path);
+		              "(statectl init never overwrites one)", name);
 		goto out;
 	}
 	memset(&o, 0, sizeof(o));
@@ -101,29 +85,25 @@ int cmd_init(cli *c, cli_args *a)
 		ksrc = kpath;
 	}
 	o.key = key;
-	if (make_parent(path) < 0) {
-		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot create the directory of "
-		              "%s: %s", path, strerror(errno));
-		goto out;
-	}
+	/* (the engine makes a new store file's missing directories) */
 	if ((st = sfs_store_open(&o, &s, NULL)) != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot create the store %s", path);
+		rc = cli_fail_status(c, st, "cannot create the store %s", name);
 		goto out;
 	}
 	if ((st = sfs_store_sync(s)) != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot sync the new store %s", path);
+		rc = cli_fail_status(c, st, "cannot sync the new store %s", name);
 		goto out;
 	}
 	wrote = 0; /* the store exists: keep its key */
 	if (c->json) {
-		j = json_pack("{s:s, s:b}", "path", path, "encrypted", !c->plaintext);
+		j = json_pack("{s:s, s:b}", "path", name, "encrypted", !c->plaintext);
 		if (kpath)
 			json_object_set_new(j, "key_file", json_string(kpath));
 		rc = cli_out_json(j);
 	} else if (c->plaintext) {
-		printf("created the plaintext store %s\n", path);
+		printf("created the plaintext store %s\n", name);
 	} else {
-		printf("created the encrypted store %s\n", path);
+		printf("created the encrypted store %s\n", name);
 		if (kpath)
 			printf("its key is in %s: back it up apart from the store; "
 			       "without it the store cannot be read\n", kpath);
@@ -139,6 +119,7 @@ out:
 	sfs_key_destroy(found);
 	free(kpath);
 	free(path);
+	free(name);
 	return rc;
 }
 
@@ -218,9 +199,7 @@ int cmd_info(cli *c, cli_args *a)
 		              "claimed", (json_int_t)in.claimed_rows,
 		              "dead", (json_int_t)in.dead_rows);
 		/* what only this backend has, beside the rest */
-		for (size_t i = 0; i < in.nfacts; i++)
-			json_object_set_new(j, in.facts[i].name,
-			        json_integer((json_int_t)in.facts[i].value));
+		cli_json_set_facts(j, &in);
 		rc = cli_out_json(j);
 		goto out;
 	}
@@ -349,8 +328,10 @@ int cmd_rekey(cli *c, cli_args *a)
 		rc = cli_key_load(c, &path, &oldk, &oldsrc);
 	if (rc)
 		goto out;
-	if (!exists(path)) {
-		rc = cli_fail(c, CLI_EXIT_NOSTORE, "no store at %s", path);
+	if ((st = sfs_store_exists(path)) != SFS_OK) {
+		rc = st == SFS_NOTFOUND
+		     ? cli_fail(c, CLI_EXIT_NOSTORE, "%s", sfs_errdetail())
+		     : cli_fail_status(c, st, "cannot rekey the store");
 		goto out;
 	}
 	if (oldsrc) {

@@ -152,13 +152,13 @@ static int export_row(const sfs_row *row, void *ctx)
 	return 0;
 }
 
-/* export [FILE] */
+/* export [FILE], - for stdout */
 int cmd_export(cli *c, cli_args *a)
 {
 	sfs_store *s = NULL;
 	export_ctx x;
 	cli_progress p;
-	const char *file = a->npos ? a->pos[0] : NULL;
+	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
 	int rc, st, fd = -1;
 
 	memset(&x, 0, sizeof(x));
@@ -332,13 +332,90 @@ static int check_header(const cli *c, const char *line, size_t len)
 	return rc;
 }
 
+/* The longest line a row can take: every byte field at its largest (a
+ * value of the default max_value, three names of SFS_MAX_NAME), written in
+ * the longest JSON form, \u00XX escapes of six bytes a byte (base64 is
+ * 4/3), plus field names and integers. About 385 MiB. */
+#define IMPORT_LINE_MAX \
+	(6 * ((size_t)SFS_DEFAULT_MAX_VALUE + 3 * (size_t)SFS_MAX_NAME) + 4096)
+#define IMPORT_READ_BLOCK (1u << 14)
+
+/* The lines of an export, read(2) into one buffer (what a pipe has, as it
+ * comes): a line longer than max is refused once that many bytes are in,
+ * so it costs at most that much memory, never its whole length. */
+typedef struct line_in {
+	int fd;
+	size_t max;
+	char *buf;
+	size_t cap, start, end;  /* unread bytes: buf[start, end) */
+	int eof;
+} line_in;
+
+/* The next line, without its newline and NUL-terminated, in *line and
+ * *len (valid until the next call): 1 a line, 0 the end of the input, -1 a
+ * read error (errno set) or Ctrl-C, -2 a line longer than max. */
+static int line_next(line_in *r, char **line, size_t *len)
+{
+	size_t scanned = 0, have, want;
+	ssize_t n;
+	char *nl;
+
+	for (;;) {
+		have = r->end - r->start;
+		nl = have > scanned ? memchr(r->buf + r->start + scanned, '\n',
+		                             have - scanned) : NULL;
+		if (nl || (r->eof && have > 0)) {
+			*line = r->buf + r->start;
+			*len = nl ? (size_t)(nl - *line) : have;
+			(*line)[*len] = '\0';  /* buf keeps a byte spare for this */
+			r->start = nl ? (size_t)(nl + 1 - r->buf) : r->end;
+			return *len > r->max ? -2 : 1;
+		}
+		if (r->eof)
+			return 0;
+		scanned = have;
+		if (have > r->max)
+			return -2;
+		/* the partial line to the front, and room for a block more */
+		if (r->start) {
+			memmove(r->buf, r->buf + r->start, have);
+			r->start = 0;
+			r->end = have;
+		}
+		want = have + IMPORT_READ_BLOCK + 1;
+		if (want > r->cap) {
+			size_t nc = r->cap ? r->cap : IMPORT_READ_BLOCK;
+			char *nb;
+
+			while (nc < want)
+				nc *= 2;
+			/* never past the bound (want is within it: have <= max),
+			 * and straight to it: growing by a block at a time would
+			 * copy the buffer for every block */
+			if (nc > r->max + IMPORT_READ_BLOCK + 1)
+				nc = r->max + IMPORT_READ_BLOCK + 1;
+			if (!(nb = realloc(r->buf, nc))) {
+				errno = ENOMEM;
+				return -1;
+			}
+			r->buf = nb;
+			r->cap = nc;
+		}
+		n = read(r->fd, r->buf + r->end, IMPORT_READ_BLOCK);
+		if (n < 0 && errno == EINTR && !cli_interrupted())
+			continue;
+		if (n < 0)
+			return -1;
+		r->end += (size_t)n;
+		r->eof = n == 0;
+	}
+}
+
 /* The import's source: the lines of an export, one row at a time. */
 typedef struct import_ctx {
-	cli *c;
-	FILE *in;
-	const char *file;
-	char *line;
-	size_t cap;
+	const cli *c;
+	line_in r;
+	const char *name;
 	uint64_t lineno, rows, bytes, total;
 	row_mem m;               /* the bytes of the row last given */
 	cli_progress p;
@@ -353,14 +430,16 @@ static int next_row(sfs_row *row, void *arg)
 	import_ctx *x = arg;
 	json_error_t jerr;
 	const char *err;
-	ssize_t len;
+	char *line;
+	size_t len;
 	json_t *o;
+	int got;
 
 	row_mem_free(&x->m);
 	memset(&x->m, 0, sizeof(x->m));
-	while ((len = getline(&x->line, &x->cap, x->in)) >= 0) {
+	while ((got = line_next(&x->r, &line, &len)) > 0) {
 		x->lineno++;
-		x->bytes += (uint64_t)len;
+		x->bytes += len + 1;
 		if (cli_progress_cb(x->bytes, x->total > x->bytes ? x->total
 		                                                  : x->bytes,
 		                    &x->p)) {
@@ -368,16 +447,14 @@ static int next_row(sfs_row *row, void *arg)
 			                 " nothing was imported");
 			return -1;
 		}
-		if (len > 0 && x->line[len - 1] == '\n')
-			x->line[--len] = 0;
 		if (x->lineno == 1) {
-			if ((x->rc = check_header(x->c, x->line, (size_t)len)))
+			if ((x->rc = check_header(x->c, line, len)))
 				return -1;
 			continue;
 		}
 		if (len == 0)
 			continue;
-		o = json_loadb(x->line, (size_t)len, JSON_ALLOW_NUL |
+		o = json_loadb(line, len, JSON_ALLOW_NUL |
 		               JSON_REJECT_DUPLICATES, &jerr);
 		if (!o) {
 			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: not valid"
@@ -396,15 +473,21 @@ static int next_row(sfs_row *row, void *arg)
 		x->rows++;
 		return SFS_OK;
 	}
+	if (got == -2) {
+		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: longer than any"
+		                 " row of an export (%zu bytes); nothing was"
+		                 " imported", (unsigned long long)x->lineno + 1,
+		                 x->r.max);
+		return -1;
+	}
 	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
 		x->rc = cli_fail(x->c, CLI_EXIT_INTERRUPTED, "interrupted; nothing"
 		                 " was imported");
 		return -1;
 	}
-	if (ferror(x->in)) {
+	if (got < 0) {
 		x->rc = cli_fail(x->c, CLI_EXIT_SYSTEM, "cannot read %s: %s;"
-		                 " nothing was imported",
-		                 x->file ? x->file : "stdin", strerror(errno));
+		                 " nothing was imported", x->name, strerror(errno));
 		return -1;
 	}
 	if (x->lineno == 0) {
@@ -416,26 +499,20 @@ static int next_row(sfs_row *row, void *arg)
 	return SFS_NOTFOUND;
 }
 
-/* import [FILE] */
-int cmd_import(cli *c, cli_args *a)
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
+                    uint64_t *rows)
 {
 	import_ctx x;
-	sfs_store *s = NULL;
 	struct stat sb;
-	int rc, st;
+	int rc = CLI_EXIT_OK, st;
 
 	memset(&x, 0, sizeof(x));
 	x.c = c;
-	x.in = stdin;
-	x.file = a->npos ? a->pos[0] : NULL;
-	if (x.file && !(x.in = fopen(x.file, "re")))
-		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
-		                                   : CLI_EXIT_SYSTEM,
-		                "cannot read %s: %s", x.file, strerror(errno));
-	if (fstat(fileno(x.in), &sb) == 0 && S_ISREG(sb.st_mode))
+	x.name = name;
+	x.r.fd = fileno(in);
+	x.r.max = IMPORT_LINE_MAX;
+	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
 		x.total = (uint64_t)sb.st_size;
-	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
-		goto out;
 	cli_progress_begin(&x.p, c, "import", "bytes");
 	st = sfs_import(s, next_row, &x);
 	cli_progress_end(&x.p);
@@ -448,17 +525,38 @@ int cmd_import(cli *c, cli_args *a)
 		rc = cli_fail_status(c, st, "line %llu: cannot import the row;"
 		                     " nothing was imported",
 		                     (unsigned long long)x.lineno);
-	else if (c->json)
-		rc = cli_out_json(json_pack("{s:s, s:I}", "path", c->opened,
-		                            "rows", (json_int_t)x.rows));
-	else
-		printf("imported %llu rows into %s\n",
-		       (unsigned long long)x.rows, c->opened);
-out:
+	*rows = x.rows;
 	row_mem_free(&x.m);
+	free(x.r.buf);
+	return rc;
+}
+
+/* import [FILE], - for stdin */
+int cmd_import(cli *c, cli_args *a)
+{
+	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
+	FILE *in = stdin;
+	sfs_store *s = NULL;
+	uint64_t rows = 0;
+	int rc;
+
+	if (file && !(in = fopen(file, "re")))
+		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
+		                                   : CLI_EXIT_SYSTEM,
+		                "cannot read %s: %s", file, strerror(errno));
+	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
+		goto out;
+	if ((rc = cli_import_read(c, in, file ? file : "stdin", s, &rows)))
+		goto out;
+	if (c->json)
+		rc = cli_out_json(json_pack("{s:s, s:I}", "path", c->opened,
+		                            "rows", (json_int_t)rows));
+	else
+		printf("imported %llu rows into %s\n", (unsigned long long)rows,
+		       c->opened);
+out:
 	sfs_store_close(s);
-	free(x.line);
-	if (x.in != stdin)
-		fclose(x.in);
+	if (in != stdin)
+		fclose(in);
 	return rc;
 }

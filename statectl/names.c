@@ -31,6 +31,7 @@ static const char *kind_hint(fs_name_kind kind)
 		return "write '/' as %2F and '%' as %25; the scopes exec, queue "
 		       "and counter are %65xec, %71ueue and %63ounter";
 	case FS_NAME_ID:
+	case FS_NAME_ID_LE:
 		return "in this namespace a key is a decimal id, or as under the "
 		       "mount";
 	default:

@@ -45,6 +45,8 @@ int cli_exit_for_status(int status)
 	case SFS_OK: return CLI_EXIT_OK;
 	case SFS_NOTFOUND: return CLI_EXIT_NOTFOUND;
 	case SFS_INVALID:
+	case SFS_UNSUPPORTED: /* refused by this store's backend, with what
+	                         to do instead */
 	case SFS_TOOBIG:
 	case SFS_OVERFLOW: return CLI_EXIT_DATA;
 	case SFS_EXISTS:
@@ -388,6 +390,24 @@ int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
 	}
 	json_object_set_new(head, "entries", arr);
 	return cli_out_json(head);
+}
+
+int cli_info_fact(const sfs_info *in, const char *name, uint64_t *value)
+{
+	for (size_t i = 0; i < in->nfacts; i++) {
+		if (strcmp(in->facts[i].name, name) == 0) {
+			*value = in->facts[i].value;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void cli_json_set_facts(json_t *obj, const sfs_info *in)
+{
+	for (size_t i = 0; i < in->nfacts; i++)
+		json_object_set_new(obj, in->facts[i].name,
+		        json_integer((json_int_t)in->facts[i].value));
 }
 
 void cli_json_set_queue(json_t *obj, const cli_name *q)

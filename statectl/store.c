@@ -190,13 +190,27 @@ int cli_key_load(cli *c, char **db, sfs_key **key, char **keyfile)
 	return code;
 }
 
+/* "cannot open the store NAME: <status> (<why>)", as cli_fail_status
+ * says it, with the detail saved before another call cleared it. */
+static int open_failed(cli *c, int status, const char *name,
+                       const char *why)
+{
+	const char *what = sfs_strerror(status);
+
+	if (*why && strcmp(why, what) != 0)
+		return cli_fail(c, cli_exit_for_status(status),
+		                "cannot open the store %s: %s (%s)", name, what,
+		                why);
+	return cli_fail(c, cli_exit_for_status(status),
+	                "cannot open the store %s: %s", name, what);
+}
+
 int cli_store_open(cli *c, int mode, sfs_store **out)
 {
 	sfs_config cfg;
 	sfs_key *pass = NULL, *key = NULL;
-	char *path = NULL, *notice = NULL;
-	struct stat sb;
-	int st, code;
+	char *path = NULL, *name = NULL, *notice = NULL, why[1024];
+	int st, exists, code;
 
 	if (c->passphrase &&
 	    (code = cli_passphrase_key(c, "Passphrase: ", 0, &pass)))
@@ -205,13 +219,8 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	 * which the engine reports with the same status. */
 	if ((code = cli_resolve(c, pass, 0, &path, &key, NULL)))
 		goto out;
-	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) < 0) {
-		code = errno == ENOENT
-		     ? cli_fail(c, CLI_EXIT_NOSTORE,
-		                "no store at %s (create one with 'statectl init')",
-		                path)
-		     : cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
-		                path, strerror(errno));
+	if ((st = sfs_store_name(path, &name)) != SFS_OK) {
+		code = cli_fail_status(c, st, "cannot open the store");
 		goto out;
 	}
 	memset(&cfg, 0, sizeof(cfg));
@@ -229,17 +238,30 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	if (st == SFS_OK) {
 		code = CLI_EXIT_OK;
 		free(c->opened);
-		c->opened = path;
-		path = NULL;
-	} else if (st == SFS_NOTFOUND) /* the store is there, so: the key file */
-		code = cli_fail_status(c, SFS_NOKEY, "cannot open the store %s",
-		                       path);
+		c->opened = name;
+		name = NULL;
+		goto out;
+	}
+	/* Why it failed: no store there (asked only now, as for a store on
+	 * a server asking is a connection of its own), else the open's
+	 * reason; SFS_NOTFOUND with the store there is the key file. */
+	snprintf(why, sizeof(why), "%s", sfs_errdetail());
+	exists = sfs_store_exists(path);
+	if (exists == SFS_NOTFOUND)
+		code = cli_fail(c, CLI_EXIT_NOSTORE,
+		                "no store at %s (create one with 'statectl init')",
+		                name);
+	else if (exists != SFS_OK)
+		code = cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
+		                name, sfs_errdetail());
 	else
-		code = cli_fail_status(c, st, "cannot open the store %s", path);
+		code = open_failed(c, st == SFS_NOTFOUND ? SFS_NOKEY : st, name,
+		                   why);
 out:
 	sfs_key_destroy(pass);
 	sfs_key_destroy(key);
 	free(path);
+	free(name);
 	return code;
 }
 

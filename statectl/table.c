@@ -86,6 +86,10 @@ const cli_cmd cli_commands[] = {
 	  0, 0, 0, cmd_info, NULL },
 	{ "verify", "", "authenticate every page and check the store's integrity",
 	  0, 0, 0, cmd_verify, NULL },
+	{ "top", "", "a live view of queues, scopes and the store (q quits; frames when piped)",
+	  CLI_OPT(OPT_INTERVAL) | CLI_OPT(OPT_ONCE), 0, 0, cmd_top, NULL },
+	{ "metrics", "[FILE]", "the figures of top in Prometheus text format (to FILE, replaced atomically)",
+	  0, 0, 1, cmd_metrics, NULL },
 	{ "rekey", "", "re-encrypt the store under a new key (or encrypt or decrypt it)",
 	  CLI_OPT(OPT_GENERATE) | CLI_OPT(OPT_NEW_KEY_FILE) |
 	  CLI_OPT(OPT_NEW_PASSPHRASE) | CLI_OPT(OPT_DECRYPT), 0, 0, cmd_rekey,

@@ -4,8 +4,8 @@
 #
 # Usage: tests/layers.sh [SOURCE_ROOT]   (default: the tree this script is in)
 #        tests/layers.sh --self-test     (the rules catch what they must: a
-#                                         copy of the tree with three
-#                                         violations fails with three lines)
+#                                         copy of the tree with four
+#                                         violations fails with four lines)
 # Rules, each a plain grep over #include lines:
 #   - core/statefs.h, the contract, includes only the C library;
 #   - fs/, mountd/, statectl/ and examples/ include no database header
@@ -14,7 +14,8 @@
 #     names);
 #   - core/ outside a backend's folder includes no database header and
 #     nothing of a backend's folder: only core/<backend>/ knows its
-#     database, and only core/sqlite/ includes sqlite3.h;
+#     database: only core/sqlite/ includes sqlite3.h, only core/pg/
+#     libpq-fe.h;
 #   - a backend includes no other backend's headers.
 # tests/ and bench/ are white-box (they test or measure one module from
 # inside) and are not checked. A backend is a folder of core/ other than
@@ -31,10 +32,11 @@ if [ "${1:-}" = --self-test ]; then
 	sed -i '1i #include <sqlite3.h>' "$tmp/fs/fs.c"
 	sed -i '1i #include "store_i.h"' "$tmp/statectl/main.c"
 	sed -i '1i #include "sqlite/sqlite_i.h"' "$tmp/core/store.c"
+	sed -i '1i #include <libpq-fe.h>' "$tmp/core/sqlite/kv.c"
 	out=$("$0" "$tmp" || true)
 	n=$(printf '%s\n' "$out" | grep -c '^layers:' || true)
-	if [ "$n" -ne 3 ]; then
-		echo "layers: the self-test found $n violations, not 3:"
+	if [ "$n" -ne 4 ]; then
+		echo "layers: the self-test found $n violations, not 4:"
 		printf '%s\n' "$out"
 		exit 1
 	fi
@@ -120,9 +122,11 @@ for b in $backends; do
 			esac
 		done
 		case $b:$line in
-		sqlite:*libpq-fe.h*) fail "core/sqlite/ includes libpq: $line" ;;
-		sqlite:*) ;;
+		sqlite:*libpq-fe.h*) fail "only core/pg/ includes libpq-fe.h: $line" ;;
+		pg:*sqlite3.h*) fail "only core/sqlite/ includes sqlite3.h: $line" ;;
+		sqlite:* | pg:*) ;;
 		*:*sqlite3.h*) fail "only core/sqlite/ includes sqlite3.h: $line" ;;
+		*:*libpq-fe.h*) fail "only core/pg/ includes libpq-fe.h: $line" ;;
 		esac
 	done < <(includes $files)
 done

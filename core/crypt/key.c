@@ -193,14 +193,24 @@ int crypt_key_from_env(sfs_key **out)
 	return rc;
 }
 
-/* Refuses a key file others may read, ssh-style; st from fstat. */
+/* What a file that is not a regular file is, for the sentence. */
+static const char *file_type(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO (named pipe)" :
+	       S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : "of an unknown type";
+}
+
+/* Refuses a key file that is not a regular file (SFS_INVALID: nothing to
+ * do with permissions), and one others may read, ssh-style (SFS_KEYPERM);
+ * st from fstat. */
 static int key_check_file(const char *path, const struct stat *st)
 {
 	uid_t me = geteuid();
 
 	if (!S_ISREG(st->st_mode))
-		return sfs_err(SFS_KEYPERM, "key file %s is not a regular file",
-		               path);
+		return sfs_err(SFS_INVALID, "key file %s is %s, not a regular "
+		               "file", path, file_type(st->st_mode));
 	if (st->st_uid != me && st->st_uid != 0)
 		return sfs_err(SFS_KEYPERM,
 		               "key file %s is owned by uid %u, not by you "
@@ -225,7 +235,9 @@ int sfs_key_from_file(const char *path, sfs_key **out)
 		return sfs_err(SFS_INVALID, "sfs_key_from_file: NULL argument");
 	if (sodium_init() < 0)
 		return sfs_err(SFS_INTERNAL, "libsodium failed to initialise");
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO (or a device) must not wait for a
+	 * writer; such a file is refused below without a read. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		saverr = errno;
 		return sfs_err(saverr == ENOENT ? SFS_NOTFOUND :

@@ -27,6 +27,7 @@
 
 #include "crypt/page_i.h"
 #include "vfs_i.h"
+#include "wal_i.h"
 #include "err_i.h"
 
 static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
@@ -250,26 +251,10 @@ static int verify_db_page(int fd, const cp_filekey *fk, uint32_t pgno,
 	return r;
 }
 
-/* Is there a commit frame of this generation after frame k that
- * authenticates? (The same test as the VFS's recovery.) */
-static int wal_commit_after(int fd, const cp_filekey *fk, uint32_t P,
-                            uint32_t k, const unsigned char *salts,
-                            unsigned char *buf)
+/* cp_wal_commit_after's reads. */
+static int fd_read(void *ctx, void *buf, size_t n, int64_t off)
 {
-	size_t fsz = P + CP_FRAME_HDR;
-
-	for (uint32_t j = k + 1;; j++) {
-		off_t o = CP_WAL_HDR + (off_t)(j - 1) * (off_t)fsz;
-		cp_walpos pos = { j, buf };
-
-		if (pread_full(fd, buf, fsz, o) != (ssize_t)fsz)
-			return 0;
-		if (memcmp(buf + 8, salts, 8) != 0 || cp_get32(buf + 4) == 0)
-			continue;
-		if (cp_open(fk, CP_WAL, cp_get32(buf), &pos,
-		            buf + CP_FRAME_HDR, P) == CP_OK)
-			return (int)j;
-	}
+	return pread_full(*(int *)ctx, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
 }
 
 /* The number of committed frames, from the wal-index header in -shm when
@@ -304,14 +289,22 @@ static uint32_t wal_committed(const char *path, const unsigned char *salts)
 	return 0;
 }
 
+/* The WAL, as SQLite's recovery will read it: every frame of the log up to
+ * where it ends authenticates and continues the checksum chain, and the
+ * log does not end before a commit frame that proves it should not have
+ * (wal.c). Frames up to the committed count a live connection keeps
+ * in the wal-index must all be there. A writer may append, rewrite
+ * checksums of its open transaction or restart the log meanwhile: a frame
+ * that fails is read twice more, and a log restarted under us (the header
+ * changed) ends the check. */
 static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
                       struct progress *pr)
 {
 	char wal[4096];
-	unsigned char whdr[CP_WAL_HDR], *buf = NULL;
+	unsigned char whdr[CP_WAL_HDR], now[CP_WAL_HDR], *buf = NULL;
 	size_t fsz = P + CP_FRAME_HDR;
+	uint32_t committed, ck[2], next[2] = { 0, 0 }, later;
 	struct stat st;
-	uint32_t committed;
 	int fd, rc = SFS_OK;
 
 	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", path) >= sizeof(wal))
@@ -321,8 +314,8 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 		return SFS_OK; /* no WAL: nothing to check */
 	if (fstat(fd, &st) != 0 || st.st_size < CP_WAL_HDR ||
 	    pread_full(fd, whdr, sizeof(whdr), 0) != (ssize_t)sizeof(whdr) ||
-	    cp_get32(whdr + 8) != P)
-		goto out; /* empty, or a header SQLite itself would reject */
+	    !cp_wal_header(whdr, P, ck))
+		goto out; /* empty, or a header SQLite itself ignores */
 	buf = malloc(fsz);
 	if (!buf) {
 		rc = sfs_err(SFS_NOMEM, "out of memory");
@@ -332,39 +325,51 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 	committed = wal_committed(path, whdr + 16);
 	for (uint32_t k = 1;; k++) {
 		off_t o = CP_WAL_HDR + (off_t)(k - 1) * (off_t)fsz;
-		cp_walpos pos = { k, buf };
-		int r = CP_AUTH, later;
+		uint32_t after[2];
+		int r = CP_AUTH;
 
 		for (int attempt = 0; attempt < 3 && r != CP_OK; attempt++) {
 			if (attempt)
 				pause_10ms();
 			if (pread_full(fd, buf, fsz, o) != (ssize_t)fsz)
-				goto out;
-			/* Frames of an older generation are not part of the
-			 * log; the log ends at the first one. */
-			if (memcmp(buf + 8, whdr + 16, 8) != 0)
-				goto out;
-			r = cp_open(fk, CP_WAL, cp_get32(buf), &pos,
-			            buf + CP_FRAME_HDR, P);
+				goto out; /* the log ends with the file */
+			r = cp_wal_frame(fk, whdr, P, k, buf, ck, next);
 		}
-		if (r != CP_OK && k <= committed) {
+		if (r == CP_OK) {
+			ck[0] = next[0];
+			ck[1] = next[1];
+			rc = tick(pr, 0);
+			if (rc)
+				goto out;
+			continue;
+		}
+		/* The log ends at frame k. */
+		if (pread_full(fd, now, sizeof(now), 0) != (ssize_t)sizeof(now) ||
+		    memcmp(now, whdr, sizeof(now)) != 0)
+			goto out; /* restarted meanwhile */
+		if (k <= committed) {
 			rc = sfs_err(SFS_CORRUPT, "WAL frame %u of %s %s (a "
-			             "committed frame)", k, wal, cp_reason(r));
+			             "committed frame)", k, wal, cp_wal_reason(r));
 			goto out;
 		}
-		if (r != CP_OK) {
-			later = wal_commit_after(fd, fk, P, k, whdr + 16, buf);
-			if (later)
-				rc = sfs_err(SFS_CORRUPT, "WAL frame %u of %s %s "
-				             "(committed frame %d follows it)", k,
-				             wal, cp_reason(r), later);
-			/* else: the torn tail of a crashed writer, which
-			 * SQLite's recovery drops too. */
-			goto out;
+		if (r == CP_WAL_OTHER || r == CP_WAL_CHAIN) {
+			after[0] = next[0];
+			after[1] = next[1];
+		} else {
+			pread_full(fd, buf, CP_FRAME_HDR, o);
+			after[0] = cp_get32(buf + 16);
+			after[1] = cp_get32(buf + 20);
 		}
-		rc = tick(pr, 0);
-		if (rc)
-			goto out;
+		later = cp_wal_commit_after(fd_read, &fd, fk, whdr, P, k, after,
+		                            buf);
+		if (later)
+			rc = sfs_err(SFS_CORRUPT, "WAL frame %u of %s %s "
+			             "(committed frame %u follows it: recovery "
+			             "would drop every commit after it)", k, wal,
+			             cp_wal_reason(r), later);
+		/* else: where SQLite's log ends (a torn last frame, an older
+		 * generation, a transaction not yet committed). */
+		goto out;
 	}
 out:
 	if (buf) {

@@ -17,14 +17,21 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "sqlite_i.h"
 #include "util_i.h"
+
+static void space_check(sfs_backend *b);
 
 int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
 {
@@ -396,15 +403,17 @@ static int leave_group(sfs_backend *b)
 	b->in_write = 0;
 	if (!b->in_member)
 		return SFS_OK;
-	b->in_member = 0;
 	st = sqlb_stmt(b, ST_MEMBER_END, "RELEASE statefs_member", &status);
 	if (st)
 		status = sqlb_run(b, st, "leaving a shared transaction");
 	if (status != SFS_OK) {
-		b->in_write = b->in_member = 1;
+		b->in_write = 1;
 		sqlb_rollback(b);
+		return status;
 	}
-	return status;
+	b->in_member = 0;
+	qstat_member_end(b, 1);
+	return SFS_OK;
 }
 
 int sqlb_commit(sfs_backend *b)
@@ -415,7 +424,9 @@ int sqlb_commit(sfs_backend *b)
 	if (b->in_write && b->group_txn)
 		return leave_group(b);
 	st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
-	if (st)
+	if (st && b->in_write)
+		status = qstat_flush(b);
+	if (st && status == SFS_OK)
 		status = sqlb_run(b, st, "committing");
 	if (status != SFS_OK) {
 		sqlb_rollback(b);
@@ -424,8 +435,11 @@ int sqlb_commit(sfs_backend *b)
 	if (b->in_write) {
 		b->commits++;
 		stamp_end(b, 1);
+		qstat_end(b, 1);
 	}
 	b->in_write = 0;
+	if (b->short_of_space)
+		space_check(b);
 	return SFS_OK;
 }
 
@@ -438,6 +452,7 @@ static void rollback_member(sfs_backend *b)
 
 	b->in_write = b->in_member = 0;
 	stamp_forget(b);
+	qstat_member_end(b, 0);
 	if (st && !sqlite3_get_autocommit(b->db)) {
 		sqlite3_step(st);
 		sqlite3_reset(st);
@@ -462,6 +477,7 @@ void sqlb_rollback(sfs_backend *b)
 	b->in_write = 0;
 	b->group_txn = 0;
 	stamp_end(b, 0);
+	qstat_end(b, 0);
 	if (sqlite3_get_autocommit(b->db))
 		return;
 	st = sqlb_stmt(b, ST_ROLLBACK, "ROLLBACK", &status);
@@ -509,12 +525,15 @@ static int sqlb_group_end(sfs_backend *b)
 		/* A write's failure rolled back the whole transaction
 		 * (SQLite does that for I/O errors, a full disk, no memory). */
 		stamp_end(b, 0);
+		qstat_end(b, 0);
 		return sfs_err(SFS_IO, "not written: the transaction this write"
 		               " shared with others was rolled back by a failed"
 		               " write");
 	}
 	st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
 	if (st)
+		status = qstat_flush(b);
+	if (st && status == SFS_OK)
 		status = sqlb_run(b, st, "committing");
 	if (status != SFS_OK) {
 		sqlb_rollback(b);
@@ -522,6 +541,9 @@ static int sqlb_group_end(sfs_backend *b)
 	}
 	b->commits++;
 	stamp_end(b, 1);
+	qstat_end(b, 1);
+	if (b->short_of_space)
+		space_check(b);
 	return SFS_OK;
 }
 
@@ -546,10 +568,15 @@ static int peek_kind(const char *path)
 
 /* Checks or creates the file before SQLite opens it: SQLite would create a
  * missing file with mode 0644, and state is private, so a new store is
- * created here with 0600 (its -wal and -shm files inherit that mode). */
+ * created here with 0600 (its -wal and -shm files inherit that mode).
+ * An empty file is a store not made yet (a first run that died, `touch`)
+ * unless its write-ahead log holds something: SQLite writes page 1 before
+ * the first frame, so that log belongs to a store whose file was cut, and
+ * making a new store would overwrite it. */
 static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 {
-	struct stat sb;
+	char wal[4096];
+	struct stat sb, wb;
 	int fd, rc;
 
 	*created = 0;
@@ -559,6 +586,13 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
 			               cfg->db);
+		if (sb.st_size == 0 &&
+		    (size_t)snprintf(wal, sizeof(wal), "%s-wal", cfg->db) <
+		    sizeof(wal) && stat(wal, &wb) == 0 && wb.st_size > 0)
+			return sfs_err(SFS_FORMAT, "%s is empty but its "
+			               "write-ahead log %s is not: the store was "
+			               "cut short; refusing to make a new store "
+			               "over what is left", cfg->db, wal);
 		return SFS_OK;
 	}
 	if (errno != ENOENT)
@@ -598,29 +632,12 @@ static int check_plain(const char *path)
 
 static int set_pragmas(sfs_backend *b, int busy_ms)
 {
-	sqlite3_stmt *st = NULL;
 	int rc;
 
 	sqlite3_extended_result_codes(b->db, 1);
 	rc = sqlite3_busy_timeout(b->db, busy_ms);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "setting the busy timeout");
-	if (!b->memory && !b->readonly) {
-		rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st,
-		                        NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW &&
-		    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0),
-		                    "wal") != 0) {
-			sqlite3_finalize(st);
-			return sfs_err(SFS_IO, "%s: cannot switch to WAL mode",
-			               b->path);
-		}
-		sqlite3_finalize(st);
-		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-			return sqlb_fail(b, rc, "switching to WAL");
-	}
 	/* NORMAL: a commit is durable against a process crash at once, against
 	 * power loss after the next checkpoint or sfs_store_sync. */
 	return sqlb_exec(b,
@@ -630,12 +647,121 @@ static int set_pragmas(sfs_backend *b, int busy_ms)
 	                 "setting connection pragmas");
 }
 
+/* WAL mode, after the schema: a new store gets its tables in one
+ * rollback-journal transaction first, so that no other process ever finds
+ * a file with content and no tables, which is what a store that lost its
+ * tables looks like (sqlb_schema_init refuses those). The busy timeout is
+ * set before: the switch takes an exclusive lock. */
+static int set_wal(sfs_backend *b)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (b->memory || b->readonly)
+		return SFS_OK;
+	rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW &&
+	    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal")) {
+		sqlite3_finalize(st);
+		return sfs_err(SFS_IO, "%s: cannot switch to WAL mode", b->path);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "switching to WAL");
+	return SFS_OK;
+}
+
+/* ---- a full disk ---------------------------------------------------------
+ *
+ * Even a delete needs disk space in WAL mode: its pages are appended to
+ * the log before anything is freed. So a store keeps a reserve, a file of
+ * RESERVE_BYTES beside it (PATH-reserve, made at a read-write open when the
+ * disk can spare twice that), and a delete that fails on a full disk gives
+ * it back and runs again (CALL_DELETE in store_i.h). From then on, until
+ * the disk has room for the reserve again, the connection is "short of
+ * space": deletes do not zero the pages they free (secure_delete=FAST:
+ * zeroing a 1 MiB value writes 1 MiB more of log) and no automatic
+ * checkpoint runs (a checkpoint that must grow the store file would eat
+ * the space the reserve gave back, and fail halfway). Pages a delete frees
+ * go to SQLite's free list, not to the disk: later writes reuse them, so
+ * what a user deletes makes room for what comes next. After every commit
+ * while short, the disk is looked at again; with room for the reserve
+ * twice over the reserve is taken back and both settings restored. */
+
+#define RESERVE_BYTES (1 << 20)
+
+static int reserve_path(const sfs_backend *b, char *out, size_t n)
+{
+	return (size_t)snprintf(out, n, "%s-reserve", b->path) < n ? 0 : -1;
+}
+
+/* Makes the reserve if it is missing and the disk can spare room for it
+ * and as much again: 1 when there is a reserve afterwards. */
+static int reserve_take(sfs_backend *b)
+{
+	char path[4096];
+	struct statvfs sv;
+	int fd, ok;
+
+	if (reserve_path(b, path, sizeof(path)))
+		return 0;
+	if (access(path, F_OK) == 0)
+		return 1;
+	if (statvfs(path, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < 2ull * RESERVE_BYTES)
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EEXIST; /* another process made it */
+	ok = posix_fallocate(fd, 0, RESERVE_BYTES) == 0;
+	if (!ok)
+		unlink(path);
+	close(fd);
+	return ok;
+}
+
+/* In or out of being short of space (see above). */
+static void set_short(sfs_backend *b, int on)
+{
+	b->short_of_space = on;
+	sqlite3_exec(b->db, on ? "PRAGMA secure_delete=FAST" :
+	             "PRAGMA secure_delete=ON", NULL, NULL, NULL);
+	sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
+}
+
+static int sqlb_free_reserve(sfs_backend *b)
+{
+	char path[4096];
+
+	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)) ||
+	    unlink(path) != 0)
+		return SFS_FULL; /* none, or given back already */
+	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
+	        "reserve so that deletes go through", b->path);
+	set_short(b, 1);
+	return SFS_OK;
+}
+
+/* After a commit while short of space: has the disk room again? */
+static void space_check(sfs_backend *b)
+{
+	if (reserve_take(b)) {
+		sfs_log(LOG_NOTICE, "%s: the disk has room again; the store "
+		        "keeps its reserve", b->path);
+		set_short(b, 0);
+	}
+}
+
 void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
-	if (b->db)
+	if (b->db) {
 		sqlb_untime_close(b);
+		qstat_close(b);
+	}
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(b->st[i]);
 	if (b->db)
@@ -695,11 +821,20 @@ static int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 	if (status != SFS_OK)
 		goto fail;
 	status = sqlb_schema_init(b);
+	if (status == SFS_OK)
+		status = set_wal(b);
 	if (status != SFS_OK)
 		goto fail;
+	if (!b->memory && !b->readonly)
+		reserve_take(b);
 	*out = b;
 	return SFS_OK;
 fail:
+	/* What could not be opened is left exactly as it was: no checkpoint
+	 * at close, which would also delete the write-ahead log. */
+	if (b->db)
+		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+		                  (int *)NULL);
 	sqlb_close(b);
 	/* A file this call created and could not make a store of goes. */
 	if (created) {
@@ -796,6 +931,36 @@ static int sqlb_probe(const char *db, be_kind *kind)
 	return rc;
 }
 
+/* The page cache (cache_size, 64 MiB at most) is for the pages calls
+ * come back to: indexes, small rows, a listing's pages. A call that moved
+ * more pages than SQLB_BULK_PAGES through it (a large value written, read
+ * or deleted, an export, a verify) filled it with pages nobody needs
+ * again and leaves it empty, so a long-lived process (the daemon) does
+ * not keep 64 MiB of a value it wrote once. Listings go a page of names
+ * per call and keep their pages. The freed pages are small blocks spread
+ * over the allocator's arenas, which glibc keeps as free space unless
+ * asked (a daemon that wrote and deleted a hundred 16 MiB values stayed
+ * at 94 MiB without malloc_trim, 8 with it): after such a call the free
+ * pages go back to the system too. */
+#define SQLB_BULK_PAGES 256
+
+static void sqlb_settle(sfs_backend *b)
+{
+	int miss = 0, written = 0, high;
+
+	if (!b || !b->db)
+		return;
+	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &high, 1);
+	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_WRITE, &written, &high,
+	                  1);
+	if (miss + written <= SQLB_BULK_PAGES)
+		return;
+	sqlite3_db_release_memory(b->db);
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 const sfs_backend_ops sqlb_ops = {
 	.name = "sqlite",
 	.accepts = sqlb_accepts,
@@ -807,11 +972,14 @@ const sfs_backend_ops sqlb_ops = {
 	.version = sqlb_version,
 	.group_begin = sqlb_group_begin,
 	.group_end = sqlb_group_end,
+	.settle = sqlb_settle,
 	.kv_put_many = sqlb_kv_put_many,
 	.kv_get = sqlb_kv_get,
 	.kv_get_many = sqlb_kv_get_many,
 	.kv_stat = sqlb_kv_stat,
 	.kv_delete = sqlb_kv_delete,
+	.kv_edit = sqlb_kv_edit,
+	.kv_read = sqlb_kv_read,
 	.kv_scan = sqlb_kv_scan,
 	.kv_delete_range = sqlb_kv_delete_range,
 	.kv_drain = sqlb_kv_drain,
@@ -842,6 +1010,8 @@ const sfs_backend_ops sqlb_ops = {
 	.item_clear = sqlb_item_clear,
 	.claim = sqlb_claim,
 	.claim_item = sqlb_claim_item,
+	.kv_claim = sqlb_kv_claim,
+	.claim_items = sqlb_claim_items,
 	.claim_heartbeat = sqlb_claim_heartbeat,
 	.claim_settle = sqlb_claim_settle,
 	.item_settle = sqlb_item_settle,
@@ -854,7 +1024,9 @@ const sfs_backend_ops sqlb_ops = {
 	.checkpoint = sqlb_checkpoint,
 	.restore = sqlb_restore,
 	.info = sqlb_info,
+	.stats = sqlb_stats,
 	.verify = sqlb_verify,
+	.free_reserve = sqlb_free_reserve,
 	.export_rows = sqlb_export,
 	.import_rows = sqlb_import,
 };

@@ -401,12 +401,12 @@ static int same(sfs_slice a, sfs_slice b)
 	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
 }
 
-/* A queue's claims, in-flight items, dead letters and policy follow it;
- * the (empty) target's policy gives way. */
+/* A queue's claims, in-flight items, markers, dead letters and policy
+ * follow it; the (empty) target's policy gives way. */
 static int move_queue_rest(sfs_backend *b, sfs_slice from, sfs_slice to)
 {
-	static const char *const tables[] = { "statefs_claim",
-		"statefs_inflight", "statefs_dead", "statefs_queue_policy" };
+	static const char *const tables[] = { "statefs_inflight",
+		"statefs_qmark", "statefs_dead", "statefs_queue_policy" };
 	sqlite3_stmt *st;
 	int rc, status;
 
@@ -425,7 +425,8 @@ static int move_queue_rest(sfs_backend *b, sfs_slice from, sfs_slice to)
 		if (status != SFS_OK)
 			return status;
 	}
-	return SFS_OK;
+	return move(b, "statefs_claim", "queue", " AND ns IS NULL", from,
+	            SFS_NONE, to, SFS_NONE);
 }
 
 static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
@@ -467,6 +468,11 @@ static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 		              to_ns);
 	if (status == SFS_OK && fam == SFS_FAM_QUEUE)
 		status = move_queue_rest(b, scope, to_scope);
+	/* Drains in progress put back what they do not deliver where the
+	 * namespace is now. */
+	if (status == SFS_OK && fam == SFS_FAM_KV)
+		status = move(b, "statefs_claim", "queue", " AND ns IS NOT NULL",
+		              scope, ns, to_scope, to_ns);
 	if (status != SFS_OK)
 		return status;
 	/* The directory rows: the scope's own and its namespaces' for a scope

@@ -31,10 +31,14 @@
  * id, n, deliveries; wire_*() below say which sfs_row field each carries
  * in each family. */
 static const char *const export_sql[] = {
+	/* Entries a namespace drain holds are still the namespace's until
+	 * delivered: they travel as entries. */
 	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0, 0, 0"
 	" FROM function_state f LEFT JOIN statefs_kv_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
-	" ORDER BY f.scope_id, f.ns, f.key",
+	" UNION ALL SELECT c.queue, c.ns, k.key, k.value, k.mtime_ns, 0, 0, 0"
+	" FROM statefs_kv_taken k JOIN statefs_claim c"
+	" ON c.claim_id=k.claim_id ORDER BY 1, 2, 3",
 	"SELECT f.scope_id, f.ns, f.key, NULL, t.mtime_ns, 0, f.n, 0"
 	" FROM function_counter f LEFT JOIN statefs_counter_time t"
 	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
@@ -43,13 +47,14 @@ static const char *const export_sql[] = {
 	" 0, 0 FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
 	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
 	", q.id, 0, coalesce((SELECT deliveries FROM statefs_queue_pending p"
-	" WHERE p.id=q.id), 0) FROM work_queue q ORDER BY q.execution_id, q.id",
-	/* A directory's own family travels in n. */
+	" WHERE p.id=q.id), 0) FROM work_queue q WHERE " SQLB_QLIVE_ANY("q.")
+	" ORDER BY q.execution_id, q.id",
+	/* A directory's own family travels in row.n. */
 	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
 	" family, 0 FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
 	/* Claims before their items, so an import meets a claim first. */
 	"SELECT queue, NULL, NULL, NULL, claimed_ns, claim_id, lease_until, 0"
-	" FROM statefs_claim ORDER BY queue, claim_id",
+	" FROM statefs_claim WHERE ns IS NULL ORDER BY queue, claim_id",
 	"SELECT queue, NULL, NULL, item, enqueued_ns, id, claim_id, deliveries"
 	" FROM statefs_inflight ORDER BY queue, id",
 	"SELECT queue, NULL, reason, item, dead_ns, id, 0, deliveries"
@@ -127,11 +132,13 @@ static int count_all(sfs_backend *b, uint64_t *total)
 {
 	static const char sql[] =
 		"SELECT (SELECT count(*) FROM function_state)"
+		" + (SELECT count(*) FROM statefs_kv_taken)"
 		" + (SELECT count(*) FROM function_counter)"
 		" + (SELECT count(*) FROM function_state_log)"
 		" + (SELECT count(*) FROM work_queue)"
+		" - 2 * (SELECT count(*) FROM statefs_qmark)"
 		" + (SELECT count(*) FROM statefs_dir)"
-		" + (SELECT count(*) FROM statefs_claim)"
+		" + (SELECT count(*) FROM statefs_claim WHERE ns IS NULL)"
 		" + (SELECT count(*) FROM statefs_inflight)"
 		" + (SELECT count(*) FROM statefs_dead)"
 		" + (SELECT count(*) FROM statefs_queue_policy)";
@@ -337,7 +344,6 @@ static int keyed_time(import *imp, int put, int del,
 	return step(imp->b, st);
 }
 
-/* Inserts a row with an id; an existing id must hold the same row. */
 /* Item ids live in one place: pending (0), in flight (1) or dead (2). An
  * id already in a place other than `mine` is a conflict. */
 static int check_places(import *imp, const sfs_row *r, int mine)
@@ -375,7 +381,8 @@ static int raise_seq(import *imp, const char *table, int64_t id)
 	return status;
 }
 
-/* Inserts a row with an id; an existing id must hold the same row. */
+/* Inserts a row with an id (> 0: chk_row); an existing id must hold the
+ * same row. */
 static int insert_same(import *imp, int ins, int same,
                        const sfs_row *r)
 {
@@ -383,9 +390,6 @@ static int insert_same(import *imp, int ins, int same,
 	sqlite3_stmt *st = imp->st[ins];
 	int status, rc, eq;
 
-	if (r->id <= 0)
-		return sfs_err(SFS_INVALID, "a row of family %d needs an id > 0",
-		               (int)r->family);
 	bind_row(st, r);
 	status = step(b, st);
 	if (status != SFS_OK || sqlite3_changes(b->db) != 0)
@@ -520,6 +524,9 @@ int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
 		/* SFS_NOTFOUND from next is the end of the rows */
 		if (status == SFS_OK && got != SFS_NOTFOUND)
 			status = got;
+		/* Imported items in flight need their queue's markers. */
+		if (status == SFS_OK)
+			status = sqlb_marks_ensure(b);
 		status = sqlb_end_write(b, status);
 	}
 	for (int i = 0; i < IM_MAX; i++)

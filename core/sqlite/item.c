@@ -22,25 +22,28 @@ typedef struct state_desc {
 	const char *mtime;  /* the item's sfs_stat mtime */
 	const char *more;   /* deliveries, claim, lease, reason columns */
 	const char *stat;   /* sqlb_one_stat's columns after size, mtime */
+	const char *live;   /* more conditions on i: a queue's markers are
+	                       rows of work_queue but not items (claim.c) */
 } state_desc;
 
 static const state_desc states[3] = {
 	[SFS_ITEM_PENDING - 1] = {
 		.from = "work_queue i", .queue = "execution_id",
 		.item = "work_item", .mtime = TM_QUEUE_AT("i.id"),
-		.more = "", .stat = "" },
+		.more = "", .stat = "", .live = " AND " SQLB_QLIVE("i.") },
 	[SFS_ITEM_INFLIGHT - 1] = {
 		.from = "statefs_inflight i LEFT JOIN statefs_claim c"
 		        " ON c.claim_id=i.claim_id",
 		.queue = "queue", .item = "item", .mtime = "i.enqueued_ns",
 		.more = ", 0, NULL, i.deliveries, i.claim_id,"
 		        " coalesce(c.lease_until, 0)",
-		.stat = ", i.deliveries, i.claim_id, coalesce(c.lease_until, 0)" },
+		.stat = ", i.deliveries, i.claim_id, coalesce(c.lease_until, 0)",
+		.live = "" },
 	[SFS_ITEM_DEAD - 1] = {
 		.from = "statefs_dead i", .queue = "queue", .item = "item",
 		.mtime = "i.dead_ns",
 		.more = ", 0, NULL, i.deliveries, 0, 0, i.reason",
-		.stat = ", i.deliveries" },
+		.stat = ", i.deliveries", .live = "" },
 };
 
 #define DESC(st) (&states[(st) - 1])
@@ -64,20 +67,20 @@ static sqlite3_stmt *item_stmt(sfs_backend *b, int what, sfs_item_state st,
 		return b->st[slot];
 	if (what == I_COUNT)
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE"
-		         " i.%s=?1", d->from, d->queue);
+		         " i.%s=?1%s", d->from, d->queue, d->live);
 	else if (what == I_SCAN)
 		snprintf(sql, sizeof(sql), "SELECT i.id, %s%s, length(i.%s),"
-		         " %s%s FROM %s WHERE i.%s=?1 AND i.id>?2 ORDER BY i.id"
-		         " LIMIT ?3", keys_only ? "NULL" : "i.",
+		         " %s%s FROM %s WHERE i.%s=?1%s AND i.id>?2 ORDER BY"
+		         " i.id LIMIT ?3", keys_only ? "NULL" : "i.",
 		         keys_only ? "" : d->item, d->item, d->mtime, d->more,
-		         d->from, d->queue);
+		         d->from, d->queue, d->live);
 	else if (what == I_GET)
 		snprintf(sql, sizeof(sql), "SELECT i.%s FROM %s WHERE i.id=?2"
-		         " AND i.%s=?1", d->item, d->from, d->queue);
+		         " AND i.%s=?1%s", d->item, d->from, d->queue, d->live);
 	else
 		snprintf(sql, sizeof(sql), "SELECT length(i.%s), %s%s FROM %s"
-		         " WHERE i.id=?2 AND i.%s=?1", d->item, d->mtime,
-		         d->stat, d->from, d->queue);
+		         " WHERE i.id=?2 AND i.%s=?1%s", d->item, d->mtime,
+		         d->stat, d->from, d->queue, d->live);
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -156,6 +159,7 @@ int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
                     uint64_t *count)
 {
 	uint64_t c = 0;
+	int64_t before;
 	int status;
 
 	if (st == SFS_ITEM_DEAD)
@@ -163,8 +167,11 @@ int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 	status = sqlb_begin_write(b);
 	if (status != SFS_OK)
 		return status;
+	before = sqlite3_total_changes64(b->db);
 	status = sqlb_pending_clear_tx(b, queue, INT64_MAX, &c);
-	status = sqlb_end_write_if(b, status, c > 0);
+	/* Nothing pending may still have cancelled items in flight. */
+	status = sqlb_end_write_if(b, status,
+	                           sqlite3_total_changes64(b->db) != before);
 	if (status == SFS_OK && count)
 		*count = c;
 	return status;

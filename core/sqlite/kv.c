@@ -116,53 +116,58 @@ int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return scan(b, 1, scope, ns, o, out);
 }
 
-/* Writes one value and its time; inside a write transaction. */
-static int put_one(sfs_backend *b, sqlite3_stmt *put, sqlite3_stmt *tput,
-                   sfs_slice scope, sfs_slice ns, sfs_slice key,
-                   sfs_slice value, int64_t now)
-{
-	int status;
+#define KV_TIME_SQL                                                        \
+	"INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"         \
+	" VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"           \
+	" DO UPDATE SET mtime_ns=excluded.mtime_ns"                          \
+	" WHERE mtime_ns<excluded.mtime_ns"
 
-	sqlb_bind_key(put, scope, ns, key);
-	sqlb_bind(put, 4, value);
-	status = sqlb_run(b, put, "writing a value");
-	if (status != SFS_OK || stamp_key(b, 0, scope, ns, key, now))
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *tput = sqlb_stmt(b, ST_KV_PUT_TIME, KV_TIME_SQL, &status);
+
+	if (!tput || stamp_key(b, 0, scope, ns, key, now))
 		return status;
 	sqlb_bind_key(tput, scope, ns, key);
 	sqlite3_bind_int64(tput, 4, now);
 	return sqlb_run(b, tput, "writing a value's time");
 }
 
-static int put_stmts(sfs_backend *b, sqlite3_stmt **put, sqlite3_stmt **tput)
+/* Writes one value and its time; inside a write transaction. */
+static int put_one(sfs_backend *b, sqlite3_stmt *put, sfs_slice scope,
+                   sfs_slice ns, sfs_slice key, sfs_slice value, int64_t now)
 {
-	int status = SFS_OK;
+	int status;
 
+	sqlb_bind_key(put, scope, ns, key);
+	sqlb_bind(put, 4, value);
+	status = sqlb_run(b, put, "writing a value");
+	return status == SFS_OK ? sqlb_kv_time(b, scope, ns, key, now) : status;
+}
+
+static sqlite3_stmt *put_stmt(sfs_backend *b, int *status)
+{
 	/* An upsert updates the row in place; INSERT OR REPLACE (the SDK's
 	 * statement, same result) deletes and re-inserts it under a new rowid,
 	 * touching more pages. */
-	*put = sqlb_stmt(b, ST_KV_PUT,
+	return sqlb_stmt(b, ST_KV_PUT,
 	        "INSERT INTO function_state (scope_id, ns, key, value)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-	        " DO UPDATE SET value=excluded.value", &status);
-	if (*put)
-		*tput = sqlb_stmt(b, ST_KV_PUT_TIME,
-		        "INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"
-		        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-		        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
-	        " WHERE mtime_ns<excluded.mtime_ns", &status);
-	return *put && *tput ? SFS_OK : status;
+	        " DO UPDATE SET value=excluded.value", status);
 }
 
 static int put_many_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                        const sfs_slice *keys, const sfs_slice *values,
                        size_t n)
 {
-	sqlite3_stmt *put, *tput;
 	int64_t now = sfs_clock_mtime_ns();
-	int status = put_stmts(b, &put, &tput);
+	int status = SFS_OK;
+	sqlite3_stmt *put = put_stmt(b, &status);
 
-	for (size_t i = 0; i < n && status == SFS_OK; i++)
-		status = put_one(b, put, tput, scope, ns, keys[i], values[i], now);
+	for (size_t i = 0; put && i < n && status == SFS_OK; i++)
+		status = put_one(b, put, scope, ns, keys[i], values[i], now);
 	return status;
 }
 

@@ -281,6 +281,7 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 		if (i == 0)
 			*first_id = sqlite3_last_insert_rowid(b->db);
 	}
+	qstat_note(b, queue, n, 0);
 	/* One time for the batch: the map row (if any) at its first id. */
 	return tm_note(b, TM_QUEUE, *first_id, sfs_clock_mtime_ns());
 }
@@ -306,8 +307,8 @@ static int pop_one_tx(sfs_backend *b, sfs_slice queue, sfs_list *out)
 	int status = SFS_OK, rc;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_POP,
 	        "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue"
-	        " WHERE execution_id=?1 ORDER BY id ASC LIMIT 1)"
-	        " RETURNING id, work_item", &status);
+	        " WHERE execution_id=?1 AND " SQLB_QLIVE("") " ORDER BY id ASC"
+	        " LIMIT 1) RETURNING id, work_item", &status);
 	const void *p;
 	size_t n;
 
@@ -328,6 +329,7 @@ static int pop_one_tx(sfs_backend *b, sfs_slice queue, sfs_list *out)
 		sfs_list_free(out);
 		return status == SFS_OK ? SFS_NOTFOUND : status;
 	}
+	qstat_note(b, queue, 0, 1);
 	return tm_override_del(b, out->items[0].id);
 }
 
@@ -346,6 +348,8 @@ static int pop_many_tx(sfs_backend *b, sfs_slice queue, long max,
 	if (status == SFS_OK)
 		status = sqlb_pending_clear_tx(b, queue,
 		                               out->items[out->n - 1].id, &c);
+	if (status == SFS_OK)
+		qstat_note(b, queue, 0, out->n);
 	return status;
 }
 
@@ -369,22 +373,28 @@ int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, long max, sfs_list *out)
 	return SFS_OK;
 }
 
-/* Deletes the pending items of a queue with ids up to upto (INT64_MAX:
- * all), with their times; inside a write transaction. */
+/* Deletes the pending items of a queue with ids up to upto, with their
+ * times; inside a write transaction. upto == INT64_MAX is a clear, which
+ * also deletes the queue's markers: that is how every clear, ours or
+ * another program's, reaches its items in flight (the trigger
+ * statefs_queue_clear cancels them and keeps the markers, claim.c). A pop
+ * up to an id takes items only and leaves the markers. */
 int sqlb_pending_clear_tx(sfs_backend *b, sfs_slice queue, int64_t upto,
                           uint64_t *count)
 {
 	int status = SFS_OK, rc;
 	sqlite3_stmt *rst = sqlb_stmt(b, ST_Q_CLEAR_RANGE,
 	        "SELECT min(id), max(id) FROM work_queue WHERE execution_id=?1"
-	        " AND id<=?2", &status);
+	        " AND id<=?2 AND " SQLB_QLIVE(""), &status);
 	sqlite3_stmt *ost = rst ? sqlb_stmt(b, ST_Q_CLEAR_OVR,
 	        "DELETE FROM statefs_queue_pending WHERE id IN"
 	        " (SELECT id FROM work_queue WHERE execution_id=?1 AND id<=?2)",
 	        &status) : NULL;
-	sqlite3_stmt *st = ost ? sqlb_stmt(b, ST_Q_CLEAR,
-	        "DELETE FROM work_queue WHERE execution_id=?1 AND id<=?2",
-	        &status) : NULL;
+	sqlite3_stmt *st = !ost ? NULL : upto == INT64_MAX ? sqlb_stmt(b,
+	        ST_Q_CLEAR, "DELETE FROM work_queue WHERE execution_id=?1"
+	        " AND id<=?2", &status)
+	        : sqlb_stmt(b, ST_Q_CLEAR + 1, "DELETE FROM work_queue WHERE"
+	        " execution_id=?1 AND id<=?2 AND " SQLB_QLIVE(""), &status);
 	int64_t lo = 0, hi = -1;
 	uint64_t c;
 
@@ -424,8 +434,8 @@ int sqlb_pending_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_Q_DEL,
-	        "DELETE FROM work_queue WHERE id=?2 AND execution_id=?1",
-	        &status);
+	        "DELETE FROM work_queue WHERE id=?2 AND execution_id=?1 AND "
+	        SQLB_QLIVE(""), &status);
 
 	if (!st)
 		return status;

@@ -3,7 +3,8 @@
  *
  * The backend is split by job: conn.c (connection, statement cache,
  * transactions, status translation, the ops table), schema.c (DDL and
- * versions), kv.c (key/value and counters), dir.c (scopes, namespaces,
+ * versions), kv.c (key/value and counters), value.c (parts of a value:
+ * ranged reads and edits), dir.c (scopes, namespaces,
  * directories, renames), seq.c (logs, queues and pending items), item.c
  * (the item functions by state), timemap.c (the time maps of log entries
  * and queue items), claim.c (claims, in-flight items, dead letters,
@@ -41,8 +42,21 @@
 /* 1: one time row per log entry and queue item. 2: sparse time maps
  * (timemap.c), whole-second mtimes. 3: claims (claim.c); the
  * time override table became statefs_queue_pending, with a delivery
- * count. */
-#define SQLB_SCHEMA_VERSION 3
+ * count. 4: statefs_queue_stats, the push and take counts (stats.c);
+ * claims on a namespace's entries (statefs_kv_taken); queue markers
+ * (statefs_qmark), so that another program's clear reaches items in
+ * flight. */
+#define SQLB_SCHEMA_VERSION 4
+
+/* The rows of work_queue (alias q) that are items of queue ?1: not the
+ * two marker rows at its tail (statefs_qmark, claim.c). */
+#define SQLB_QLIVE(q)                                                      \
+	q "id<coalesce((SELECT lo FROM statefs_qmark WHERE queue=?1),"     \
+	" 9223372036854775807)"
+/* The same for a row of any queue (a correlated check per row). */
+#define SQLB_QLIVE_ANY(q)                                                  \
+	"NOT EXISTS (SELECT 1 FROM statefs_qmark m WHERE m.queue=" q          \
+	"execution_id AND " q "id>=m.lo)"
 
 /* The statement cache: one row per statement, with the number of variants
  * it has (optional bounds, direction, keys only: the file that builds it
@@ -62,6 +76,8 @@
 	X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)                                 \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
+	/* value.c: parts of a value */                                    \
+	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
@@ -73,7 +89,7 @@
 	X(LOG_CLEAR, 3) X(LOG_CLEAR_RANGE, 3)                              \
 	/* seq.c: queues and pending items */                              \
 	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_DEL, 1) X(Q_CLEAR_OVR, 1)             \
-	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 1)                                  \
+	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 2)                                  \
 	/* item.c: [state - 1] rows (scan: 3 states x keys only) */        \
 	X(ITEM_COUNT, 3) X(ITEM_SCAN, 6) X(ITEM_GET, 3) X(ITEM_STAT, 3)    \
 	/* timemap.c: [tm_which] pairs */                                  \
@@ -84,6 +100,15 @@
 	X(CLAIM_ONE, 1) X(CLAIM_ANY, 1) X(CLAIM_ANY_ONE, 1)                \
 	X(CLAIM_DEL_PEND, 1) X(CLAIM_DEL_Q, 1) X(CLAIM_READ, 1)            \
 	X(CLAIM_BEAT, 1) X(CLAIM_OWNER, 1) X(CLAIM_HOLDS, 1)               \
+	X(CLAIM_KIND, 1) X(CLAIM_HOLD_Q, 1)                                \
+	/* claim.c: a claim's items (queue or namespace x keys only) */    \
+	X(CLAIM_ITEMS, 4)                                                  \
+	/* claim.c: claims on a namespace's entries */                     \
+	X(KVC_ANY, 1) X(KVC_TAKE, 1) X(KVC_DEL, 1) X(KVC_DEL_TIME, 1)      \
+	X(KVC_HOLDS, 1) X(KVC_BACK_TIME, 1) X(KVC_BACK, 1) X(KVC_DONE, 1)  \
+	/* claim.c: queue markers (tidy: every queue, one queue) */        \
+	X(MARK_HAS, 1) X(MARK_ROWS, 1) X(MARK_SET, 1) X(MARK_TIDY_ROWS, 2) \
+	X(MARK_TIDY, 2)                                                    \
 	/* claim.c: settling items */                                      \
 	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
 	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \
@@ -92,14 +117,18 @@
 	X(GC_POLICY, 1) X(GC_POLICIES, 1) X(GC_ANY, 1) X(GC_TTL_Z, 1)      \
 	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \
 	X(GC_EXPIRED, 2) X(GC_DEAD, 2) X(GC_BACK, 2) X(GC_PEND, 2)         \
-	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2)                             \
+	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2) X(GC_KV_TIME, 2)            \
+	X(GC_KV_BACK, 2) X(GC_KV_DEL, 2)                                   \
 	/* claim.c: dead letters, policies */                              \
 	X(DEAD_REQ, 1) X(DEAD_DEL, 1) X(DEAD_CLEAR, 1) X(POLICY_SET, 1)    \
 	X(POLICY_DEL, 1)                                                   \
 	/* dir.c: [family - 1] rows (next: 4 families x first, next) */    \
 	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
 	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
-	X(DIR_HAS_NS_DIRS, 1)
+	X(DIR_HAS_NS_DIRS, 1)                                              \
+	/* stats.c */                                                      \
+	X(QSTAT_ADD, 1) X(QSTAT_PRUNE, 1) X(STATS_QUEUES, 1)               \
+	X(STATS_SCOPES, 1)
 
 enum {
 #define SQLB_SLOT(name, variants)                                          \
@@ -111,6 +140,7 @@ enum {
 
 typedef struct stamp_cache stamp_cache;
 struct untimed;
+typedef struct qstat qstat;
 
 struct sfs_backend {
 	sqlite3 *db;
@@ -118,6 +148,7 @@ struct sfs_backend {
 	char *path;
 	int memory;
 	int readonly;
+	int short_of_space;        /* gave back its reserve (conn.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	int group;                 /* group commit: a write's commit waits
 	                            * for sqlb_group_end (conn.c) */
@@ -127,6 +158,7 @@ struct sfs_backend {
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
 	struct untimed *untimed;   /* deleted keys whose time rows are to go
 	                            * (kv.c); NULL until the first delete */
+	qstat *qstats;             /* stats.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
 
@@ -239,8 +271,9 @@ int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
 /* Creates missing tables (or, read-only, shadows our missing tables with
  * empty temporary ones) and checks the schema version. */
 int sqlb_schema_init(sfs_backend *b);
-/* The tables restore and info act on: the SDK's four, then ours (statefs_*
- * except statefs_meta), read from sqlite_schema of schema `db` ("main").
+/* The tables restore acts on: the SDK's four, then ours (statefs_*
+ * except statefs_meta, and statefs_queue_stats: the live store's counts
+ * only grow), read from sqlite_schema of schema `db` ("main").
  * *names is malloc'd, NULL-terminated, entries malloc'd. */
 int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
 void sqlb_schema_tables_free(char **names);
@@ -299,6 +332,14 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                  sfs_stat *out);
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key);
+/* Writes a value's time row (now) in an open stamped write transaction. */
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now);
+int sqlb_kv_edit(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 const sfs_edit *edits, size_t n, unsigned flags,
+                 uint64_t max_value, uint64_t *size);
+int sqlb_kv_read(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  const sfs_scan_opts *o, sfs_list *out);
 int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -372,6 +413,14 @@ int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 /* claim.c */
 int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
                int64_t *claim_id, sfs_list *items);
+int sqlb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+int sqlb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                     long limit, int keys_only, sfs_list *out);
+/* Markers for every queue with items in flight that has none (after a
+ * migration, a restore or an import: claim.c). Inside a write
+ * transaction. */
+int sqlb_marks_ensure(sfs_backend *b);
 int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
                     int64_t lease_ns, int64_t *claim_id);
 int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
@@ -399,6 +448,9 @@ int sqlb_checkpoint(sfs_backend *b, const char *path,
 int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
                  void *ctx);
 int sqlb_info(sfs_backend *b, sfs_info *out);
+/* sqlb_info's figures, inside the caller's read transaction. */
+int sqlb_info_tx(sfs_backend *b, sfs_info *out);
+int sqlb_stats(sfs_backend *b, sfs_stats *out);
 int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 /* export.c */
 int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
@@ -408,6 +460,27 @@ int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
 /* rekey.c */
 int sqlb_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
                sfs_progress_fn progress, void *ctx);
+
+/* --- stats.c --------------------------------------------------------- */
+/* Counts items pushed to (or taken from: popped, drained, claimed) a
+ * queue by the current write transaction. A count that cannot be kept
+ * (out of memory) is lost, never the operation. */
+void qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
+                uint64_t taken);
+/* Inside a write transaction, before COMMIT (sqlb_commit): writes the
+ * counts not yet written when the last write is a second old. */
+int qstat_flush(sfs_backend *b);
+/* Whether qstat_flush would write (a recovery pass that changed nothing
+ * still commits then: the daemon's counts reach the store). */
+int qstat_due(sfs_backend *b);
+/* At the transaction's end: its counts join the ones to write, or are
+ * dropped with a rollback; written ones are forgotten. */
+void qstat_end(sfs_backend *b, int committed);
+/* At the end of a write's savepoint in a group commit (conn.c): its
+ * counts join the transaction's (kept) or are dropped. */
+void qstat_member_end(sfs_backend *b, int kept);
+/* At close: writes what is left in a transaction of its own. */
+void qstat_close(sfs_backend *b);
 
 /* --- stamp.c ------------------------------------------------------ */
 /* Called by the transaction functions of conn.c: after BEGIN

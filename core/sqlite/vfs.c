@@ -41,6 +41,7 @@
 #include <sqlite3.h>
 
 #include "crypt/page_i.h"
+#include "wal_i.h"
 #include "vfs_i.h"
 #include "err_i.h"
 
@@ -79,6 +80,11 @@ typedef struct cfile {
 	int walhdr_ok;
 	unsigned char fhdr[CP_FRAME_HDR];
 	sqlite3_int64 fhdr_off;    /* -1: none cached */
+	/* CF_WAL: a recovery scan (frames read whole from frame 1 after the
+	 * header): the frame it reads next (0: none) and the checksum chain
+	 * through the frame before it. Any write ends it. */
+	uint32_t rec_next;
+	uint32_t rec_ck[2];
 
 	/* CF_JOURNAL: the last 4-byte field written or read (page number). */
 	unsigned char jpg[4];
@@ -262,7 +268,7 @@ static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
 	return SQLITE_OK;
 }
 
-static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
+static int db_read_at(cfile *f, void *out, int amt, sqlite3_int64 off)
 {
 	unsigned char *o = out;
 	uint32_t P;
@@ -292,10 +298,6 @@ static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
 		size_t n = P - in < (size_t)amt ? P - in : (size_t)amt;
 
 		rc = db_read_page(f, pgno, f->buf);
-		if (rc == SQLITE_IOERR_SHORT_READ) {
-			memset(o, 0, (size_t)amt);
-			return rc;
-		}
 		if (rc) {
 			memset(o, 0, (size_t)amt);
 			return rc;
@@ -306,6 +308,28 @@ static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
 		amt -= (int)n;
 	}
 	return SQLITE_OK;
+}
+
+/* SQLite reads the first 100 bytes of a database as it opens it, before
+ * any statement and so before anyone could check the key (the engine's
+ * preflight runs earlier, the extension's just after: ext.c). When
+ * page 1 cannot be opened there (wrong key, not encrypted, another format,
+ * damage), that one read answers as for an empty file (zeros, short read),
+ * so that the open completes and the check can say why in a sentence; the
+ * VFS's message stays in crypt_last_error. Every later read of page 1
+ * fails as before: nothing is read or written past it. */
+#define DB_HEADER_BYTES 100
+
+static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
+{
+	int rc = db_read_at(f, out, amt, off);
+
+	if (off == 0 && amt <= DB_HEADER_BYTES &&
+	    (rc == SQLITE_IOERR_DATA || rc == SQLITE_NOTADB)) {
+		memset(out, 0, (size_t)amt);
+		return SQLITE_IOERR_SHORT_READ;
+	}
+	return rc;
 }
 
 /* Writes encrypted zero pages over [from, to) (page-aligned offsets). */
@@ -432,6 +456,7 @@ static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
 	cp_walpos pos;
 	int rc;
 
+	w->rec_next = 0;
 	if (off == 0 && amt == CP_WAL_HDR) {
 		memcpy(w->walhdr, in, CP_WAL_HDR);
 		w->walhdr_ok = 1;
@@ -477,56 +502,81 @@ static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
 	return w->real->pMethods->xWrite(w->real, w->buf, amt, off);
 }
 
-/* After frame k (header+page at fo) failed: is there a later commit frame
- * of the same WAL generation that authenticates? Then k was part of a
- * committed transaction and was damaged, not torn by a crash. */
-static int wal_later_commit(cfile *w, uint32_t P, sqlite3_int64 fo,
-                            const unsigned char *salts, uint32_t *which)
+/* cp_wal_commit_after's reads, below SQLite. */
+static int wal_raw_read(void *ctx, void *buf, size_t n, int64_t off)
 {
-	sqlite3_int64 size, o;
-	unsigned char *pg;
-	int found = 0;
+	cfile *w = ctx;
+	return w->real->pMethods->xRead(w->real, buf, (int)n, off);
+}
 
-	if (w->real->pMethods->xFileSize(w->real, &size))
-		return 0;
-	pg = malloc(P + CP_FRAME_HDR);
-	if (!pg)
-		return 0;
-	for (o = fo + P + CP_FRAME_HDR; o + P + CP_FRAME_HDR <= size;
-	     o += P + CP_FRAME_HDR) {
-		cp_walpos pos;
+/* Recovery (or a reader without a wal-index) reads frame k whole, in
+ * order from frame 1, and ends the log at the first frame SQLite rejects.
+ * A log that ends before a commit frame that proves it should not have
+ * (wal.c) was damaged, not torn: fail, naming the frame, rather than
+ * let SQLite drop every commit after it. Otherwise the log ends there, as
+ * without encryption. A frame whose page fails authentication reads as
+ * zeros either way (its checksum then fails too); one that opens is
+ * returned as it is. */
+static int wal_recovery_frame(cfile *w, uint32_t P, uint32_t k,
+                              unsigned char *o)
+{
+	unsigned char *copy = w->buf;
+	uint32_t next[2], after[2], later;
+	int r;
 
-		if (w->real->pMethods->xRead(w->real, pg, (int)P + CP_FRAME_HDR,
-		                             o))
-			break;
-		if (memcmp(pg + 8, salts, 8) != 0 || cp_get32(pg + 4) == 0)
-			continue;
-		pos.frame = wal_frame_of_page(P, o + CP_FRAME_HDR);
-		pos.hdr8 = pg;
-		if (cp_open(w->main->fk, CP_WAL, cp_get32(pg), &pos,
-		            pg + CP_FRAME_HDR, P) == CP_OK) {
-			*which = pos.frame;
-			found = 1;
-			break;
-		}
+	memcpy(copy, o, P + CP_FRAME_HDR);
+	r = cp_wal_frame(w->main->fk, w->walhdr, P, k, copy, w->rec_ck, next);
+	if (r == CP_OK) {
+		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
+		w->rec_ck[0] = next[0];
+		w->rec_ck[1] = next[1];
+		w->rec_next = k + 1;
+		return SQLITE_OK;
 	}
-	sodium_memzero(pg, P + CP_FRAME_HDR);
-	free(pg);
-	return found;
+	w->rec_next = 0;
+	if (r == CP_WAL_OTHER || r == CP_WAL_CHAIN) {
+		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
+		after[0] = next[0];
+		after[1] = next[1];
+	} else {
+		memset(o + CP_FRAME_HDR, 0, P);
+		after[0] = cp_get32(o + 16);
+		after[1] = cp_get32(o + 20);
+	}
+	later = cp_wal_commit_after(wal_raw_read, w, w->main->fk, w->walhdr, P,
+	                            k, after, copy);
+	sodium_memzero(copy, P + CP_FRAME_HDR);
+	if (later)
+		return fail(SQLITE_IOERR_DATA, "WAL frame %u of %s %s; committed "
+		            "frame %u follows it, so it was damaged or tampered "
+		            "with, not torn by a crash (recovery would drop every "
+		            "commit after it)", k, w->zname, cp_wal_reason(r),
+		            later);
+	if (r != CP_WAL_OTHER && r != CP_WAL_CHAIN)
+		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in WAL frame "
+		            "%u of %s %s; the log ends before it", cp_get32(o), k,
+		            w->zname, cp_reason(r));
+	return SQLITE_OK;
 }
 
 static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
 {
 	unsigned char *o = out;
-	uint32_t P, frame, later;
+	uint32_t P, frame;
 	cp_walpos pos;
 	int rc, r;
 
 	if (off == 0 && amt == CP_WAL_HDR) {
 		rc = w->real->pMethods->xRead(w->real, out, amt, off);
+		w->rec_next = 0;
 		if (rc == SQLITE_OK) {
 			memcpy(w->walhdr, out, CP_WAL_HDR);
 			w->walhdr_ok = 1;
+			/* Recovery starts here; a header SQLite rejects makes
+			 * it ignore the whole log. */
+			P = wal_page_size(w);
+			if (P && cp_wal_header(w->walhdr, P, w->rec_ck))
+				w->rec_next = 1;
 		}
 		return rc;
 	}
@@ -574,25 +624,23 @@ static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
 		rc = w->real->pMethods->xRead(w->real, out, amt, off);
 		if (rc)
 			return rc;
+		if (frame == w->rec_next) {
+			rc = cf_buf(w, P + CP_FRAME_HDR);
+			return rc ? rc : wal_recovery_frame(w, P, frame, o);
+		}
 		pos.frame = frame;
 		pos.hdr8 = o;
 		r = cp_open(w->main->fk, CP_WAL, cp_get32(o), &pos,
 		            o + CP_FRAME_HDR, P);
-		if (r == CP_OK)
-			return SQLITE_OK;
-		memset(o + CP_FRAME_HDR, 0, P);
-		if (w->walhdr_ok && memcmp(o + 8, w->walhdr + 16, 8) == 0 &&
-		    wal_later_commit(w, P, off, w->walhdr + 16, &later))
-			return fail(SQLITE_IOERR_DATA, "page %u in WAL frame %u "
-			            "of %s %s; committed frame %u follows it, so "
-			            "it was not torn by a crash", cp_get32(o),
-			            frame, w->zname, cp_reason(r), later);
-		/* The torn tail of a crashed writer, or a frame of an older
-		 * generation: a zeroed page fails SQLite's own checksum, which
-		 * ends the log there, as without encryption. */
-		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in WAL "
-		            "frame %u of %s %s; the log ends before it",
-		            cp_get32(o), frame, w->zname, cp_reason(r));
+		if (r != CP_OK) {
+			/* A frame SQLite rewrites the checksum of was written
+			 * in this transaction: it opens. Zeros fail SQLite's
+			 * own checksum. */
+			memset(o + CP_FRAME_HDR, 0, P);
+			sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in "
+			            "WAL frame %u of %s %s", cp_get32(o), frame,
+			            w->zname, cp_reason(r));
+		}
 		return SQLITE_OK;
 	}
 	return fail(SQLITE_IOERR_READ, "%s: refusing a WAL read of %d bytes "
@@ -770,6 +818,7 @@ static int cv_truncate(sqlite3_file *pf, sqlite3_int64 size)
 		return db_truncate(f, size);
 	if (f->type == CF_WAL && size == 0)
 		f->walhdr_ok = 0;
+	f->rec_next = 0;
 	f->fhdr_off = -1;
 	f->jpg_off = -1;
 	return f->real->pMethods->xTruncate(f->real, size);
@@ -1046,6 +1095,12 @@ static const char *cv_next_syscall(sqlite3_vfs *pv, const char *z)
 
 int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 {
+	return crypt_vfs_register(key, NULL, 0, out);
+}
+
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out)
+{
 	struct crypt_vfs *v;
 	sqlite3_vfs *real;
 	unsigned char r[8];
@@ -1053,12 +1108,18 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 	int rc;
 
 	if (!key || !out)
-		return sfs_err(SFS_INVALID, "crypt_vfs_open: NULL argument");
+		return sfs_err(SFS_INVALID, "crypt_vfs_register: NULL argument");
+	if (name && strlen(name) >= sizeof(v->name))
+		return sfs_err(SFS_INVALID, "VFS name '%s' is too long", name);
 	if (sqlite3_initialize() != SQLITE_OK)
 		return sfs_err(SFS_INTERNAL, "sqlite3_initialize failed");
 	real = sqlite3_vfs_find(NULL);
 	if (!real || real->iVersion < 2)
 		return sfs_err(SFS_INTERNAL, "no usable default SQLite VFS");
+	/* The extension (ext.c) may have made an encrypting VFS the
+	 * default: wrap what it wraps, never encrypt twice. */
+	if (crypt_vfs_is(real))
+		real = ((struct crypt_vfs *)real)->real;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return sfs_err(SFS_NOMEM, "out of memory");
@@ -1067,9 +1128,13 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 		free(v);
 		return rc;
 	}
-	randombytes_buf(r, sizeof(r));
-	sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
-	snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
+	if (name) {
+		snprintf(v->name, sizeof(v->name), "%s", name);
+	} else {
+		randombytes_buf(r, sizeof(r));
+		sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+		snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
+	}
 	pthread_mutex_init(&v->mu, NULL);
 	v->real = real;
 	/* The default VFS's version, at most 3 (what we know to forward). */
@@ -1096,7 +1161,7 @@ int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 		v->base.xGetSystemCall = cv_get_syscall;
 		v->base.xNextSystemCall = cv_next_syscall;
 	}
-	if (sqlite3_vfs_register(&v->base, 0) != SQLITE_OK) {
+	if (sqlite3_vfs_register(&v->base, make_default) != SQLITE_OK) {
 		sfs_key_destroy(v->key);
 		pthread_mutex_destroy(&v->mu);
 		free(v);

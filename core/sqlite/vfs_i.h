@@ -48,6 +48,11 @@ int crypt_preflight(const char *path, const sfs_key *key, crypt_kind *kind);
 /* Registers a new, uniquely named VFS that encrypts with key (derived per
  * file from the file's salt). Key material is copied into locked memory. */
 int crypt_vfs_open(const sfs_key *key, crypt_vfs **out);
+/* The same under a fixed name (NULL: a unique one, as crypt_vfs_open),
+ * and with make_default as the process's default VFS: the loadable
+ * extension (ext.c) registers "statefs" this way. */
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out);
 const char *crypt_vfs_name(const crypt_vfs *v);
 /* Unregisters and wipes. Every connection using it must be closed. */
 void crypt_vfs_close(crypt_vfs *v);

@@ -39,8 +39,8 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 	 * statements (their changes() make the count), then the side tables,
 	 * which are not rows of the SDK's schema. */
 	static const char *const sql[] = {
-		"SELECT min(id), max(id) FROM function_state_log"
-		" WHERE scope_id=?1",
+		("SELECT min(id), max(id) FROM function_state_log"
+		 " WHERE scope_id=?1"),
 		"DELETE FROM function_state WHERE scope_id=?1",
 		"DELETE FROM function_state_log WHERE scope_id=?1",
 		"DELETE FROM function_counter WHERE scope_id=?1",
@@ -300,8 +300,12 @@ static int copy_table(sfs_backend *b, const char *table, int in_ckpt)
 	status = run_named(b, sql, NULL, "restoring");
 	if (status != SFS_OK || !in_ckpt)
 		return status;
+	/* The columns both have: an older checkpoint's table may lack one
+	 * (statefs_claim.ns before version 4), which keeps its default. */
 	rc = sqlite3_prepare_v2(b->db, "SELECT name FROM"
-	                        " pragma_table_info(?1, 'main')", -1, &st, NULL);
+	                        " pragma_table_info(?1, 'main') WHERE name IN"
+	                        " (SELECT name FROM pragma_table_info(?1,"
+	                        " 'ckpt'))", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "reading columns");
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
@@ -373,6 +377,10 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 	for (n = 0; tables[n]; n++)
 		;
 	p->total = n + 1;
+	/* The queue markers' table first: with it empty, the triggers on
+	 * work_queue let its rows (markers included) be replaced. */
+	status = run_named(b, "DELETE FROM main.statefs_qmark", NULL,
+	                   "restoring");
 	for (size_t i = 0; tables[i] && status == SFS_OK; i++) {
 		t = has_ckpt_table(b, tables[i]);
 		if (t < 0) {
@@ -399,6 +407,8 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 	 * its holder's ack would reach the new claim. */
 	if (status == SFS_OK)
 		status = keep_sequence(b, "statefs_claim");
+	if (status == SFS_OK && version < SQLB_SCHEMA_VERSION)
+		status = sqlb_marks_ensure(b);
 	sqlb_schema_tables_free(tables);
 	return status;
 }
@@ -484,12 +494,20 @@ static void fact(sfs_info *out, const char *name, uint64_t value)
 
 int sqlb_info(sfs_backend *b, sfs_info *out)
 {
-	uint64_t v = 0, page_size = 0, page_count = 0, file = 0, wal = 0;
 	int status = sqlb_begin_read(b);
 
 	if (status != SFS_OK)
 		return status;
-	status = pragma_int(b, "PRAGMA page_size", &page_size);
+	status = sqlb_info_tx(b, out);
+	sqlb_rollback(b);
+	return status;
+}
+
+int sqlb_info_tx(sfs_backend *b, sfs_info *out)
+{
+	uint64_t v = 0, page_size = 0, page_count = 0, file = 0, wal = 0;
+	int status = pragma_int(b, "PRAGMA page_size", &page_size);
+
 	if (status == SFS_OK)
 		status = pragma_int(b, "PRAGMA page_count", &page_count);
 	if (status == SFS_OK)
@@ -503,12 +521,13 @@ int sqlb_info(sfs_backend *b, sfs_info *out)
 	if (status == SFS_OK)
 		status = count_rows(b, "function_state_log", &out->log_rows);
 	if (status == SFS_OK)
-		status = count_rows(b, "work_queue", &out->queue_rows);
+		status = pragma_int(b, "SELECT (SELECT count(*) FROM work_queue)"
+		                    " - 2 * (SELECT count(*) FROM statefs_qmark)",
+		                    &out->queue_rows);
 	if (status == SFS_OK)
 		status = count_rows(b, "statefs_inflight", &out->claimed_rows);
 	if (status == SFS_OK)
 		status = count_rows(b, "statefs_dead", &out->dead_rows);
-	sqlb_rollback(b);
 	if (status != SFS_OK)
 		return status;
 	out->schema_version = (int)v;

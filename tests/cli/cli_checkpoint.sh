@@ -47,7 +47,7 @@ check_invariant() { # FILE of "w L C Q" lines, WHAT
 }
 
 # wait until every writer has made some rounds, then checkpoint 3 times
-for _ in $(seq 1 100); do
+for _ in $(seq 1 1200); do  # 60 s: a hang, not a slow machine
 	n=$(sc --json ls --family queue | jq '.entries | length')
 	[ "$n" -eq 4 ] && break
 	sleep 0.05

@@ -29,6 +29,7 @@ fi
 want "$(abs "$includedir")/statefs.h"
 ls "$D$(abs "$libdir")"/libstatefs.so.0* >/dev/null 2>&1 || fail "not installed: libstatefs.so.0"
 want "$(abs "$libdir")/libstatefs.so"
+want "$(abs "$libdir")/libstatefs_sqlite.so"
 pc=$D$(abs "$libdir")/pkgconfig/statefs.pc
 want "$(abs "$libdir")/pkgconfig/statefs.pc"
 want "$(abs "$mandir")/man1/statectl.1"
@@ -65,6 +66,20 @@ cc -o "$T/use" "$T/use.c" $flags || fail "a program does not build against the i
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/use")" 42 "the installed library works"
 # the installed statectl runs against the installed library
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
+
+sanitized_host sqlite3
+# the installed SQLite extension loads by its bare name from the library
+# path, as `.load libstatefs_sqlite` does once it is installed, and reads
+# a store
+if [ "$mode" = encrypted ]; then
+	"$STATECTL" --db "$T/ext.db" --key-file "$T/ext.key" init >/dev/null
+	"$STATECTL" --db "$T/ext.db" --key-file "$T/ext.key" put s n k installed
+	got=$(STATEFS_KEY_FILE=$T/ext.key LD_LIBRARY_PATH=$D$(abs "$libdir") sqlite3 -bail \
+		-cmd ".load libstatefs_sqlite" -cmd ".open $T/ext.db" :memory: \
+		"SELECT CAST(value AS TEXT) FROM function_state") ||
+		fail "the installed extension does not load"
+	expect_eq "$got" installed "the installed extension reads the store"
+fi
 
 # man pages render without warnings, from the source and installed
 for page in "$src/docs/man/statectl.1" "$src/docs/man/statefs.1" "$D$(abs "$mandir")/man1/statectl.1"; do
@@ -137,6 +152,10 @@ complete_line() { # WORDS... (the last is the word being completed)
 expect_eq "$(complete_line "$STATECTL" qu)" queue "completes a command"
 expect_eq "$(complete_line "$STATECTL" queue p | sort | tr '\n' ' ')" "policy pop push " "completes a subcommand"
 expect_match "$(complete_line "$STATECTL" scan --s)" "--start" "completes an option"
+expect_eq "$(complete_line "$STATECTL" to)" top "completes top"
+expect_eq "$(complete_line "$STATECTL" met)" metrics "completes metrics"
+expect_eq "$(complete_line "$STATECTL" top --i)" --interval "completes top's options"
+expect_match "$(complete_line "$STATECTL" top --interval '')" "500ms" "completes an interval"
 expect_eq "$(complete_line "$STATECTL" ls --family q)" queue "completes --family"
 make_store
 sc put alpha ns1 key1 v

@@ -16,12 +16,17 @@
  *       moment of the store therefore has, per writer, Q <= C <= L <= Q + 1
  *       (L log entries, C the counter, Q queue items), entries and items
  *       numbered 1..L and 1..Q. Prints the rounds it made.
+ *   helper maxrss COMMAND [ARG...]
+ *       runs COMMAND and prints "STATUS MAXRSS_KIB" (its exit status, or
+ *       128 + the signal, and its peak resident memory) on stdout.
  * KEYFILE "-" opens the store in plaintext. Exit: 0, or 1 with a message.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "statefs.h"
@@ -167,11 +172,32 @@ static int writer(sfs_store *s, const char *id, const char *stopfile)
 	return 0;
 }
 
+static int maxrss(char **argv)
+{
+	struct rusage ru;
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (wait4(pid, &st, 0, &ru) != pid)
+		return 1;
+	printf("%d %ld\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+	       ru.ru_maxrss);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	sfs_store *s;
 	int rc;
 
+	if (argc >= 3 && strcmp(argv[1], "maxrss") == 0)
+		return maxrss(argv + 2);
 	if (argc >= 4 && strcmp(argv[1], "fill") == 0) {
 		s = open_store(argv[2], argv[3]);
 		rc = fill(s);
@@ -180,7 +206,8 @@ int main(int argc, char **argv)
 		rc = writer(s, argv[4], argv[5]);
 	} else {
 		fprintf(stderr, "usage: helper fill DB KEYFILE|-\n"
-		                "       helper writer DB KEYFILE|- ID STOPFILE\n");
+		                "       helper writer DB KEYFILE|- ID STOPFILE\n"
+		                "       helper maxrss COMMAND [ARG...]\n");
 		return 2;
 	}
 	sfs_store_close(s);

@@ -2,21 +2,34 @@
 #
 # Environment (set by tests/cli/meson.build):
 #   STATECTL          the statectl binary under test
-#   STATEFS_TEST_MODE plain | encrypted (default encrypted)
+#   STATEFS_TEST_MODE plain | encrypted (default encrypted): a SQLite store;
+#                     postgres | postgres-plain: a store in a schema of its
+#                     own on the server STATEFS_TEST_PG names (exit 77
+#                     without one), dropped at the end
 # Gives each test a scratch HOME (so the default store and key file live
-# there, never in the real home), removed on exit, and:
+# there, never in the real home), removed on exit, where every process the
+# test started is SIGKILLed too, whatever ended it (tests/reap.sh), and:
 #   sc ARGS...            statectl on the test store ($DB) with the mode's key
 #   $hkey                 the helper's key argument for $DB (- when plain)
 #   expect_exit N CMD...  runs CMD, fails unless it exits N; its stdout is in
 #                         $out, its stderr in $err
 #   expect_eq GOT WANT WHAT
 #   fail MESSAGE
+#   now_ns                the time in ns since the epoch (the leases' clock)
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../reap.sh"
 
 : "${STATECTL:?STATECTL must name the statectl binary}"
 mode=${STATEFS_TEST_MODE:-encrypted}
+pg=
 case $mode in
 plain|encrypted) ;;
+postgres|postgres-plain)
+	if [ -z "${STATEFS_TEST_PG:-}" ]; then
+		echo "no PostgreSQL server (STATEFS_TEST_PG): skipped"
+		exit 77
+	fi
+	pg=1 ;;
 *) echo "unknown STATEFS_TEST_MODE '$mode'" >&2; exit 1 ;;
 esac
 
@@ -24,11 +37,17 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/statectl-test.XXXXXX")
 cleanup_hooks=()
 cleanup() {
 	local rc=$? h
+	reap_all "$T/"
 	for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done
+	if [ -n "$pg" ]; then
+		psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+		  DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+	fi
 	rm -rf "$T"
 	exit $rc
 }
 trap cleanup EXIT
+reap_traps
 export HOME=$T/home XDG_STATE_HOME=$T/home/.local/state \
 	XDG_CONFIG_HOME=$T/home/.config
 mkdir -p "$HOME"
@@ -43,7 +62,11 @@ fail() {
 # the engine helper ($HELPER): the key file, or - for a plaintext store.
 DB=$T/store.db
 KEY=$T/key
-if [ "$mode" = plain ]; then
+if [ -n "$pg" ]; then
+	schema=c$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+	DB="$STATEFS_TEST_PG schema=$schema"
+fi
+if [ "$mode" = plain ] || [ "$mode" = postgres-plain ]; then
 	modeopts=(--plaintext)
 	hkey=-
 else
@@ -94,4 +117,21 @@ jqe() { # JSON FILTER
 		echo "json: $1" >&2
 		fail "jq '$2' is false"
 	}
+}
+
+now_ns() {
+	local t=${EPOCHREALTIME/[.,]/}
+	echo $((t * 1000))
+}
+
+# In the sanitizer build a host that is not ours (the sqlite3 shell) needs
+# the sanitizer's runtime loaded first to load our extension; the host's
+# own leaks are not ours to check. Puts such a wrapper first on PATH.
+sanitized_host() { # PROGRAM
+	[ -n "${STATEFS_TEST_PRELOAD:-}" ] || return 0
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+		"$STATEFS_TEST_PRELOAD" "$(command -v "$1")" >"$T/bin/$1"
+	chmod +x "$T/bin/$1"
+	PATH=$T/bin:$PATH
 }

@@ -39,7 +39,18 @@ push_items() {
 write_values & w1=$!
 add_counter & w2=$!
 push_items & w3=$!
-sleep 1.5
+# The kill comes once every writer has had writes acknowledged (however
+# long a loaded machine takes), so that it lands in the middle of a stream.
+acked() { # FILE N: at least N writes acknowledged
+  [ "$(wc -l < "$1")" -ge "$2" ]
+}
+for _ in $(seq 1200); do
+  acked "$work/acked.values" 20 && acked "$work/acked.adds" 20 &&
+    acked "$work/acked.items" 20 && break
+  sleep 0.05
+done
+acked "$work/acked.values" 20 && acked "$work/acked.adds" 20 &&
+  acked "$work/acked.items" 20 || fail "the writers made no progress in 60 s"
 kill -9 "$daemon_pid"
 wait "$daemon_pid" 2>/dev/null || true
 daemon_pid=

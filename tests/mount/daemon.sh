@@ -9,14 +9,14 @@
 
 bin=$STATEFS_BIN
 csv_mode=
-[ "$mode" = plain ] && csv_mode=plaintext,
+case $mode in *plain) csv_mode=plaintext, ;; esac
 
 # The daemon of a detached mount: not our child, found by its command line.
 daemon_of() {
   pgrep -f -- " $1( |\$)" | head -n1 || true
 }
-wait_gone() {
-  for _ in $(seq 200); do
+wait_gone() { # 60 s: a hang, not a slow exit
+  for _ in $(seq 1200); do
     kill -0 "$1" 2>/dev/null || return 0
     sleep 0.05
   done
@@ -44,6 +44,17 @@ rc=0
 "$bin" -f -o nosuchoption "$mnt" 2>/dev/null || rc=$?
 expect_eq "$rc" 1 "an unknown option"
 mountpoint -q "$mnt" && fail "mounted after a bad command line"
+# max_value: what -h says is the truth, and 1G is refused saying why
+grep -q 'at most 953M' <<<"$help" || fail "-h gives the largest max_value"
+for v in 1G 2GiB 1000000001; do
+  rc=0
+  out=$("$bin" -f -o max_value=$v "$mnt" 2>&1) || rc=$?
+  expect_eq "$rc" 1 "exit of -o max_value=$v"
+  [[ $out == *"more than SQLite stores in one value (1000000000 bytes, 953M at most); see -h"* ]] ||
+    fail "-o max_value=$v: $out"
+done
+mount_fs -o max_value=953M
+unmount_fs
 ok "-h, -V and bad command lines"
 
 # Signals in the foreground: a clean unmount and status 0.
@@ -83,7 +94,7 @@ unshare -m --propagation private bash -euo pipefail -c '
   mkdir -p "$work/sbin"
   ln -s "$bin" "$work/sbin/statefs"
   mount --bind "$work/sbin" /usr/local/sbin
-  gone() { for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
+  gone() { for _ in $(seq 1200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done; return 1; }
   mount -t fuse.statefs -o "${csv_mode}db=$STATEFS_DB" statefs "$mnt"
   [ "$(cat "$mnt/app/cfg/k")" = detached ] || { echo "FAIL: read via mount -t"; exit 1; }
   [ "$(findmnt -n -o FSTYPE "$mnt")" = fuse.statefs ] || { echo "FAIL: type"; exit 1; }
@@ -115,6 +126,24 @@ expect_eq "$(helper dump)" "$before" "the store after a read-only mount"
 ok "-o ro"
 
 if [ "$mode" = encrypted ]; then
+  # A key file that is not a regular file: refused for what it is, at
+  # once (a FIFO used to hang the start), not for its mode.
+  mkfifo -m 600 "$work/fifo.key"
+  mkdir -m 700 "$work/dir.key"
+  for k in fifo dir; do
+    rc=0
+    out=$(timeout 60 "$bin" -f -o keyfile="$work/$k.key" "$mnt" 2>&1) || rc=$?
+    expect_eq "$rc" 1 "a $k as the key file"
+    [[ $out == *"key file $work/$k.key is a "*", not a regular file"* ]] ||
+      fail "a $k as the key file: $out"
+    [[ $out == *"accessible by other users"* ]] && fail "a $k key file, under the wrong heading: $out"
+    mountpoint -q "$mnt" && fail "mounted with a $k as the key file"
+  done
+  ok "a FIFO or a directory as the key file is refused"
+
+fi
+
+if [ "$mode" = encrypted ] || [ "$mode" = postgres ]; then
   # A store that will not open: statefs says why and mounts nothing.
   head -c 32 /dev/urandom > "$work/other.key"
   chmod 600 "$work/other.key"
@@ -124,6 +153,9 @@ if [ "$mode" = encrypted ]; then
   [[ $out == *"wrong key"* ]] || fail "no 'wrong key' in: $out"
   mountpoint -q "$mnt" && fail "mounted with a wrong key"
   ok "a wrong key fails before detaching"
+fi
+
+if [ "$mode" = encrypted ]; then
 
   # The default store, made on first use with a new key file (a user
   # with neither yet).

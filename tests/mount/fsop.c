@@ -5,11 +5,13 @@
  * Usage: fsop OP PATH [ARG]
  *   write PATH DATA     open(O_WRONLY|O_CREAT|O_TRUNC), write, close
  *   append PATH DATA    the same with O_APPEND instead of O_TRUNC
- *   read PATH           open(O_RDONLY), read to EOF, close
+ *   read PATH [FLAG]    open(O_RDONLY), read to EOF, close; with FLAG,
+ *                       creates the file FLAG once PATH is open (a test
+ *                       knows the next request is the READ)
  *   openw PATH          open(O_WRONLY) and close
  *   symlink PATH TARGET   link PATH OLD   mknod PATH   mkfifo PATH
  *   mkdir PATH   rmdir PATH   unlink PATH   rename PATH NEW
- *   truncate PATH SIZE
+ *   truncate PATH SIZE   stat PATH
  * Prints "OK" or the errno's name ("ENODATA") of the first call that
  * failed, and for read the bytes read before "OK" on stdout when -v is the
  * first argument. Exit: 0 whatever the outcome, 2 on a bad command line.
@@ -49,7 +51,7 @@ static int do_write(const char *path, const char *data, int flags)
 	return result(close(fd) != 0);
 }
 
-static int do_read(const char *path, int verbose)
+static int do_read(const char *path, int verbose, const char *flag)
 {
 	char buf[65536];
 	ssize_t n;
@@ -57,6 +59,12 @@ static int do_read(const char *path, int verbose)
 
 	if (fd < 0)
 		return result(1);
+	if (flag) {
+		int ffd = open(flag, O_WRONLY | O_CREAT, 0644);
+		if (ffd < 0)
+			return 2;
+		close(ffd);
+	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		if (verbose)
 			fwrite(buf, 1, (size_t)n, stdout);
@@ -86,7 +94,7 @@ int main(int argc, char **argv)
 	if (!strcmp(op, "append") && a)
 		return do_write(path, a, O_APPEND);
 	if (!strcmp(op, "read"))
-		return do_read(path, verbose);
+		return do_read(path, verbose, a);
 	if (!strcmp(op, "openw")) {
 		int fd = open(path, O_WRONLY);
 		if (fd < 0)
@@ -109,6 +117,10 @@ int main(int argc, char **argv)
 		return result(unlink(path) != 0);
 	if (!strcmp(op, "rename") && a)
 		return result(rename(path, a) != 0);
+	if (!strcmp(op, "stat")) {
+		struct stat st;
+		return result(stat(path, &st) != 0);
+	}
 	if (!strcmp(op, "truncate") && a)
 		return result(truncate(path, atoll(a)) != 0);
 	return 2;

@@ -3,6 +3,8 @@
 # (its four tables only, BLOB columns, no statefs tables) mounts with
 # -o plaintext and shows its state: worker state under decimal ids, attach
 # state, the "log" namespace, counters and a queue. Usage: see lib.sh.
+# The SDK's queue statements run on the mounted store: exactly once with
+# the mount's claims, and its clear reaches items in flight.
 # Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -61,3 +63,33 @@ expect_eq "$(sqlite3 "$STATEFS_DB" "SELECT value FROM function_state WHERE key =
   "new state" "a worker row as the SDK stores it"
 expect_eq "$(sqlite3 "$STATEFS_DB" "SELECT count(*) FROM work_queue")" 3 "queue rows"
 ok "what the mount writes is in the SDK's tables"
+
+# The SDK's own queue statements on the mounted store (issue 10 item 10):
+# a pop never gets what the mount holds under a claim, and the SDK's clear
+# reaches it: the claim's holder gives it back (mv inflight/X ..), and it
+# does not come back for a worker to pop; one not cleared does.
+sdk() {
+  sqlite3 -cmd '.timeout 30000' "$STATEFS_DB" "$1"
+}
+pop="DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue WHERE
+  execution_id = CAST('exec-1' AS BLOB) ORDER BY id ASC LIMIT 1) RETURNING
+  CAST(work_item AS TEXT)"
+mount_fs
+q=$mnt/queue/exec-1
+for i in 1 2 3; do echo "item $i" > "$q/new"; done
+expect_eq "$(ls "$q" | wc -l)" 6 "the queue with the mount's three"
+n=$(cat "$q/.claim")                      # job-a, in flight
+expect_eq "$(sdk "$pop")" job-b "the SDK pops past the claimed item"
+expect_eq "$(sdk "DELETE FROM work_queue WHERE execution_id = CAST('exec-1' AS BLOB)")" "" "the SDK's clear"
+expect_eq "$(ls "$q" | wc -l)" 0 "cleared"
+mv "$q/inflight/$n" "$q/"                 # the holder gives it back
+expect_eq "$(ls "$q" | wc -l)" 0 "a cleared item does not come back"
+expect_eq "$(sdk "$pop")" "" "nothing for the SDK to pop"
+echo again > "$q/new"
+n=$(cat "$q/.claim")
+expect_eq "$(sdk "$pop")" "" "the SDK does not pop what is in flight"
+mv "$q/inflight/$n" "$q/"
+expect_eq "$(sdk "$pop")" again "an item not cleared comes back"
+expect_eq "$(sdk "SELECT count(*) FROM work_queue")" 0 "no row left behind"
+unmount_fs
+ok "the SDK's queue clear reaches items in flight; its pops stay exactly once"

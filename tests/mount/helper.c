@@ -9,11 +9,20 @@
  *   kvcount SCOPE NS            verify                 dump
  *   qinflight QUEUE             qdead QUEUE            (counts)
  *   qpolicy QUEUE TTL_MS MAX_DELIVERIES
+ *   append SCOPE NS KEY VALUE   (sfs_kv_edit: the value's end, made if
+ *                               absent)
+ *   putcheck SCOPE NS KEY N     N times: put a value starting with the
+ *                               round's number (7 digits), get it back and
+ *                               check that it starts so (a truncation may
+ *                               have cut it since; nothing may undo the
+ *                               put); prints the rounds that failed, exits
+ *                               1 when there were any
  * Byte-string arguments are taken as they are, or as hex after "x:"
  * ("x:00ff"). get prints the raw value; dump prints every row of the store
  * (hex fields), so two dumps compare equal iff the store is the same.
- * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE=plain, else
- * the key as the daemon finds it (sfs_store_open_config), without the
+ * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE is plain or
+ * postgres-plain, else the key as the daemon finds it (SFS_OPEN_ENV),
+ * without the
  * claim recovery of a writable open: the helper observes, the daemon (or a
  * claim) recovers.
  * Exit: 0; 1 with a sentence (2 for get/cget of something absent).
@@ -106,8 +115,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	/* no recovery at open: a test's claims stay as it made them */
-	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_NORECOVER |
-	            (mode && strcmp(mode, "plain") == 0 ? SFS_OPEN_PLAINTEXT : 0);
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_CREATE | SFS_OPEN_NORECOVER |
+	            (mode && (!strcmp(mode, "plain") ||
+	                      !strcmp(mode, "postgres-plain"))
+	             ? SFS_OPEN_PLAINTEXT : 0);
 	rc = sfs_store_open(&cfg, &store, NULL);
 	if (rc)
 		die("open", rc);
@@ -172,6 +183,28 @@ int main(int argc, char **argv)
 		sfs_queue_policy p = { strtoll(argv[3], NULL, 10),
 		                       strtoll(argv[4], NULL, 10) };
 		rc = sfs_queue_policy_set(store, arg(argv[2]), &p);
+	} else if (!strcmp(cmd, "append") && argc == 6) {
+		sfs_edit e = { SFS_EDIT_APPEND, 0, arg(argv[5]) };
+		rc = sfs_kv_edit(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
+		                 &e, 1, SFS_EDIT_CREATE, NULL);
+	} else if (!strcmp(cmd, "putcheck") && argc == 6) {
+		long rounds = atol(argv[5]), lost = 0;
+		char val[64];
+		for (long i = 0; i < rounds && !rc; i++) {
+			snprintf(val, sizeof(val), "%07ld%s", i,
+			         "---------------------------------");
+			rc = sfs_kv_put(store, arg(argv[2]), arg(argv[3]),
+			                arg(argv[4]), sfs_str(val));
+			if (!rc)
+				rc = sfs_kv_get(store, arg(argv[2]), arg(argv[3]),
+				                arg(argv[4]), &v);
+			if (!rc && (v.len < 7 || memcmp(v.ptr, val, 7) != 0))
+				lost++;
+			sfs_buf_free(&v);
+		}
+		printf("%ld\n", lost);
+		if (!rc && lost)
+			exit(1);
 	} else if (!strcmp(cmd, "verify") && argc == 2) {
 		rc = sfs_store_verify(store, NULL, NULL);
 	} else if (!strcmp(cmd, "dump") && argc == 2) {

@@ -23,7 +23,7 @@ before=$(date +%s)
 printf '%s' 12345 > app/cfg/five
 after=$(date +%s)
 set -- $(ls -l app/cfg/five)
-expect_eq "$1" "-rw-r--r--" "mode"
+expect_eq "$1" "-rw-------" "mode (the owner only, umask 077)"
 expect_eq "$5" 5 "ls -l size"
 expect_eq "$(stat -c %s app/cfg/five)" 5 "stat size"
 mt=$(stat -c %Y app/cfg/five)

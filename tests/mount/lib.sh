@@ -8,17 +8,30 @@
 #   STATEFS_BIN        the daemon
 #   STATEFS_HELPER     another process on the store (helper.c)
 #   STATEFS_FSOP       one syscall, its errno by name (fsop.c)
-#   STATEFS_TEST_MODE  plain or encrypted (default encrypted)
-# Provides: $work $mnt $mode; mount_fs [daemon options...], unmount_fs,
+#   STATEFS_TEST_MODE  plain or encrypted (default encrypted): a SQLite
+#                      store; postgres or postgres-plain: an encrypted or a
+#                      plaintext store in a schema of its own on the server
+#                      STATEFS_TEST_PG names (scripts/with-pg), named by a
+#                      postgresql:// URI, dropped at the end (exit 77
+#                      without a server)
+# Provides: $work $mnt $mode $pg (1 on PostgreSQL, else empty) $schema;
+#   mount_fs [daemon options...], unmount_fs, psql_store SQL (psql in the
+#   store's schema), mount_other DIR [options...] (another daemon on the
+#   same store: its pid in $other_pid, unmounted and reaped on exit too),
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
-#   lines that are expected).
+#   lines that are expected), fuse_blocked PID FLAG (a reader has reached
+#   the daemon), now_ns, measured_lease MIN (a lease for this machine now).
+# Every exit path (a failed check, an error under set -e, meson's timeout
+# or a Ctrl-C) unmounts, stops the daemon and SIGKILLs every other process
+# the script started (tests/reap.sh): a failure fails at once.
 # The real $HOME is never touched: HOME and the XDG directories point into
 # $work, so the default store and key of a first run land there too.
 # Exit: 77 when /dev/fuse is missing; 1 at the first failed check, with the
 # daemon's stderr; 1 also when the daemon logged an unexpected "error" or
 # "warning" or did not exit 0 after its unmount.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../reap.sh"
 
 if [ ! -c /dev/fuse ]; then
   echo "no /dev/fuse: skipped"
@@ -27,15 +40,42 @@ fi
 : "${STATEFS_BIN:?}" "${STATEFS_HELPER:?}" "${STATEFS_FSOP:?}"
 
 mode=${STATEFS_TEST_MODE:-encrypted}
+pg= schema=
+case $mode in
+postgres|postgres-plain)
+  if [ -z "${STATEFS_TEST_PG:-}" ]; then
+    echo "no PostgreSQL server (STATEFS_TEST_PG): skipped"
+    exit 77
+  fi
+  pg=1 ;;
+esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-mount.XXXXXX")
 mnt=$work/mnt
 mkdir -p "$mnt" "$work/store"
 export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 export STATEFS_DB=$work/store/state.db STATEFS_TEST_MODE=$mode
+if [ -n "$pg" ]; then
+  # The server's key=value string as a URI (no spaces: an fstab line
+  # holds it), with a schema of this test's own.
+  schema=m$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+  query="schema=$schema" dbname=
+  for kv in $STATEFS_TEST_PG; do
+    case ${kv%%=*} in
+    dbname) dbname=${kv#*=} ;;
+    *) query="$query&$kv" ;;
+    esac
+  done
+  export STATEFS_DB="postgresql:///$dbname?$query"
+fi
 unset STATEFS_KEY STATEFS_KEY_FILE
 export LC_ALL=C   # ls sorts bytewise
 mode_opts=()
-[ "$mode" = plain ] && mode_opts=(-o plaintext)
+case $mode in *plain) mode_opts=(-o plaintext) ;; esac
+
+psql_store() { # SQL: run in the store's schema
+  PGOPTIONS="-c search_path=$schema" psql -X -q -At -v ON_ERROR_STOP=1 \
+    "$STATEFS_TEST_PG" -c "$1"
+}
 daemon_pid=
 allowed_log='^$'
 : >"$work/daemon.err"
@@ -73,9 +113,56 @@ expect_op() {
   [ "$got" = "$want" ] || fail "fsop $*: got $got, want $want"
 }
 
-# Waits until the mount answers (the daemon runs in the foreground).
+# Waits until process PID blocks in a request to the mount, after it made
+# the file FLAG (fsop read PATH FLAG: the next request is then its READ),
+# then makes one round trip through the daemon (STATFS, never cached):
+# the kernel hands requests over in order, so the READ is the daemon's.
+# 60 s without that is a hang, not slowness.
+fuse_blocked() { # PID FLAG
+  for _ in $(seq 1200); do
+    if [ -e "$2" ] &&
+       grep -Eq 'request_wait_answer|fuse' "/proc/$1/wchan" 2>/dev/null; then
+      stat -f "$mnt" >/dev/null
+      return 0
+    fi
+    kill -0 "$1" 2>/dev/null || fail "process $1 ended before it blocked on the mount"
+    sleep 0.05
+  done
+  fail "process $1 did not block on the mount in 60 s"
+}
+
+# Now, in nanoseconds since the epoch (the clock leases are on).
+now_ns() {
+  local t=${EPOCHREALTIME/[.,]/}
+  echo $((t * 1000))
+}
+
+# A lease in seconds for a test whose claims must outlive the machine's
+# stalls: MIN, or more when the machine is slow right now. Times three
+# rounds of what a shell worker does for one item (push, claim, stat,
+# touch, ack: a dozen processes and round trips through the mount) and
+# gives ten times the slowest, so that a heartbeat a third of a lease
+# apart survives a stall three times as long as any round measured.
+measured_lease() { # MIN (the mount is up)
+  local q=$mnt/queue/.lease-probe worst=0 t0 t n s
+  for _ in 1 2 3; do
+    t0=$(now_ns)
+    echo probe > "$q/new"
+    n=$(cat "$q/.claim")
+    stat -c %Y "$q/inflight/$n" >/dev/null
+    touch "$q/inflight/$n"
+    rm "$q/inflight/$n"
+    t=$(($(now_ns) - t0))
+    [ "$t" -le "$worst" ] || worst=$t
+  done
+  s=$(((worst * 10 + 999999999) / 1000000000))
+  echo $((s > $1 ? s : $1))
+}
+
+# Waits until the mount answers (the daemon runs in the foreground); 60 s
+# is a hang, not a slow start.
 wait_mounted() {
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do
     if mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1; then
       return 0
     fi
@@ -85,7 +172,7 @@ wait_mounted() {
     fi
     sleep 0.05
   done
-  fail "not mounted after 10 s"
+  fail "not mounted after 60 s"
 }
 
 # The daemon runs as a background job, which a script starts with SIGINT
@@ -96,6 +183,25 @@ mount_fs() {
     "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$mnt" 2>>"$work/daemon.err" &
   daemon_pid=$!
   wait_mounted
+}
+
+# Another daemon on the same store (a second host), mounted on DIR.
+other_mnts=() other_pids=()
+mount_other() { # DIR [daemon options...]
+  local dir=$1 i
+  shift
+  mkdir -p "$dir"
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
+    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$dir" 2>>"$work/daemon.err" &
+  other_pid=$!
+  other_mnts+=("$dir")
+  other_pids+=("$other_pid")
+  for i in $(seq 200); do
+    mountpoint -q "$dir" && stat "$dir" >/dev/null 2>&1 && return 0
+    kill -0 "$other_pid" 2>/dev/null || fail "the daemon on $dir exited"
+    sleep 0.05
+  done
+  fail "$dir not mounted after 10 s"
 }
 
 # Waits for the daemon and checks it exited 0 (WHAT stopped it).
@@ -119,15 +225,24 @@ signal_fs() { # SIG
 }
 
 cleanup() {
-  local rc=$? unexpected
+  local rc=$? unexpected d
   set +e
+  for d in "${other_mnts[@]}"; do
+    mountpoint -q "$d" 2>/dev/null &&
+      { fusermount3 -u -z "$d" 2>/dev/null || umount -l "$d" 2>/dev/null; }
+  done
+  for d in "${other_pids[@]}"; do
+    kill "$d" 2>/dev/null
+    wait "$d" 2>/dev/null
+  done
   if mountpoint -q "$mnt" 2>/dev/null; then
     fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
   fi
-  if [ -n "$daemon_pid" ]; then
-    kill "$daemon_pid" 2>/dev/null
-    wait "$daemon_pid" 2>/dev/null
-  fi
+  # The daemon, and whatever else is left (readers, pools, workers, a
+  # daemon that detached), all at once: SIGKILL to the daemon aborts the
+  # connection, which ends every request a reader is blocked in.
+  reap_all "$work/"
+  daemon_pid=
   unexpected=$(grep -Ei 'error|warning' "$work/daemon.err" | grep -Ev "$allowed_log")
   if [ "$rc" -eq 0 ] && [ -n "$unexpected" ]; then
     echo "FAIL: the daemon logged:" >&2
@@ -138,7 +253,15 @@ cleanup() {
     echo "--- daemon stderr (last 40 lines):" >&2
     tail -n 40 "$work/daemon.err" >&2
   fi
+  if [ -n "$pg" ]; then
+    psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+      DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
+    [ -z "${drop_role_at_exit:-}" ] || psql -X -q "$STATEFS_TEST_PG" -c \
+      "REVOKE ALL ON DATABASE $dbname FROM $drop_role_at_exit;
+       DROP ROLE IF EXISTS $drop_role_at_exit" >/dev/null 2>&1
+  fi
   rm -rf "$work"
   exit "$rc"
 }
 trap cleanup EXIT
+reap_traps

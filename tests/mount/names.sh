@@ -4,7 +4,8 @@
 # them ('/', '%', control bytes, invalid UTF-8, binary, empty, reserved
 # names, scopes named like the root's directories, decimal ids in the
 # typed namespaces, keys too long for a file name); names made through the
-# mount become the bytes they name. Usage: see lib.sh. Exit: 0, 1, 77.
+# mount become the bytes they name; a name over 255 bytes is ENAMETOOLONG.
+# Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
 mount_fs
@@ -79,6 +80,36 @@ expect_eq "$got" "first second " "long keys reachable"
 rm "app/long/${names[0]}"
 expect_eq "$(ls app/long | wc -l)" 1 "rm of a long key"
 ok "long keys"
+
+# A name over NAME_MAX (statfs's f_namemax, 255) is ENAMETOOLONG for every
+# call that takes a name, as on a local filesystem; 255 bytes work. Each
+# kind of directory: a namespace, the root, a scope, a queue, a log key.
+expect_eq "$(stat -f -c %l .)" 255 "f_namemax"
+n255=$(printf 'n%.0s' $(seq 255))
+n256=${n255}x
+mkdir -p app/nl exec/s/n/lk
+echo v > app/nl/x
+mkdir app/d
+echo v > queue/q/new
+for d in app/nl . app queue/q exec/s/n/lk; do
+  expect_op ENAMETOOLONG write "$d/$n256" v
+  expect_op ENAMETOOLONG read "$d/$n256"
+  expect_op ENAMETOOLONG mkdir "$d/$n256"
+  expect_op ENAMETOOLONG rmdir "$d/$n256"
+  expect_op ENAMETOOLONG unlink "$d/$n256"
+  expect_op ENAMETOOLONG rename "$d/$n256" "$d/y"
+  expect_op ENAMETOOLONG stat "$d/$n256"
+done
+expect_op ENAMETOOLONG rename app/nl/x "app/nl/$n256"
+expect_op ENAMETOOLONG rename app/d "app/$n256"
+expect_eq "$(cat app/nl/x)" v "a refused rename changed nothing"
+expect_eq "$(helper qlen q)" 1 "no queue item made by a long name"
+expect_op OK write "app/nl/$n255" v255
+expect_eq "$(cat "app/nl/$n255")" v255 "a 255-byte name"
+expect_op OK rename "app/nl/$n255" app/nl/short
+expect_op OK mkdir "app/$n255"
+expect_op OK rmdir "app/$n255"
+ok "names over 255 bytes: ENAMETOOLONG"
 
 cd /
 unmount_fs

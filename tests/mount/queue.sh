@@ -118,13 +118,23 @@ mv 'queue/a%2Fb/'* queue/other/
 expect_eq "$(helper qlen a/b),$(helper qlen other)" 0,1 "mv across queues"
 ok "queue names, mv"
 
-# Stopping the daemon with a reader blocked on .wait: the reader ends,
-# the daemon exits 0 and says nothing.
-cat $q/.wait > /dev/null 2>&1 &
-w=$!
-sleep 0.2
+# Stopping the daemon with readers blocked on .wait: each READ fails with
+# ENOTCONN, what any access gets once the daemon is gone (EINTR would make
+# cat retry, into the unmount); the daemon exits 0 and says nothing.
+"$STATEFS_FSOP" read $q/.wait "$work/open1" > "$work/wait1" &
+w1=$!
+bash -c 'exec 3< "$1" && : > "$2" && exec cat <&3' _ $q/.wait "$work/open2" \
+  > /dev/null 2> "$work/wait2" &
+w2=$!
+fuse_blocked $w1 "$work/open1"
+fuse_blocked $w2 "$work/open2"
 cd /
 signal_fs TERM
-wait "$w" || true
+wait $w1
+rc=0
+wait $w2 || rc=$?
+expect_eq "$(cat "$work/wait1")" ENOTCONN "a blocked .wait READ at SIGTERM"
+expect_eq "$rc,$(cat "$work/wait2")" \
+  "1,cat: -: Transport endpoint is not connected" "cat on .wait at SIGTERM"
 mountpoint -q "$mnt" && fail "still mounted"
-ok "SIGTERM with a blocked .wait reader"
+ok "SIGTERM with blocked .wait readers: ENOTCONN"

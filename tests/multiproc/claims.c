@@ -10,9 +10,16 @@
  *              that finished before the lease end, so a slow machine cannot
  *              make the test lie), after it they come back at their ids as
  *              second deliveries and another consumer acks them.
- *   heartbeat  a consumer heartbeating every 200 ms keeps a 1 s claim for
- *              4 s while another process keeps trying to claim; it acks, and
- *              the item is gone.
+ *   heartbeat  a consumer heartbeating every fifth of a lease keeps its
+ *              claim for four leases while another process keeps trying to
+ *              claim; it acks, and the item is gone. The lease is 1 s, or
+ *              twenty times the slowest of five writes measured on this
+ *              machine now. A heartbeat that returned before the lease
+ *              it extended ended must succeed, and a claim by the other
+ *              process that returned before the lease end in force when it
+ *              began must find nothing; a machine that stalls a heartbeat
+ *              past the lease makes the round prove nothing, and another
+ *              runs (at most 5).
  *   chaos      4 consumers drain 10,000 items while the parent kills one
  *              with SIGKILL at random moments (and starts another). Every
  *              consumer writes, unbuffered, "P claim item" before it
@@ -23,8 +30,10 @@
  *              processed in the final claim of a killed consumer (the kill
  *              came between the ack's commit and its record); every
  *              delivery but the last of an item was in a claim of a killed
- *              consumer (duplicates only where a crash happened); no ack
- *              ever reported a lost claim.
+ *              consumer or of one a stall lost (duplicates only where a
+ *              crash or a stall past the lease happened); no ack found its
+ *              claim lost before the lease end. The lease is 3 s, or thirty
+ *              times the slowest of five writes on this machine now.
  * STATEFS_TEST_MODE=encrypted shares one key through a key file. The
  * scratch store and the spawning of children are harness.c's.
  * Exit: 0 pass, 1 fail.
@@ -70,6 +79,26 @@ static int wait_file(const char *path, int ms)
 	return -1;
 }
 
+/* A lease for this machine now: min_ms, or factor times the slowest of
+ * five small writes when that is more (a loaded machine). */
+static int64_t measured_lease_ms(sfs_store *s, int64_t min_ms, int factor)
+{
+	int64_t worst = 0, t, ms;
+	int rc;
+
+	for (int i = 0; i < 5; i++) {
+		t = now_ns();
+		if ((rc = sfs_counter_add(s, S("t"), S("n"), S("probe"), 1, NULL)))
+			mp_die("probe", rc);
+		t = now_ns() - t;
+		worst = t > worst ? t : worst;
+	}
+	ms = factor * worst / NS_PER_MS;
+	ms = ms < min_ms ? min_ms : ms;
+	fprintf(stderr, "lease %lld ms\n", (long long)ms);
+	return ms;
+}
+
 static void push_n(sfs_store *s, int n)
 {
 	char buf[32];
@@ -88,10 +117,11 @@ static void push_n(sfs_store *s, int n)
 /* --- crash ---------------------------------------------------------------- */
 
 /* Claims every item with a lease of lease_ms, writes "CLAIM LEASE_END" to
- * ready, then waits to be killed. */
+ * ready (whole: written aside and renamed), then waits to be killed. */
 static void child_hold(const char *ready, int lease_ms)
 {
 	sfs_store *s = mp_open_store(0);
+	char tmp[420];
 	int64_t cid;
 	sfs_list l;
 	FILE *f;
@@ -99,11 +129,13 @@ static void child_hold(const char *ready, int lease_ms)
 
 	if ((rc = sfs_claim(s, Q, 100, lease_ms, &cid, &l)))
 		mp_die("claim", rc);
-	f = fopen(ready, "w");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
+	f = fopen(tmp, "w");
 	if (!f)
 		mp_die("ready", SFS_IO);
-	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].st.mtime_ns);
-	fclose(f);
+	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].st.lease_until_ns);
+	if (fclose(f) != 0 || rename(tmp, ready) != 0)
+		mp_die("ready", SFS_IO);
 	sfs_list_free(&l);
 	for (;;)
 		pause();
@@ -125,12 +157,11 @@ static int test_crash(void)
 	push_n(s, 5);
 	snprintf(ready, sizeof(ready), "%s/ready", mp_dir);
 	pid = mp_spawn(argv);
-	if (wait_file(ready, 10000) < 0) {
-		fprintf(stderr, "the holder did not claim\n");
+	if (wait_file(ready, 120000) < 0) {
+		fprintf(stderr, "the holder did not claim in 120 s\n");
 		mp_kill(pid);
 		return 1;
 	}
-	sleep_ms(20); /* the file is written after the claim committed */
 	f = fopen(ready, "r");
 	if (!f || fscanf(f, "%lld %lld", &cid, &until) != 2) {
 		fprintf(stderr, "cannot read %s\n", ready);
@@ -155,8 +186,10 @@ static int test_crash(void)
 		}
 		if (rc != SFS_NOTFOUND)
 			mp_die("claim", rc);
-		if (t0 > until + 5000 * NS_PER_MS) {
-			fprintf(stderr, "not redelivered 5 s after the lease\n");
+		if (t0 > until) {
+			/* a claim recovers expired claims first */
+			fprintf(stderr, "a claim that began %lld ns after the lease"
+			        " end found nothing\n", (long long)(t0 - until));
 			return 1;
 		}
 		if (t1 < until) {
@@ -207,86 +240,155 @@ static int test_crash(void)
 
 /* --- heartbeat ------------------------------------------------------------ */
 
-/* Claims the item with a 1 s lease, heartbeats every 200 ms for 4 s, acks;
- * exits 0 only if every heartbeat and the ack succeeded. */
-static void child_beat(const char *ready)
+/* What a heartbeating consumer's call that found its claim lost means:
+ * a defect if the call returned before the lease end in force (until),
+ * else a stall of the machine (exit 3: the round proves nothing). */
+static void beat_lost(const char *what, int64_t until)
+{
+	int64_t t = now_ns();
+
+	if (t < until) {
+		fprintf(stderr, "%s found the claim lost %lld ns before its lease"
+		        " end\n", what, (long long)(until - t));
+		exit(1);
+	}
+	fprintf(stderr, "note: %s came %lld ns after the lease end (a stall)\n",
+	        what, (long long)(t - until));
+	exit(3);
+}
+
+/* Claims the item with a lease of lease_ms, heartbeats every fifth of it
+ * for four leases, acks. Exits 0 when every heartbeat and the ack
+ * succeeded, 3 after a stall, 1 on a defect. */
+static void child_beat(const char *ready, int64_t lease_ms)
 {
 	sfs_store *s = mp_open_store(0);
-	int64_t cid, start;
+	int64_t cid, start, until, t;
+	sfs_list l;
 	FILE *f;
 	int rc;
 
-	if ((rc = sfs_claim(s, Q, 1, 1000, &cid, NULL)))
+	if ((rc = sfs_claim(s, Q, 1, lease_ms, &cid, &l)))
 		mp_die("claim", rc);
+	until = l.items[0].st.lease_until_ns;
+	sfs_list_free(&l);
 	if (!(f = fopen(ready, "w")))
 		mp_die("ready", SFS_IO);
 	fclose(f);
 	start = now_ns();
-	while (now_ns() - start < 4000 * NS_PER_MS) {
-		sleep_ms(200);
-		if ((rc = sfs_claim_heartbeat(s, cid, 1000, NULL)))
+	while (now_ns() - start < 4 * lease_ms * NS_PER_MS) {
+		sleep_ms((long)(lease_ms / 5));
+		t = now_ns();
+		rc = sfs_claim_heartbeat(s, cid, lease_ms, NULL);
+		if (rc == SFS_CLAIMLOST)
+			beat_lost("a heartbeat", until);
+		if (rc)
 			mp_die("heartbeat", rc);
+		until = t + lease_ms * NS_PER_MS; /* at least: it began after t */
 	}
-	if ((rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE)))
+	rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
+	if (rc == SFS_CLAIMLOST)
+		beat_lost("the ack", until);
+	if (rc)
 		mp_die("ack", rc);
 	sfs_store_close(s);
 }
 
-static int test_heartbeat(void)
+/* One round: 0 the claim was kept and acked, 3 a stall made the round
+ * prove nothing (the item is pending again), 1 a defect. */
+static int heartbeat_round(sfs_store *s, int round, int64_t lease_ms)
 {
-	char ready[400];
-	const char *argv[] = { "claims", "child", "beat", ready, NULL };
-	sfs_store *s = mp_open_store(0);
-	int bad = 0, tries = 0, rc, st;
-	int64_t cid;
+	char ready[400], lease[24];
+	const char *argv[] = { "claims", "child", "beat", ready, lease, NULL };
+	int tries = 0, stalled = 0, rc, st;
+	int64_t cid, until, t1;
+	sfs_list l;
 	uint64_t n;
 	pid_t pid;
 
 	push_n(s, 1);
-	snprintf(ready, sizeof(ready), "%s/ready", mp_dir);
+	snprintf(ready, sizeof(ready), "%s/ready%d", mp_dir, round);
+	snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
 	pid = mp_spawn(argv);
-	if (wait_file(ready, 10000) < 0)
-		bad = 1;
+	if (wait_file(ready, 120000) < 0) {
+		fprintf(stderr, "the consumer did not claim in 120 s\n");
+		return 1;
+	}
 	/* keep trying while the holder heartbeats */
-	while (!bad && waitpid(pid, &st, WNOHANG) == 0) {
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		/* the lease end in force before the attempt */
+		if ((rc = sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l)))
+			mp_die("inflight", rc);
+		until = l.n ? l.items[0].st.lease_until_ns : 0;
+		sfs_list_free(&l);
 		rc = sfs_claim(s, Q, 1, 0, &cid, NULL);
-		if (rc != SFS_NOTFOUND) {
-			fprintf(stderr, "a heartbeating claim was taken: %s\n",
-			        sfs_strerror(rc));
-			bad = 1;
+		t1 = now_ns();
+		if (rc == SFS_OK && t1 < until) {
+			fprintf(stderr, "a heartbeating claim was taken %lld ns"
+			        " before its lease end\n", (long long)(until - t1));
+			mp_kill(pid);
+			return 1;
+		}
+		if (rc == SFS_OK) { /* the holder stalled: the item is ours */
+			stalled = 1;
+			if ((rc = sfs_claim_end(s, cid, SFS_OUTCOME_NACK)))
+				mp_die("nack", rc);
+		} else if (rc != SFS_NOTFOUND) {
+			mp_die("claim", rc);
 		}
 		tries++;
 		sleep_ms(50);
 	}
-	if (!bad && (!WIFEXITED(st) || WEXITSTATUS(st))) {
+	if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 3)) {
 		fprintf(stderr, "the heartbeating consumer failed\n");
-		bad = 1;
+		return 1;
 	}
-	if (bad) {
-		mp_kill(pid);
+	if (stalled || WEXITSTATUS(st) == 3) {
+		/* the item went back: take it away for the next round */
+		for (int i = 0; (rc = sfs_claim(s, Q, 1, 0, &cid, NULL)) ==
+		                SFS_NOTFOUND && i < 2400; i++)
+			sleep_ms(50);
+		if (rc || (rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE)))
+			mp_die("clearing the round", rc);
+		return 3;
 	}
 	if (sfs_item_count(s, Q, SFS_ITEM_PENDING, &n) || n != 0)
-		bad = 1;
+		return 1;
 	if (sfs_claim(s, Q, 1, 0, &cid, NULL) != SFS_NOTFOUND)
-		bad = 1; /* acked: gone for good */
+		return 1; /* acked: gone for good */
 	if (tries < 20)
 		fprintf(stderr, "note: only %d claim attempts\n", tries);
+	return 0;
+}
+
+static int test_heartbeat(void)
+{
+	sfs_store *s = mp_open_store(0);
+	int64_t lease_ms = measured_lease_ms(s, 1000, 20);
+	int rc = 3;
+
+	for (int round = 1; round <= 5 && rc == 3; round++)
+		rc = heartbeat_round(s, round, lease_ms);
+	if (rc == 3)
+		fprintf(stderr, "5 rounds in a row stalled past the lease\n");
 	sfs_store_close(s);
-	return bad;
+	return rc != 0;
 }
 
 /* --- chaos ---------------------------------------------------------------- */
 
 #define CHAOS_ITEMS 10000
 
-/* Claims 1-20 items at a time (3 s lease), records "P claim item" for each
- * before processing it, acks, records "A claim" (or "X claim" when the
- * ack found the claim lost). Stops when the counter "stop" is set. */
-static void child_consume(const char *log)
+/* Claims 1-20 items at a time (a lease of lease_ms), records "P claim
+ * item" for each before processing it, acks, records "A claim", or when
+ * the ack found the claim lost, "X claim" if that was after the lease end
+ * (a stall) and "E claim" if before (a defect). Stops when the counter
+ * "stop" is set. */
+static void child_consume(const char *log, int64_t lease_ms)
 {
 	sfs_store *s = mp_open_store(0);
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	int64_t cid, stop = 0;
+	int64_t cid, stop = 0, until;
 	unsigned seed = (unsigned)getpid();
 	sfs_list l;
 	int rc;
@@ -294,7 +396,7 @@ static void child_consume(const char *log)
 	if (fd < 0)
 		mp_die("log", SFS_IO);
 	while (!stop) {
-		rc = sfs_claim(s, Q, 1 + rand_r(&seed) % 20, 3000, &cid, &l);
+		rc = sfs_claim(s, Q, 1 + rand_r(&seed) % 20, lease_ms, &cid, &l);
 		if (rc == SFS_NOTFOUND) {
 			rc = sfs_counter_get(s, S("t"), S("n"), S("stop"), &stop,
 			                     NULL);
@@ -310,10 +412,12 @@ static void child_consume(const char *log)
 			        (char *)l.items[i].value.ptr);
 			usleep(200 + rand_r(&seed) % 600); /* "processing" */
 		}
+		until = l.items[0].st.lease_until_ns;
 		sfs_list_free(&l);
 		rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
 		if (rc == SFS_CLAIMLOST)
-			dprintf(fd, "X %lld\n", (long long)cid);
+			dprintf(fd, "%c %lld\n", now_ns() < until ? 'E' : 'X',
+			        (long long)cid);
 		else if (rc)
 			mp_die("ack", rc);
 		else
@@ -328,12 +432,13 @@ static void child_consume(const char *log)
  * they are in. */
 typedef struct chaos_log {
 	char *acked;        /* [claim]: an A record */
-	char *crashed;      /* [claim]: a killed consumer's last claim, no A */
+	char *crashed;      /* [claim]: a killed consumer's last claim, no A,
+	                       or a claim a stall lost (X) */
 	long long nclaims;
 	long long *dcid;    /* deliveries: claim ... */
 	int *ditem;         /* ... and item */
 	size_t nd, capd;
-	int lost;           /* an X record */
+	int lost;           /* an E record: a claim lost before its lease end */
 } chaos_log;
 
 static int read_log(chaos_log *c, const char *path, int killed, int pass)
@@ -351,8 +456,11 @@ static int read_log(chaos_log *c, const char *path, int killed, int pass)
 				c->nclaims = cid + 1;
 			continue;
 		}
-		if (line[0] == 'X')
+		if (line[0] == 'E')
 			c->lost = 1;
+		if (sscanf(line, "X %lld", &cid) == 1 && cid >= 0 &&
+		    cid < c->nclaims)
+			c->crashed[cid] = 1;
 		if (sscanf(line, "A %lld", &cid) == 1 && cid >= 0 &&
 		    cid < c->nclaims)
 			c->acked[cid] = 1;
@@ -425,7 +533,8 @@ static int check_chaos(chaos_log *c)
 		}
 	}
 	if (c->lost) {
-		fprintf(stderr, "an ack found its claim lost with no crash\n");
+		fprintf(stderr, "an ack found its claim lost before its lease"
+		        " end\n");
 		bad = 1;
 	}
 	fprintf(stderr, "chaos: %zu deliveries recorded, %d items delivered"
@@ -445,11 +554,14 @@ static int test_chaos(void)
 	sfs_store *s = mp_open_store(0);
 	unsigned seed = (unsigned)time(NULL);
 	int nproc = 0, bad = 0, kills = 0, rc;
+	int64_t lease_ms = measured_lease_ms(s, 3000, 30);
+	char lease[24];
 	chaos_log c;
 	sfs_list l;
 	uint64_t n;
 
 	memset(&c, 0, sizeof(c));
+	snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
 	fprintf(stderr, "chaos seed %u\n", seed);
 	{
 		sfs_slice items[500];
@@ -466,7 +578,7 @@ static int test_chaos(void)
 	}
 	for (int i = 0; i < CONSUMERS; i++) {
 		const char *argv[] = { "claims", "child", "consume", logs[nproc],
-		                       NULL };
+		                       lease, NULL };
 
 		snprintf(logs[nproc], sizeof(logs[nproc]), "%s/log%d", mp_dir, nproc);
 		pids[nproc] = mp_spawn(argv);
@@ -477,7 +589,7 @@ static int test_chaos(void)
 	for (kills = 0; kills < KILLS; kills++) {
 		int victim = rand_r(&seed) % CONSUMERS;
 		const char *argv[] = { "claims", "child", "consume", logs[nproc],
-		                       NULL };
+		                       lease, NULL };
 		sfs_info info;
 
 		sleep_ms(50 + rand_r(&seed) % 250);
@@ -492,8 +604,10 @@ static int test_chaos(void)
 		live[victim] = nproc++;
 	}
 	/* drained: nothing pending or in flight (a dead consumer's claims
-	 * come back after their lease) */
-	for (int i = 0; i < 3000; i++) {
+	 * come back after their lease). However slow the machine, the count
+	 * keeps falling; a minute and two leases without a change is a
+	 * hang. */
+	for (int64_t left = -1, since = now_ns();;) {
 		sfs_info info;
 
 		/* one snapshot: pending and in flight counted together */
@@ -501,6 +615,16 @@ static int test_chaos(void)
 			mp_die("poll", 1);
 		if (info.queue_rows == 0 && info.claimed_rows == 0)
 			break;
+		if ((int64_t)(info.queue_rows + info.claimed_rows) != left) {
+			left = (int64_t)(info.queue_rows + info.claimed_rows);
+			since = now_ns();
+		} else if (now_ns() - since > (60000 + 2 * lease_ms) * NS_PER_MS) {
+			fprintf(stderr, "chaos: %lld items left and no progress"
+			        " in %lld ms\n", (long long)left,
+			        (long long)(60000 + 2 * lease_ms));
+			bad = 1;
+			break;
+		}
 		sleep_ms(20);
 	}
 	if ((rc = sfs_counter_set(s, S("t"), S("n"), S("stop"), 1)))
@@ -554,10 +678,10 @@ static int child(int argc, char **argv)
 {
 	if (!strcmp(argv[2], "hold") && argc == 5)
 		child_hold(argv[3], atoi(argv[4]));
-	else if (!strcmp(argv[2], "beat") && argc == 4)
-		child_beat(argv[3]);
-	else if (!strcmp(argv[2], "consume") && argc == 4)
-		child_consume(argv[3]);
+	else if (!strcmp(argv[2], "beat") && argc == 5)
+		child_beat(argv[3], atoll(argv[4]));
+	else if (!strcmp(argv[2], "consume") && argc == 5)
+		child_consume(argv[3], atoll(argv[4]));
 	else
 		return 2;
 	return 0;

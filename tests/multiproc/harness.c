@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,9 +62,14 @@ sfs_store *mp_open_store(unsigned flags)
 
 pid_t mp_spawn(const char *const *argv)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
+		/* A child dies with the test: a parent that fails (or is
+		 * killed by meson's timeout) must not leave workers holding
+		 * the test's stdout, which meson reads to the end. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
 		execv("/proc/self/exe", (char *const *)argv);
 		_exit(127);
 	}

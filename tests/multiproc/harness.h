@@ -32,7 +32,8 @@ sfs_store *mp_open(const char *path, unsigned flags);
 /* mp_open of the test's store. */
 sfs_store *mp_open_store(unsigned flags);
 
-/* Forks and execs this program with argv (argv[1] "child"); the pid. */
+/* Forks and execs this program with argv (argv[1] "child"); the pid. The
+ * child is killed when the parent dies, however it dies. */
 pid_t mp_spawn(const char *const *argv);
 /* Waits for pid; 1 when it exited with status 0, else 0. */
 int mp_exited_ok(pid_t pid);

@@ -8,16 +8,112 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+#include <sodium.h>
+
 #include "fixture.h"
 #include "util_i.h"
 
 static sfs_key *key;
 
-int tfx_encrypted(void)
+static const char *mode(void)
 {
 	const char *m = getenv("STATEFS_TEST_MODE");
 
-	return m && !strcmp(m, "encrypted");
+	return m ? m : "plain";
+}
+
+int tfx_postgres(void)
+{
+	return !strncmp(mode(), "postgres", 8);
+}
+
+int tfx_encrypted(void)
+{
+	return !strcmp(mode(), "encrypted") || !strcmp(mode(), "postgres");
+}
+
+void tfx_sqlite_only(const char *why)
+{
+	if (!tfx_postgres())
+		return;
+	fprintf(stderr, "skipped on PostgreSQL: %s\n", why);
+	skip();
+}
+
+/* --- PostgreSQL: a schema per store path --------------------------------- */
+
+static char *schemas[64];   /* created by this process, dropped at teardown */
+static int nschemas;
+
+static const char *server(void)
+{
+	const char *pg = getenv("STATEFS_TEST_PG");
+
+	if (!pg || !*pg) {
+		printf("no PostgreSQL server (STATEFS_TEST_PG): skipped; run the"
+		       " suite under scripts/with-pg\n");
+		exit(77);
+	}
+	return pg;
+}
+
+/* "t" + 16 hex digits of a hash of the path and the test process's pid
+ * (a forked child's store is its parent's): the same path is the same
+ * store within a test, and tests running at once never meet. */
+static void schema_of(const char *path, char out[40])
+{
+	static long pid;
+	unsigned char h[8];
+	char in[600];
+
+	if (!pid)
+		pid = (long)getpid();
+	snprintf(in, sizeof(in), "%ld:%s", pid, path);
+	crypto_generichash(h, sizeof(h), (const unsigned char *)in, strlen(in),
+	                   NULL, 0);
+	snprintf(out, 40, "t%02x%02x%02x%02x%02x%02x%02x%02x", h[0], h[1],
+	         h[2], h[3], h[4], h[5], h[6], h[7]);
+}
+
+char *tfx_db(const char *path)
+{
+	char sc[40], *db;
+
+	if (!tfx_postgres()) {
+		db = strdup(path);
+	} else {
+		schema_of(path, sc);
+		if (asprintf(&db, "%s schema=%s", server(), sc) < 0)
+			db = NULL;
+		for (int i = 0; db && i < nschemas; i++)
+			if (!strcmp(schemas[i], sc))
+				return db;
+		if (db && nschemas < 64)
+			schemas[nschemas++] = strdup(sc);
+	}
+	assert_non_null(db);
+	return db;
+}
+
+static void drop_schemas(void)
+{
+	PGconn *c;
+
+	if (!nschemas)
+		return;
+	c = PQconnectdb(server());
+	for (int i = 0; i < nschemas; i++) {
+		char sql[128];
+
+		snprintf(sql, sizeof(sql), "SET client_min_messages = warning;"
+		         " DROP SCHEMA IF EXISTS \"%s\" CASCADE", schemas[i]);
+		if (PQstatus(c) == CONNECTION_OK)
+			PQclear(PQexec(c, sql));
+		free(schemas[i]);
+	}
+	nschemas = 0;
+	PQfinish(c);
 }
 
 const sfs_key *tfx_key(void)
@@ -32,6 +128,23 @@ const sfs_key *tfx_key(void)
 }
 
 int tfx_open(const char *path, unsigned flags, sfs_store **out)
+{
+	sfs_config o;
+	char *db = tfx_db(path);
+	int st;
+
+	memset(&o, 0, sizeof(o));
+	o.db = db;
+	o.flags = flags;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags |= SFS_OPEN_PLAINTEXT;
+	st = sfs_store_open(&o, out, NULL);
+	free(db);
+	return st;
+}
+
+int tfx_open_file(const char *path, unsigned flags, sfs_store **out)
 {
 	sfs_config o;
 
@@ -82,6 +195,7 @@ int tfx_setup(void **state)
 	snprintf(t->path, sizeof(t->path), "%s/store.db", t->dir);
 	if (tfx_open(t->path, SFS_OPEN_CREATE, &t->s) != SFS_OK) {
 		fprintf(stderr, "open %s: %s\n", t->path, sfs_errdetail());
+		drop_schemas();
 		tfx_rmtree(t->dir);
 		free(t);
 		return -1;
@@ -98,6 +212,7 @@ int tfx_teardown(void **state)
 		return 0;
 	sfs_store_close(t->s);
 	tfx_rmtree(t->dir);
+	drop_schemas();
 	free(t);
 	*state = NULL;
 	return 0;

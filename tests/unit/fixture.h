@@ -1,8 +1,13 @@
 /*
  * fixture.h - what every unit test of the engine shares: a temporary
- * directory with a store in it, opened plaintext or encrypted as
- * STATEFS_TEST_MODE says ("plain", the default, or "encrypted": a key made
- * with sfs_key_generate), and assertions that print the engine's detail.
+ * directory with a store in it, opened as STATEFS_TEST_MODE says:
+ * "plain" (the default) or "encrypted" (a key made with
+ * sfs_key_generate) SQLite stores, or "postgres" / "postgres-plain":
+ * encrypted / plaintext stores on the PostgreSQL server that
+ * STATEFS_TEST_PG names (scripts/with-pg starts one), each store path
+ * standing for a schema of its own that teardown drops. Without a
+ * server, a postgres mode test exits 77 (skipped). Also: assertions that
+ * print the engine's detail.
  */
 #ifndef STATEFS_TEST_FIXTURE_H
 #define STATEFS_TEST_FIXTURE_H
@@ -25,12 +30,23 @@ typedef struct tfx {
 int tfx_setup(void **state);
 int tfx_teardown(void **state);
 
-/* 1 when the tests run against encrypted stores. */
+/* 1 when the tests run against encrypted stores (SQLite or PostgreSQL). */
 int tfx_encrypted(void);
+/* 1 when they run against PostgreSQL. */
+int tfx_postgres(void);
+/* In a postgres mode, skips the calling test with the reason (a feature
+ * of SQLite stores only, listed in docs/postgres.md); else nothing. */
+void tfx_sqlite_only(const char *why);
+/* The name a store path stands for in this mode (the path, or a
+ * PostgreSQL connection string), malloc'd. */
+char *tfx_db(const char *path);
 /* The process's key (encrypted mode), else NULL. */
 const sfs_key *tfx_key(void);
 /* Opens path as the mode says, with extra flags; returns the status. */
 int tfx_open(const char *path, unsigned flags, sfs_store **out);
+/* Opens the SQLite store file at path (a checkpoint: a SQLite store in
+ * every mode) with the mode's key, or in plaintext. */
+int tfx_open_file(const char *path, unsigned flags, sfs_store **out);
 /* Closes and reopens t->s. */
 void tfx_reopen(tfx *t);
 /* For tests that make their own stores: a new directory for the whole
@@ -91,6 +107,19 @@ int tfx_copy(sfs_store *src, sfs_store *dst);
 			         sfs_strerror(r_), sfs_strerror(code),     \
 			         sfs_errdetail());                         \
 	} while (0)
+
+/* SQL that turns a store of today's schema into a version-3 store (no
+ * queue counts, no namespace claims, no queue markers), for the tests of
+ * the migration. */
+#define TFX_SQL_TO_V3                                                      \
+	"DROP TRIGGER statefs_queue_clear;"                                \
+	" DROP TRIGGER statefs_queue_push;"                                \
+	" DELETE FROM work_queue WHERE id IN (SELECT lo FROM statefs_qmark" \
+	" UNION ALL SELECT lo + 1 FROM statefs_qmark);"                    \
+	" DROP TABLE statefs_qmark; DROP TABLE statefs_kv_taken;"          \
+	" DROP TABLE statefs_queue_stats;"                                 \
+	" ALTER TABLE statefs_claim DROP COLUMN ns;"                       \
+	" UPDATE statefs_meta SET value=3 WHERE name='schema_version'"
 
 /* Asserts the list's keys, in order, are the space-separated words. */
 void tfx_keys(const sfs_list *l, const char *words);

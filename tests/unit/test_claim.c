@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 
 #define SEC 1000000000LL
@@ -737,6 +740,367 @@ static void test_bad_args(void **state)
 	sfs_store_close(ro);
 }
 
+static void kv_is(sfs_store *s, const char *key, const char *want)
+{
+	sfs_buf b;
+
+	if (!want) {
+		IS(SFS_NOTFOUND, sfs_kv_get(s, S("sc"), S("ns"), S(key), &b));
+		return;
+	}
+	OK(sfs_kv_get(s, S("sc"), S("ns"), S(key), &b));
+	tfx_buf(&b, want);
+	sfs_buf_free(&b);
+}
+
+/* A namespace drain under a claim (issue 10 item 6): the namespace is
+ * taken in one transaction, read by id in pages, settled per entry;
+ * what is not done goes back, except a key written again meanwhile; a
+ * lease that runs out gives everything back. */
+static void test_kv_claim(void **state)
+{
+	tfx *t = *state;
+	sfs_outcome done = SFS_OUTCOME_DONE, retry = SFS_OUTCOME_RETRY;
+	int64_t cid = 0, id0;
+	uint64_t n = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	IS(SFS_NOTFOUND, sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k2"), S("two")));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k1"), S("one")));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k3"), S("three")));
+	OK(sfs_kv_put(t->s, S("sc"), S("other"), S("k"), S("stays")));
+	OK(sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	assert_int_equal(n, 3);
+	kv_is(t->s, "k1", NULL);                   /* taken: gone for all */
+	OK(sfs_kv_scan(t->s, S("sc"), S("ns"), NULL, &l));
+	assert_int_equal(l.n, 0);
+	sfs_list_free(&l);
+	OK(sfs_kv_scan(t->s, S("sc"), S("other"), NULL, &l));
+	assert_int_equal(l.n, 1);
+	sfs_list_free(&l);
+	/* pages, in key order */
+	OK(sfs_claim_items(t->s, cid, -1, 2, 0, &l));
+	values_are(&l, "one two");
+	assert_int_equal(l.items[0].key.len, 2);
+	assert_memory_equal(l.items[0].key.ptr, "k1", 2);
+	assert_int_equal(l.items[0].st.mtime_ns, 1000 * SEC);
+	id0 = l.items[0].id;
+	{
+		sfs_list rest;
+		OK(sfs_claim_items(t->s, cid, l.items[1].id, 2, 1, &rest));
+		assert_int_equal(rest.n, 1);
+		assert_null(rest.items[0].value.ptr);
+		assert_int_equal(rest.items[0].st.size, 5);
+		sfs_list_free(&rest);
+	}
+	sfs_list_free(&l);
+	OK(sfs_claim_items(t->s, cid, id0, 0, 0, &l));
+	values_are(&l, "two three");
+	sfs_list_free(&l);
+	/* k1 delivered; k2 written again meanwhile; the rest back */
+	IS(SFS_INVALID, sfs_claim_settle(t->s, cid, &id0, &retry, 1));
+	OK(sfs_claim_settle(t->s, cid, &id0, &done, 1));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k2"), S("new")));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	kv_is(t->s, "k1", NULL);
+	kv_is(t->s, "k2", "new");
+	kv_is(t->s, "k3", "three");
+	IS(SFS_CLAIMLOST, sfs_claim_items(t->s, cid, -1, 0, 0, &l));
+
+	/* A lease that runs out gives everything back, times kept; reading
+	 * after it is a lost claim even before recovery ran. */
+	OK(sfs_kv_claim(t->s, S("sc"), S("ns"), 1000, &cid, &n));
+	assert_int_equal(n, 2);
+	tfx_now += 1 * SEC;
+	IS(SFS_CLAIMLOST, sfs_claim_items(t->s, cid, -1, 0, 0, &l));
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 2);
+	kv_is(t->s, "k2", "new");
+	kv_is(t->s, "k3", "three");
+	OK(sfs_kv_scan(t->s, S("sc"), S("ns"), NULL, &l));
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.items[1].st.mtime_ns, 1000 * SEC);
+	sfs_list_free(&l);
+
+	/* An export while a drain holds the entries still has them. */
+	OK(sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	{
+		tfx_dump d = { 0 };
+		OK(sfs_export(t->s, tfx_dump_row, &d, NULL, NULL));
+		assert_int_equal(d.fam_rows[SFS_FAM_KV], 3);
+		assert_int_equal(d.fam_rows[SFS_FAM_CLAIM], 0);
+		tfx_dump_free(&d);
+	}
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	kv_is(t->s, "k3", NULL);
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+}
+
+/* Our own clear reaches items in flight (every backend): the clear
+ * counts what was pending; what its claims held never comes back, by a
+ * nack, a retry, a reject or the lease's end, while the holder may still
+ * ack; a claim made after the clear is not cleared. A drained namespace
+ * renamed while the drain holds its entries gets them back at its new
+ * name. */
+static void test_clear_in_flight(void **state)
+{
+	tfx *t = *state;
+	sfs_outcome retry = SFS_OUTCOME_RETRY, rej = SFS_OUTCOME_REJECT;
+	int64_t cid = 0, cid2 = 0, cid3 = 0;
+	uint64_t n = 9;
+	sfs_gc_stats g;
+	sfs_list l;
+
+	push(t->s, "a b c d");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));           /* a */
+	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, &l));          /* b c */
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 1);                              /* d */
+	inflight_are(t->s, "a b c");
+	push(t->s, "e");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid3, NULL));          /* e */
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	OK(sfs_claim_settle(t->s, cid2, &l.items[0].id, &retry, 1));
+	OK(sfs_claim_settle(t->s, cid2, &l.items[1].id, &rej, 1));
+	sfs_list_free(&l);
+	pending_are(t->s, "");
+	dead_are(t->s, "");
+	OK(sfs_claim_end(t->s, cid3, SFS_OUTCOME_NACK));                      /* not cleared */
+	pending_are(t->s, "e");
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));         /* e */
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 0);
+	tfx_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.returned, 0);
+	assert_int_equal(g.claims, 1);
+	pending_are(t->s, "");
+	inflight_are(t->s, "");
+	push(t->s, "f");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));                        /* may finish */
+	assert_int_equal(qlen(t->s), 0);
+
+	/* a drained namespace renamed: its entries come back at the new
+	 * name (in an encrypted store, sealed for it) */
+	OK(sfs_dir_create(t->s, SFS_FAM_KV, S("sc"), S("ns")));
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k"), S("v")));
+	OK(sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	OK(sfs_dir_rename(t->s, SFS_FAM_KV, S("sc"), S("ns"), S("sc"),
+	                  S("ns2"), 0));
+	OK(sfs_claim_items(t->s, cid, -1, 0, 0, &l));
+	values_are(&l, "v");
+	sfs_list_free(&l);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	{
+		sfs_buf b;
+
+		OK(sfs_kv_get(t->s, S("sc"), S("ns2"), S("k"), &b));
+		tfx_buf(&b, "v");
+		sfs_buf_free(&b);
+	}
+}
+
+/* --- another program on the same file (the Go SDK) ----------------------- */
+
+/* The SDK's own connection to the store (vgi/function_storage_sqlite.go),
+ * through the encrypting VFS when the tests run encrypted. */
+typedef struct sdk {
+	sqlite3 *db;
+	crypt_vfs *v;
+} sdk;
+
+static void sdk_open(tfx *t, sdk *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (tfx_encrypted())
+		OK(crypt_vfs_open(tfx_key(), &k->v));
+	assert_int_equal(sqlite3_open_v2(t->path, &k->db, SQLITE_OPEN_READWRITE,
+	                                 k->v ? crypt_vfs_name(k->v) : NULL),
+	                 SQLITE_OK);
+	if (k->v)
+		OK(crypt_db_setup(k->db));
+	sqlite3_busy_timeout(k->db, 30000);
+}
+
+static void sdk_close(sdk *k)
+{
+	sqlite3_close(k->db);
+	crypt_vfs_close(k->v);
+}
+
+/* Runs one of the SDK's statements with the queue id (and an item) bound;
+ * returns sqlite3_changes, and the first row's blob into got ("" if
+ * none). */
+static int sdk_run(sdk *k, const char *sql, const char *item, char *got,
+                   size_t n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	assert_int_equal(sqlite3_prepare_v2(k->db, sql, -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, "jobs", 4, SQLITE_STATIC);
+	if (item)
+		sqlite3_bind_blob(st, 2, item, (int)strlen(item), SQLITE_STATIC);
+	if (got)
+		got[0] = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (got && !got[0])
+			snprintf(got, n, "%.*s", sqlite3_column_bytes(st, 0),
+			         (const char *)sqlite3_column_blob(st, 0));
+	assert_int_equal(rc, SQLITE_DONE);
+	sqlite3_finalize(st);
+	return sqlite3_changes(k->db);
+}
+
+#define SDK_PUSH "INSERT INTO work_queue (execution_id, work_item) VALUES (?, ?)"
+#define SDK_POP "DELETE FROM work_queue WHERE id = (SELECT id FROM work_queue" \
+	" WHERE execution_id = ? ORDER BY id ASC LIMIT 1) RETURNING work_item"
+#define SDK_CLEAR "DELETE FROM work_queue WHERE execution_id = ?"
+
+static char *sdk_pop(sdk *k, char *got, size_t n)
+{
+	sdk_run(k, SDK_POP, NULL, got, n);
+	return got;
+}
+
+static long long sdk_rows(sdk *k)
+{
+	sqlite3_stmt *st;
+	long long n;
+
+	assert_int_equal(sqlite3_prepare_v2(k->db, "SELECT count(*) FROM"
+	                                    " work_queue", -1, &st, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Issue 10 item 10: the SDK's queue clear reaches items in flight. Pops
+ * stay exactly once between the SDK and statefs claims: the SDK never
+ * pops an item in flight, nor a marker, and gets what a nack brings back;
+ * a clear, even one that finds nothing pending, means the items in flight
+ * never come back (nack, expiry), while their holder may still ack. */
+static void test_foreign_clear(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0, cid2 = 0;
+	sfs_gc_stats g;
+	sfs_info info;
+	char got[64];
+	sdk k;
+
+	tfx_sqlite_only("the Go SDK's statements on the store's SQLite file"
+	                " (docs/postgres.md: a clear by another program on"
+	                " PostgreSQL; test_clear_in_flight: ours)");
+	sdk_open(t, &k);
+	/* Exactly once: the SDK pops around what statefs holds. */
+	sdk_run(&k, SDK_PUSH, "a", NULL, 0);
+	sdk_run(&k, SDK_PUSH, "b", NULL, 0);
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));          /* a */
+	sdk_run(&k, SDK_PUSH, "c", NULL, 0);                /* after a claim */
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "b");
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "c");
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), ""); /* no marker */
+	assert_int_equal(qlen(t->s), 0);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "a");
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
+	assert_int_equal(sdk_rows(&k), 0);                 /* markers gone */
+
+	/* A clear with items pending and in flight: the clear counts the
+	 * pending ones; the one in flight never comes back by a nack. */
+	sdk_run(&k, SDK_PUSH, "d", NULL, 0);
+	sdk_run(&k, SDK_PUSH, "e", NULL, 0);
+	sdk_run(&k, SDK_PUSH, "f", NULL, 0);
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));          /* d */
+	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 2);
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
+	inflight_are(t->s, "d");
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
+	inflight_are(t->s, "");
+	dead_are(t->s, "");
+	assert_int_equal(sdk_rows(&k), 0);
+
+	/* Nothing pending at all (everything claimed): the clear deletes no
+	 * row of an item, and still the lease's end brings nothing back. A
+	 * claim made after the clear is not cleared. */
+	sdk_run(&k, SDK_PUSH, "g", NULL, 0);
+	sdk_run(&k, SDK_PUSH, "h", NULL, 0);
+	OK(sfs_claim(t->s, Q, 5, 1000, &cid, NULL));        /* g h */
+	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 0);
+	sdk_run(&k, SDK_PUSH, "i", NULL, 0);
+	OK(sfs_claim(t->s, Q, 1, 1000, &cid2, NULL));       /* i */
+	tfx_now += 2 * SEC;
+	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
+	assert_int_equal(g.claims, 2);
+	pending_are(t->s, "i");
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "i");
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
+
+	/* The holder of a cleared item may still finish it; our own clear
+	 * does what the SDK's does; neither export nor info shows a marker. */
+	sdk_run(&k, SDK_PUSH, "j", NULL, 0);
+	sdk_run(&k, SDK_PUSH, "k", NULL, 0);
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));          /* j */
+	OK(sfs_store_info(t->s, &info));
+	assert_int_equal(info.queue_rows, 1);
+	assert_int_equal(info.claimed_rows, 1);
+	{
+		tfx_dump d = { 0 };
+		OK(sfs_export(t->s, tfx_dump_row, &d, NULL, NULL));
+		assert_int_equal(d.fam_rows[SFS_FAM_QUEUE], 1);
+		tfx_dump_free(&d);
+	}
+	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 1);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	push(t->s, "l");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));          /* l */
+	{
+		uint64_t n = 1;
+		OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+		assert_int_equal(n, 0);
+	}
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	assert_int_equal(qlen(t->s), 0);
+	assert_int_equal(sdk_rows(&k), 0);
+	sdk_close(&k);
+}
+
+/* A version-3 store (no markers, no namespace claims) with an item in
+ * flight opens migrated: the item's queue gets its markers, so an SDK
+ * clear reaches it. */
+static void test_v3_migrates(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0;
+	sfs_info info;
+	char got[64];
+	sdk k;
+
+	tfx_sqlite_only("SQLite schema version 3");
+	push(t->s, "a b");
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+	sdk_open(t, &k);
+	assert_int_equal(sqlite3_exec(k.db, TFX_SQL_TO_V3, NULL, NULL, NULL),
+	                 SQLITE_OK);
+	tfx_reopen(t);
+	OK(sfs_store_info(t->s, &info));
+	assert_int_equal(info.schema_version, 4);
+	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 1);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
+	assert_int_equal(sdk_rows(&k), 0);
+	sdk_close(&k);
+}
+
 /* --- export, import, restore ---------------------------------------------- */
 
 /* A store with every claim table in use. */
@@ -871,6 +1235,10 @@ int main(void)
 		T(test_clears),
 		T(test_claim_end_outcomes),
 		T(test_item_states),
+		T(test_kv_claim),
+		T(test_clear_in_flight),
+		T(test_foreign_clear),
+		T(test_v3_migrates),
 		T(test_bad_args),
 		T(test_export_import_claims),
 		T(test_restore_claims),

@@ -722,6 +722,102 @@ static void test_wal_tamper(void **state)
 	crypt_vfs_close(v);
 }
 
+/* The number of frames in a WAL whose salts are all zero. */
+static int zeroed_frames(const char *wal)
+{
+	const off_t fsz = P + 24;
+	int n = (int)((file_size(wal) - 32) / fsz), z = 0;
+	unsigned char h[24];
+
+	for (int i = 0; i < n; i++) {
+		rw_at(wal, h, 24, 32 + i * fsz, 0);
+		z += !memcmp(h + 8, "\0\0\0\0\0\0\0\0", 8);
+	}
+	return z;
+}
+
+/* Copies a store and its WAL (the writer still holds them) to copy, so
+ * that opening the copy runs recovery; returns how many rows t has there,
+ * after checking it opens clean and verifies. */
+static long long recovered_rows(const char *path, const char *copy,
+                                const crypt_vfs *v, off_t flip_at)
+{
+	char wal[150], cwal[150];
+	sqlite3 *c;
+	long long n;
+	char *ok;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	snprintf(cwal, sizeof(cwal), "%s-wal", copy);
+	unlink(cwal);
+	copy_file(path, copy);
+	copy_file(wal, cwal);
+	if (flip_at)
+		flip(cwal, flip_at);
+	assert_int_equal(crypt_verify_file(copy, v, NULL, NULL), SFS_OK);
+	c = xopen(copy, v);
+	n = query_int(c, "SELECT count(*) FROM t");
+	ok = query(c, "PRAGMA integrity_check", NULL);
+	assert_string_equal(ok, "ok");
+	free(ok);
+	sqlite3_close(c);
+	return n;
+}
+
+/* What SQLite legitimately leaves in a WAL must keep opening now that a
+ * log cut short by a damaged frame header refuses to (crypt_wal.c): frames
+ * with zeroed salts and checksums (a big transaction rewrote spilled pages
+ * in place and had not committed), and frames of an older generation after
+ * the log restarted, damaged headers there included. */
+static void test_wal_legit_ends(void **state)
+{
+	char path[128], wal[140], copy[128];
+	const off_t fsz = P + 24;
+	sqlite3 *w;
+	crypt_vfs *v;
+	int frames;
+	(void)state;
+
+	assert_int_equal(crypt_vfs_open(key_a, &v), SFS_OK);
+	newpath(path, sizeof(path));
+	newpath(copy, sizeof(copy));
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	make_store(path, v, 50);
+
+	/* A transaction that spills (a tiny cache) and then changes pages
+	 * it spilled: SQLite writes later frames with zeroed salts. */
+	w = xopen(path, v);
+	xexec(w, "PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=5");
+	xexec(w, "BEGIN");
+	xexec(w, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c"
+	      " WHERE x<300) INSERT INTO t SELECT 1000+x, randomblob(600)"
+	      " FROM c");
+	xexec(w, "UPDATE t SET v = randomblob(610) WHERE k > 1000");
+	xexec(w, "UPDATE t SET v = randomblob(620) WHERE k > 1000");
+	assert_true(zeroed_frames(wal) > 0);
+	/* Not committed: the copy has the 50 rows before it. */
+	assert_int_equal(recovered_rows(path, copy, v, 0), 50);
+	xexec(w, "COMMIT");
+	assert_int_equal(zeroed_frames(wal), 0);
+	assert_int_equal(recovered_rows(path, copy, v, 0), 350);
+
+	/* Restart the log (everything checkpointed, no reader), then write
+	 * less than it held: an older generation follows the current one.
+	 * A damaged header in it changes nothing. */
+	frames = (int)((file_size(wal) - 32) / fsz);
+	xexec(w, "PRAGMA wal_checkpoint");
+	xexec(w, "INSERT INTO t VALUES(5000, randomblob(100))");
+	xexec(w, "INSERT INTO t VALUES(5001, randomblob(100))");
+	assert_true((file_size(wal) - 32) / fsz == frames);
+	assert_int_equal(recovered_rows(path, copy, v, 0), 352);
+	assert_int_equal(recovered_rows(path, copy, v, 32 + (frames - 3) * fsz
+	                                + 18), 352);
+	assert_int_equal(recovered_rows(path, copy, v, 32 + (frames - 3) * fsz
+	                                + 10), 352);
+	sqlite3_close(w);
+	crypt_vfs_close(v);
+}
+
 /* What the format does not detect, by design (docs/encryption.md). */
 static void test_documented_negatives(void **state)
 {
@@ -848,6 +944,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_enforced),
 		cmocka_unit_test(test_read_slices),
 		cmocka_unit_test(test_wal_tamper),
+		cmocka_unit_test(test_wal_legit_ends),
 		cmocka_unit_test(test_documented_negatives),
 	};
 

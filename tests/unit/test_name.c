@@ -64,6 +64,15 @@ static const example examples[] = {
 	EX("stream-a", FS_NAME_ID, "8319400191411957089"), /* 8 bytes */
 	EX("12345678", FS_NAME_KEY, "12345678"),
 	EX("12345678", FS_NAME_ID, "3544952156018063160"),
+	/* the Python SDK's pack_int_key: little-endian */
+	EX("\x07\x00\x00\x00\x00\x00\x00\x00", FS_NAME_ID_LE, "7"),
+	EX("\xd2\x04\x00\x00\x00\x00\x00\x00", FS_NAME_ID_LE, "1234"),
+	EX("\xfe\xff\xff\xff\xff\xff\xff\xff", FS_NAME_ID_LE, "-2"),
+	EX("\x00\x00\x00\x00\x00\x00\x00\x80", FS_NAME_ID_LE, "-9223372036854775808"),
+	EX("\xff\xff\xff\xff\xff\xff\xff\x7f", FS_NAME_ID_LE, "9223372036854775807"),
+	EX("\x00\x00\x00\x00\x00\x00\x04\xd2", FS_NAME_ID_LE, "-3313523425837842432"),
+	EX("123", FS_NAME_ID_LE, "%3123"),
+	EX("stream-ab", FS_NAME_ID_LE, "stream-ab"),
 };
 
 static void test_examples(void **state)
@@ -128,6 +137,10 @@ static void test_rejects(void **state)
 		{ "9223372036854775808", FS_NAME_ID },
 		{ "-9223372036854775809", FS_NAME_ID },
 		{ "%x000000000000002a", FS_NAME_ID }, /* ids are decimal there */
+		{ "%x0700000000000000", FS_NAME_ID_LE },
+		{ "007", FS_NAME_ID_LE },
+		{ "-0", FS_NAME_ID_LE },
+		{ "9223372036854775808", FS_NAME_ID_LE },
 		{ "123", FS_NAME_KEY + 7 },    /* unknown kind */
 	};
 	char longname[FS_NAME_MAX + 2];
@@ -208,9 +221,9 @@ static void test_roundtrip(void **state)
 
 	(void)state;
 	for (int i = 0; i < 30000; i++) {
-		fs_name_kind kind = (fs_name_kind)(i % 3);
+		fs_name_kind kind = (fs_name_kind)(i % 4);
 		n = gen(p, i % 10 == 0 ? sizeof(p) : 40);
-		if (kind == FS_NAME_ID && i % 7 == 0)
+		if ((kind == FS_NAME_ID || kind == FS_NAME_ID_LE) && i % 7 == 0)
 			n = 8;
 		assert_int_equal(fs_name_encode(sfs_bytes(p, n), kind, name,
 		                                 &len), SFS_OK);
@@ -356,6 +369,50 @@ static void test_key_kind(void **state)
 	assert_int_equal(fs_name_key_kind(sfs_str("log")), FS_NAME_KEY);
 	assert_int_equal(fs_name_key_kind(sfs_str("workers")), FS_NAME_KEY);
 	assert_int_equal(fs_name_key_kind(SFS_NONE), FS_NAME_KEY);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/aggregate_state")),
+	                 FS_NAME_ID_LE);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/aggregate_window_partition")),
+	                 FS_NAME_ID_LE);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/buffering_init")),
+	                 FS_NAME_ID_LE);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/streaming_session")),
+	                 FS_NAME_ID_LE);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/tio_state")),
+	                 FS_NAME_ID_LE);
+	/* a log keyed by b"", not by ids */
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/streaming_finalize")),
+	                 FS_NAME_KEY);
+	assert_int_equal(fs_name_key_kind(sfs_str("_vgi/")), FS_NAME_KEY);
+}
+
+/* One name per id in both byte orders, and the two differ exactly by the
+ * byte order: no name of one kind is an alias of another key. */
+static void test_id_byte_orders(void **state)
+{
+	unsigned char be[8], le[8];
+	char nb[FS_NAME_MAX + 1], nl[FS_NAME_MAX + 1];
+	int64_t ids[] = { 0, 1, 7, -1, -2, 255, 256, 65535, 1234567890123LL,
+	                  INT64_MIN, INT64_MAX };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		sfs_buf out;
+
+		sfs_id_encode(ids[i], be);
+		for (int b = 0; b < 8; b++)
+			le[b] = be[7 - b];
+		assert_int_equal(fs_name_encode(sfs_bytes(be, 8), FS_NAME_ID,
+		                                 nb, NULL), SFS_OK);
+		assert_int_equal(fs_name_encode(sfs_bytes(le, 8),
+		                                 FS_NAME_ID_LE, nl, NULL),
+		                 SFS_OK);
+		assert_string_equal(nb, nl);
+		assert_int_equal(fs_name_decode(nl, strlen(nl), FS_NAME_ID_LE,
+		                                 &out, NULL), SFS_OK);
+		assert_int_equal(out.len, 8);
+		assert_memory_equal(out.ptr, le, 8);
+		sfs_buf_free(&out);
+	}
 }
 
 /* Every name the mount reserves (text.h) is escaped: no key or scope can
@@ -426,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_injective),
 		cmocka_unit_test(test_long),
 		cmocka_unit_test(test_key_kind),
+		cmocka_unit_test(test_id_byte_orders),
 		cmocka_unit_test(test_reserved),
 		cmocka_unit_test(test_duration_parse),
 	};

@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 
 /* The store a handle opened, as sfs_store_info names it. */
@@ -58,6 +59,13 @@ static void test_open_flags(void **state)
 	/* CREATE makes missing parents; the file is private */
 	snprintf(path, sizeof(path), "%s/a/b/new.db", t->dir);
 	OK(tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &s));
+	if (tfx_postgres()) {
+		/* the store goes by its connection string and schema */
+		assert_non_null(strstr(path_of(s, &in), " schema=t"));
+		sfs_store_close(s);
+		sfs_store_close(NULL);
+		return;
+	}
 	assert_string_equal(path_of(s, &in), path);
 	assert_string_equal(in.backend, "sqlite");
 	assert_string_equal(in.file, path);
@@ -79,6 +87,8 @@ static void test_open_not_a_store(void **state)
 	sfs_store *s;
 	FILE *f;
 
+	tfx_sqlite_only("files that are not stores (test_pg: a schema holding"
+	                " someone else's tables)");
 	snprintf(path, sizeof(path), "%s/text.db", t->dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
@@ -104,20 +114,25 @@ static void test_open_keys(void **state)
 	sfs_config o;
 	sfs_key *other;
 	sfs_store *s;
+	char *db;
 
 	if (!tfx_encrypted())
 		skip();
 	sfs_store_close(t->s);
 	t->s = NULL;
 	memset(&o, 0, sizeof(o));
-	o.db = t->path;
+	db = tfx_db(t->path);
+	o.db = db;
 	o.flags = SFS_OPEN_PLAINTEXT;
 	IS(SFS_NOKEY, sfs_store_open(&o, &s, NULL));
 	OK(sfs_key_generate(&other));
 	o.flags = 0;
 	o.key = other;
 	IS(SFS_WRONGKEY, sfs_store_open(&o, &s, NULL));
+	assert_non_null(strstr(sfs_errdetail(), "wrong key: the key given does"
+	                       " not open"));
 	sfs_key_destroy(other);
+	free(db);
 	OK(tfx_open(t->path, 0, &t->s));
 }
 
@@ -190,8 +205,22 @@ static void test_version(void **state)
 	assert_true(v2 != v1);
 	/* another handle's commit (another connection, as another process) */
 	OK(tfx_open(t->path, 0, &other));
-	OK(sfs_counter_add(other, S("s"), S("n"), S("c"), 1, NULL));
-	OK(sfs_store_version(t->s, &v3));
+	if (tfx_postgres()) {
+		/* There the counter follows pushes from anywhere (a
+		 * notification, received by another thread: wait for it). */
+		sfs_slice it = S("i");
+
+		OK(sfs_queue_push(other, S("q"), &it, 1, NULL));
+		for (int i = 0; i < 3000; i++) {
+			OK(sfs_store_version(t->s, &v3));
+			if (v3 != v2)
+				break;
+			usleep(10000);
+		}
+	} else {
+		OK(sfs_counter_add(other, S("s"), S("n"), S("c"), 1, NULL));
+		OK(sfs_store_version(t->s, &v3));
+	}
 	assert_true(v3 != v2);
 	sfs_store_close(other);
 	IS(SFS_INVALID, sfs_store_version(t->s, NULL));
@@ -326,6 +355,8 @@ static void test_go_sdk_store_opens(void **state)
 	sfs_stat st = { .mtime_ns = -1 };
 	int64_t v;
 
+	tfx_sqlite_only("the Go SDK's SQLite file (test_pg: a schema the SDK's"
+	                " four tables were created in opens)");
 	snprintf(path, sizeof(path), "%s/go.db", t->dir);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, sdk_schema, NULL, NULL, NULL),
@@ -384,7 +415,224 @@ static void test_go_sdk_store_opens(void **state)
 	sfs_store_close(s);
 }
 
+/* The TypeScript SDK creates three of the four tables (no counters): a
+ * read-only open shows what it holds and adds nothing; a writable one adds
+ * the missing table. */
+static void test_ts_sdk_store_opens(void **state)
+{
+	tfx *t = *state;
+	unsigned char le[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	char path[400];
+	sqlite3 *db;
+	sfs_store *s;
+	sfs_buf b;
+	int64_t v;
+
+	tfx_sqlite_only("the TypeScript SDK's SQLite file (test_pg: a schema"
+	                " the SDK's tables were created in opens)");
+	if (tfx_encrypted())
+		return; /* an SDK's own store is plaintext */
+	snprintf(path, sizeof(path), "%s/ts.db", t->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	        "PRAGMA journal_mode=WAL;"
+	        "CREATE TABLE IF NOT EXISTS work_queue (id INTEGER PRIMARY KEY"
+	        " AUTOINCREMENT, execution_id BLOB NOT NULL, work_item BLOB NOT"
+	        " NULL);"
+	        "CREATE TABLE IF NOT EXISTS function_state (scope_id BLOB NOT"
+	        " NULL, ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL,"
+	        " PRIMARY KEY (scope_id, ns, key));"
+	        "CREATE TABLE IF NOT EXISTS function_state_log (id INTEGER"
+	        " PRIMARY KEY AUTOINCREMENT, scope_id BLOB NOT NULL, ns BLOB NOT"
+	        " NULL, key BLOB NOT NULL, value BLOB NOT NULL);",
+	        NULL, NULL, NULL), SQLITE_OK);
+	sdk_exec(db, "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
+	         " value) VALUES (?, ?, ?, ?)", "exec", 4, "_vgi/buffering_init",
+	         19, le, 8, "init", 4);
+	sqlite3_close(db);
+
+	OK(tfx_open(path, SFS_OPEN_READONLY, &s));
+	OK(sfs_kv_get(s, S("exec"), S("_vgi/buffering_init"),
+	              sfs_bytes(le, 8), &b));
+	tfx_buf(&b, "init");
+	sfs_buf_free(&b);
+	IS(SFS_NOTFOUND, sfs_counter_get(s, S("exec"), S("n"), S("k"), &v,
+	                                 NULL));
+	sfs_store_close(s);
+	{
+		sqlite3_stmt *st;
+
+		assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM"
+		        " sqlite_schema WHERE name NOT IN ('work_queue',"
+		        " 'function_state', 'function_state_log')"
+		        " AND name NOT LIKE 'sqlite%'", -1, &st, NULL),
+		        SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(st, 0), 0);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_counter_add(s, S("exec"), S("n"), S("k"), 2, &v));
+	assert_int_equal(v, 2);
+	sfs_store_close(s);
+}
+
 /* What a Go worker sees of our plaintext store: its own statements work. */
+/* Reads a whole file into a malloc'd buffer (*n bytes); NULL if missing. */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *p = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	p = malloc((size_t)len + 1);
+	assert_non_null(p);
+	assert_int_equal(fread(p, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+/* path and path-wal hold exactly what was saved. */
+static void unchanged(const char *path, const unsigned char *db, size_t ndb,
+                      const unsigned char *wal, size_t nwal)
+{
+	char w[512];
+	unsigned char *p;
+	size_t n;
+
+	p = slurp(path, &n);
+	assert_true(p && n == ndb && !memcmp(p, db, n));
+	free(p);
+	snprintf(w, sizeof(w), "%s-wal", path);
+	p = slurp(w, &n);
+	assert_true(p && n == nwal && !memcmp(p, wal, n));
+	free(p);
+}
+
+/* A store made the way SQLite makes any database in WAL mode (the Go
+ * SDK's, or statefs before it created its tables first): page 1 in the
+ * file, the tables and rows only in the write-ahead log, which is kept
+ * (no checkpoint at close). Through the encrypting VFS when the tests run
+ * encrypted. */
+static void wal_only_store(const char *path)
+{
+	crypt_vfs *v = NULL;
+	sqlite3 *db;
+
+	if (tfx_encrypted())
+		OK(crypt_vfs_open(tfx_key(), &v));
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE |
+	                                 SQLITE_OPEN_CREATE,
+	                                 v ? crypt_vfs_name(v) : NULL),
+	                 SQLITE_OK);
+	if (v)
+		OK(crypt_db_setup(db));
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+	assert_int_equal(sqlite3_exec(db, sdk_schema, NULL, NULL, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO function_state VALUES"
+	                              " (x'73', x'6e', x'6b', x'76')", NULL,
+	                              NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	crypt_vfs_close(v);
+}
+
+/* Issue 10 item 8: an existing file that is not a valid store is refused,
+ * never reformatted, and what is left of it (its write-ahead log) stays as
+ * it was. Only an empty file is a store not made yet. */
+static void test_open_never_reformats(void **state)
+{
+	tfx *t = *state;
+	char path[400], wal[420];
+	unsigned char *db, *lg, b8;
+	size_t ndb, nlg;
+	sfs_store *s;
+	sfs_buf b;
+	int fd;
+
+	tfx_sqlite_only("files and write-ahead logs that are not stores"
+	                " (test_pg: a schema holding other tables)");
+	/* An empty file: a store not made yet (nothing to lose), made by the
+	 * first read-write open. */
+	snprintf(path, sizeof(path), "%s/empty.db", t->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+	sfs_store_close(s);
+
+	/* A store whose tables were only in its write-ahead log, and the log
+	 * damaged (its header: SQLite then ignores the whole log): the file
+	 * has page 1 and no tables. Refused, read-write and read-only, and
+	 * neither file changes; with the log repaired it opens with its row. */
+	snprintf(path, sizeof(path), "%s/lost.db", t->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	wal_only_store(path);
+	fd = open(wal, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b8, 1, 17), 1);
+	b8 ^= 0x40;
+	assert_int_equal(pwrite(fd, &b8, 1, 17), 1);
+	db = slurp(path, &ndb);
+	lg = slurp(wal, &nlg);
+	assert_true(db && lg && ndb > 0 && nlg > 32);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	assert_non_null(strstr(sfs_errdetail(), "no tables"));
+	unchanged(path, db, ndb, lg, nlg);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+	unchanged(path, db, ndb, lg, nlg);
+	b8 ^= 0x40;
+	assert_int_equal(pwrite(fd, &b8, 1, 17), 1);
+	close(fd);
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &b));
+	tfx_buf(&b, "v");
+	sfs_buf_free(&b);
+	sfs_store_close(s);
+
+	/* A store file cut to nothing while its log still holds frames. */
+	snprintf(path, sizeof(path), "%s/cut.db", t->dir);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	wal_only_store(path);
+	assert_int_equal(truncate(path, 0), 0);
+	free(lg);
+	lg = slurp(wal, &nlg);
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	assert_non_null(strstr(sfs_errdetail(), "write-ahead log"));
+	unchanged(path, (const unsigned char *)"", 0, lg, nlg);
+
+	/* Someone else's database that has pages but no tables. */
+	if (!tfx_encrypted()) {
+		sqlite3 *x;
+
+		snprintf(path, sizeof(path), "%s/notables.db", t->dir);
+		assert_int_equal(sqlite3_open(path, &x), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(x, "PRAGMA user_version=7", NULL,
+		                              NULL, NULL), SQLITE_OK);
+		sqlite3_close(x);
+		free(db);
+		db = slurp(path, &ndb);
+		IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+		assert_non_null(strstr(sfs_errdetail(), "no tables"));
+		free(lg);
+		lg = slurp(path, &nlg);
+		assert_true(nlg == ndb && !memcmp(lg, db, ndb));
+	}
+	free(db);
+	free(lg);
+}
+
 static void test_go_sdk_reads_ours(void **state)
 {
 	tfx *t = *state;
@@ -392,6 +640,8 @@ static void test_go_sdk_reads_ours(void **state)
 	sqlite3 *db;
 	int rc;
 
+	tfx_sqlite_only("the Go SDK's SQLite statements (test_pg: its"
+	                " statements on our PostgreSQL tables)");
 	OK(sfs_kv_put(t->s, S("att"), S("cur"), S("k"), S("ours")));
 	OK(sfs_counter_add(t->s, S("att"), S("c"), S("k"), 11, NULL));
 	rc = sqlite3_open_v2(t->path, &db, SQLITE_OPEN_READWRITE, NULL);
@@ -426,6 +676,8 @@ static void test_sqlite3_cli(void **state)
 	size_t n;
 	FILE *p;
 
+	tfx_sqlite_only("the sqlite3 tool (test_pg: psql's view of the"
+	                " schema)");
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
 	snprintf(cmd, sizeof(cmd), "sqlite3 -batch '%s' \"SELECT m.name || ':' "
 	         "|| group_concat(c.name, ',') FROM sqlite_schema m, "
@@ -480,6 +732,8 @@ int main(void)
 		T(test_default_path),
 		T(test_commit_survives_crash),
 		T(test_go_sdk_store_opens),
+		T(test_ts_sdk_store_opens),
+		T(test_open_never_reformats),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),

@@ -38,6 +38,12 @@ static long rows_of(const char *path, const char *table)
 	return n;
 }
 
+/* The sparse maps are a SQLite store's, read with sqlite3 directly. */
+static int sqlite_plain(void)
+{
+	return !tfx_encrypted() && !tfx_postgres();
+}
+
 static int64_t kv_mtime(sfs_store *s, const char *key)
 {
 	sfs_stat st = { .mtime_ns = -1 };
@@ -136,7 +142,7 @@ static void test_log_map(void **state)
 	tfx_now = 200 * SEC;
 	for (int i = 0; i < 100; i++)
 		OK(sfs_log_append(t->s, SC, LOG, S("burst"), S("v"), NULL));
-	if (!tfx_encrypted())
+	if (sqlite_plain())
 		assert_int_equal(rows_of(t->path, "statefs_log_timemap"), 4);
 	/* deleting entries drops the rows no entry depends on; the others
 	 * keep their times */
@@ -149,7 +155,7 @@ static void test_log_map(void **state)
 
 		log_times(t->s, "k", w2, 3);
 	}
-	if (!tfx_encrypted())
+	if (sqlite_plain())
 		/* 100 and 103 remain; the latest row (200) is always kept */
 		assert_int_equal(rows_of(t->path, "statefs_log_timemap"), 3);
 	/* appends after that still get the current second */
@@ -200,7 +206,7 @@ static void test_queue_map(void **state)
 	}
 	OK(sfs_item_stat(t->s, S("p"), SFS_ITEM_PENDING, first + 4, &st));
 	assert_int_equal(st.mtime_ns, 12 * SEC);
-	if (!tfx_encrypted())
+	if (sqlite_plain())
 		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 3);
 	/* pops write no time; the rows below the head go with the next
 	 * row written */
@@ -217,7 +223,7 @@ static void test_queue_map(void **state)
 
 		queue_times(t->s, "q", w, 2);
 	}
-	if (!tfx_encrypted())
+	if (sqlite_plain())
 		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 2);
 	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
@@ -409,6 +415,7 @@ static void test_v1_migrates(void **state)
 
 	if (tfx_encrypted())
 		skip(); /* the old store is written with plain sqlite3 */
+	tfx_sqlite_only("migrating SQLite stores of schema versions 1 and 2");
 	snprintf(path, sizeof(path), "%s/v1.db", t->dir);
 	make_v1(path);
 	/* read-only: the old tables are read as they are */
@@ -422,7 +429,7 @@ static void test_v1_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	v1_times_are(s);
 	OK(sfs_store_info(s, &info));
-	assert_int_equal(info.schema_version, 3);
+	assert_int_equal(info.schema_version, 4);
 	sfs_store_close(s);
 	assert_int_equal(rows_of(path, "statefs_log_time"), -1);
 	assert_int_equal(rows_of(path, "statefs_queue_time"), -1);
@@ -494,6 +501,7 @@ static void test_v2_migrates(void **state)
 
 	if (tfx_encrypted())
 		skip();
+	tfx_sqlite_only("migrating SQLite stores of schema versions 1 and 2");
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/v2%s.db", t->dir,
 		         i ? "" : "-ckpt");
@@ -522,7 +530,7 @@ static void test_v2_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	queue_times(s, "exec", want, 3);
 	OK(sfs_store_info(s, &info));
-	assert_int_equal(info.schema_version, 3);
+	assert_int_equal(info.schema_version, 4);
 	sfs_store_close(s);
 	assert_int_equal(rows_of(path, "statefs_queue_timeoverride"), -1);
 	assert_int_equal(rows_of(path, "statefs_queue_pending"), 1);
@@ -673,7 +681,7 @@ static void test_scan_merges_times(void **state)
 	static const char *const ctr[] = { "x:1000", "y:0", "z:1005" };
 	sfs_scan_opts o = { .start = S("c"), .start_after = 1, .limit = 3,
 	                    .keys_only = 1 };
-	int plain = !tfx_encrypted();
+	int plain = !tfx_encrypted() && !tfx_postgres(); /* a raw SQLite file */
 
 	tfx_now = 1000 * SEC;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("b"), S("1")));
@@ -746,7 +754,7 @@ static void test_delete_batches_times(void **state)
 {
 	tfx *t = *state;
 	char k[16];
-	int plain = !tfx_encrypted();
+	int plain = !tfx_encrypted() && !tfx_postgres(); /* a raw SQLite file */
 
 	tfx_now = 1000 * SEC;
 	for (int i = 0; i < 100; i++) {

@@ -1,0 +1,184 @@
+/*
+ * caller.c - what a FLUSH is: the writer's last close of a file, a close
+ * of one of several descriptors that still hold it, or a process dying of
+ * a signal.
+ *
+ * FLUSH carries the closing task's id (a thread id: the thread that ran
+ * close(2), or the last thread of an exiting process), and close waits
+ * for our answer, so the task is there to be read in /proc:
+ *  - /proc/<tid>/status: its parent, and FDSize 0 once do_exit has
+ *    detached its file table, which is where an exiting task's FLUSH
+ *    comes from;
+ *  - /proc/<tid>/stat, for an exiting task only: do_exit sets PF_EXITING
+ *    (field 9) and the exit code (field 52, waitpid's encoding: the
+ *    killing signal in the low 7 bits, else the status in bits 8-15)
+ *    before it closes the task's files. Never for a live task: a FLUSH
+ *    also comes from inside execve, which closes the close-on-exec files
+ *    while it holds the task's exec lock, and reading stat (like the exe
+ *    link) waits for that lock: the daemon would wait for the exec and
+ *    the exec for the daemon (a Python program that runs a subprocess
+ *    while it has a file open, dash's `cmd 3>&-`);
+ *  - /proc/<tid>/fdinfo/<fd>: the descriptors a process still holds
+ *    (the one being closed is already out of its table), each with its
+ *    open flags and inode number, read without locks that could wait.
+ * A close is not the last while the closing process (unless it exits)
+ * or its parent holds the file for writing through another descriptor:
+ * the shells' redirections (`printf x >&3` dups fd 3 onto 1 and closes
+ * the dup after), a command run by a script under `exec 3>k` or in
+ * `(a; b) > k` (it exits holding the script's descriptor), a child whose
+ * copy of a close-on-exec descriptor closes when it execs.
+ *
+ * Checked on this project's kernel (6.18) for SIGKILL, SIGTERM, abort(),
+ * exit() and _exit() with files left open, exit_group() from a second
+ * thread, a SIGKILL of a process with five threads (the FLUSH then carries
+ * the thread id of the last thread to exit, whose exit code is the signal
+ * too), the redirections of bash and dash, and an execve with a
+ * close-on-exec file on the mount.
+ *
+ * What it cannot tell (docs/filesystem.md says so to users): a process
+ * that handles the signal and exits (its exit code is a status); _exit()
+ * right after a partial write; a task in a PID namespace the daemon cannot
+ * see (pid 0) or whose /proc the daemon cannot read (another user's,
+ * unless the daemon is root: the exit code then reads 0); a holder that is
+ * neither the closing process nor its parent. Each of these is taken as a
+ * close: the check only withholds a commit when it sees a signal or
+ * another descriptor.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
+#define STAT_FLAGS 9          /* proc_pid_stat(5) field numbers */
+#define STAT_EXIT_CODE 52
+
+/* Reads a small /proc file (path relative to the directory dir, or
+ * absolute with AT_FDCWD) into buf, NUL-terminated; its length, or -1. */
+static ssize_t slurp(int dir, const char *path, char *buf, size_t size)
+{
+	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* From /proc/<tid>/status, which can be read whatever the task is doing:
+ * *exiting when its file table is already detached (FDSize 0: do_exit's
+ * exit_files, which is where an exiting task's FLUSH comes from), and its
+ * parent. 0, or -1 when it cannot be read. */
+static int status_of(pid_t pid, int *exiting, pid_t *ppid)
+{
+	char path[48], buf[2048], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (slurp(AT_FDCWD, path, buf, sizeof(buf)) <= 0 ||
+	    !(p = strstr(buf, "\nPPid:")))
+		return -1;
+	*ppid = (pid_t)strtol(p + 6, NULL, 10);
+	if (!(p = strstr(buf, "\nFDSize:")))
+		return -1;
+	*exiting = strtol(p + 8, NULL, 10) == 0;
+	return 0;
+}
+
+/* Whether an exiting task dies of a signal, from /proc/<tid>/stat (the
+ * exit code, field 52; PF_EXITING, field 9, confirms the exit). Only for
+ * a task already exiting: reading stat takes the task's exec lock, which
+ * a task in execve holds while it closes its close-on-exec files, sending
+ * a FLUSH that waits for us. */
+static int killed_by_signal(pid_t pid)
+{
+	char path[48], buf[1024], *p;
+	unsigned long long flags = 0;
+	long long code = 0;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (slurp(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+		return 0;
+	/* The command name (field 2) may hold spaces and parentheses: the
+	 * fields that follow start after the last ')'. */
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	p++;
+	for (field = 3; field <= STAT_EXIT_CODE; field++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return 0; /* a kernel with fewer fields */
+		if (field == STAT_FLAGS)
+			flags = strtoull(p, NULL, 10);
+		else if (field == STAT_EXIT_CODE)
+			code = strtoll(p, NULL, 10);
+		while (*p && *p != ' ')
+			p++;
+	}
+	code &= 0x7f;
+	return (flags & PF_EXITING) && code != 0 && code != 0x7f;
+}
+
+/* Whether the process holds a descriptor open for writing on inode ino:
+ * 1, 0, or -1 when its descriptors cannot be read. */
+static int holds_for_writing(pid_t pid, uint64_t ino)
+{
+	char path[48], buf[512], *p;
+	struct dirent *de;
+	DIR *d;
+	int found = 0, seen_ino = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)pid);
+	if (!(d = opendir(path)))
+		return -1;
+	while (!found && (de = readdir(d))) {
+		unsigned long long fino = 0;
+		unsigned flags = 0;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (slurp(dirfd(d), de->d_name, buf, sizeof(buf)) <= 0)
+			continue; /* closed meanwhile */
+		if ((p = strstr(buf, "\nflags:")))
+			flags = (unsigned)strtoul(p + 7, NULL, 8);
+		if ((p = strstr(buf, "\nino:"))) {
+			fino = strtoull(p + 5, NULL, 10);
+			seen_ino = 1;
+		}
+		found = fino == ino && (flags & O_ACCMODE) != O_RDONLY;
+	}
+	closedir(d);
+	/* A kernel without ino in fdinfo (before 5.14) cannot say. */
+	return found ? 1 : seen_ino ? 0 : -1;
+}
+
+fs_close_kind fs_caller_close(pid_t pid, uint64_t ino)
+{
+	int exiting = 0, own = 0, parent;
+	pid_t ppid = 0;
+
+	if (pid <= 0 || status_of(pid, &exiting, &ppid) != 0)
+		return FS_CLOSE_UNKNOWN;
+	if (exiting && killed_by_signal(pid))
+		return FS_CLOSE_KILLED;
+	/* Its own other descriptors (none left when it exits), then its
+	 * parent's: a command a script runs with `exec 3>k` in effect exits
+	 * holding fd 3, as does every command of `(a; b) > k`, and a child
+	 * that inherited a close-on-exec descriptor closes it when it execs,
+	 * while the parent still writes to the file. */
+	if (!exiting && (own = holds_for_writing(pid, ino)) == 1)
+		return FS_CLOSE_HELD;
+	parent = ppid > 0 ? holds_for_writing(ppid, ino) : 0;
+	if (parent == 1)
+		return FS_CLOSE_HELD;
+	return own < 0 ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# cli_pg.sh: statectl on a PostgreSQL store: the connection string in
+# --db and STATEFS_DB (key=value and URI, schema=), libpq's own files and
+# environment (~/.pgpass, PGPASSFILE, PGSERVICE, PGHOST...), a password on
+# the command line refused with a sentence, sslmode passed through, a
+# missing store and an unreachable server told apart, init, info, verify,
+# checkpoint and restore (a checkpoint is a SQLite store), rekey refused,
+# and a canary that never reaches the server in the clear.
+# Environment: see lib.sh, and STATEFS_TEST_PGPW (a role sfs_pw that logs
+# in with this password; without it the password checks are skipped).
+# Exit: 0 pass, 1 fail, 77 no server.
+. "$(dirname "$0")/lib.sh"
+
+[ -n "$pg" ] || fail "run with STATEFS_TEST_MODE=postgres or postgres-plain"
+# The server's parts (a key=value string without spaces in values).
+host= port= dbname= user=
+for kv in $STATEFS_TEST_PG; do
+	case ${kv%%=*} in
+	host) host=${kv#*=} ;;
+	port) port=${kv#*=} ;;
+	dbname) dbname=${kv#*=} ;;
+	user) user=${kv#*=} ;;
+	esac
+done
+drop_schema() {
+	psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+	  DROP SCHEMA IF EXISTS $1 CASCADE" >/dev/null 2>&1 || true
+}
+for s in ${schema}u ${schema}p ${schema}s ${schema}e; do
+	cleanup_hooks+=("drop_schema $s")
+done
+
+# --- no store yet: "no store", its name without secrets
+expect_exit 5 sc info
+expect_match "$err" "no store at .*schema=$schema \\(create one with 'statectl init'\\)" \
+	"missing store"
+expect_exit 0 sc init
+if [ "$mode" = postgres ]; then
+	expect_match "$out" "created the encrypted store .*schema=$schema" "init"
+	expect_match "$out" "key is in $KEY" "init says where the key is"
+else
+	expect_match "$out" "created the plaintext store" "plaintext init"
+fi
+expect_exit 6 sc init
+expect_match "$err" "already exists" "init never overwrites a store"
+
+# --- rows, info, verify
+sc put s n k v
+sc counter add s n c >/dev/null
+sc log append s n k v >/dev/null
+sc queue push q a b >/dev/null
+expect_exit 0 sc --json info
+jqe "$out" ".rows.kv == 1 and .rows.counter == 1 and .rows.log == 1 and .rows.queue == 2 and .size > 0 and .backend == \"postgresql\" and .page_size == 8192"
+jqe "$out" "(.path | test(\"schema=$schema\")) and (.path | test(\"password\") | not)"
+if [ "$mode" = postgres ]; then
+	jqe "$out" '.encrypted == true and .cipher == "xchacha20poly1305"'
+else
+	jqe "$out" '.encrypted == false and .cipher == "none"'
+fi
+expect_exit 0 sc verify
+expect_match "$out" "ok" "verify"
+
+# --- the URI form, and STATEFS_DB
+uri="postgresql://$user@/$dbname?host=$host&port=$port&schema=$schema"
+expect_eq "$("$STATECTL" --db "$uri" "${modeopts[@]}" get s n k)" v "a postgresql:// URI"
+expect_eq "$(STATEFS_DB="postgres:///$dbname?host=$host&port=$port&user=$user&schema=$schema" \
+	"$STATECTL" "${modeopts[@]}" get s n k)" v "STATEFS_DB, postgres://"
+# the rest of the string from libpq's environment
+expect_eq "$(PGHOST=$host PGPORT=$port PGDATABASE=$dbname PGUSER=$user \
+	"$STATECTL" --db "schema=$schema" "${modeopts[@]}" get s n k)" v \
+	"PGHOST, PGPORT, PGDATABASE"
+expect_eq "$("$STATECTL" --db "$DB sslmode=disable" "${modeopts[@]}" get s n k)" v \
+	"sslmode passes through"
+expect_exit 5 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n k
+expect_match "$err" "sslmode" "a bad sslmode is libpq's sentence"
+expect_exit 8 "$STATECTL" --db "$DB frobnicate=1" "${modeopts[@]}" get s n k
+expect_match "$err" "frobnicate" "an unknown keyword is named"
+for cmd in "get s n k" init; do # the same from the environment
+  expect_exit 8 env STATEFS_DB="$DB frobnicate=1" "$STATECTL" "${modeopts[@]}" $cmd
+  expect_match "$err" "frobnicate" "an unknown keyword in STATEFS_DB ($cmd)"
+done
+
+# --- passwords: never on the command line; libpq's files and variables
+if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
+	pw=$STATEFS_TEST_PGPW
+	popts=(--plaintext)
+	[ "$mode" = postgres ] && popts=(--key-file "$T/pkey")
+	pwdb="host=$host port=$port dbname=$dbname user=sfs_pw"
+	expect_exit 8 "$STATECTL" --db "$pwdb password=$pw schema=${schema}p" \
+		"${popts[@]}" init
+	expect_match "$err" "readable by every user" "a password in argv"
+	expect_match "$err" "pgpass.*PGSERVICE.*PGPASSWORD.*STATEFS_DB" \
+		"the sentence names the alternatives"
+	[[ $err == *"$pw"* ]] && fail "the password was echoed"
+	expect_exit 8 "$STATECTL" --db "postgresql://sfs_pw:$pw@/$dbname?host=$host&port=$port" \
+		"${popts[@]}" info
+	expect_match "$err" "readable by every user" "a password in a URI in argv"
+	# the same in STATEFS_DB is private to the user: it works
+	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" "${popts[@]}" init
+	[[ $out == *"$pw"* ]] && fail "the password was printed"
+	# no password: libpq says so
+	expect_exit 5 "$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" info
+	expect_match "$err" "password" "no password: libpq's sentence"
+	# ~/.pgpass (mode 0600), PGPASSFILE, PGPASSWORD, a service file
+	echo "*:*:$dbname:sfs_pw:$pw" > "$HOME/.pgpass"
+	chmod 600 "$HOME/.pgpass"
+	expect_exit 0 "$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" put p n k pgpass
+	expect_eq "$("$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" get p n k)" \
+		pgpass "~/.pgpass"
+	mv "$HOME/.pgpass" "$T/passfile"
+	expect_eq "$(PGPASSFILE=$T/passfile "$STATECTL" --db "$pwdb schema=${schema}p" \
+		"${popts[@]}" get p n k)" pgpass "PGPASSFILE"
+	expect_eq "$(PGPASSWORD=$pw "$STATECTL" --db "$pwdb schema=${schema}p" \
+		"${popts[@]}" get p n k)" pgpass "PGPASSWORD"
+	cat > "$T/services" <<-EOF
+	[statefs-test]
+	host=$host
+	port=$port
+	dbname=$dbname
+	user=sfs_pw
+	password=$pw
+	EOF
+	chmod 600 "$T/services"
+	expect_eq "$(PGSERVICEFILE=$T/services "$STATECTL" \
+		--db "service=statefs-test schema=${schema}p" "${popts[@]}" get p n k)" \
+		pgpass "PGSERVICE through a service file"
+	expect_exit 5 env PGPASSWORD=wrong "$STATECTL" --db "$pwdb schema=${schema}p" \
+		"${popts[@]}" get p n k
+	expect_match "$err" "password authentication failed" "a wrong password"
+fi
+
+# --- an unreachable server is not a missing store
+expect_exit 5 "$STATECTL" --db "host=$T/nowhere dbname=x schema=y" "${modeopts[@]}" info
+expect_match "$err" "cannot connect" "no server"
+
+# --- checkpoint and restore: a checkpoint is a SQLite store
+expect_exit 0 sc checkpoint "$T/ck1"
+expect_match "$out" "wrote a checkpoint" "checkpoint"
+sc put s n k changed
+sc put s n new x
+expect_exit 0 sc --json restore "$T/ck1"
+expect_eq "$(sc get s n k)" v "restore brings the value back"
+expect_exit 1 sc get s n new
+expect_eq "$("$STATECTL" --db "$T/ck1" "${modeopts[@]}" get s n k)" v \
+	"the checkpoint opens as a SQLite store"
+expect_exit 0 "$STATECTL" --db "$T/ck1" "${modeopts[@]}" verify
+# and restores into another schema, and into a SQLite store
+if [ "$mode" = postgres ]; then # a second store under the same key
+	expect_exit 0 env STATEFS_KEY="$(tr -d '\n' < "$KEY")" "$STATECTL" \
+		--db "$STATEFS_TEST_PG schema=${schema}s" init
+else
+	expect_exit 0 "$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}s" --plaintext init
+fi
+expect_exit 0 "$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}s" "${modeopts[@]}" restore "$T/ck1"
+expect_eq "$("$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}s" "${modeopts[@]}" \
+	queue len q)" 2 "restored into another schema"
+
+# --- rekey is refused with what to do instead
+if [ "$mode" = postgres ]; then
+	"$STATECTL" keygen "$T/newkey" >/dev/null
+	expect_exit 8 sc rekey --new-key-file "$T/newkey"
+	expect_match "$err" "cannot be rekeyed in place.*export.*import" "rekey refused"
+	# what rekey's sentence says to do works
+	STATEFS_KEY="$(tr -d '\n' < "$T/newkey")" "$STATECTL" \
+		--db "$STATEFS_TEST_PG schema=${schema}e" init >/dev/null
+	sc export | "$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}e" \
+		--key-file "$T/newkey" import >/dev/null
+	expect_eq "$("$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}e" \
+		--key-file "$T/newkey" get s n k)" v "export | import under a new key"
+
+	# --- a canary never reaches the server in the clear
+	canary=canary-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	sc put s n canary "$canary"
+	sc log append s n k "$canary" >/dev/null
+	sc queue push q "$canary" >/dev/null
+	b64=$(printf %s "$canary" | base64)
+	hex=$(printf %s "$canary" | od -An -tx1 | tr -d ' \n')
+	psql -X -At "$STATEFS_TEST_PG" -c "SELECT value FROM $schema.function_state
+	  UNION ALL SELECT value FROM $schema.function_state_log
+	  UNION ALL SELECT work_item FROM $schema.work_queue" > "$T/rows"
+	for needle in "$canary" "$hex" "${b64%%=*}"; do
+		grep -q -- "$needle" "$T/rows" && fail "the canary ($needle) is on the server"
+	done
+	expect_eq "$(sc get s n canary)" "$canary" "the canary reads back"
+fi
+echo "ok - cli_pg ($mode)"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# cli_sqlext.sh: the sqlite3 shell with the statefs extension
+# (libstatefs_sqlite.so) on an encrypted store that statectl made and
+# reads: integrity_check and .dump through it, "file is not a database"
+# without it, the hint when the shell opened the store before the load,
+# writes through it that statectl reads and verifies, a new store made
+# through it (reserve, no plaintext header), temporary files refused when
+# temp_store is set back to FILE, mmap off, the URI-only entry point,
+# plaintext files refused by default and open with ?vfs=unix, a wrong key
+# and a tampered page.
+# Environment: see lib.sh; STATEFS_SQLITE_EXT, the extension. Encrypted
+# mode only. Exit: 0 pass, 1 fail.
+. "$(dirname "$0")/lib.sh"
+
+: "${STATEFS_SQLITE_EXT:?}"
+[ "$mode" = encrypted ] || fail "the extension is for encrypted stores"
+command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (scripts/deps)"
+sanitized_host sqlite3
+ext=$STATEFS_SQLITE_EXT
+export STATEFS_KEY_FILE=$KEY   # the extension finds the key by the rules
+make_store
+sc put jobs cfg retries 3
+sc queue push work a b c >/dev/null
+
+# expect_fail CMD...: CMD fails (the sqlite3 shell exits with SQLite's
+# error code); its output in $out and $err.
+expect_fail() {
+	local got=0
+	"$@" >"$T/.out" 2>"$T/.err" || got=$?
+	out=$(cat "$T/.out") err=$(cat "$T/.err")
+	[ "$got" -ne 0 ] || fail "succeeded, wanted a failure: $*"
+}
+
+# sql DB SQL...: the shell, the extension loaded, DB opened after it.
+sql() {
+	local db=$1
+	shift
+	sqlite3 -bail -cmd ".load $ext" -cmd ".open $db" :memory: "$@"
+}
+
+# --- through the extension: integrity check, .dump, reads
+expect_exit 0 sql "$DB" "PRAGMA integrity_check"
+expect_eq "$out" ok "integrity_check through the extension"
+expect_exit 0 sql "$DB" .dump
+expect_match "$out" "CREATE TABLE function_state" ".dump shows the schema"
+expect_match "$out" "X'$(printf retries | od -An -tx1 | tr -d ' \n')'" ".dump shows the key"
+expect_exit 0 sql "$DB" "SELECT count(*) FROM work_queue"
+expect_eq "$out" 3 "the queue"
+
+# --- without it: SQLite's own words
+expect_fail sqlite3 "$DB" "PRAGMA integrity_check"
+expect_match "$err" "file is not a database" "without the extension"
+# The shell opens the file named on its command line before -cmd runs,
+# and SQLite cannot move an open connection to another VFS: the load says
+# so and how to open the store again.
+expect_exit 0 sqlite3 -cmd ".load $ext" "$DB" "SELECT 1"
+expect_match "$err" "was opened before the statefs extension was loaded" "the hint"
+expect_match "$err" "\\.open $DB" "the hint names .open"
+
+# --- writes through the extension: statectl reads them, every page
+# authenticates
+expect_exit 0 sql "$DB" "INSERT INTO function_state VALUES (CAST('jobs' AS BLOB), CAST('cfg' AS BLOB), CAST('owner' AS BLOB), CAST('sql' AS BLOB))"
+expect_exit 0 sc get jobs cfg owner
+expect_eq "$out" sql "statectl reads a row the shell wrote"
+expect_exit 0 sc verify
+expect_match "$out" "ok" "the store verifies after writes through the extension"
+
+# --- a new store made through the extension: encrypted, with the reserve,
+# and statectl opens it
+new=$T/new.db
+expect_exit 0 sql "$new" "PRAGMA journal_mode=WAL" \
+	"CREATE TABLE work_queue (id INTEGER PRIMARY KEY AUTOINCREMENT, execution_id BLOB NOT NULL, work_item BLOB NOT NULL)" \
+	"CREATE TABLE function_state (scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, PRIMARY KEY (scope_id, ns, key))" \
+	"CREATE TABLE function_state_log (id INTEGER PRIMARY KEY AUTOINCREMENT, scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL)" \
+	"CREATE TABLE function_counter (scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (scope_id, ns, key))" \
+	"INSERT INTO function_state VALUES (X'73', X'6e', X'6b', CAST('made by sqlite3' AS BLOB))"
+[ "$(head -c 15 "$new")" != "SQLite format 3" ] || fail "a new file has a plaintext header"
+expect_eq "$(od -An -j20 -N1 -tu1 "$new" | tr -d ' ')" 48 "the reserve of a new file"
+expect_exit 0 "$STATECTL" --db "$new" --key-file "$KEY" get s n k
+expect_eq "$out" "made by sqlite3" "statectl reads a store the shell made"
+expect_exit 0 "$STATECTL" --db "$new" --key-file "$KEY" verify
+
+# --- the settings the engine sets hold, or fail closed
+expect_exit 0 sql "$DB" "PRAGMA temp_store"
+expect_eq "$out" 2 "temp_store is MEMORY on a foreign connection"
+expect_exit 0 sql "$DB" "VACUUM" "PRAGMA integrity_check"
+expect_eq "$out" ok "VACUUM in memory"
+# 4 MB of rows: more than a temporary database's cache, so a VACUUM with
+# temp_store=FILE would spill plaintext pages to a temporary file
+expect_exit 0 sql "$DB" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000) INSERT INTO function_state SELECT CAST('big' AS BLOB), CAST('n' AS BLOB), CAST(x AS BLOB), randomblob(1000) FROM c"
+expect_fail sql "$DB" "PRAGMA temp_store=FILE" "VACUUM"
+expect_match "$err" "unable to open" "VACUUM through a temporary file is refused"
+expect_exit 0 sql "$DB" "VACUUM" "PRAGMA integrity_check"
+expect_eq "$out" ok "VACUUM in memory, after the refused one"
+expect_exit 0 sql "$DB" "PRAGMA mmap_size=1048576" "SELECT count(*) FROM function_state"
+expect_eq "$out" $'0\n4002' "mmap stays off"
+
+# --- the URI-only entry point: the default VFS is left alone
+expect_fail sqlite3 -bail -cmd ".load $ext sqlite3_statefs_uri_init" \
+	-cmd ".open $DB" :memory: "SELECT count(*) FROM work_queue"
+expect_match "$err" "is an encrypted statefs store, and this connection opened it through the VFS 'unix'" "a plain open in URI mode"
+expect_exit 0 sqlite3 -bail -cmd ".load $ext sqlite3_statefs_uri_init" \
+	-cmd ".open file:$DB?vfs=statefs" :memory: "SELECT count(*) FROM work_queue"
+expect_eq "$out" 3 "?vfs=statefs"
+
+# --- plaintext files: refused through the default VFS, open with vfs=unix
+sqlite3 "$T/plain.db" "CREATE TABLE t(a); INSERT INTO t VALUES (42)"
+expect_fail sql "$T/plain.db" "SELECT a FROM t"
+expect_match "$err" "$T/plain.db is not encrypted, but a key was given" "a plaintext file"
+expect_exit 0 sql "file:$T/plain.db?vfs=unix" "SELECT a FROM t"
+expect_eq "$out" 42 "?vfs=unix"
+
+# --- a wrong key, a key file others can read
+expect_fail env STATEFS_KEY="$(head -c 32 /dev/urandom | base64)" sqlite3 -bail \
+	-cmd ".load $ext" -cmd ".open $DB" :memory: "SELECT count(*) FROM work_queue"
+expect_match "$err" "wrong key: the key given does not open $DB" "wrong key"
+cp "$KEY" "$T/open-key"
+chmod 644 "$T/open-key"
+expect_fail env STATEFS_KEY_FILE="$T/open-key" sqlite3 -bail -cmd ".load $ext" -cmd ".open $DB" :memory: "SELECT count(*) FROM work_queue"
+expect_match "$err" "key file $T/open-key has mode 0644" "a key file others can read"
+
+# --- a tampered page: refused, and SQLite's log names it
+cp "$DB" "$T/bad.db"
+printf '\x01' | dd of="$T/bad.db" bs=1 seek=$((4096 + 300)) conv=notrunc status=none
+expect_fail sqlite3 -bail -cmd ".log stderr" -cmd ".load $ext" -cmd ".open $T/bad.db" :memory: "PRAGMA integrity_check"
+expect_match "$err" "page 2 of $T/bad.db failed authentication" "a tampered page"
+echo "cli_sqlext: ok"

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# cli_top.sh: statectl top as a person sees it, in a real terminal (tmux:
+# new-session, send-keys, capture-pane) against a store with a worker
+# pushing and popping: its frames show the numbers the test made and the
+# worker's rates, a narrow window drops columns and no line is wider than
+# the window, q exits 0 and leaves the terminal as it was (the alternate
+# screen gone, echo and canonical mode back); the plain frames when piped,
+# --once and --json; statectl metrics passes promtool's check, its sums
+# equal statectl --json info, and metrics FILE replaces the file whole.
+# Environment: see lib.sh. Needs tmux and promtool (scripts/deps test).
+# Exit: 0 pass, 1 fail.
+. "$(dirname "$0")/lib.sh"
+
+command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps test)"
+command -v promtool >/dev/null || fail "promtool is not installed (scripts/deps test: prometheus)"
+make_store
+
+# The numbers the frames must show. jobs: 7 pushed, 3 claimed, one of them
+# rejected: 4 pending, 2 in flight, 1 dead, 1 claim. app: 5 keys, 3 log
+# entries, 2 counters.
+sc queue push jobs j1 j2 j3 j4 j5 j6 j7 >/dev/null
+out=$(sc queue claim jobs --max 3)
+cid=${out%%$'\n'*}
+first=$(printf '%s\n' "$out" | sed -n 2p | cut -f1)
+sc queue ack "$cid" "$first:reject"
+for k in 1 2 3 4 5; do sc put app cfg "k$k" "v$k"; done
+for e in 1 2 3; do sc log append app log k "e$e" >/dev/null; done
+sc counter add app stats a >/dev/null
+sc counter add app stats b >/dev/null
+
+# A worker: each statectl process writes its counts when it closes.
+worker() { # until $T/stop exists, so that a stop never cuts a call short
+	while [ ! -e "$T/stop" ]; do
+		sc queue push busy x y >/dev/null || exit 1
+		sc queue pop busy >/dev/null || exit 1
+	done
+}
+worker &
+wpid=$!
+cleanup_hooks+=("kill $wpid 2>/dev/null; wait $wpid 2>/dev/null")
+
+# --- the live view in tmux
+tm() { tmux -S "$T/tmux.sock" "$@"; }
+cleanup_hooks+=("tmux -S '$T/tmux.sock' kill-server 2>/dev/null")
+printf -v cmd '%q ' "$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 500ms
+tm new-session -d -x 150 -y 40 -s top \
+	"LANG=C.UTF-8 $cmd; echo exit=\$? >$T/top.exit; stty -a >$T/stty.out; sleep 600"
+# until the frame shows the store's numbers and the worker's rates
+frame=
+for _ in $(seq 1800); do
+	frame=$(tm capture-pane -p -t top)
+	if grep -Eq '^jobs +4 +2 +1 +1 +0 ' <<<"$frame" &&
+	   grep -Eq '^app +5 +3 +2' <<<"$frame" &&
+	   awk '$1 == "busy" && $9 != "0" && $9 != "-" && $10 != "0" && $10 != "-" { ok = 1 } END { exit !ok }' <<<"$frame"; then
+		break
+	fi
+	sleep 0.1
+done
+printf '%s\n' "$frame" >"$T/frame"
+grep -Eq '^jobs +4 +2 +1 +1 +0 ' "$T/frame" || { cat "$T/frame" >&2; fail "the jobs row"; }
+grep -Eq '^app +5 +3 +2' "$T/frame" || { cat "$T/frame" >&2; fail "the app scope"; }
+awk '$1 == "busy" && $9 != "0" && $9 != "-" { ok = 1 } END { exit !ok }' "$T/frame" ||
+	{ cat "$T/frame" >&2; fail "the worker's rates"; }
+# the store's name as statefs gives it (a connection string: libpq's order)
+expect_exit 0 sc --json info
+expect_match "$(head -n1 "$T/frame")" "statefs top +$(jq -r .path <<<"$out")" \
+	"the header names the store"
+grep -q "QUEUE.*PENDING.*INFLIGHT.*DEAD.*CLAIMS.*EXPIRED.*OLDEST.*WAIT.*PUSH/s.*POP/s.*DEPTH" "$T/frame" ||
+	fail "a wide window shows every column"
+grep -q "q quit" "$T/frame" || fail "the footer"
+
+# a narrow, short window: the least telling columns go, lines fit
+tm resize-window -t top -x 44 -y 14
+for _ in $(seq 600); do
+	frame=$(tm capture-pane -p -t top)
+	grep -q DEPTH <<<"$frame" || break
+	sleep 0.1
+done
+printf '%s\n' "$frame" >"$T/narrow"
+grep -q DEPTH "$T/narrow" && { cat "$T/narrow" >&2; fail "the trend stays in 44 columns"; }
+grep -Eq '^jobs +4 +2 +1( |$)' "$T/narrow" || { cat "$T/narrow" >&2; fail "pending, in flight and dead stay"; }
+wide=$(LC_ALL=C.UTF-8 wc -L <"$T/narrow")
+[ "$wide" -le 44 ] || { cat "$T/narrow" >&2; fail "a line of $wide columns in a 44-column window"; }
+expect_eq "$(wc -l <"$T/narrow")" 14 "the frame fills the window"
+
+# q: exit 0, the terminal as it was
+tm send-keys -t top q
+for _ in $(seq 600); do [ -s "$T/top.exit" ] && break; sleep 0.1; done
+expect_eq "$(cat "$T/top.exit" 2>/dev/null)" exit=0 "q exits 0"
+for _ in $(seq 600); do [ -s "$T/stty.out" ] && break; sleep 0.1; done
+grep -Eq '(^| )icanon( |$)' "$T/stty.out" && grep -Eq '(^| )echo( |$)' "$T/stty.out" ||
+	fail "canonical mode and echo are back: $(cat "$T/stty.out")"
+tm capture-pane -p -t top | grep -q "statefs top" && fail "the frame stays on the screen after q"
+# SIGTERM ends it cleanly too
+tm respawn-pane -k -t top "LANG=C.UTF-8 sh -c 'echo \$\$ >$T/top.pid; exec $cmd'; echo exit=\$? >$T/top.exit2; sleep 600"
+for _ in $(seq 600); do tm capture-pane -p -t top | grep -q "q quit" && break; sleep 0.1; done
+kill -TERM "$(cat "$T/top.pid")" || fail "no statectl top to signal"
+for _ in $(seq 600); do [ -s "$T/top.exit2" ] && break; sleep 0.1; done
+expect_eq "$(cat "$T/top.exit2" 2>/dev/null)" exit=0 "SIGTERM exits 0"
+
+# --- frames when not on a terminal
+expect_exit 0 sc top --once
+expect_match "$out" $'\njobs +4 +2 +1 +1 +0 ' "--once: the jobs row"
+expect_match "$out" $'\napp +5 +3 +2' "--once: the app scope"
+expect_exit 0 sc --json top --once
+jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight == 2 and .dead == 1 and .claims == 1'
+jqe "$out" '.queues[] | select(.queue == "busy") | (.push_per_s | type) == "number"'
+jqe "$out" '.scopes[] | select(.scope == "app") | .kv == 5 and .log == 3 and .counter == 2'
+jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && echo true || echo false)"')'
+# piped, one frame per interval until a signal; exit 0 (the signal once two
+# frames are out, however long a loaded machine takes to draw them)
+"$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 200ms >"$T/frames" &
+tpid=$!
+frames() { grep -c '^statefs top ' "$T/frames" || true; }
+for _ in $(seq 1200); do [ "$(frames)" -ge 2 ] && break; sleep 0.1; done
+[ "$(frames)" -ge 2 ] || fail "several frames when piped (in 120 s)"
+kill -TERM "$tpid"
+got=0
+wait "$tpid" || got=$?
+expect_eq "$got" 0 "top piped exits 0 at SIGTERM"
+expect_exit 2 sc top --interval 10ms
+expect_match "$err" "between 100ms and 1h" "--interval bounds"
+
+# --- metrics: the format, and the same numbers as info (no writer now)
+touch "$T/stop" # its last statectl ends before the counts are read
+wait "$wpid" 2>/dev/null || true
+expect_exit 0 sc metrics
+m=$out
+printf '%s\n' "$m" | promtool check metrics || fail "promtool check metrics"
+expect_exit 0 sc --json info
+info=$out
+sum() { printf '%s\n' "$m" | awk -v n="$1" '$1 ~ "^"n"({|$)" { s += $2 } END { printf "%d", s }'; }
+one() { printf '%s\n' "$m" | awk -v n="$1" '$1 == n { print $2 }'; }
+expect_eq "$(sum statefs_queue_pending)" "$(jq .rows.queue <<<"$info")" "pending = info's queue rows"
+expect_eq "$(sum statefs_queue_inflight)" "$(jq .rows.claimed <<<"$info")" "in flight = info's claimed"
+expect_eq "$(sum statefs_queue_dead)" "$(jq .rows.dead <<<"$info")" "dead"
+expect_eq "$(sum statefs_scope_keys)" "$(jq .rows.kv <<<"$info")" "keys = info's kv rows"
+expect_eq "$(sum statefs_scope_log_entries)" "$(jq .rows.log <<<"$info")" "log entries"
+expect_eq "$(sum statefs_scope_counters)" "$(jq .rows.counter <<<"$info")" "counters"
+# the backend's facts: a metric for each fact info shows, none without
+expect_eq "$(one statefs_store_size_bytes)" "$(jq '.file_size // empty' <<<"$info")" "file size"
+expect_eq "$(one statefs_store_wal_size_bytes)" "$(jq '.wal_size // empty' <<<"$info")" "WAL size"
+expect_eq "$(one statefs_store_pages)" "$(jq '.page_count // empty' <<<"$info")" "pages"
+expect_eq "$(one statefs_store_page_size_bytes)" "$(jq '.page_size // empty' <<<"$info")" "page size"
+for f in kv counter log queue claimed dead; do
+	expect_eq "$(one "statefs_store_rows{family=\"$f\"}")" "$(jq ".rows.$f" <<<"$info")" "store_rows $f"
+done
+expect_eq "$(one 'statefs_queue_pending{queue="jobs"}')" 4 "jobs pending"
+expect_eq "$(one 'statefs_queue_pushed_total{queue="jobs"}')" 7 "jobs pushed"
+expect_eq "$(one 'statefs_queue_taken_total{queue="jobs"}')" 3 "jobs taken (claimed)"
+[ "$(one 'statefs_queue_pushed_total{queue="busy"}')" -gt 0 ] || fail "the worker's pushes"
+# metrics FILE: written beside, renamed over
+mkdir "$T/textfile"
+echo stale >"$T/textfile/statefs.prom"
+expect_exit 0 sc metrics "$T/textfile/statefs.prom"
+expect_eq "$(ls "$T/textfile")" statefs.prom "no temporary file left"
+promtool check metrics <"$T/textfile/statefs.prom" || fail "promtool on the file"
+expect_eq "$(grep -c '^# TYPE' "$T/textfile/statefs.prom")" "$(printf '%s\n' "$m" | grep -c '^# TYPE')" "the whole output in the file"
+echo "cli_top ($mode): ok"

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# files.sh - values as files, where tools expect a filesystem:
+#   - attributes of an open handle: fsx's first probe (ftruncate 0 and
+#     100000, fstat), lseek(SEEK_END) and fstat after unsaved writes, a
+#     write after SEEK_END appends, fstat of a deleted file says st_nlink 0;
+#   - copy_file_range on a handle before its commit, looping until done,
+#     and cp (coreutils uses copy_file_range) of a value in the mount;
+#   - create, close, unlink 2,000 times (O_CREAT|O_EXCL), nothing left; a
+#     file unlinked while still open after its creation stays deleted;
+#   - O_CREAT without O_EXCL never fails with ENOENT: 8 processes racing
+#     `echo +1 >` to make a counter, 300 times: every add lands;
+#   - rmdir of a namespace whose only file is being created: ENOTEMPTY;
+#   - a 1-byte pwrite at 64 MiB - 1 on 8 handles pins no 64 MiB; the bound
+#     on buffered bytes (-o max_buffered): ENOBUFS, the store unchanged;
+#   - two shells appending (>>) to one new key: every line lands, whole;
+#   - tail -f on a value follows appends through the mount and by another
+#     process;
+#   - truncate(1) racing puts by another process never loses a put.
+# Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+: "${STATEFS_FILEOPS:?}"
+fileops() { "$STATEFS_FILEOPS" "$@"; }
+field() { sed -n "s/^$1 //p"; }   # the value of "name value" lines
+bg=()
+reap_bg() { for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap 'rc_=$?; set +e; reap_bg; (exit $rc_); cleanup' EXIT
+
+# hold NAME PATH BYTES: a file held open (fileops hold) until `release
+# NAME`; waits until fileops has written and said so in $work/hold.NAME
+# ("ready", or the write's errno).
+hold() {
+  fileops hold "$2" "$3" "$work/go.$1" > "$work/hold.$1" &
+  bg+=($!)
+  eval "held_$1=$!"
+  for _ in $(seq 600); do [ -s "$work/hold.$1" ] && return 0; sleep 0.05; done
+  fail "fileops hold $2 said nothing"
+}
+release() { # NAME
+  local pid=held_$1
+  touch "$work/go.$1"
+  wait "${!pid}" || fail "fileops hold $1: $(cat "$work/hold.$1")"
+}
+said() { head -n1 "$work/hold.$1"; }
+
+mount_fs
+cd "$mnt"
+mkdir -p s/n counter/s/c
+
+# Attributes through a handle.
+out=$(fileops handle "$mnt/s/n/h") || fail "fileops handle: $out"
+expect_eq "$(field probe <<< "$out")" 100000 "fsx's probe: fstat after ftruncate"
+expect_eq "$(field seek_end <<< "$out")" 11 "lseek(SEEK_END) before the commit"
+expect_eq "$(field fstat <<< "$out")" 11 "fstat before the commit"
+expect_eq "$(cat s/n/h)" "hello worldX" "a write after SEEK_END appends"
+out=$(fileops deleted "$mnt/s/n/d") || fail "fileops deleted: $out"
+expect_eq "$(field nlink <<< "$out")" 0 "fstat of a deleted file: st_nlink"
+expect_eq "$(field size <<< "$out")" 3 "fstat of a deleted file: st_size"
+ok "fstat, SEEK_END, fstat after a delete"
+
+# copy_file_range, and cp.
+out=$(fileops copy "$mnt/s/n/src" "$mnt/s/n/dst") || fail "fileops copy: $out"
+expect_eq "$(field copied <<< "$out")" 10000 "copy_file_range until done"
+cmp -s s/n/src s/n/dst || fail "copy_file_range copied other bytes"
+head -c 3000000 /dev/urandom > "$work/big"
+cp "$work/big" s/n/big
+cp s/n/big s/n/big2
+cmp -s "$work/big" s/n/big2 || fail "cp within the mount"
+ok "copy_file_range and cp"
+
+# Create, close, unlink.
+out=$(fileops churn "$mnt/s/n/lock" 2000) || fail "fileops churn: $out"
+expect_eq "$(field failures <<< "$out")" 0 "create, close, unlink: failures (first: $(field first <<< "$out"))"
+[ ! -e s/n/lock ] || fail "the lock file is back"
+helper get s n lock > /dev/null 2>&1 && fail "the lock file is in the store"
+out=$(fileops unlinkopen "$mnt/s/n/tmp") || fail "fileops unlinkopen: $out"
+expect_eq "$(field exists <<< "$out")" 0 "a file unlinked while open after its creation, after its close"
+helper get s n tmp > /dev/null 2>&1 && fail "the unlinked file is in the store"
+ok "create, close, unlink"
+
+# 8 processes released at once do `echo +1 >` on a counter that does not
+# exist yet, 300 times (the old mount gave ENOENT in a few of them).
+out=$(fileops race "$mnt/counter/s/c" 300 8) || fail "fileops race: $out"
+expect_eq "$(field failures <<< "$out")" 0 "racing creates that failed (first: $(field first <<< "$out"))"
+expect_eq "$(field wrong <<< "$out")" 0 "counters that lost an add"
+ok "O_CREAT without O_EXCL: no ENOENT, every add lands"
+
+# rmdir of a namespace whose only file is being created.
+mkdir s/m
+hold m "$mnt/s/m/k" 0
+expect_eq "$(said m)" ready "a file being created"
+expect_op ENOTEMPTY rmdir s/m
+release m
+[ -d s/m ] && [ -e s/m/k ] || fail "the namespace or its file vanished"
+rm s/m/k
+rmdir s/m
+ok "rmdir of a namespace with a file being created: ENOTEMPTY"
+
+# Sparse writes hold what was written, not the hole.
+out=$(fileops sparse "$mnt/s/n" 8 "$daemon_pid") || fail "fileops sparse: $out"
+expect_eq "$(field size <<< "$out")" $((64 << 20)) "fstat after a pwrite at 64 MiB - 1"
+rss=$(field rss <<< "$out")
+if [ "${STATEFS_TEST_ASAN:-0}" = 1 ]; then
+  # ASan's shadow memory and quarantine are resident too: no bound to check
+  ok "sparse writes: $rss kB resident with 8 handles (not bounded under ASan)"
+else
+  [ "$rss" -lt 65536 ] || fail "8 handles with 1 byte at 64 MiB - 1 hold $rss kB"
+  ok "sparse writes: $rss kB resident with 8 handles"
+fi
+
+# Two shells append to one new key.
+( for i in $(seq 150); do echo "A$i-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" >> s/n/app; done ) & a1=$!
+( for i in $(seq 150); do echo "B$i-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" >> s/n/app; done ) & a2=$!
+wait "$a1" || fail "an appender failed"
+wait "$a2" || fail "an appender failed"
+expect_eq "$(wc -l < s/n/app)" 300 "lines appended by two shells"
+expect_eq "$(grep -cvE '^(A[0-9]+-a{39}|B[0-9]+-b{39})$' s/n/app)" 0 "torn lines"
+expect_eq "$(grep -c '^A' s/n/app)" 150 "the first shell's lines"
+ok "O_APPEND from two shells: every line whole"
+
+# tail -f follows a value: appends through the mount and by another
+# process (the engine's append), whatever the timing (it polls).
+echo start > s/n/t
+tail -f -s 0.2 s/n/t > "$work/tail.out" 2>&1 & tailpid=$!
+bg+=("$tailpid")
+for i in 1 2 3; do echo "mount$i" >> s/n/t; sleep 0.3; done
+helper append s n t "$(printf 'engine1\n')"
+want=$(printf 'start\nmount1\nmount2\nmount3\nengine1')
+for _ in $(seq 300); do
+  [ "$(cat "$work/tail.out")" = "$want" ] && break
+  sleep 0.2
+done
+expect_eq "$(cat "$work/tail.out")" "$want" "what tail -f printed"
+kill "$tailpid"
+wait "$tailpid" 2>/dev/null || true
+ok "tail -f follows a value"
+
+# truncate(1) through the mount racing puts by another process.
+echo x > s/n/r
+helper putcheck s n r 600 > "$work/lost" & hp=$!
+bg+=("$hp")
+tpids=()
+for _ in 1 2; do
+  ( while kill -0 "$hp" 2>/dev/null; do
+      truncate -s 10 s/n/r && truncate -s 40 s/n/r || exit 1
+    done ) & tpids+=($!)
+done
+bg+=("${tpids[@]}")
+wait "$hp" || fail "a truncate through the mount lost $(cat "$work/lost") puts"
+for p in "${tpids[@]}"; do wait "$p" || fail "truncate -s failed"; done
+ok "truncate never loses a put"
+
+cd /
+unmount_fs
+
+# The bound on what handles hold before their commit.
+mount_fs -o max_value=1M,max_buffered=2M
+cd "$mnt"
+mkdir -p s/n
+hold w1 "$mnt/s/n/b1" 1048576
+expect_eq "$(said w1)" ready "the first 1 MiB held"
+hold w2 "$mnt/s/n/b2" 1048576
+expect_eq "$(said w2)" ready "the second 1 MiB held"
+expect_op ENOBUFS write s/n/b3 x
+[ ! -e s/n/b3 ] || fail "a refused create was made"
+hold w3 "$mnt/s/n/b4" 10
+expect_eq "$(said w3)" "write ENOBUFS" "a write past the bound"
+release w1
+release w2
+release w3
+[ ! -e s/n/b4 ] || fail "a handle refused at the bound was committed"
+expect_eq "$(stat -c %s s/n/b1)" 1048576 "b1 committed"
+expect_op OK write s/n/b3 x
+ok "the bound on buffered bytes: ENOBUFS"
+
+cd /
+unmount_fs

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# pgserver.sh - what the PostgreSQL server keeps and survives:
+#  - a canary written through the mount as a value, a log entry, a pending
+#    and an in-flight queue item appears nowhere in a pg_dump of the store
+#    nor in the server's data directory or log, raw, as hex or as base64;
+#    a plaintext store's canary does (the control that proves the search);
+#  - the server restarted (immediate: as a crash) in the middle of three
+#    write streams through the mount: the daemon reconnects by itself,
+#    every write whose close returned 0 is there afterwards, nothing that
+#    failed was reported as success, and a .wait is woken by a push after
+#    the restart (the listening connection came back too).
+# It restarts the server: meson runs it alone (is_parallel: false).
+# Needs the server of scripts/with-pg (STATEFS_TEST_PGDATA, _PGBIN,
+# _PGOWNER); with another server it is skipped.
+# Usage: see lib.sh (STATEFS_TEST_MODE=postgres). Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+
+[ "$mode" = postgres ] || fail "run with STATEFS_TEST_MODE=postgres"
+if [ -z "${STATEFS_TEST_PGDATA:-}" ]; then
+  echo "needs a server of its own (scripts/with-pg): skipped"
+  exit 77
+fi
+pgbin=${STATEFS_TEST_PGBIN:?}
+pgctl() {
+  if [ -n "${STATEFS_TEST_PGOWNER:-}" ]; then
+    runuser -u "$STATEFS_TEST_PGOWNER" -- "$pgbin/pg_ctl" -D "$STATEFS_TEST_PGDATA" "$@"
+  else
+    "$pgbin/pg_ctl" -D "$STATEFS_TEST_PGDATA" "$@"
+  fi
+}
+allow_log 'lost the connection|terminating connection|server closed|outcome is unknown|reconnecting|could not settle|cannot listen'
+
+# --- the canary -----------------------------------------------------------
+mount_fs
+canary=canary-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+mkdir -p "$mnt/app/cfg" "$mnt/exec/run/log/k" "$mnt/queue/q"
+echo "$canary" > "$mnt/app/cfg/value"
+echo "$canary" > "$mnt/exec/run/log/k/entry"
+echo "$canary" > "$mnt/queue/q/new"
+echo "$canary" > "$mnt/queue/q/new"
+n=$(cat "$mnt/queue/q/.claim") # one pending, one in flight
+expect_eq "$(cat "$mnt/queue/q/inflight/$n")" "$canary" "the in-flight canary"
+# the control: the same in a plaintext store beside it
+control=control-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+mount_other "$work/c" -o plaintext -o "db=$STATEFS_TEST_PG schema=${schema}c"
+mkdir -p "$work/c/app/cfg"
+echo "$control" > "$work/c/app/cfg/value"
+fusermount3 -u "$work/c"
+wait "$other_pid" || fail "the control's daemon exited badly"
+psql -X -q "$STATEFS_TEST_PG" -c CHECKPOINT # data files written
+"$pgbin/pg_dump" -d "$STATEFS_TEST_PG" -n "$schema" -n "${schema}c" > "$work/dump.sql"
+psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+  DROP SCHEMA ${schema}c CASCADE"
+
+# The needles: raw, hex either case, base64 at each of the three
+# alignments (the middle of the encoding that does not depend on the
+# bytes around it).
+needles() { # TEXT
+  local t=$1 k e
+  echo "$t"
+  printf %s "$t" | od -An -tx1 | tr -d ' \n'; echo
+  printf %s "$t" | od -An -tx1 | tr -d ' \n' | tr a-f A-F; echo
+  for k in 0 1 2; do
+    e=$(printf "%${k}s%s" "" "$t" | base64 -w0)
+    echo "${e:4:$(( ${#e} - 8 ))}"
+  done
+}
+found_in() { # NEEDLE: the files that hold it
+  grep -r -a -F -l -- "$1" "$work/dump.sql" "$STATEFS_TEST_PGDATA" \
+    "$(dirname "$STATEFS_TEST_PGDATA")"/*.log 2>/dev/null || true
+}
+while read -r nd; do
+  [ -z "$(found_in "$nd")" ] || fail "the canary is on the server ($nd): $(found_in "$nd")"
+done < <(needles "$canary")
+dump_hit=$(grep -c -F -- "$(needles "$control" | sed -n 2p)" "$work/dump.sql" || true)
+[ "$dump_hit" -gt 0 ] || fail "the control is not in the dump (as hex): the search is broken"
+[ -n "$(grep -r -a -F -l -- "$control" "$STATEFS_TEST_PGDATA" 2>/dev/null)" ] ||
+  fail "the control is not in the data directory: the search is broken"
+expect_eq "$(cat "$mnt/app/cfg/value")" "$canary" "the canary reads back"
+ok "a canary (value, log entry, pending and in-flight item) is nowhere on the server; the control is"
+rm "$mnt/queue/q/inflight/$n"
+
+# --- a restart of the server during three write streams -------------------
+mkdir -p "$mnt/counter/app/stats"
+echo 0 > "$mnt/counter/app/stats/n"
+stop=$work/stop
+writer() { # KIND: each write's outcome, then why it stopped
+  local i=0 path data r
+  while [ ! -e "$stop" ]; do
+    i=$((i + 1))
+    case $1 in
+    values) path=$mnt/app/cfg/k$i data="value $i" ;;
+    adds) path=$mnt/counter/app/stats/n data=+1 ;;
+    items) path=$mnt/queue/q/new data="item $i" ;;
+    esac
+    r=$(fsop write "$path" "$data")
+    echo "$(date +%s%N) $i $r" >> "$work/$1"
+  done
+}
+: > "$work/values"; : > "$work/adds"; : > "$work/items"
+writer values & w1=$!
+writer adds & w2=$!
+writer items & w3=$!
+sleep 1.5
+t_restart=$(date +%s%N)
+pgctl -m immediate -w -t 60 restart >/dev/null || fail "the server did not restart"
+t_up=$(date +%s%N)
+sleep 3
+touch "$stop"
+for p in $w1 $w2 $w3; do wait "$p"; done
+# every write acknowledged is there; failures are allowed only as errors
+for f in values adds items; do
+  [ "$(awk '$3 == "OK"' "$work/$f" | wc -l)" -gt 0 ] || fail "no $f acknowledged"
+  awk -v t="$t_up" '$1 > t && $3 == "OK"' "$work/$f" | grep -q . ||
+    fail "no $f acknowledged after the restart: the daemon did not reconnect"
+  awk '$3 != "OK" && $3 != "EIO"' "$work/$f" | grep . &&
+    fail "a $f write failed with something else than EIO"
+done
+missing=0
+while read -r _ i r; do
+  [ "$r" = OK ] || continue
+  [ "$(cat "$mnt/app/cfg/k$i" 2>/dev/null)" = "value $i" ] || missing=$((missing + 1))
+done < "$work/values"
+expect_eq "$missing" 0 "acknowledged values missing"
+acked=$(awk '$3 == "OK"' "$work/adds" | wc -l)
+failed=$(awk '$3 != "OK"' "$work/adds" | wc -l)
+n=$(cat "$mnt/counter/app/stats/n")
+[ "$n" -ge "$acked" ] && [ "$n" -le $((acked + failed)) ] ||
+  fail "counter $n after $acked acknowledged and $failed failed adds"
+for f in "$mnt/queue/q/"*; do cat "$f"; echo; done > "$work/items.there"
+while read -r _ i r; do
+  [ "$r" = OK ] || continue
+  grep -qx "item $i" "$work/items.there" || fail "acknowledged item $i missing"
+done < "$work/items"
+ok "restart during writes: $(wc -l < "$work/values") values, $acked+$failed adds, $(wc -l < "$work/items") pushes; every acknowledged write is there ($(( (t_up - t_restart) / 1000000 )) ms down)"
+
+# the daemon's listening connection came back: a push by another process
+# wakes a .wait
+mkdir -p "$mnt/queue/w"
+cat "$mnt/queue/w/.wait" > "$work/woken" & waiter=$!
+sleep 0.5
+helper qpush w after-restart
+for _ in $(seq 200); do kill -0 "$waiter" 2>/dev/null || break; sleep 0.1; done
+wait "$waiter" || fail "the .wait failed"
+expect_eq "$(cat "$work/woken")" after-restart "a .wait after the restart"
+unmount_fs
+helper verify || fail "verify"
+ok "after the restart: .wait woken by another process; verify passes"

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# writers.sh - a writer that dies of a signal commits nothing: not its
+# partial value, not the empty value of a killed `> k`, not a create, not
+# part of a counter token, a queue item or a log entry; not at the close of
+# a process that shares its file, nor at RELEASE. A writer that exits
+# normally without closing commits; so do the cases the daemon cannot tell
+# from a close (docs/filesystem.md, "Killed writers": a handled SIGTERM
+# that exits, _exit after a partial write). Killed here: single-threaded
+# shells (the issue's repro, word for word), a process with five threads,
+# abort(), an unhandled SIGTERM.
+# Usage: see lib.sh. Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+: "${STATEFS_FILEOPS:?}"
+ulimit -c 0   # abort() below: no core file
+
+mount_fs
+cd "$mnt"
+mkdir -p s/n counter/s/c exec/s/n/k
+victims=()
+kill_victims() { for p in "${victims[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap 'rc_=$?; set +e; kill_victims; (exit $rc_); cleanup' EXIT
+
+# Runs a writer in the background and waits until it has written: the
+# command creates $work/ready (or fileops prints "ready" there).
+start_writer() { # command...
+  rm -f "$work/ready"
+  "$@" > "$work/ready.out" 2>&1 &
+  victim=$!
+  victims+=("$victim")
+  for _ in $(seq 600); do
+    [ -e "$work/ready" ] || grep -q ready "$work/ready.out" 2>/dev/null && return 0
+    kill -0 "$victim" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$work/ready.out" >&2
+  fail "the writer did not get ready: $*"
+}
+killed() { # SIGNAL: kills the writer and waits for it
+  kill -"$1" "$victim"
+  wait "$victim" 2>/dev/null || true
+}
+value() { cat "s/n/$1"; }
+
+# The issue's repro, as written: the shell's redirection dups fd 3 and
+# closes the dup after printf, while fd 3 still holds the file.
+printf OLD > s/n/k
+start_writer sh -c "exec 3>$mnt/s/n/k; printf half >&3; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(value k)" OLD "a killed writer's partial value"
+start_writer sh -c "exec 3>$mnt/s/n/k; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(value k)" OLD "a killed \`> k\` (no RELEASE commit either)"
+start_writer sh -c "exec 3>>$mnt/s/n/k; printf more >&3; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(value k)" OLD "a killed \`>> k\`"
+start_writer sh -c "exec 3>$mnt/s/n/new; printf x >&3; : > $work/ready; exec sleep 30"
+killed 9
+[ ! -e s/n/new ] || fail "a killed writer's create was made"
+helper get s n new >/dev/null 2>&1 && fail "a killed writer's create is in the store"
+ok "killed shells: values, empty values, appends, creates"
+
+# The file shared with a process that survives: the survivor's later
+# close commits nothing, and its writes fail (EIO) instead of vanishing.
+start_writer sh -c "exec 3>$mnt/s/n/k; printf half >&3
+  (while [ ! -e $work/go ]; do sleep 0.05; done
+   printf more >&3 2>/dev/null || : > $work/eio) &
+  : > $work/ready; exec sleep 30"
+killed 9
+: > "$work/go"
+for _ in $(seq 600); do [ -e "$work/eio" ] && break; sleep 0.05; done
+[ -e "$work/eio" ] || fail "the survivor's write after the kill did not fail"
+expect_eq "$(value k)" OLD "a value shared with a survivor"
+ok "a killed writer's file shared with a survivor"
+
+# Counters, queue items, log entries.
+echo 5 > counter/s/c/n
+start_writer sh -c "exec 3>$mnt/counter/s/c/n; printf +1 >&3; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(cat counter/s/c/n)" 5 "a killed +12 after its +1"
+start_writer sh -c "exec 3>$mnt/queue/q/new; printf '{\"job\":' >&3; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(helper qlen q)" 0 "a killed writer's queue item"
+start_writer sh -c "exec 3>$mnt/exec/s/n/k/new; printf partial >&3; : > $work/ready; exec sleep 30"
+killed 9
+expect_eq "$(ls exec/s/n/k | wc -l)" 0 "a killed writer's log entry"
+ok "killed writers of counters, queue items and log entries"
+
+# Other deaths by signal: five threads (the FLUSH comes from whichever
+# thread exits last), abort(), an unhandled SIGTERM.
+start_writer "$STATEFS_FILEOPS" die "$mnt/s/n/k" threads threads
+killed 9
+expect_eq "$(value k)" OLD "a killed multi-threaded writer"
+"$STATEFS_FILEOPS" die "$mnt/s/n/k" aborted abort > /dev/null 2>&1 || true
+expect_eq "$(value k)" OLD "a writer that called abort()"
+start_writer "$STATEFS_FILEOPS" die "$mnt/s/n/k" termed kill
+killed TERM
+expect_eq "$(value k)" OLD "a writer killed by SIGTERM"
+ok "threads, abort(), SIGTERM"
+
+# What commits: exiting normally without closing; and what cannot be
+# told from it: _exit() after a partial write, a handled SIGTERM.
+sh -c "exec 3>$mnt/s/n/k; printf whole >&3; exit 0"
+expect_eq "$(value k)" whole "exit without close"
+"$STATEFS_FILEOPS" die "$mnt/s/n/k" partial _exit > /dev/null
+expect_eq "$(value k)" partial "_exit after a write (cannot be told apart)"
+start_writer sh -c "trap 'exit 0' TERM; exec 3>$mnt/s/n/k; printf handled >&3
+  : > $work/ready; while :; do sleep 0.05 3>&-; done"
+killed TERM
+expect_eq "$(value k)" handled "a handled SIGTERM (cannot be told apart)"
+ok "normal exits commit"
+
+# The mount is still fine, and the store intact.
+echo after > s/n/k
+expect_eq "$(value k)" after "a write after the kills"
+helper verify >/dev/null || fail "the store's integrity check"
+
+cd /
+unmount_fs

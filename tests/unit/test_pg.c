@@ -1,0 +1,736 @@
+/*
+ * test_pg.c - what only the PostgreSQL backend has: its store names
+ * (connection strings, our keywords, passwords never shown), schemas it
+ * must not touch or may adopt (someone else's, the VGI SDK's), hosts
+ * creating one store at once, the order in which log ids become visible,
+ * claims across handles, the server's clock, a pool that lets threads
+ * run at once, transient failures retried and a commit in doubt reported
+ * as such, and what the seals catch (and the one thing they cannot).
+ * Runs in modes postgres and postgres-plain (fixture.h).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "fixture.h"
+#include "pg/pg_i.h"
+
+/* A plain libpq connection to the test's server, in the schema of the
+ * store at path (NULL: no schema), standing for someone else: another
+ * client, an SDK worker, the server's operator. */
+static PGconn *sql_conn(const char *path)
+{
+	PGconn *c = PQconnectdb(getenv("STATEFS_TEST_PG"));
+	char *db, *sc, sql[160];
+
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PQclear(PQexec(c, "SET client_min_messages = warning"));
+	if (path) {
+		db = tfx_db(path);
+		sc = strstr(db, "schema=");
+		assert_non_null(sc);
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\";"
+		         " SET search_path TO \"%s\"", sc + 7, sc + 7);
+		PQclear(PQexec(c, sql));
+		free(db);
+	}
+	return c;
+}
+
+/* Runs SQL that must succeed; returns its result (PQclear it). */
+static PGresult *sql(PGconn *c, const char *q)
+{
+	PGresult *r = PQexec(c, q);
+	ExecStatusType s = PQresultStatus(r);
+
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQerrorMessage(c));
+	return r;
+}
+
+static void sql_do(PGconn *c, const char *q)
+{
+	PQclear(sql(c, q));
+}
+
+static long long sql_int(PGconn *c, const char *q)
+{
+	PGresult *r = sql(c, q);
+	long long v = PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+
+	PQclear(r);
+	return v;
+}
+
+/* --- names -------------------------------------------------------------------- */
+
+static void test_db_strings(void **state)
+{
+	char *name;
+	int has = -1;
+
+	(void)state;
+	assert_true(pgb_is_db("postgresql://h/db"));
+	assert_true(pgb_is_db("postgres://u@h:5/db?schema=x"));
+	assert_true(pgb_is_db("host=/tmp dbname=x"));
+	assert_true(pgb_is_db("  dbname = x"));
+	assert_true(pgb_is_db("service=prod"));
+	assert_true(pgb_is_db("schema=mine"));
+	assert_false(pgb_is_db("/tmp/a=b.db"));
+	assert_false(pgb_is_db("a=b.db"));
+	assert_false(pgb_is_db("state.db"));
+	assert_false(pgb_is_db(":memory:"));
+	assert_false(pgb_is_db("hostname"));
+	/* the name shown: no password, in either form; our keywords kept */
+	OK(sfs_store_name("host=h password=s3cr3t dbname=d schema=sc", &name));
+	assert_null(strstr(name, "s3cr3t"));
+	assert_non_null(strstr(name, "schema=sc"));
+	assert_non_null(strstr(name, "dbname=d"));
+	free(name);
+	OK(sfs_store_name("postgresql://u:s3cr3t@h/d?schema=sc&pool=3", &name));
+	assert_null(strstr(name, "s3cr3t"));
+	assert_non_null(strstr(name, "user=u"));
+	free(name);
+	OK(sfs_store_name("postgresql://h/d", &name));
+	assert_non_null(strstr(name, "schema=statefs")); /* the default */
+	free(name);
+	OK(pgb_db_has_password("host=h password='a b' dbname=d", &has));
+	assert_int_equal(has, 1);
+	OK(pgb_db_has_password("postgresql://u:pw@h/d", &has));
+	assert_int_equal(has, 1);
+	OK(pgb_db_has_password("host=h dbname=d", &has));
+	assert_int_equal(has, 0);
+	/* ours and libpq's mistakes, each named */
+	IS(SFS_INVALID, sfs_store_name("host=h schema=", &name));
+	IS(SFS_INVALID, sfs_store_name("host=h pool=0", &name));
+	IS(SFS_INVALID, sfs_store_name("host=h pool=many", &name));
+	IS(SFS_INVALID, sfs_store_name("host=h frobnicate=1", &name));
+	assert_non_null(strstr(sfs_errdetail(), "frobnicate"));
+	IS(SFS_INVALID, sfs_store_name("postgresql://h/d?frob=1", &name));
+	IS(SFS_INVALID, sfs_store_name("host='unterminated", &name));
+}
+
+/* A password on the command line (cfg->db) is refused; in STATEFS_DB it
+ * is the user's own environment. */
+static void test_password_rule(void **state)
+{
+	sfs_config cfg;
+	sfs_store *s;
+	char *db = NULL, *pw;
+	sfs_key *k = NULL;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_PLAINTEXT;
+	if (asprintf(&pw, "%s password=hunter2 schema=nowhere",
+	             getenv("STATEFS_TEST_PG")) < 0)
+		fail();
+	cfg.db = pw;
+	IS(SFS_INVALID, sfs_store_open(&cfg, &s, NULL));
+	assert_non_null(strstr(sfs_errdetail(), "~/.pgpass"));
+	assert_null(strstr(sfs_errdetail(), "hunter2"));
+	IS(SFS_INVALID, sfs_config_resolve(&cfg, &db, &k, NULL));
+	cfg.db = NULL;
+	setenv("STATEFS_DB", pw, 1);
+	OK(sfs_config_resolve(&cfg, &db, &k, NULL));
+	assert_string_equal(db, pw);
+	unsetenv("STATEFS_DB");
+	free(db);
+	free(pw);
+}
+
+/* --- schemas ------------------------------------------------------------------ */
+
+static void test_foreign_schema(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_store *s;
+	PGconn *c;
+
+	snprintf(path, sizeof(path), "%s/foreign", t->dir);
+	c = sql_conn(path);
+	sql_do(c, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)");
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	assert_non_null(strstr(sfs_errdetail(), "not a statefs or VGI"));
+	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_tables WHERE"
+	                 " schemaname = current_schema()"), 1);
+	PQfinish(c);
+	snprintf(path, sizeof(path), "%s/missing", t->dir);
+	IS(SFS_NOTFOUND, tfx_open(path, 0, &s));
+	assert_non_null(strstr(sfs_errdetail(), "does not exist"));
+}
+
+/* A worker that speaks the VGI schema created the tables and wrote rows
+ * with the SDK's statements; a plaintext open adopts the schema. */
+static void test_sdk_schema(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_store *s;
+	sfs_buf b;
+	sfs_list l;
+	int64_t v;
+	PGconn *c;
+
+	snprintf(path, sizeof(path), "%s/sdk", t->dir);
+	c = sql_conn(path);
+	sql_do(c, "CREATE TABLE work_queue (id bigserial PRIMARY KEY,"
+	       " execution_id bytea NOT NULL, work_item bytea NOT NULL);"
+	       "CREATE TABLE function_state (scope_id bytea NOT NULL,"
+	       " ns bytea NOT NULL, key bytea NOT NULL, value bytea NOT NULL,"
+	       " PRIMARY KEY (scope_id, ns, key));"
+	       "CREATE TABLE function_state_log (id bigserial PRIMARY KEY,"
+	       " scope_id bytea NOT NULL, ns bytea NOT NULL, key bytea NOT NULL,"
+	       " value bytea NOT NULL);"
+	       "CREATE TABLE function_counter (scope_id bytea NOT NULL,"
+	       " ns bytea NOT NULL, key bytea NOT NULL, n bigint NOT NULL,"
+	       " PRIMARY KEY (scope_id, ns, key));"
+	       "INSERT INTO function_state VALUES ('att', 'cur', 'k', '42');"
+	       "INSERT INTO function_counter VALUES ('att', 'c', 'k', 5);"
+	       "INSERT INTO function_state_log (scope_id, ns, key, value)"
+	       " VALUES ('exec', 'log', 'k', 'entry');"
+	       "INSERT INTO work_queue (execution_id, work_item)"
+	       " VALUES ('exec', 'item')");
+	if (tfx_encrypted()) {
+		IS(SFS_NOTENCRYPTED, tfx_open(path, 0, &s));
+		PQfinish(c);
+		return;
+	}
+	OK(tfx_open(path, 0, &s));
+	OK(sfs_kv_get(s, S("att"), S("cur"), S("k"), &b));
+	tfx_buf(&b, "42");
+	sfs_buf_free(&b);
+	OK(sfs_counter_add(s, S("att"), S("c"), S("k"), 1, &v));
+	assert_int_equal(v, 6);
+	OK(sfs_log_scan(s, S("exec"), S("log"), S("k"), -1, 0, 0, &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].st.mtime_ns, 0); /* the SDK keeps no times */
+	sfs_list_free(&l);
+	OK(sfs_log_append(s, S("exec"), S("log"), S("k"), S("mine"), &v));
+	assert_int_equal(v, 2); /* the same sequence */
+	OK(sfs_queue_pop(s, S("exec"), 1, &l));
+	tfx_buf(&l.items[0].value, "item");
+	sfs_list_free(&l);
+	/* and the SDK reads ours with its statements */
+	OK(sfs_kv_put(s, S("att"), S("cur"), S("k2"), S("ours")));
+	assert_int_equal(sql_int(c, "SELECT count(*) FROM function_state WHERE"
+	                 " key = 'k2' AND value = 'ours'"), 1);
+	sfs_store_close(s);
+	PQfinish(c);
+}
+
+/* Hosts opening a new store at once create it once (an advisory lock);
+ * every one opens it, with one key check. */
+typedef struct opener {
+	const char *path;
+	int st;
+} opener;
+
+static void *open_one(void *arg)
+{
+	opener *o = arg;
+	sfs_store *s;
+
+	o->st = tfx_open(o->path, SFS_OPEN_CREATE, &s);
+	if (o->st == SFS_OK) {
+		o->st = sfs_kv_put(s, S("s"), S("n"), S("k"), S("v"));
+		sfs_store_close(s);
+	}
+	return NULL;
+}
+
+static void test_create_race(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	pthread_t th[6];
+	opener o[6];
+	sfs_store *s;
+
+	snprintf(path, sizeof(path), "%s/race", t->dir);
+	for (int i = 0; i < 6; i++) {
+		o[i].path = path;
+		o[i].st = -1;
+		assert_int_equal(pthread_create(&th[i], NULL, open_one, &o[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		OK(o[i].st);
+	}
+	OK(tfx_open(path, 0, &s));
+	sfs_store_close(s);
+}
+
+/* --- order and exactly once -------------------------------------------------- */
+
+/* Appenders on their own handles (connections) to one log; a reader that
+ * pages with "after the last id I saw" must end up with every entry:
+ * ids become visible in id order. */
+typedef struct appender {
+	const char *path;
+	int n;
+	int st;
+} appender;
+
+static void *append_many(void *arg)
+{
+	appender *a = arg;
+	sfs_store *s;
+
+	a->st = tfx_open(a->path, 0, &s);
+	for (int i = 0; i < a->n && a->st == SFS_OK; i++)
+		a->st = sfs_log_append(s, S("sc"), S("ns"), S("log"), S("e"), NULL);
+	if (a->st == SFS_OK)
+		sfs_store_close(s);
+	return NULL;
+}
+
+static void test_log_visibility_order(void **state)
+{
+	tfx *t = *state;
+	pthread_t th[4];
+	appender a[4];
+	int64_t after = -1;
+	size_t seen = 0;
+	int running = 4;
+	sfs_list l;
+
+	for (int i = 0; i < 4; i++) {
+		a[i] = (appender){ t->path, 150, -1 };
+		assert_int_equal(pthread_create(&th[i], NULL, append_many, &a[i]),
+		                 0);
+	}
+	while (running) {
+		OK(sfs_log_scan(t->s, S("sc"), S("ns"), S("log"), after, 0, 1, &l));
+		for (size_t i = 0; i < l.n; i++) {
+			assert_true(l.items[i].id > after);
+			after = l.items[i].id;
+		}
+		seen += l.n;
+		sfs_list_free(&l);
+		running = 0;
+		for (int i = 0; i < 4; i++)
+			running += a[i].st == -1;
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		OK(a[i].st);
+	}
+	OK(sfs_log_scan(t->s, S("sc"), S("ns"), S("log"), after, 0, 1, &l));
+	seen += l.n;
+	sfs_list_free(&l);
+	/* nothing committed behind the reader's cursor */
+	assert_int_equal(seen, 600);
+}
+
+typedef struct claimer {
+	const char *path;
+	int got;
+	int st;
+	unsigned char seen[2001];
+} claimer;
+
+static void *claim_all(void *arg)
+{
+	claimer *c = arg;
+	sfs_store *s;
+	int64_t cid;
+	sfs_list l;
+
+	c->st = tfx_open(c->path, 0, &s);
+	while (c->st == SFS_OK) {
+		int st = sfs_claim(s, S("q"), 3, 60000, &cid, &l);
+
+		if (st == SFS_NOTFOUND)
+			break;
+		if ((c->st = st) != SFS_OK)
+			break;
+		for (size_t i = 0; i < l.n; i++) {
+			int v = atoi(l.items[i].value.ptr);
+
+			if (v >= 1 && v <= 2000) {
+				c->seen[v]++;
+				c->got++;
+			}
+		}
+		sfs_list_free(&l);
+		c->st = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
+	}
+	if (c->st == SFS_OK)
+		sfs_store_close(s);
+	return NULL;
+}
+
+/* Claimers on four handles take 2,000 items, each exactly once. */
+static void test_claims_exactly_once(void **state)
+{
+	tfx *t = *state;
+	static claimer c[4];
+	pthread_t th[4];
+	char buf[2001][8];
+	sfs_slice items[2000];
+	int total = 0;
+
+	for (int i = 0; i < 2000; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "%d", i + 1);
+		items[i] = S(buf[i]);
+	}
+	OK(sfs_queue_push(t->s, S("q"), items, 2000, NULL));
+	for (int i = 0; i < 4; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i].path = t->path;
+		assert_int_equal(pthread_create(&th[i], NULL, claim_all, &c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		OK(c[i].st);
+		total += c[i].got;
+	}
+	assert_int_equal(total, 2000);
+	for (int v = 1; v <= 2000; v++) {
+		int n = 0;
+
+		for (int i = 0; i < 4; i++)
+			n += c[i].seen[v];
+		if (n != 1)
+			fail_msg("item %d delivered %d times", v, n);
+	}
+}
+
+/* --- the server's clock -------------------------------------------------------- */
+
+static void test_server_clock(void **state)
+{
+	tfx *t = *state;
+	PGconn *c = sql_conn(NULL);
+	long long t0, t1;
+	sfs_stat sst;
+	int64_t mt;
+
+	t0 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	t1 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
+	OK(sfs_kv_stat(t->s, S("s"), S("n"), S("k"), &sst));
+	mt = sst.mtime_ns;
+	assert_true(mt / 1000000000 >= t0 && mt / 1000000000 <= t1);
+	assert_int_equal(mt % 1000000000, 0); /* whole seconds */
+	PQfinish(c);
+}
+
+/* --- the pool: threads of one handle run at once ----------------------------- */
+
+typedef struct blocked {
+	sfs_store *s;
+	int st;
+	int done;
+} blocked;
+
+static void *put_blocked(void *arg)
+{
+	blocked *b = arg;
+
+	b->st = sfs_kv_put(b->s, S("s"), S("n"), S("locked"), S("late"));
+	__atomic_store_n(&b->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void test_pool_concurrency(void **state)
+{
+	tfx *t = *state;
+	PGconn *c = sql_conn(t->path);
+	blocked b = { t->s, -1, 0 };
+	pthread_t th;
+	sfs_buf v;
+
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("locked"), S("early")));
+	/* another client holds the row: the put waits for it */
+	sql_do(c, "BEGIN; SELECT 1 FROM function_state WHERE key = 'locked'"
+	       " FOR UPDATE");
+	assert_int_equal(pthread_create(&th, NULL, put_blocked, &b), 0);
+	usleep(200000);
+	/* meanwhile another thread of the same handle is not held up */
+	for (int i = 0; i < 5; i++)
+		OK(sfs_kv_put(t->s, S("s"), S("n"), S("free"), S("x")));
+	OK(sfs_kv_get(t->s, S("s"), S("n"), S("free"), &v));
+	sfs_buf_free(&v);
+	assert_int_equal(__atomic_load_n(&b.done, __ATOMIC_SEQ_CST), 0);
+	sql_do(c, "COMMIT");
+	pthread_join(th, NULL);
+	OK(b.st);
+	OK(sfs_kv_get(t->s, S("s"), S("n"), S("locked"), &v));
+	tfx_buf(&v, "late");
+	sfs_buf_free(&v);
+	PQfinish(c);
+}
+
+/* --- transient failures -------------------------------------------------------- */
+
+/* A handle whose connections can be told apart on the server. */
+static sfs_store *open_named(tfx *t, const char *app)
+{
+	char *db = tfx_db(t->path), *named;
+	sfs_config o;
+	sfs_store *s;
+
+	memset(&o, 0, sizeof(o));
+	if (asprintf(&named, "%s application_name=%s", db, app) < 0)
+		fail();
+	o.db = named;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags = SFS_OPEN_PLAINTEXT;
+	OK(sfs_store_open(&o, &s, NULL));
+	free(named);
+	free(db);
+	return s;
+}
+
+static void kill_app(PGconn *c, const char *app, int waiting_only)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT count(pg_terminate_backend(pid)) FROM"
+	         " pg_stat_activity WHERE application_name = '%s'%s", app,
+	         waiting_only ? " AND wait_event_type = 'Lock'" : "");
+	sql_do(c, q);
+}
+
+/* Waits until a backend of app waits for a lock. */
+static void until_waiting(PGconn *c, const char *app)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT count(*) FROM pg_stat_activity WHERE"
+	         " application_name = '%s' AND wait_event_type = 'Lock'", app);
+	for (int i = 0; i < 600 && sql_int(c, q) == 0; i++)
+		usleep(50000);
+	assert_true(sql_int(c, q) > 0);
+}
+
+typedef struct adder {
+	sfs_store *s;
+	int st;
+	char detail[512];
+} adder;
+
+static void *add_one(void *arg)
+{
+	adder *a = arg;
+
+	a->st = sfs_counter_add(a->s, S("s"), S("n"), S("c"), 1, NULL);
+	snprintf(a->detail, sizeof(a->detail), "%s", sfs_errdetail());
+	return NULL;
+}
+
+static void *put_one(void *arg)
+{
+	adder *a = arg;
+
+	a->st = sfs_kv_put(a->s, S("s"), S("n"), S("k"), S("after"));
+	return NULL;
+}
+
+static void test_transient_failures(void **state)
+{
+	tfx *t = *state;
+	char app[40];
+	PGconn *c = sql_conn(t->path);
+	sfs_store *s;
+	adder a;
+	pthread_t th;
+	sfs_buf v;
+	int64_t n;
+
+	snprintf(app, sizeof(app), "sfs_test_%ld", (long)getpid());
+	s = open_named(t, app);
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("before")));
+	OK(sfs_counter_set(s, S("s"), S("n"), S("c"), 10));
+	/* 1. the server ends idle connections (a restart, an operator):
+	 *    the next calls reconnect, nothing fails */
+	kill_app(c, app, 0);
+	usleep(100000);
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
+	tfx_buf(&v, "before");
+	sfs_buf_free(&v);
+	OK(sfs_counter_add(s, S("s"), S("n"), S("c"), 1, &n));
+	assert_int_equal(n, 11);
+	/* 2. lost while its committing statement ran: a counter add is not
+	 *    run again; the caller learns the outcome is unknown */
+	sql_do(c, "BEGIN; SELECT 1 FROM function_counter WHERE key = 'c'"
+	       " FOR UPDATE");
+	memset(&a, 0, sizeof(a));
+	a.s = s;
+	assert_int_equal(pthread_create(&th, NULL, add_one, &a), 0);
+	until_waiting(c, app);
+	kill_app(c, app, 1);
+	pthread_join(th, NULL);
+	sql_do(c, "COMMIT");
+	assert_int_equal(a.st, SFS_IO);
+	assert_non_null(strstr(a.detail, "outcome is unknown"));
+	OK(sfs_counter_get(s, S("s"), S("n"), S("c"), &n, NULL));
+	assert_int_equal(n, 11); /* it did not commit; the caller could not know */
+	/* 3. the same for a put, which is idempotent: run again, done */
+	sql_do(c, "BEGIN; SELECT 1 FROM function_state WHERE key = 'k'"
+	       " FOR UPDATE");
+	memset(&a, 0, sizeof(a));
+	a.s = s;
+	assert_int_equal(pthread_create(&th, NULL, put_one, &a), 0);
+	until_waiting(c, app);
+	kill_app(c, app, 1);
+	usleep(100000);
+	sql_do(c, "COMMIT");
+	pthread_join(th, NULL);
+	OK(a.st);
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
+	tfx_buf(&v, "after");
+	sfs_buf_free(&v);
+	sfs_store_close(s);
+	PQfinish(c);
+}
+
+/* Two transactions taking the same rows in opposite orders deadlock; the
+ * server aborts one, which is run again: both succeed, every time. */
+typedef struct swapper {
+	sfs_store *s;
+	int rev;
+	int st;
+} swapper;
+
+static void *swap_puts(void *arg)
+{
+	swapper *w = arg;
+	sfs_slice keys[2] = { S("a"), S("b") }, vals[2] = { S("1"), S("2") };
+	sfs_slice rk[2] = { S("b"), S("a") };
+
+	for (int i = 0; i < 40 && w->st == SFS_OK; i++)
+		w->st = sfs_kv_put_many(w->s, S("T"), S("txn"),
+		                        w->rev ? rk : keys, vals, 2, 0);
+	return NULL;
+}
+
+static void test_deadlock_retried(void **state)
+{
+	tfx *t = *state;
+	swapper w[2] = { { t->s, 0, SFS_OK }, { t->s, 1, SFS_OK } };
+	pthread_t th[2];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, swap_puts, &w[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		OK(w[i].st);
+	}
+}
+
+/* --- what the seals catch ------------------------------------------------------- */
+
+static void test_tampering(void **state)
+{
+	tfx *t = *state;
+	sfs_slice items[2] = { S("one"), S("two") };
+	PGconn *c;
+	sfs_buf v;
+	sfs_list l;
+	int64_t cid;
+
+	if (!tfx_encrypted())
+		skip(); /* plaintext rows carry no seal */
+	c = sql_conn(t->path);
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("a"), S("alpha")));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("b"), S("beta")));
+	OK(sfs_log_append(t->s, S("s"), S("n"), S("log"), S("e1"), NULL));
+	OK(sfs_log_append(t->s, S("s"), S("n"), S("log"), S("e2"), NULL));
+	OK(sfs_store_verify(t->s, NULL, NULL));
+	/* the operator's moves: b's sealed value under a, log entries
+	 * swapped: each fails authentication */
+	sql_do(c, "UPDATE function_state SET value = (SELECT value FROM"
+	       " function_state WHERE key = 'b') WHERE key = 'a'");
+	IS(SFS_CORRUPT, sfs_kv_get(t->s, S("s"), S("n"), S("a"), &v));
+	assert_non_null(strstr(sfs_errdetail(), "failed authentication"));
+	IS(SFS_CORRUPT, sfs_store_verify(t->s, NULL, NULL));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("a"), S("alpha")));
+	sql_do(c, "UPDATE function_state_log l SET value = m.value FROM"
+	       " function_state_log m WHERE m.key = l.key AND m.id <> l.id");
+	OK(sfs_log_scan(t->s, S("s"), S("n"), S("log"), -1, 0, 1, &l));
+	sfs_list_free(&l); /* sizes and ids need no key */
+	IS(SFS_CORRUPT, sfs_log_scan(t->s, S("s"), S("n"), S("log"), -1, 0, 0,
+	                             &l));
+	OK(sfs_log_clear(t->s, S("s"), S("n"), S("log"), NULL));
+	/* a flipped byte of a pending item: pop reports it and leaves it;
+	 * a claim sends it to the dead letters as "damaged" */
+	OK(sfs_queue_push(t->s, S("q"), items, 2, NULL));
+	sql_do(c, "UPDATE work_queue SET work_item = set_byte(work_item, 30,"
+	       " get_byte(work_item, 30) # 1) WHERE id = (SELECT min(id) FROM"
+	       " work_queue)");
+	IS(SFS_CORRUPT, sfs_queue_pop(t->s, S("q"), 1, &l));
+	assert_non_null(strstr(sfs_errdetail(), "stays in the queue"));
+	OK(sfs_claim(t->s, S("q"), 2, 0, &cid, &l));
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].value, "two");
+	sfs_list_free(&l);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	OK(sfs_item_scan(t->s, S("q"), SFS_ITEM_DEAD, -1, 0, 1, &l));
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].reason, "damaged");
+	sfs_list_free(&l);
+	/* what seals cannot see (docs/postgres.md): an older value of the
+	 * same key, kept and written back by the operator, opens */
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("r"), S("old")));
+	sql_do(c, "CREATE TEMP TABLE kept AS SELECT value FROM function_state"
+	       " WHERE key = 'r'");
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("r"), S("new")));
+	sql_do(c, "UPDATE function_state SET value = (SELECT value FROM kept)"
+	       " WHERE key = 'r'");
+	OK(sfs_kv_get(t->s, S("s"), S("n"), S("r"), &v));
+	tfx_buf(&v, "old");
+	sfs_buf_free(&v);
+	PQfinish(c);
+}
+
+/* Names are keys of a B-tree, whose entries hold about 2.7 kB. */
+static void test_long_names(void **state)
+{
+	tfx *t = *state;
+	unsigned char *big = malloc(3000);
+	uint32_t x = 2463534242u;
+
+	assert_non_null(big);
+	for (int i = 0; i < 3000; i++) { /* xorshift: incompressible */
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		big[i] = (unsigned char)x;
+	}
+	IS(SFS_TOOBIG, sfs_kv_put(t->s, S("s"), S("n"), sfs_bytes(big, 3000),
+	                          S("v")));
+	assert_non_null(strstr(sfs_errdetail(), "2,700 bytes"));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), sfs_bytes(big, 2000), S("v")));
+	free(big);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, tfx_setup, tfx_teardown)
+		T(test_db_strings),
+		T(test_password_rule),
+		T(test_foreign_schema),
+		T(test_sdk_schema),
+		T(test_create_race),
+		T(test_log_visibility_order),
+		T(test_claims_exactly_once),
+		T(test_server_clock),
+		T(test_pool_concurrency),
+		T(test_transient_failures),
+		T(test_deadlock_retried),
+		T(test_tampering),
+		T(test_long_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
