@@ -39,7 +39,7 @@
 
 #include <sodium.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
 #include "statefs.h"
 
 #define PAGE 4096
@@ -287,16 +287,16 @@ static void keyname(char k[16], int i)
 static sfs_store *fresh(const sfs_key *key, int round)
 {
 	char path[400];
-	sfs_open_opts o = { 0 };
+	sfs_config o = { 0 };
 	sfs_store *s;
 
 	snprintf(path, sizeof(path), "%s/crypt-bench-%s-%d-%d.db", dir,
 	         key ? "enc" : "plain", (int)getpid(), round);
 	unlink(path);
-	o.path = path;
+	o.db = path;
 	o.key = key;
 	o.flags = SFS_OPEN_CREATE | (key ? 0 : SFS_OPEN_PLAINTEXT);
-	check(sfs_store_open(&o, &s), "open");
+	check(sfs_store_open(&o, &s, NULL), "open");
 	for (int i = 0; i < KEYS; i++) {
 		char k[16];
 		keyname(k, i);
@@ -309,8 +309,10 @@ static sfs_store *fresh(const sfs_key *key, int round)
 static void drop(sfs_store *s)
 {
 	char path[400];
+	sfs_info in;
 
-	snprintf(path, sizeof(path), "%s", sfs_store_path(s));
+	check(sfs_store_info(s, &in), "info");
+	snprintf(path, sizeof(path), "%s", in.path);
 	sfs_store_close(s);
 	unlink(path);
 	strncat(path, "-wal", sizeof(path) - strlen(path) - 1);
@@ -353,11 +355,11 @@ static double run_op(sfs_store *s, int op)
 			break;
 		case OP_PUSHPOP: {
 			sfs_slice it = sfs_bytes(value, VLEN);
-			sfs_buf b = { 0 };
+			sfs_list l;
 			check(sfs_queue_push(s, sfs_str("q"), &it, 1, NULL),
 			      "push");
-			check(sfs_queue_pop(s, sfs_str("q"), &b, NULL), "pop");
-			sfs_buf_free(&b);
+			check(sfs_queue_pop(s, sfs_str("q"), 1, &l), "pop");
+			sfs_list_free(&l);
 			break;
 		}
 		}

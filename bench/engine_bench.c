@@ -37,7 +37,7 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "statefs.h"
 
 #define KEYS 1000
@@ -72,7 +72,7 @@ static void check(int rc, const char *what)
  * reopen the store at path. */
 static sfs_store *fresh(char *path, size_t n, const char *name)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	char cmd[1400];
 
@@ -84,10 +84,10 @@ static sfs_store *fresh(char *path, size_t n, const char *name)
 			die("rm", path);
 	}
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_CREATE | (enc ? 0 : SFS_OPEN_PLAINTEXT);
 	o.key = enc ? key : NULL;
-	check(sfs_store_open(&o, &s), "open");
+	check(sfs_store_open(&o, &s, NULL), "open");
 	return s;
 }
 
@@ -464,14 +464,14 @@ static double eng_counter(sfs_store *s)
 static double eng_pushpop(sfs_store *s)
 {
 	sfs_slice it = sfs_bytes(value, VLEN);
-	sfs_buf b;
+	sfs_list l;
 	double t0 = now();
 
 	for (int i = 0; i < ops; i++) {
 		val(i);
 		check(sfs_queue_push(s, sfs_str("q"), &it, 1, NULL), "push");
-		check(sfs_queue_pop(s, sfs_str("q"), &b, NULL), "pop");
-		sfs_buf_free(&b);
+		check(sfs_queue_pop(s, sfs_str("q"), 1, &l), "pop");
+		sfs_list_free(&l);
 	}
 	return now() - t0;
 }

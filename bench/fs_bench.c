@@ -163,9 +163,9 @@ static int cmd_fill(const char *ns, long n)
 	char key[32], value[100];
 	int rc;
 
-	cfg.plaintext = getenv("STATEFS_BENCH_PLAINTEXT") != NULL;
-	cfg.create = 1;
-	rc = sfs_store_open_config(&cfg, &s, NULL);
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_CREATE |
+	            (getenv("STATEFS_BENCH_PLAINTEXT") ? SFS_OPEN_PLAINTEXT : 0);
+	rc = sfs_store_open(&cfg, &s, NULL);
 	if (rc) {
 		fprintf(stderr, "fs_bench: open: %s: %s\n", sfs_strerror(rc),
 		        sfs_errdetail());

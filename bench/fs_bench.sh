@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fs_bench.sh - the mount's benchmark (issue 4). In one run:
+# fs_bench.sh - the mount's benchmark. In one run:
 #   1. small-file create+write+close, read, readdir and unlink through
 #      statefs (plaintext and encrypted stores) and through our minimal
 #      low-level passthrough over a tmpfs (passthrough_ll.c: the FUSE floor

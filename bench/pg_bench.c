@@ -14,7 +14,7 @@
  * For put, get, log append, counter add and push+pop it times, on stores
  * the engine created in schemas of their own (same tables, functions and
  * triggers):
- *   raw     the engine's own statements (core/pg/pgb_sql_i.h), prepared
+ *   raw     the engine's own statements (core/pg/sql_i.h), prepared
  *           once, over libpq with binary parameters, in the same round
  *           trips the engine makes (an encrypted append's transaction and
  *           its id first, an encrypted push's ids first; sealed-size
@@ -38,8 +38,8 @@
 #include <libpq-fe.h>
 #include <sodium.h>
 
-#include "pg/pgb_i.h"
-#include "pg/pgb_sql_i.h"
+#include "pg/pg_i.h"
+#include "pg/sql_i.h"
 #include "statefs.h"
 
 #define KEYS 1000
@@ -81,15 +81,15 @@ static char *db_of(const char *schema)
 
 static sfs_store *open_store(const char *schema)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	char *db = db_of(schema);
 
 	memset(&o, 0, sizeof(o));
-	o.path = db;
+	o.db = db;
 	o.flags = SFS_OPEN_CREATE | (enc ? 0 : SFS_OPEN_PLAINTEXT);
 	o.key = enc ? key : NULL;
-	check(sfs_store_open(&o, &s), "open");
+	check(sfs_store_open(&o, &s, NULL), "open");
 	free(db);
 	return s;
 }
@@ -265,6 +265,7 @@ static void raw_op(raw *r, int op, int t, int i)
 		pgp_null_i64(&p);
 		PQclear(raw_run(r, 7, PGB_SQL_PUSH, &p));
 		pgp_bytes(&p, sfs_str(k));
+		pgp_i64(&p, 1);
 		res = raw_run(r, 8, PGB_SQL_POP, &p);
 		if (PQntuples(res) != 1)
 			die("pop", "no item");
@@ -281,6 +282,7 @@ static void engine_op(sfs_store *s, int op, int t, int i)
 	unsigned char v[VLEN] = { 0 };
 	char k[24];
 	sfs_buf b;
+	sfs_list l;
 	sfs_slice it;
 	int64_t n;
 
@@ -310,8 +312,8 @@ static void engine_op(sfs_store *s, int op, int t, int i)
 		snprintf(k, sizeof(k), "q%02d", t);
 		it = sfs_bytes(v, VLEN);
 		check(sfs_queue_push(s, sfs_str(k), &it, 1, NULL), "push");
-		check(sfs_queue_pop(s, sfs_str(k), &b, NULL), "pop");
-		sfs_buf_free(&b);
+		check(sfs_queue_pop(s, sfs_str(k), 1, &l), "pop");
+		sfs_list_free(&l);
 		break;
 	}
 }

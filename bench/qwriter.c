@@ -36,7 +36,7 @@ static void check(int rc, const char *what)
 
 int main(int argc, char **argv)
 {
-	sfs_config cfg = { 0 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV };
 	sfs_store *s;
 	sfs_slice item = sfs_str("a work item of some forty bytes, say");
 	double secs, t0, t, cpu;
@@ -48,18 +48,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: qwriter SECONDS\n");
 		return 2;
 	}
-	check(sfs_store_open_config(&cfg, &s, NULL), "open");
+	check(sfs_store_open(&cfg, &s, NULL), "open");
 	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now();
 	do {
 		for (int i = 0; i < 50; i++, ops += 4) {
-			sfs_buf b;
+			sfs_list l;
 
 			snprintf(key, sizeof(key), "k%lu", ops % 1000);
 			check(sfs_queue_push(s, sfs_str("work"), &item, 1, NULL),
 			      "push");
-			check(sfs_queue_pop(s, sfs_str("work"), &b, NULL), "pop");
-			sfs_buf_free(&b);
+			check(sfs_queue_pop(s, sfs_str("work"), 1, &l), "pop");
+			sfs_list_free(&l);
 			check(sfs_kv_put(s, sfs_str("writer"), sfs_str("ns"),
 			                 sfs_str(key), item), "put");
 			check(sfs_counter_add(s, sfs_str("writer"), sfs_str("c"),

@@ -1,6 +1,7 @@
 /*
- * api_kv.c - the public key/value, counter and directory functions: check
- * the arguments, take the handle's lock, call the backend once.
+ * api_kv.c - the public key/value, directory and counter functions, the Go
+ * SDK's id keys and a whole scope's clear: check the arguments, take the
+ * handle's lock, call the backend once.
  */
 #include "store_i.h"
 
@@ -11,7 +12,22 @@ int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
-	CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1));
+	CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1, 0));
+}
+
+int sfs_kv_put_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    const sfs_slice *keys, const sfs_slice *values, size_t n,
+                    unsigned flags)
+{
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_ns2(scope, ns));
+	CHECK(chk_pairs(s, keys, values, n));
+	if (flags & ~(unsigned)SFS_PUT_REPLACE)
+		return sfs_err(SFS_INVALID, "unknown put flags 0x%x", flags);
+	if (n == 0 && !(flags & SFS_PUT_REPLACE))
+		return SFS_OK;
+	CALL(s, s->ops->kv_put_many(s->be, scope, ns, keys, values, n, flags));
 }
 
 int sfs_kv_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -24,14 +40,33 @@ int sfs_kv_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CALL(s, s->ops->kv_get(s->be, scope, ns, key, out));
 }
 
+int sfs_kv_get_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    const sfs_slice *keys, size_t n, sfs_list *out)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CHECK(chk_ns2(scope, ns));
+	CHECK(chk_out(out, "out"));
+	if (n && !keys)
+		return sfs_err(SFS_INVALID, "keys is NULL");
+	for (size_t i = 0; i < n; i++)
+		CHECK(chk_name(keys[i], "key"));
+	if (n == 0) {
+		out->items = NULL;
+		out->n = 0;
+		return SFS_OK;
+	}
+	CALL(s, s->ops->kv_get_many(s->be, scope, ns, keys, n, out));
+}
+
 int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                uint64_t *size, int64_t *mtime_ns)
+                sfs_stat *out)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	CHECK(chk_key3(scope, ns, key));
-	CHECK(chk_out(size, "size"));
-	CALL(s, s->ops->kv_stat(s->be, scope, ns, key, size, mtime_ns));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->kv_stat(s->be, scope, ns, key, out));
 }
 
 int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key)
@@ -109,8 +144,7 @@ int sfs_kv_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
 
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_scan_opts(opts, &o));
 	CHECK(chk_out(out, "out"));
 	CALL(s, s->ops->kv_scan(s->be, scope, ns, &o, out));
@@ -121,39 +155,20 @@ int sfs_kv_delete_range(sfs_store *s, sfs_slice scope, sfs_slice ns,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_opt_name(start, "the start bound"));
 	CHECK(chk_opt_name(end, "the end bound"));
 	CALL_DELETE(s, s->ops->kv_delete_range(s->be, scope, ns, start, end,
 	                                       count));
 }
 
-int sfs_kv_delete_ns(sfs_store *s, sfs_slice scope, sfs_slice ns,
-                     uint64_t *count)
-{
-	return sfs_kv_delete_range(s, scope, ns, SFS_NONE, SFS_NONE, count);
-}
-
 int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out)
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_out(out, "out"));
 	CALL(s, s->ops->kv_drain(s->be, scope, ns, out));
-}
-
-int sfs_kv_restore(sfs_store *s, sfs_slice scope, sfs_slice ns,
-                   const sfs_slice *keys, const sfs_slice *values, size_t n)
-{
-	sfs_err_clear();
-	CHECK(chk_writable(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
-	CHECK(chk_pairs(s, keys, values, n));
-	CALL(s, s->ops->kv_restore(s->be, scope, ns, keys, values, n));
 }
 
 int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -172,27 +187,20 @@ int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 /* --- directories -------------------------------------------------------- */
 
-int sfs_scope_list(sfs_store *s, sfs_family fam, sfs_slice after, long limit,
-                   sfs_list *out)
+int sfs_dir_list(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
+                 sfs_slice after, long limit, sfs_list *out)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	CHECK(chk_family(fam, SFS_NONE));
+	CHECK(chk_family(fam, ns));
+	CHECK(chk_opt_name(scope, "scope"));
+	if (ns.ptr && !scope.ptr)
+		return sfs_err(SFS_INVALID, "a namespace without a scope");
+	if (fam == SFS_FAM_QUEUE && scope.ptr)
+		return sfs_err(SFS_INVALID, "queues have no namespaces");
 	CHECK(chk_opt_name(after, "after"));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->scope_list(s->be, fam, after, limit, out));
-}
-
-int sfs_ns_list(sfs_store *s, sfs_family fam, sfs_slice scope,
-                sfs_slice after, long limit, sfs_list *out)
-{
-	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_family(fam, SFS_NONE));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_opt_name(after, "after"));
-	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->ns_list(s->be, fam, scope, after, limit, out));
+	CALL(s, s->ops->dir_list(s->be, fam, scope, ns, after, limit, out));
 }
 
 int sfs_dir_exists(sfs_store *s, sfs_family fam, sfs_slice scope,
@@ -246,14 +254,25 @@ int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
 
 /* --- counters ----------------------------------------------------------- */
 
-int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                    int64_t *value, int *exists)
+int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t *value, int64_t *mtime_ns)
 {
+	int64_t v = 0, t = 0;
+	int r;
+
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_out(value, "value"));
-	CALL(s, s->ops->counter_get(s->be, scope, ns, key, value, exists));
+	store_lock(s);
+	r = s->ops->counter_get(s->be, scope, ns, key, &v, &t);
+	store_unlock(s);
+	if (r == SFS_OK) {
+		*value = v;
+		if (mtime_ns)
+			*mtime_ns = t;
+	}
+	return r;
 }
 
 int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -290,9 +309,44 @@ int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
 
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
+	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_scan_opts(opts, &o));
 	CHECK(chk_out(out, "out"));
 	CALL(s, s->ops->counter_scan(s->be, scope, ns, &o, out));
+}
+
+/* --- the Go SDK's id keys, and a whole scope ----------------------------- */
+
+void sfs_id_encode(int64_t id, unsigned char out[8])
+{
+	uint64_t u = (uint64_t)id;
+
+	for (int i = 7; i >= 0; i--) {
+		out[i] = (unsigned char)(u & 0xff);
+		u >>= 8;
+	}
+}
+
+int sfs_id_decode(sfs_slice key, int64_t *id)
+{
+	const unsigned char *p = key.ptr;
+	uint64_t u = 0;
+
+	sfs_err_clear();
+	if (!p || key.len != 8)
+		return sfs_err(SFS_INVALID, "an id key is 8 bytes, not %zu",
+		               key.len);
+	CHECK(chk_out(id, "id"));
+	for (int i = 0; i < 8; i++)
+		u = (u << 8) | p[i];
+	*id = (int64_t)u;
+	return SFS_OK;
+}
+
+int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count)
+{
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_name(scope, "scope"));
+	CALL_DELETE(s, s->ops->exec_clear(s->be, scope, count));
 }

@@ -1,5 +1,5 @@
 /*
- * api_seq.c - the public append-log and work-queue functions: check the
+ * api_seq.c - the public append-log, queue and item functions: check the
  * arguments, take the handle's lock, call the backend once.
  */
 #include "store_i.h"
@@ -36,25 +36,13 @@ int sfs_log_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 }
 
 int sfs_log_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                 int64_t id, uint64_t *size, int64_t *mtime_ns)
+                 int64_t id, sfs_stat *out)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	CHECK(chk_key3(scope, ns, key));
-	CHECK(chk_out(size, "size"));
-	CALL(s, s->ops->log_stat(s->be, scope, ns, key, id, size, mtime_ns));
-}
-
-int sfs_log_keys(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice after,
-                 long limit, sfs_list *out)
-{
-	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(ns, "namespace"));
-	CHECK(chk_opt_name(after, "after"));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->log_keys(s->be, scope, ns, after, limit, out));
+	CALL(s, s->ops->log_stat(s->be, scope, ns, key, id, out));
 }
 
 int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -79,7 +67,7 @@ int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CALL_DELETE(s, s->ops->log_clear(s->be, scope, ns, key, count));
 }
 
-/* --- queues ------------------------------------------------------------- */
+/* --- queues and their items ---------------------------------------------- */
 
 int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
                    size_t n, int64_t *first_id)
@@ -96,75 +84,80 @@ int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
 	CALL(s, s->ops->queue_push(s->be, queue, items, n, first_id));
 }
 
-int sfs_queue_pop(sfs_store *s, sfs_slice queue, sfs_buf *item, int64_t *id)
-{
-	sfs_err_clear();
-	CHECK(chk_writable(s));
-	CHECK(chk_name(queue, "queue"));
-	CHECK(chk_out(item, "item"));
-	CALL(s, s->ops->queue_pop(s->be, queue, item, id));
-}
-
-int sfs_queue_drain(sfs_store *s, sfs_slice queue, sfs_list *out)
+int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out)
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->queue_drain(s->be, queue, out));
+	if (max < 1)
+		return sfs_err(SFS_INVALID, "max must be at least 1");
+	CALL(s, s->ops->queue_pop(s->be, queue, max, out));
 }
 
-int sfs_queue_scan(sfs_store *s, sfs_slice queue, int64_t after_id, long limit,
-                   int keys_only, sfs_list *out)
+/* The queue and state every item function takes. */
+static int chk_item(const sfs_store *s, sfs_slice queue, sfs_item_state st)
 {
-	sfs_err_clear();
 	CHECK(chk_store(s));
 	CHECK(chk_name(queue, "queue"));
+	return chk_state(st);
+}
+
+int sfs_item_count(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                   uint64_t *n)
+{
+	sfs_err_clear();
+	CHECK(chk_item(s, queue, state));
+	CHECK(chk_out(n, "n"));
+	CALL(s, s->ops->item_count(s->be, queue, state, n));
+}
+
+int sfs_item_scan(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                  int64_t after_id, long limit, int keys_only,
+                  sfs_list *out)
+{
+	sfs_err_clear();
+	CHECK(chk_item(s, queue, state));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->queue_scan(s->be, queue, after_id, limit, keys_only,
-	                           out));
+	CALL(s, s->ops->item_scan(s->be, queue, state, after_id, limit,
+	                          keys_only, out));
 }
 
-int sfs_queue_peek(sfs_store *s, sfs_slice queue, int64_t id, sfs_buf *item)
+int sfs_item_get(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                 int64_t id, sfs_buf *out)
 {
 	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_name(queue, "queue"));
-	CHECK(chk_out(item, "item"));
-	CALL(s, s->ops->queue_peek(s->be, queue, id, item));
+	CHECK(chk_item(s, queue, state));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->item_get(s->be, queue, state, id, out));
 }
 
-int sfs_queue_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
-                   int64_t *mtime_ns)
+int sfs_item_stat(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                  int64_t id, sfs_stat *out)
 {
 	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_name(queue, "queue"));
-	CHECK(chk_out(size, "size"));
-	CALL(s, s->ops->queue_stat(s->be, queue, id, size, mtime_ns));
+	CHECK(chk_item(s, queue, state));
+	CHECK(chk_out(out, "out"));
+	CALL(s, s->ops->item_stat(s->be, queue, state, id, out));
 }
 
-int sfs_queue_delete(sfs_store *s, sfs_slice queue, int64_t id)
+int sfs_item_delete(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                    int64_t id)
 {
 	sfs_err_clear();
+	CHECK(chk_item(s, queue, state));
 	CHECK(chk_writable(s));
-	CHECK(chk_name(queue, "queue"));
-	CALL_DELETE(s, s->ops->queue_delete(s->be, queue, id));
+	CALL_DELETE(s, s->ops->item_delete(s->be, queue, state, id));
 }
 
-int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count)
+int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                   uint64_t *count)
 {
 	sfs_err_clear();
+	CHECK(chk_item(s, queue, state));
 	CHECK(chk_writable(s));
-	CHECK(chk_name(queue, "queue"));
-	CALL_DELETE(s, s->ops->queue_clear(s->be, queue, count));
-}
-
-int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len)
-{
-	sfs_err_clear();
-	CHECK(chk_store(s));
-	CHECK(chk_name(queue, "queue"));
-	CHECK(chk_out(len, "len"));
-	CALL(s, s->ops->queue_len(s->be, queue, len));
+	if (state == SFS_ITEM_INFLIGHT)
+		return sfs_err(SFS_INVALID, "in-flight items leave through their"
+		               " claims (ack, nack, or their lease's end)");
+	CALL_DELETE(s, s->ops->item_clear(s->be, queue, state, count));
 }

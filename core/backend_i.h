@@ -1,24 +1,33 @@
 /*
  * backend_i.h - the seam between the public API and a storage backend
- * (private).
+ * (private to core/).
  *
  * The public functions (api_*.c, store.c) check arguments, take the handle's
  * lock and call one entry of an ops table; a backend implements the table
- * over its database. There are two: SQLite (sqlb_*.c), and PostgreSQL
- * (core/pg/pgb_*.c) for stores shared by several hosts; store.c chooses by
- * the store's name. Nothing above core/ knows which one runs.
+ * over its database and is the only code that knows that database. There
+ * are two: SQLite (core/sqlite/), and PostgreSQL (core/pg/) for stores
+ * shared by several hosts. A backend is chosen by the store's name when it
+ * is opened: store.c asks each backend of its table, in order, whether it
+ * accepts the name (PostgreSQL: a postgresql:// URI or a libpq key=value
+ * string), and the SQLite backend, last, accepts every name (a file
+ * path). A new backend is a folder core/<name>/ with its own
+ * meson library, an ops table, and one row in that table; nothing above
+ * core/ changes (docs/architecture.md).
  *
  * Contract for every entry, on top of statefs.h's conventions:
  *  - Arguments are already valid: required slices have ptr != NULL and sizes
  *    are within limits; ns == SFS_NONE only where the entry says so; scan
- *    options are never NULL; family is never SFS_FAM_DIR.
- *  - Calls on one backend are serialised by the caller (sfs_store.mu); a
- *    backend needs no lock of its own for its connection, unless it sets
- *    `concurrent` and guards its own state.
+ *    options are never NULL; states, outcomes and families are in range.
+ *  - Calls on one backend handle are serialised by the caller
+ *    (sfs_store.mu); a backend needs no lock of its own for its connection.
  *  - The backend sets the error detail (sfs_err) on failure and writes
- *    outputs only on SFS_OK.
+ *    outputs only on SFS_OK. What it cannot do it refuses with
+ *    SFS_UNSUPPORTED and a sentence that says what to use instead.
  *  - Every write is atomic across processes: a single write statement or a
  *    transaction that takes the write lock first.
+ *  - The entries mirror statefs.h one to one unless their comment says
+ *    otherwise; the few that differ take what the API layer resolved
+ *    (leases in ns, the default path, the "all items" form of settle).
  */
 #ifndef STATEFS_BACKEND_I_H
 #define STATEFS_BACKEND_I_H
@@ -26,16 +35,52 @@
 #include "statefs.h"
 
 typedef struct sfs_backend sfs_backend;   /* defined by each backend */
-typedef struct sfs_import_be sfs_import_be; /* a backend's import state */
+
+/* What a backend's open gets: the public options, checked and defaulted. */
+typedef struct sfs_backend_cfg {
+	const char *db;            /* never NULL: the default path is resolved */
+	unsigned flags;            /* SFS_OPEN_* */
+	const sfs_key *key;        /* NULL for plaintext and memory stores */
+	int busy_timeout_ms;       /* > 0 */
+	uint64_t max_value;        /* > 0 */
+} sfs_backend_cfg;
+
+/* What is at a store's name before anyone opens it (probe). */
+typedef enum be_kind {
+	BE_KIND_NEW = 1,           /* nothing yet: a create makes it */
+	BE_KIND_PLAIN,             /* a plaintext store */
+	BE_KIND_ENCRYPTED,         /* an encrypted store */
+} be_kind;
 
 typedef struct sfs_backend_ops {
-	const char *name;
+	const char *name;          /* "sqlite": sfs_info.backend */
 	/* 1: the backend serialises what it must itself, and the caller
 	 * takes no lock around its calls (threads of one handle run at once:
 	 * PostgreSQL, one connection per call from a pool). */
 	int concurrent;
 
-	/* Lifecycle (open is the backend's own function, see store.c). */
+	/* The backend itself, before a handle exists. */
+	/* 1 when db names a store of this backend. */
+	int (*accepts)(const char *db);
+	int (*open)(const sfs_backend_cfg *cfg, sfs_backend **out);
+	/* What db is, without a key and without changing anything: for the
+	 * open rules' sentences (config.c). SFS_NOKEY is not a failure
+	 * here: an encrypted store is BE_KIND_ENCRYPTED. */
+	int (*probe)(const char *db, be_kind *kind);
+	/* What messages call db: the name without any secret it holds
+	 * (malloc'd into *out). NULL: the name itself. */
+	int (*display)(const char *db, char **out);
+	/* db as a caller named it with SFS_OPEN_ENV (sfs_config.db, which
+	 * tools fill from their command line): SFS_INVALID with a sentence
+	 * for a name that must not be given there (one holding a password).
+	 * NULL: every name may. */
+	int (*given)(const char *db);
+	/* sfs_rekey, on a store no process has open. */
+	int (*rekey)(const char *db, const sfs_key *old_key,
+	             const sfs_key *new_key, sfs_progress_fn progress,
+	             void *ctx);
+
+	/* A handle. */
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
@@ -44,18 +89,16 @@ typedef struct sfs_backend_ops {
 	 * given back here. */
 	void (*settle)(sfs_backend *b);
 
-	/* Key/value (function_state). put_many writes n >= 1 pairs in one
-	 * transaction; get_many fills a list parallel to keys (item.key = the
-	 * key, value.ptr == NULL when absent). */
+	/* Key/value. put_many gets n >= 1, or n == 0 with SFS_PUT_REPLACE. */
 	int (*kv_put_many)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                   const sfs_slice *keys, const sfs_slice *values,
-	                   size_t n);
+	                   size_t n, unsigned flags);
 	int (*kv_get)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	              sfs_slice key, sfs_buf *out);
 	int (*kv_get_many)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                   const sfs_slice *keys, size_t n, sfs_list *out);
 	int (*kv_stat)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	               sfs_slice key, uint64_t *size, int64_t *mtime_ns);
+	               sfs_slice key, sfs_stat *out);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
 	/* Ranged access: edits are checked (ops, bytes, offsets within
@@ -73,18 +116,15 @@ typedef struct sfs_backend_ops {
 	                       sfs_slice start, sfs_slice end, uint64_t *count);
 	int (*kv_drain)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                sfs_list *out);
-	int (*kv_restore)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	                  const sfs_slice *keys, const sfs_slice *values,
-	                  size_t n);
 	int (*kv_rename)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
 	                 sfs_slice to_key, unsigned flags);
 
-	/* Directories. ns == SFS_NONE means the scope itself. */
-	int (*scope_list)(sfs_backend *b, sfs_family fam, sfs_slice after,
-	                  long limit, sfs_list *out);
-	int (*ns_list)(sfs_backend *b, sfs_family fam, sfs_slice scope,
-	               sfs_slice after, long limit, sfs_list *out);
+	/* Directories. family is SFS_FAM_KV .. SFS_FAM_QUEUE; dir_list gets
+	 * ns only with a scope, and never for queues. */
+	int (*dir_list)(sfs_backend *b, sfs_family fam, sfs_slice scope,
+	                sfs_slice ns, sfs_slice after, long limit,
+	                sfs_list *out);
 	int (*dir_exists)(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	                  sfs_slice ns);
 	int (*dir_create)(sfs_backend *b, sfs_family fam, sfs_slice scope,
@@ -95,9 +135,9 @@ typedef struct sfs_backend_ops {
 	                  sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
 	                  unsigned flags);
 
-	/* Counters (function_counter). */
+	/* Counters. counter_get's mtime_ns is never NULL. */
 	int (*counter_get)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	                   sfs_slice key, int64_t *value, int *exists);
+	                   sfs_slice key, int64_t *value, int64_t *mtime_ns);
 	int (*counter_add)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                   sfs_slice key, int64_t delta, int64_t *value);
 	int (*counter_set)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -107,8 +147,8 @@ typedef struct sfs_backend_ops {
 	int (*counter_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                    const sfs_scan_opts *o, sfs_list *out);
 
-	/* Append-logs (function_state_log). In log_clear, ns and key may be
-	 * SFS_NONE (key only when ns is). after in log_keys may be SFS_NONE. */
+	/* Append-logs. In log_clear, ns and key may be SFS_NONE (key only
+	 * when ns is). */
 	int (*log_append)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                  sfs_slice key, sfs_slice value, int64_t *id);
 	int (*log_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -117,39 +157,40 @@ typedef struct sfs_backend_ops {
 	int (*log_get)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	               sfs_slice key, int64_t id, sfs_buf *out);
 	int (*log_stat)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	                sfs_slice key, int64_t id, uint64_t *size,
-	                int64_t *mtime_ns);
-	int (*log_keys)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	                sfs_slice after, long limit, sfs_list *out);
+	                sfs_slice key, int64_t id, sfs_stat *out);
 	int (*log_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                  sfs_slice key, int64_t id);
 	int (*log_clear)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key, uint64_t *count);
 
-	/* Work queues (work_queue). push gets n >= 1 items. */
+	/* Queues and their items. push gets n >= 1 items, pop max >= 1.
+	 * item_clear never gets SFS_ITEM_INFLIGHT. */
 	int (*queue_push)(sfs_backend *b, sfs_slice queue,
 	                  const sfs_slice *items, size_t n, int64_t *first_id);
-	int (*queue_pop)(sfs_backend *b, sfs_slice queue, sfs_buf *item,
-	                 int64_t *id);
-	int (*queue_drain)(sfs_backend *b, sfs_slice queue, sfs_list *out);
-	int (*queue_scan)(sfs_backend *b, sfs_slice queue, int64_t after_id,
-	                  long limit, int keys_only, sfs_list *out);
-	int (*queue_peek)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                  sfs_buf *item);
-	int (*queue_stat)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                  uint64_t *size, int64_t *mtime_ns);
-	int (*queue_delete)(sfs_backend *b, sfs_slice queue, int64_t id);
-	int (*queue_clear)(sfs_backend *b, sfs_slice queue, uint64_t *count);
-	int (*queue_len)(sfs_backend *b, sfs_slice queue, uint64_t *len);
+	int (*queue_pop)(sfs_backend *b, sfs_slice queue, long max,
+	                 sfs_list *out);
+	int (*item_count)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                  uint64_t *n);
+	int (*item_scan)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                 int64_t after_id, long limit, int keys_only,
+	                 sfs_list *out);
+	int (*item_get)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                int64_t id, sfs_buf *out);
+	int (*item_stat)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                 int64_t id, sfs_stat *out);
+	int (*item_delete)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                   int64_t id);
+	int (*item_clear)(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+	                  uint64_t *count);
 
 	/* Claims (docs/claims.md). Leases are in ns (> 0). Every entry but
-	 * the scans, peeks, stats, claim_items and policy_get is a write
-	 * transaction that
-	 * starts with recovery of the queue concerned. claim_settle with
-	 * ids == NULL settles every item of the claim with outcomes[0]
-	 * (ack, nack). items in claim may be NULL. queue_gc with queue ==
-	 * SFS_NONE recovers every queue; with at_open it first checks,
-	 * without the write lock, whether there is anything to do. */
+	 * claim_items and policy_get is a write transaction that starts with
+	 * recovery of the queue (or scope, for kv_claim) concerned.
+	 * claim_settle with ids == NULL settles every item of the claim with
+	 * outcomes[0] (sfs_claim_end). items in claim may be NULL; count in
+	 * kv_claim too. queue_gc with queue == SFS_NONE recovers every
+	 * queue; with at_open it first checks, without the write lock,
+	 * whether there is anything to do. */
 	int (*claim)(sfs_backend *b, sfs_slice queue, long max,
 	             int64_t lease_ns, int64_t *claim_id, sfs_list *items);
 	int (*claim_item)(sfs_backend *b, sfs_slice queue, int64_t id,
@@ -163,26 +204,12 @@ typedef struct sfs_backend_ops {
 	int (*claim_settle)(sfs_backend *b, int64_t claim_id,
 	                    const int64_t *ids, const sfs_outcome *outcomes,
 	                    size_t n);
-	int (*inflight_settle)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                       sfs_outcome outcome);
-	int (*inflight_heartbeat)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                          int64_t lease_ns);
-	int (*inflight_scan)(sfs_backend *b, sfs_slice queue, int64_t after_id,
-	                     long limit, int keys_only, sfs_list *out);
-	int (*inflight_peek)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                     sfs_buf *item);
-	int (*inflight_stat)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                     sfs_claim_info *out);
-	int (*dead_scan)(sfs_backend *b, sfs_slice queue, int64_t after_id,
-	                 long limit, int keys_only, sfs_list *out);
-	int (*dead_peek)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                 sfs_buf *item);
-	int (*dead_stat)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                 uint64_t *size, int64_t *mtime_ns);
-	int (*dead_requeue)(sfs_backend *b, sfs_slice queue, int64_t id,
+	int (*item_settle)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                   sfs_outcome outcome);
+	int (*item_heartbeat)(sfs_backend *b, sfs_slice queue, int64_t id,
+	                      int64_t lease_ns);
+	int (*item_requeue)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                    int64_t *new_id);
-	int (*dead_delete)(sfs_backend *b, sfs_slice queue, int64_t id);
-	int (*dead_clear)(sfs_backend *b, sfs_slice queue, uint64_t *count);
 	int (*policy_set)(sfs_backend *b, sfs_slice queue,
 	                  const sfs_queue_policy *p);
 	int (*policy_get)(sfs_backend *b, sfs_slice queue,
@@ -196,53 +223,35 @@ typedef struct sfs_backend_ops {
 	 * was left to give. NULL for a backend without files. */
 	int (*free_reserve)(sfs_backend *b);
 
-	/* Whole scopes and whole stores. */
+	/* Whole scopes and whole stores. info gets *out zeroed and fills all
+	 * but path. import_rows reads rows with next until it returns
+	 * SFS_NOTFOUND (any other status but SFS_OK aborts and is
+	 * returned); next has checked each row it gives as statefs.h
+	 * asks. */
 	int (*exec_clear)(sfs_backend *b, sfs_slice scope, uint64_t *count);
 	int (*checkpoint)(sfs_backend *b, const char *path,
 	                  sfs_progress_fn progress, void *ctx);
 	int (*restore)(sfs_backend *b, const char *path,
 	               sfs_progress_fn progress, void *ctx);
 	int (*info)(sfs_backend *b, sfs_info *out);
-	/* Fills *out but info.path; out->queues and out->scopes are the
-	 * caller's to free (sfs_stats_free) also on failure. */
+	/* Fills *out (zeroed) but info.path and info.backend; out->queues
+	 * and out->scopes are the caller's to free (sfs_stats_free) also on
+	 * failure. */
 	int (*stats)(sfs_backend *b, sfs_stats *out);
 	int (*verify)(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 	int (*export_rows)(sfs_backend *b,
 	                   int (*fn)(const sfs_row *row, void *ctx), void *ctx,
 	                   sfs_progress_fn progress, void *pctx);
-	int (*import_begin)(sfs_backend *b, sfs_import_be **out);
-	int (*import_row)(sfs_import_be *imp, const sfs_row *row);
-	int (*import_commit)(sfs_import_be *imp);  /* frees imp */
-	void (*import_abort)(sfs_import_be *imp);  /* frees imp */
+	int (*import_rows)(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+	                   void *ctx);
 } sfs_backend_ops;
 
-/* What a backend's open gets: the public options, checked and defaulted. */
-typedef struct sfs_backend_cfg {
-	const char *path;          /* never NULL: the default path is resolved */
-	unsigned flags;            /* SFS_OPEN_* */
-	const sfs_key *key;        /* NULL for plaintext and memory stores */
-	int busy_timeout_ms;       /* > 0 */
-	uint64_t max_value;        /* > 0 */
-} sfs_backend_cfg;
+/* The backend that serves db (store.c): the first of the table whose
+ * accepts() says yes. Never NULL. */
+const sfs_backend_ops *be_for(const char *db);
 
-/* The SQLite backend (sqlb_store.c). */
-extern const sfs_backend_ops sqlb_ops;
-int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
-
-/* The PostgreSQL backend (core/pg/, docs/postgres.md). pgb_is_db: whether
- * a store name is a PostgreSQL connection string (a postgresql:// or
- * postgres:// URI, or key=value starting with a libpq keyword); anything
- * else is a SQLite path. pgb_display: the store's name without any
- * password. pgb_probe: SFS_OK when the store exists (*encrypted says
- * how), SFS_NOTFOUND when not. pgb_db_has_password: whether the string
- * itself holds a password. pgb_name: the string without any password
- * (malloc'd), as pgb_display gives it for an open store. */
-extern const sfs_backend_ops pgb_ops;
-int pgb_open(const sfs_backend_cfg *cfg, sfs_backend **out);
-int pgb_is_db(const char *db);
-const char *pgb_display(const sfs_backend *b);
-int pgb_probe(const char *db, int *encrypted);
-int pgb_db_has_password(const char *db, int *has);
-int pgb_name(const char *db, char **out);
+/* The backends, one ops table each. */
+extern const sfs_backend_ops pgb_ops;     /* core/pg/ */
+extern const sfs_backend_ops sqlb_ops;    /* core/sqlite/ */
 
 #endif /* STATEFS_BACKEND_I_H */

@@ -1,35 +1,33 @@
 /*
- * config.c - how the daemon and statectl find a store and its key.
+ * config.c - how a store and its key are found: the rules of
+ * sfs_store_open and sfs_config_resolve (statefs.h), in one place so that
+ * the daemon, statectl and an embedding program follow the same ones.
  *
- * sfs_store_open_config and sfs_config_resolve, so that every tool follows
- * the same rules (statefs.h): the store is cfg->db, $STATEFS_DB or the
- * default store; the key is cfg->key, cfg->keyfile, $STATEFS_KEY, $STATEFS_KEY_FILE or the
- * default key file, in that order. The first run (no store, no key
- * anywhere, create asked for) writes a new random key file under
- * $XDG_CONFIG_HOME/statefs/ (apart from the data under $XDG_STATE_HOME) and
- * then creates the store, and hands back a sentence saying where the key is.
+ * Without SFS_OPEN_ENV the caller names everything: the store (or the
+ * default store) and the key (or a key file to read). With it, the tools'
+ * rules: the store is cfg->db, $STATEFS_DB or the default store; the key is
+ * cfg->key, cfg->keyfile, $STATEFS_KEY, $STATEFS_KEY_FILE or the default key
+ * file, in that order. The first run (no store, no key anywhere, create
+ * asked for) writes a new random key file under $XDG_CONFIG_HOME/statefs/
+ * (apart from the data under $XDG_STATE_HOME) and then creates the store,
+ * and hands back a sentence saying where the key is.
  *
  * STATEFS_KEY is always wiped from the environment once seen, even when
  * another source wins, so children of the daemon never inherit it.
  * Plaintext is never chosen implicitly: a plaintext store opened without
- * cfg->plaintext is refused with a sentence saying how to open it.
- *
- * The store may be a PostgreSQL connection string (docs/postgres.md). One
- * given as cfg->db (which tools fill from their command line) must not
- * hold a password: argv is readable by every user of the machine.
- * Whether such a store exists, and is encrypted, is asked of the server.
+ * SFS_OPEN_PLAINTEXT is refused with a sentence saying how to open it. What
+ * is at the store's name is the backend's to say (its probe): this file
+ * knows no file format.
  */
 #include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend_i.h"
-#include "crypt_i.h"
-#include "err_i.h"
+#include "crypt/crypt_i.h"
+#include "store_i.h"
 
 /* $XDG_<var> if absolute (the XDG spec ignores relative values), else
  * $HOME/<fallback>, else the passwd entry's home; + "/statefs/<leaf>". */
@@ -59,10 +57,8 @@ static int xdg_path(const char *var, const char *fallback, const char *leaf,
 	return SFS_OK;
 }
 
-int sfs_default_keyfile(char **out)
+static int default_keyfile(char **out)
 {
-	if (!out)
-		return sfs_err(SFS_INVALID, "sfs_default_keyfile: out is NULL");
 	return xdg_path("XDG_CONFIG_HOME", ".config", "key", out);
 }
 
@@ -104,25 +100,28 @@ static int choose_file(struct key_choice *c, const char *path,
 	return rc;
 }
 
-/* Picks the key by the rules above. STATEFS_KEY is consumed either way. */
+/* Picks the key by the rules above. With SFS_OPEN_ENV, STATEFS_KEY is
+ * consumed either way. */
 static int choose_key(const sfs_config *cfg, struct key_choice *c)
 {
+	int env = !!(cfg->flags & SFS_OPEN_ENV);
+	int plaintext = !!(cfg->flags & SFS_OPEN_PLAINTEXT);
 	sfs_key *env_key = NULL;
 	const char *kf;
 	char *dflt = NULL;
 	int env_rc = SFS_NOTFOUND, rc;
 	char env_detail[512] = "";
 
-	if (getenv("STATEFS_KEY")) {
-		env_rc = sfs_key_from_env(&env_key);
+	if (env && getenv("STATEFS_KEY")) {
+		env_rc = crypt_key_from_env(&env_key);
 		if (env_rc)
 			snprintf(env_detail, sizeof(env_detail), "%s",
 			         sfs_errdetail());
 	}
 	sfs_err_clear();
-	if (cfg->plaintext || cfg->key || cfg->keyfile)
+	if (plaintext || cfg->key || cfg->keyfile)
 		sfs_key_destroy(env_key);
-	if (cfg->plaintext)
+	if (plaintext)
 		return SFS_OK;
 	if (cfg->key) {
 		c->key = cfg->key;
@@ -130,6 +129,8 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	}
 	if (cfg->keyfile)
 		return choose_file(c, cfg->keyfile, "given as an option");
+	if (!env)
+		return SFS_OK;
 	if (env_rc != SFS_NOTFOUND) {
 		if (env_rc)
 			return sfs_err(env_rc, "%s", env_detail);
@@ -140,7 +141,7 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	kf = getenv("STATEFS_KEY_FILE");
 	if (kf && *kf)
 		return choose_file(c, kf, "from STATEFS_KEY_FILE");
-	rc = sfs_default_keyfile(&dflt);
+	rc = default_keyfile(&dflt);
 	if (rc)
 		return rc;
 	rc = choose_file(c, dflt, NULL);
@@ -148,33 +149,25 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	return rc;
 }
 
-/* A password in a connection string on the command line is refused. */
-static int check_argv_db(const char *db)
-{
-	int has = 0, rc;
-
-	if (!pgb_is_db(db))
-		return SFS_OK;
-	rc = pgb_db_has_password(db, &has);
-	if (rc || !has)
-		return rc;
-	return sfs_err(SFS_INVALID, "the connection string holds a password,"
-	               " and a command line is readable by every user of this"
-	               " machine: put the password in ~/.pgpass (or the file"
-	               " PGPASSFILE names), in a service file (PGSERVICE), or in"
-	               " PGPASSWORD, or give the whole string in STATEFS_DB");
-}
-
-/* The store: cfg->db, else $STATEFS_DB, else the default store. */
+/* The store: cfg->db, else (with SFS_OPEN_ENV) $STATEFS_DB, else the
+ * default store. */
 static int choose_db(const sfs_config *cfg, char **out)
 {
-	const char *db = cfg->db && *cfg->db ? cfg->db : getenv("STATEFS_DB");
-	int rc;
+	const char *db = cfg->db;
 
-	if (cfg->db && *cfg->db && (rc = check_argv_db(cfg->db)))
-		return rc;
+	if (!(cfg->flags & SFS_OPEN_ENV) && db && !*db)
+		return sfs_err(SFS_INVALID, "the store's name is empty");
+	if ((cfg->flags & SFS_OPEN_ENV) && db && *db && be_for(db)->given) {
+		int rc = be_for(db)->given(db);
+
+		if (rc)
+			return rc;
+	}
+	if ((!db || !*db) && (cfg->flags & SFS_OPEN_ENV))
+		db = getenv("STATEFS_DB");
 	if (!db || !*db)
-		return sfs_default_path(out);
+		return xdg_path("XDG_STATE_HOME", ".local/state", "state.db",
+		                out);
 	*out = strdup(db);
 	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
 }
@@ -186,9 +179,9 @@ int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
 	char *path = NULL;
 	int rc;
 
+	sfs_err_clear();
 	if (!cfg || !db || !key)
 		return sfs_err(SFS_INVALID, "sfs_config_resolve: NULL argument");
-	sfs_err_clear();
 	rc = choose_db(cfg, &path);
 	if (rc)
 		return rc;
@@ -207,33 +200,6 @@ int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
 	}
 	choice_free(&c);
 	return SFS_OK;
-}
-
-/* Whether the store exists; for PostgreSQL also whether it is encrypted
- * (*enc; -1 when the caller must look at a file). */
-static int store_exists(const char *path, int *exists, int *enc)
-{
-	struct stat st;
-	int saverr, rc;
-
-	*enc = -1;
-	if (pgb_is_db(path)) {
-		rc = pgb_probe(path, enc);
-		*exists = rc == SFS_OK;
-		if (rc == SFS_NOTFOUND)
-			sfs_err_clear();
-		return rc == SFS_NOTFOUND ? SFS_OK : rc;
-	}
-	if (stat(path, &st) == 0) {
-		*exists = st.st_size > 0;
-		return SFS_OK;
-	}
-	saverr = errno;
-	if (saverr == ENOENT) {
-		*exists = 0;
-		return SFS_OK;
-	}
-	return sfs_err(SFS_IO, "cannot stat %s: %s", path, strerror(saverr));
 }
 
 /* First run: writes a new key at the default path; two first runs racing
@@ -285,152 +251,91 @@ static int missing_file(const struct key_choice *c)
 }
 
 /* An existing store and no key: say which kind of store it is and where we
- * looked, instead of letting the open fail vaguely. enc: a PostgreSQL
- * store's kind (1 encrypted, 0 plaintext), -1 for a file. */
-static int explain_no_key(const char *db, int enc,
+ * looked, instead of letting the open fail vaguely. */
+static int explain_no_key(const char *db, be_kind kind,
                           const struct key_choice *c)
 {
-	crypt_kind kind = CRYPT_KIND_ENCRYPTED;
-	int rc = enc < 0 ? crypt_preflight(db, NULL, &kind)
-	         : enc ? SFS_NOKEY : SFS_OK;
-
-	if (rc == SFS_NOKEY)
-		return sfs_err(SFS_NOKEY, "%s is encrypted and no key was "
-		               "found: " NONE_FOUND, db, c->file);
-	if (rc)
-		return rc;
-	if (enc == 0 || kind == CRYPT_KIND_PLAIN)
+	if (kind == BE_KIND_PLAIN)
 		return sfs_err(SFS_NOTENCRYPTED, "%s is a plaintext store: open "
 		               "it in plaintext mode explicitly, or encrypt it "
 		               "first", db);
-	return SFS_OK;
+	return sfs_err(SFS_NOKEY, "%s is encrypted and no key was found: "
+	               NONE_FOUND, db, c->file);
 }
 
-int sfs_store_name(const char *db, char **out)
+/* The tools' rules (SFS_OPEN_ENV): the key, or the first run, or why
+ * neither. */
+static int plan_env(const sfs_config *cfg, cfg_plan *p, struct key_choice *c,
+                    char **notice)
 {
-	char *n;
+	be_kind kind = BE_KIND_NEW;
+	int rc;
 
-	if (!db || !out)
-		return sfs_err(SFS_INVALID, "sfs_store_name: NULL argument");
-	if (pgb_is_db(db))
-		return pgb_name(db, out);
-	n = strdup(db);
-	if (!n)
-		return sfs_err(SFS_NOMEM, "out of memory");
-	*out = n;
-	return SFS_OK;
-}
-
-int sfs_store_exists(const char *db)
-{
-	char *name;
-	int exists = 0, enc, rc;
-
-	sfs_err_clear();
-	if (!db || !*db)
-		return sfs_err(SFS_INVALID, "no store named");
-	if (!strcmp(db, ":memory:"))
+	if (c->file_missing && c->file_from)
+		return missing_file(c);
+	if ((p->flags & SFS_OPEN_PLAINTEXT) || c->key)
 		return SFS_OK;
-	if (!pgb_is_db(db))
-		return access(db, F_OK) == 0 ? SFS_OK
-		       : errno == ENOENT ? sfs_err(SFS_NOTFOUND, "no store at %s",
-		                                   db)
-		       : sfs_err(SFS_IO, "cannot look at %s: %s", db,
-		                 strerror(errno));
-	rc = store_exists(db, &exists, &enc);
-	if (rc || exists)
-		return rc;
-	rc = pgb_name(db, &name);
+	rc = be_for(p->db)->probe(p->db, &kind);
 	if (rc)
 		return rc;
-	rc = sfs_err(SFS_NOTFOUND, "no store at %s", name);
-	free(name);
-	return rc;
+	if (kind != BE_KIND_NEW)
+		return explain_no_key(p->db, kind, c);
+	if ((cfg->flags & SFS_OPEN_CREATE) && !(cfg->flags & SFS_OPEN_READONLY))
+		return first_run_key(c, notice, p->db);
+	return sfs_err(SFS_NOTFOUND, "the store %s does not exist", p->db);
 }
 
-int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
-                          char **notice)
+int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice)
 {
 	struct key_choice c = { 0 };
-	sfs_open_opts o = { 0 };
-	char *db = NULL, *name = NULL;
-	int rc, exists = 0, memory, enc = -1;
+	int rc;
 
-	if (notice)
-		*notice = NULL;
-	if (!cfg || !out)
-		return sfs_err(SFS_INVALID, "sfs_store_open_config: NULL "
-		               "argument");
-	sfs_err_clear();
-	rc = choose_db(cfg, &db);
+	memset(p, 0, sizeof(*p));
+	p->flags = cfg->flags;
+	if ((p->flags & SFS_OPEN_PLAINTEXT) && cfg->key)
+		return sfs_err(SFS_INVALID, "a key was given with "
+		               "SFS_OPEN_PLAINTEXT");
+	rc = choose_db(cfg, &p->db);
 	if (rc)
 		return rc;
-	memory = strcmp(db, ":memory:") == 0;
+	p->memory = strcmp(p->db, ":memory:") == 0;
+	/* A memory store never reaches a disk: nothing to encrypt. */
+	if (p->memory)
+		p->flags |= SFS_OPEN_PLAINTEXT;
 	rc = choose_key(cfg, &c);
-	if (rc == SFS_OK && c.file_missing && c.file_from)
-		rc = missing_file(&c);
-	if (rc)
-		goto out;
-	/* Only a store without a key needs looking at first (a question to
-	 * the server for a PostgreSQL store: skipped when not needed). */
-	if (!memory && !cfg->plaintext && !c.key) {
-		rc = store_exists(db, &exists, &enc);
-		if (rc)
-			goto out;
+	if (rc == SFS_OK && (cfg->flags & SFS_OPEN_ENV))
+		rc = plan_env(cfg, p, &c, notice);
+	else if (rc == SFS_OK && c.file_missing)
+		rc = sfs_err(SFS_NOTFOUND, "the key file %s does not exist",
+		             c.file);
+	if (rc == SFS_OK && !c.key && !(p->flags & SFS_OPEN_PLAINTEXT))
+		rc = sfs_err(SFS_INVALID, "no key given and SFS_OPEN_PLAINTEXT "
+		             "not set");
+	if (rc) {
+		choice_free(&c);
+		cfg_plan_free(p);
+		return rc;
 	}
-	/* What messages call it: never a password. */
-	rc = sfs_store_name(db, &name);
-	if (rc)
-		goto out;
-
-	o.path = db;
-	o.busy_timeout_ms = cfg->busy_timeout_ms;
-	o.max_value = cfg->max_value;
-	o.lease_ms = cfg->lease_ms;
-	if (cfg->readonly)
-		o.flags |= SFS_OPEN_READONLY;
-	if (cfg->no_recovery)
-		o.flags |= SFS_OPEN_NORECOVER;
-	else if (cfg->create)
-		o.flags |= SFS_OPEN_CREATE;
-	if (cfg->plaintext || memory) {
-		/* A memory store never reaches a disk: nothing to encrypt. */
-		o.flags |= SFS_OPEN_PLAINTEXT;
-	} else if (c.key) {
-		o.key = c.key;
-	} else if (exists) {
-		rc = explain_no_key(name, enc, &c);
-		if (rc == SFS_OK)
-			rc = sfs_err(SFS_NOKEY, "no key was found for %s: "
-			             NONE_FOUND, name, c.file);
-		goto out;
-	} else if (cfg->create && !cfg->readonly) {
-		rc = first_run_key(&c, notice, name);
-		if (rc)
-			goto out;
-		o.key = c.key;
-	} else {
-		rc = sfs_err(SFS_NOTFOUND, "the store %s does not exist", name);
-		goto out;
+	if (!p->memory) {
+		p->key = c.key;
+		p->owned = c.owned;
+		c.owned = NULL;
 	}
-	rc = sfs_store_open(&o, out);
-out:
 	choice_free(&c);
-	free(db);
-	free(name);
-	if (rc && notice && *notice) {
-		/* The key file stays (it is valid and may be reused), but the
-		 * store was not created: say that instead. */
-		free(*notice);
-		*notice = NULL;
-	}
-	return rc;
+	return SFS_OK;
 }
 
-int crypt_config_key(sfs_key **out)
+void cfg_plan_free(cfg_plan *p)
+{
+	sfs_key_destroy(p->owned);
+	free(p->db);
+	memset(p, 0, sizeof(*p));
+}
+
+int cfg_env_key(sfs_key **out)
 {
 	struct key_choice c = { 0 };
-	sfs_config cfg = { 0 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV };
 	int rc;
 
 	sfs_err_clear();

@@ -31,6 +31,7 @@ static const char *const status_names[SFS_STATUS_MAX] = {
 	[SFS_NOMEM] = "out of memory",
 	[SFS_CLAIMLOST] = "claim lost",
 	[SFS_CANCELLED] = "cancelled",
+	[SFS_UNSUPPORTED] = "not supported by this store's backend",
 	[SFS_INTERNAL] = "internal error",
 };
 

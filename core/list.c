@@ -90,26 +90,31 @@ static size_t put_bytes(listb *lb, const void *p, size_t n)
 	return off + 1;
 }
 
+/* Points b (a buffer of the last item) at a copy of the bytes. */
+static void put_buf(listb *lb, sfs_buf *b, const void *p, size_t n)
+{
+	size_t off = put_bytes(lb, p, n);
+
+	b->ptr = (void *)(uintptr_t)off;
+	b->len = off ? n : 0;
+}
+
 void listb_key(listb *lb, const void *p, size_t n)
 {
-	size_t off;
-
-	if (lb->nomem || lb->n == 0)
-		return;
-	off = put_bytes(lb, p, n);
-	lb->items[lb->n - 1].key.ptr = (void *)(uintptr_t)off;
-	lb->items[lb->n - 1].key.len = n;
+	if (!lb->nomem && lb->n)
+		put_buf(lb, &lb->items[lb->n - 1].key, p, n);
 }
 
 void listb_value(listb *lb, const void *p, size_t n)
 {
-	size_t off;
+	if (!lb->nomem && lb->n)
+		put_buf(lb, &lb->items[lb->n - 1].value, p, n);
+}
 
-	if (lb->nomem || lb->n == 0)
-		return;
-	off = put_bytes(lb, p, n);
-	lb->items[lb->n - 1].value.ptr = (void *)(uintptr_t)off;
-	lb->items[lb->n - 1].value.len = n;
+void listb_reason(listb *lb, const void *p, size_t n)
+{
+	if (!lb->nomem && lb->n)
+		put_buf(lb, &lb->items[lb->n - 1].reason, p, n);
 }
 
 void *listb_value_space(listb *lb, size_t n)
@@ -164,9 +169,32 @@ int listb_finish(listb *lb, sfs_list *out)
 	for (size_t i = 0; i < lb->n; i++) {
 		items[i].key.ptr = rebase(bytes, items[i].key.ptr);
 		items[i].value.ptr = rebase(bytes, items[i].value.ptr);
+		items[i].reason.ptr = rebase(bytes, items[i].reason.ptr);
 	}
 	out->items = items;
 	out->n = lb->n;
 	listb_discard(lb);
+	return SFS_OK;
+}
+
+int list_one(sfs_list *out, int64_t id, const void *value, size_t n)
+{
+	unsigned char *block = malloc(sizeof(sfs_item) + n + 1), *bytes;
+	sfs_item *it = (sfs_item *)block;
+
+	if (!block)
+		return sfs_err(SFS_NOMEM, "allocating a list of %zu bytes",
+		               sizeof(sfs_item) + n + 1);
+	memset(it, 0, sizeof(*it));
+	it->id = id;
+	bytes = block + sizeof(sfs_item);
+	if (n)
+		memcpy(bytes, value, n);
+	bytes[n] = '\0';
+	it->value.ptr = bytes;
+	it->value.len = n;
+	it->st.size = n;
+	out->items = it;
+	out->n = 1;
 	return SFS_OK;
 }

@@ -1,11 +1,12 @@
 /*
  * statefs.h - the statefs engine's one public header.
  *
- * statefs keeps the operational state of data tools in one SQLite file that
- * many processes share: scoped key/value entries, counters, append-logs, work
- * queues, and the typed families of the VGI Go SDK (worker, scan-worker,
- * aggregate, window and transaction state), whose on-disk schema it shares.
- * The file is encrypted at rest unless the caller asks for plaintext.
+ * statefs keeps the operational state of data tools in one store that many
+ * processes share: scoped key/value entries, counters, append-logs, and
+ * work queues with claims. A store is a SQLite file today (the backend is
+ * chosen from the store's name when it is opened); it is encrypted at rest
+ * unless the caller asks for plaintext. The VGI Go SDK reads and writes the
+ * same tables (see "The Go SDK's families" below).
  *
  * This header is the contract. Everything above core/ (the FUSE view, the
  * daemon, statectl) includes only this file.
@@ -13,10 +14,20 @@
  * Conventions, for every function below unless its comment says otherwise:
  *
  *  - Status. Functions return an int status: SFS_OK (0) or one of the
- *    sfs_status codes. sfs_strerror() names a code; sfs_errdetail() gives the
- *    detail of the last failure on the calling thread ("page 7 of state.db
- *    failed authentication"). Output parameters are written only on SFS_OK
- *    (SFS_NOTFOUND leaves them untouched unless stated).
+ *    sfs_status codes. sfs_strerror() names a code; sfs_errdetail() gives
+ *    the detail of the last failure on the calling thread ("page 7 of
+ *    state.db failed authentication"). Output parameters are written only
+ *    on SFS_OK.
+ *
+ *  - Errors. Each function's "Errors:" line lists the statuses it returns
+ *    beyond the common ones, which any function may return where they
+ *    apply: SFS_INVALID for an argument these conventions forbid (a NULL
+ *    handle or required pointer, a required slice with a NULL ptr, an
+ *    unknown flag or enum value), SFS_TOOBIG for a name over SFS_MAX_NAME
+ *    or a value over the store's limit, SFS_READONLY for a write to a
+ *    read-only handle, SFS_UNSUPPORTED for what the store's backend cannot
+ *    do, and, from anything that reaches the store, SFS_BUSY, SFS_IO,
+ *    SFS_FULL, SFS_CORRUPT, SFS_NOMEM and SFS_INTERNAL.
  *
  *  - Byte strings. Scopes, namespaces, keys and values are byte strings
  *    passed as sfs_slice (pointer + length, borrowed for the duration of the
@@ -24,23 +35,24 @@
  *    is a slice with a non-NULL ptr and len 0 (use sfs_str("")). Optional
  *    slices (scan bounds) use SFS_NONE, ptr == NULL, for "no bound": an empty
  *    but present bound is different from no bound. Keys compare bytewise
- *    (memcmp, shorter prefix first), as SQLite compares BLOBs.
+ *    (memcmp, shorter prefix first).
  *
  *  - Memory. Every sfs_buf and sfs_list returned belongs to the caller and is
  *    released with sfs_buf_free() / sfs_list_free(). Borrowed pointers inside
- *    a list live until that list is freed.
+ *    a list live until that list is freed. Callbacks get borrowed rows that
+ *    live until the callback returns.
  *
  *  - Threads. A store handle may be used from any number of threads at once;
  *    calls on one handle are serialised inside the engine. Callbacks (export,
- *    progress) run on the calling thread while the store is busy: they must
- *    not call back into the same store. A handle must not be used in a child
- *    after fork(); open a new one there.
+ *    import, progress) run on the calling thread while the store is busy:
+ *    they must not call back into the same store. A handle must not be used
+ *    in a child after fork(); open a new one there.
  *
  *  - Durability. A call that returns SFS_OK has committed: its effect survives
  *    a crash of the process. sfs_store_sync() makes everything committed
  *    before it survive a power loss too.
  *
- *  - Processes. Any number of processes may open the same file. Every
+ *  - Processes. Any number of processes may open the same store. Every
  *    read-modify-write is atomic across processes; waiting for another
  *    process's lock is bounded by the busy timeout (SFS_BUSY after it).
  */
@@ -81,22 +93,25 @@ typedef enum sfs_status {
 	SFS_NOMEM,
 	SFS_CLAIMLOST,     /* the claim expired; its items went back to the queue */
 	SFS_CANCELLED,     /* a progress callback asked to stop */
+	SFS_UNSUPPORTED,   /* the store's backend cannot do this; the detail
+	                      says what to use instead */
 	SFS_INTERNAL,      /* a bug in statefs; the detail says where */
 	SFS_STATUS_MAX     /* not a status: one past the last one */
 } sfs_status;
 
-/* The name of a status as a plain sentence fragment ("no such key").
- * Static string, never NULL, also for unknown codes. */
+/* The name of a status as a plain sentence fragment ("not found"). Static
+ * string, never NULL, also for unknown codes. Any thread. Never fails. */
 const char *sfs_strerror(int status);
 
 /* The detail of the last failure on this thread, or "" when there is none.
- * Never contains key material. Valid until the next sfs_* call on this
- * thread. */
+ * Never contains key material. Borrowed: valid until the next sfs_* call on
+ * this thread. Never fails. */
 const char *sfs_errdetail(void);
 
 /* Diagnostics. The engine says nothing unless a logger is set: it is a
- * library. level is a syslog(3) priority. The logger may be called from any
- * thread; set it before opening stores. fn == NULL restores silence. */
+ * library. level is a syslog(3) priority; msg is borrowed for the call. The
+ * logger may be called from any thread; set it before opening stores (it
+ * is read without a lock). fn == NULL restores silence. Never fails. */
 typedef void (*sfs_log_fn)(int level, const char *msg, void *ctx);
 void sfs_set_logger(sfs_log_fn fn, void *ctx);
 
@@ -110,13 +125,15 @@ typedef struct sfs_slice {
 
 #define SFS_NONE ((sfs_slice){ NULL, 0 })
 
+/* A slice of len bytes at ptr, borrowed from the caller. Never fails. */
 static inline sfs_slice sfs_bytes(const void *ptr, size_t len)
 {
 	sfs_slice s = { ptr, len };
 	return s;
 }
 
-/* A NUL-terminated string as a slice (without the NUL); NULL gives SFS_NONE. */
+/* A NUL-terminated string as a slice (without the NUL); NULL gives
+ * SFS_NONE. Borrowed from the caller. Never fails. */
 static inline sfs_slice sfs_str(const char *s)
 {
 	sfs_slice r = { s, s ? strlen(s) : 0 };
@@ -131,21 +148,43 @@ typedef struct sfs_buf {
 	size_t len;
 } sfs_buf;
 
-/* Releases b->ptr and zeroes *b. NULL and empty buffers are fine. */
+/* Releases b->ptr and zeroes *b. NULL and empty buffers are fine. Never
+ * fails. */
 void sfs_buf_free(sfs_buf *b);
 
-/* One row of a listing. Which fields mean something depends on the call
- * that filled the list; each call's comment says. */
+/* What the engine says about one value, counter, entry or item without its
+ * bytes (the stat calls), and about every row of a listing (sfs_item).
+ * Each field means one thing; a field that does not apply to what was
+ * read is 0. */
+typedef struct sfs_stat {
+	uint64_t size;           /* the value's, entry's or item's length */
+	int64_t mtime_ns;        /* when it was last written, ns since the
+	                            epoch, in whole seconds; 0 when unknown
+	                            (written by another SDK). A value or
+	                            counter: its last write; a log entry: its
+	                            append; a pending or in-flight item: the
+	                            start of its current wait in the queue; a
+	                            dead letter: its death. Never goes
+	                            backwards (docs/engine.md) */
+	int64_t counter;         /* a counter's value */
+	int64_t deliveries;      /* in-flight items and dead letters: how many
+	                            times the item was claimed, this claim
+	                            included */
+	int64_t claim_id;        /* in-flight items: the claim holding it */
+	int64_t lease_until_ns;  /* in-flight items: when that claim's lease
+	                            ends (may have passed) */
+} sfs_stat;
+
+/* One row of a listing: the row's names and bytes, and its sfs_stat. */
 typedef struct sfs_item {
-	sfs_buf key;       /* key, name, stream id or queue id */
-	sfs_buf value;     /* value; ptr == NULL when not loaded or absent */
-	uint64_t size;     /* the value's length, also when it was not loaded */
-	int64_t id;        /* log/queue id, or worker/group/partition id */
-	int64_t n;         /* counter value (counter scans) */
-	int64_t mtime_ns;  /* last write through statefs, ns since the epoch;
-	                      0 when unknown (written by another SDK). One
-	                      second of resolution (whole seconds, in ns);
-	                      never goes backwards (docs/engine.md) */
+	sfs_buf key;         /* a key, or the name a directory listing gives;
+	                        ptr NULL for log entries and queue items */
+	sfs_buf value;       /* the value, entry or item; ptr NULL when not
+	                        loaded (keys_only) */
+	sfs_buf reason;      /* dead letters: why ("rejected", "delivery
+	                        limit"); ptr NULL otherwise */
+	int64_t id;          /* log entries and queue items: the id */
+	sfs_stat st;
 } sfs_item;
 
 typedef struct sfs_list {
@@ -153,7 +192,8 @@ typedef struct sfs_list {
 	size_t n;
 } sfs_list;
 
-/* Releases every item and the array, and zeroes *l. NULL is fine. */
+/* Releases every item and the array, and zeroes *l: every borrowed pointer
+ * into the list ends here. NULL is fine. Never fails. */
 void sfs_list_free(sfs_list *l);
 
 /* ------------------------------------------------------------------------
@@ -169,178 +209,162 @@ void sfs_list_free(sfs_list *l);
  * files or the environment stay in locked memory and are wiped after use;
  * an open store keeps its own copy (the caller's key may be destroyed right
  * after sfs_store_open). What it cannot do for the caller: decrypted pages
- * live in SQLite's page cache (ordinary heap) while a store is open, so a
+ * live in the backend's cache (ordinary heap) while a store is open, so a
  * tool that opens stores should disable core dumps and ptrace early in
  * main() (setrlimit(RLIMIT_CORE) to 0 and prctl(PR_SET_DUMPABLE, 0)); a
  * library must not change those process-wide settings by itself.
+ *
+ * Every key is the caller's until sfs_key_destroy; the functions that make
+ * one set *out only on SFS_OK.
  */
 typedef struct sfs_key sfs_key;
 
-/* A new random 32-byte key. */
+/* A new random 32-byte key. Errors: SFS_NOMEM. */
 int sfs_key_generate(sfs_key **out);
 
 /* A 32-byte key given as base64 (standard or URL-safe alphabet, padding
- * optional) or as 64 hex digits; surrounding whitespace is ignored. Anything
- * else, including a key of another length, is SFS_INVALID. */
+ * optional) or as 64 hex digits; surrounding whitespace is ignored.
+ * Errors: SFS_INVALID for anything else, a key of another length
+ * included. */
 int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
 
-/* Reads STATEFS_KEY (as sfs_key_from_text), then wipes the value in place
- * and removes it from the environment, also on error. SFS_NOTFOUND when the
- * variable is not set. Not thread-safe (it edits the environment). */
-int sfs_key_from_env(sfs_key **out);
-
-/* Reads a key file: a regular file (else SFS_INVALID, without reading or
- * waiting on it: a FIFO is refused at once) owned by the effective user (or
- * root), not readable or writable by group or others (else SFS_KEYPERM,
- * with the mode in the detail), holding 32 raw bytes, or the key as text. */
+/* Reads a key file: a regular file owned by the effective user (or root),
+ * holding 32 raw bytes or the key as text. Errors: SFS_NOTFOUND (no such
+ * file), SFS_KEYPERM (readable or writable by group or others, or owned by
+ * another user; the mode is in the detail), SFS_INVALID (not a key, or not
+ * a regular file: a FIFO is refused at once, without reading or waiting on
+ * it), SFS_IO. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.
  * The passphrase is copied; the caller should wipe its own copy. A new
  * store gets libsodium's MODERATE limits (about 0.4 s and 256 MiB per
  * open); the store's header records them, so opening uses what the
- * creator chose. The salt is the store's own (each file has one). */
+ * creator chose. The salt is the store's own (each file has one).
+ * Errors: SFS_INVALID for an empty passphrase. */
 int sfs_key_from_passphrase(const void *pass, size_t len, sfs_key **out);
 
 /* Writes a raw key to a new file with mode 0600, creating missing parent
- * directories with mode 0700. SFS_EXISTS if the file exists (never
- * overwrites, also when two processes race); SFS_INVALID for a passphrase
- * key. The file holds the key as base64 and a newline (printable for a
- * paper backup, usable as STATEFS_KEY); it and its directory are fsynced. */
+ * directories with mode 0700. The file holds the key as base64 and a
+ * newline (printable for a paper backup, usable as STATEFS_KEY); it and its
+ * directory are fsynced. Errors: SFS_EXISTS if the file exists (never
+ * overwrites, also when two processes race), SFS_INVALID for a passphrase
+ * key, SFS_IO. */
 int sfs_key_write_file(const sfs_key *key, const char *path);
 
 /* The key as standard base64 with padding, NUL-terminated, into out
- * (outlen >= 45). Meant for `statectl keygen` printing to a pipe; the caller
- * wipes out afterwards. SFS_INVALID for a passphrase key. */
+ * (outlen >= 45). Meant for `statectl keygen` printing to a pipe; the
+ * caller wipes out afterwards. Errors: SFS_INVALID for a passphrase key or
+ * a short buffer. */
 int sfs_key_to_text(const sfs_key *key, char *out, size_t outlen);
 
-/* Wipes and frees. NULL is fine. */
+/* Wipes and frees. NULL is fine. Never fails. */
 void sfs_key_destroy(sfs_key *key);
 
 /* ------------------------------------------------------------------------
  * Opening a store
  */
 enum {
-	SFS_OPEN_CREATE = 1u << 0,    /* create the file if it does not exist */
+	SFS_OPEN_CREATE = 1u << 0,    /* create the store if it does not exist */
 	SFS_OPEN_READONLY = 1u << 1,  /* no writes; SFS_READONLY on any */
-	SFS_OPEN_PLAINTEXT = 1u << 2, /* no encryption (development, Go SDK stores) */
-	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if the file exists */
+	SFS_OPEN_PLAINTEXT = 1u << 2, /* no encryption (development, SDK stores) */
+	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if it exists */
 	SFS_OPEN_NORECOVER = 1u << 4, /* no claim recovery at open: for a caller
 	                                 that runs sfs_queue_gc and wants its
 	                                 counts ("Claims") */
+	SFS_OPEN_ENV = 1u << 5,       /* the tools' rules (below): look in the
+	                                 environment and the default files for
+	                                 what cfg leaves NULL */
 };
-
-typedef struct sfs_open_opts {
-	/* The store file. NULL: the default store (sfs_default_path).
-	 * ":memory:": a process-local store that vanishes on close. */
-	const char *path;
-	unsigned flags;          /* SFS_OPEN_* */
-	/* The key; borrowed for the duration of sfs_store_open only. Required
-	 * unless SFS_OPEN_PLAINTEXT; must be NULL with it. A ":memory:" store
-	 * needs none (it never reaches a disk); a key given for it is unused. */
-	const sfs_key *key;
-	int busy_timeout_ms;     /* 0: 30000 */
-	uint64_t max_value;      /* largest value accepted; 0: SFS_DEFAULT_MAX_VALUE */
-	int64_t lease_ms;        /* claim lease; 0: ten minutes */
-} sfs_open_opts;
 
 #define SFS_DEFAULT_MAX_VALUE (64u * 1024 * 1024)
 #define SFS_MAX_NAME (64u * 1024) /* largest scope, namespace or key accepted */
 
+/* What to open and how. Zero means the default for every number.
+ *
+ * Without SFS_OPEN_ENV the caller says everything: the store is db, else
+ * the default store ($XDG_STATE_HOME/statefs/state.db, else
+ * ~/.local/state/statefs/state.db); the key is key, else the contents of
+ * keyfile; neither is SFS_INVALID unless SFS_OPEN_PLAINTEXT.
+ *
+ * With SFS_OPEN_ENV, the rules the daemon and statectl follow:
+ *   store: db, else $STATEFS_DB, else the default store;
+ *   key:   key, else keyfile, else $STATEFS_KEY, else $STATEFS_KEY_FILE,
+ *          else the default key file ($XDG_CONFIG_HOME/statefs/key, else
+ *          ~/.config/statefs/key); none of them with SFS_OPEN_PLAINTEXT.
+ * STATEFS_KEY is wiped from the environment once seen, even when another
+ * source wins. A plaintext store opened without SFS_OPEN_PLAINTEXT is
+ * refused with a sentence saying how to open it. When the store does not
+ * exist, SFS_OPEN_CREATE is set and no key was found either, a new key file
+ * is written at the default key path first (the first run).
+ *
+ * A db of ":memory:" is a process-local store that vanishes on close; it
+ * needs no key (it never reaches a disk). */
+typedef struct sfs_config {
+	const char *db;          /* the store, as sfs_store_open chooses it */
+	const sfs_key *key;      /* borrowed for the call only */
+	const char *keyfile;     /* read when key is NULL */
+	unsigned flags;          /* SFS_OPEN_* */
+	int busy_timeout_ms;     /* 0: 30000 */
+	uint64_t max_value;      /* largest value accepted; 0:
+	                            SFS_DEFAULT_MAX_VALUE */
+	int64_t lease_ms;        /* the claim lease; 0: ten minutes */
+} sfs_config;
+
 typedef struct sfs_store sfs_store;
 
-/* Opens (and with SFS_OPEN_CREATE creates) a store. Errors, each with a
- * sentence in sfs_errdetail(): SFS_NOTFOUND (no file and no CREATE),
- * SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED (a key for a
- * plaintext store), SFS_FORMAT (not a store, or a newer format), SFS_BUSY,
- * SFS_IO. A plaintext store written by the VGI Go SDK opens with
- * SFS_OPEN_PLAINTEXT; missing statefs tables are added unless read-only.
- * A store created here is mode 0600, and missing parent directories are
- * created with mode 0700. */
-int sfs_store_open(const sfs_open_opts *opts, sfs_store **out);
+/* Opens (and with SFS_OPEN_CREATE creates) a store as cfg says. *notice
+ * (may be NULL) gets a malloc'd sentence when the first run wrote a new key
+ * file (where the key is, and to back it up apart from the store), else
+ * NULL. A store created here is mode 0600, and missing parent directories
+ * are created with mode 0700. A plaintext store written by the VGI Go SDK
+ * opens with SFS_OPEN_PLAINTEXT; missing statefs tables are added unless
+ * read-only. The handle is the caller's until sfs_store_close.
+ * Errors, each with a sentence in the detail: SFS_NOTFOUND (no store and no
+ * CREATE, or the key file given does not exist), SFS_EXISTS (EXCL and the
+ * store exists), SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED
+ * (a key for a plaintext store), SFS_KEYPERM, SFS_FORMAT (not a store, or a
+ * newer format). */
+int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice);
 
-/* Closes and frees the handle; NULL is fine. Outstanding lists stay valid. */
+/* Closes and frees the handle; NULL is fine. Outstanding lists stay valid;
+ * sfs_info strings borrowed from the handle end here. No other thread may
+ * be using the handle. Never fails. */
 void sfs_store_close(sfs_store *s);
 
-/* Makes every commit so far survive power loss. */
+/* Makes every commit so far survive power loss. Errors: the common ones. */
 int sfs_store_sync(sfs_store *s);
 
 /* A number that changes whenever any process commits a change to the store
  * (including this handle). Cheap: no disk I/O when nothing changed. Used to
- * drop caches and to wake waiters. On a PostgreSQL store it changes with
- * this handle's commits and with any host's commit that makes queue items
- * pending (a push, a nack, a lease that ran out), through LISTEN, without
- * a statement to the server: other hosts' other writes do not move it
- * (docs/postgres.md says why). */
+ * drop caches and to wake waiters. Errors: the common ones. */
 int sfs_store_version(sfs_store *s, uint64_t *out);
 
-/* The path this handle opened (":memory:" for memory stores; for a
- * PostgreSQL store its connection string without any password). Borrowed;
- * valid until close. */
-const char *sfs_store_path(const sfs_store *s);
-
-/* A store may also live in PostgreSQL, shared by several hosts: every
- * function that takes a store's path (sfs_open_opts.path, sfs_config.db,
- * $STATEFS_DB) accepts a postgresql:// (or postgres://) URI or a libpq
- * key=value string instead, with schema= naming the store's schema
- * (docs/postgres.md). */
-
-/* Whether the store db names exists, creating nothing: SFS_OK or
- * SFS_NOTFOUND (no file; no store in that schema), else why it could
- * not be told (SFS_IO: the server cannot be reached). */
+/* Whether the store db names exists, creating nothing. Errors:
+ * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:
+ * the file cannot be read, the server cannot be reached). */
 int sfs_store_exists(const char *db);
 
-/* What messages should call the store db: the path, or the connection
- * string without its password. *out is malloc'd; free() it. */
+/* What messages should call the store db: its name without any password
+ * it holds (a PostgreSQL connection string may hold one). *out is
+ * malloc'd; free() it. Errors: SFS_INVALID (NULL), SFS_NOMEM. */
 int sfs_store_name(const char *db, char **out);
 
-/* The default store: $XDG_STATE_HOME/statefs/state.db, else
- * ~/.local/state/statefs/state.db. *out is malloc'd; free() it. */
-int sfs_default_path(char **out);
-
-/* The default key file: $XDG_CONFIG_HOME/statefs/key, else
- * ~/.config/statefs/key. *out is malloc'd; free() it. */
-int sfs_default_keyfile(char **out);
-
-/* How the daemon and statectl open a store, in one place so both follow the
- * same rules:
- *   store: cfg->db, else $STATEFS_DB, else the default store;
- *   key:   cfg->keyfile, else $STATEFS_KEY, else $STATEFS_KEY_FILE, else the
- *          default key file; none of them with cfg->plaintext.
- * When the store does not exist and cfg->create is set, it is created; if no
- * key was found either, a new key file is written at the default key path
- * first, and *notice (if not NULL) receives a malloc'd sentence telling the
- * user where the key is and to back it up apart from the store. *notice is
- * set to NULL when there is nothing to say. */
-typedef struct sfs_config {
-	const char *db;
-	const char *keyfile;
-	int plaintext;
-	int readonly;
-	int create;
-	int busy_timeout_ms;
-	uint64_t max_value;
-	int64_t lease_ms;
-	const sfs_key *key;      /* a key the caller already has (passphrase
-	                            prompt); overrides keyfile and environment */
-	int no_recovery;         /* SFS_OPEN_NORECOVER */
-} sfs_config;
-
-int sfs_store_open_config(const sfs_config *cfg, sfs_store **out,
-                          char **notice);
-
-/* The store path and the key sfs_store_open_config would use, by the same
+/* The store, key and key file sfs_store_open would use for cfg, by the same
  * rules, without opening or creating anything: for tools that need the key
  * itself (rekey), or the key file's place (init), or want to tell a
  * missing store from a missing key.
- *   *db       the store path (malloc'd; free());
- *   *key      the key (sfs_key_destroy), or NULL: with cfg->plaintext, with
- *             cfg->key (the caller holds that one), or when the key file
- *             the rules chose does not exist;
+ *   *db       the store (malloc'd; free()); the default store when cfg
+ *             names none;
+ *   *key      the key (sfs_key_destroy), or NULL: with SFS_OPEN_PLAINTEXT,
+ *             with cfg->key (the caller holds that one), or when the key
+ *             file the rules chose does not exist;
  *   *keyfile  (may be NULL) the key file the rules chose, existing or not
  *             (malloc'd), or NULL when the key came from elsewhere
- *             (STATEFS_KEY, cfg->key) or with cfg->plaintext.
- * STATEFS_KEY is consumed, as by sfs_store_open_config. */
+ *             (STATEFS_KEY, cfg->key) or with SFS_OPEN_PLAINTEXT.
+ * STATEFS_KEY is consumed, as by sfs_store_open. Errors: SFS_NOTFOUND (no
+ * home directory for a default path), SFS_KEYPERM, SFS_INVALID (a key that
+ * is not a key). */
 int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
                        char **keyfile);
 
@@ -348,21 +372,40 @@ int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
  * Scoped key/value state: function_state(scope_id, ns, key, value)
  */
 
-/* Puts (inserts or replaces) a value. */
+/* Puts (inserts or replaces) a value. Errors: the common ones. */
 int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                sfs_slice value);
 
-/* Gets a value into *out. SFS_NOTFOUND when absent; an empty value is
- * SFS_OK with out->len == 0. */
+enum {
+	SFS_PUT_REPLACE = 1u << 0, /* the namespace holds exactly these entries
+	                              afterwards: keys not given disappear */
+};
+
+/* Puts n pairs in one transaction (n == 0 changes nothing, unless
+ * SFS_PUT_REPLACE, which then empties the namespace). keys and values may
+ * be NULL only when n is 0. Errors: the common ones. */
+int sfs_kv_put_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    const sfs_slice *keys, const sfs_slice *values, size_t n,
+                    unsigned flags);
+
+/* Gets a value into *out; an empty value is a buffer with len 0.
+ * Errors: SFS_NOTFOUND when absent. */
 int sfs_kv_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                sfs_buf *out);
 
-/* Size and last write time of a value without reading it. SFS_NOTFOUND when
- * absent. mtime_ns may be NULL. */
-int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                uint64_t *size, int64_t *mtime_ns);
+/* Gets n values from one snapshot into a list parallel to keys: item.key
+ * is the key, item.value the value, value.ptr NULL when absent. n == 0
+ * gives an empty list. Errors: the common ones. */
+int sfs_kv_get_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    const sfs_slice *keys, size_t n, sfs_list *out);
 
-/* Deletes one key. SFS_NOTFOUND when it was absent (nothing changed). */
+/* The size and time of a value without reading it. Errors: SFS_NOTFOUND
+ * when absent. */
+int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                sfs_stat *out);
+
+/* Deletes one key. Errors: SFS_NOTFOUND when it was absent (nothing
+ * changed). */
 int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key);
 
 /* Parts of a value: ranged reads and edits, for callers that read or
@@ -423,99 +466,99 @@ int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
 
 typedef struct sfs_scan_opts {
-	sfs_slice start;   /* inclusive lower bound; SFS_NONE: open */
+	sfs_slice start;   /* lower bound; SFS_NONE: open */
 	sfs_slice end;     /* exclusive upper bound; SFS_NONE: open */
+	int start_after;   /* start is exclusive: strictly after it (where a
+	                      listing continues) */
 	int reverse;       /* descending; never changes which bound is which */
 	long limit;        /* at most this many rows; <= 0: no limit */
 	int keys_only;     /* leave value.ptr NULL; size still set */
 } sfs_scan_opts;
 
-/* The entries of (scope, ns) in [start, end), ordered by key, into *out:
- * item.key, item.value (unless keys_only), item.size, item.mtime_ns.
- * opts == NULL scans everything ascending. */
+/* The entries of (scope, ns) between the bounds, ordered by key, into
+ * *out: item.key, item.value (unless keys_only), st.size, st.mtime_ns.
+ * opts == NULL scans everything ascending. Errors: the common ones. */
 int sfs_kv_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
                 const sfs_scan_opts *opts, sfs_list *out);
 
-/* Deletes every key of (scope, ns) in [start, end) (SFS_NONE: open) and
- * stores how many went in *count (may be NULL). */
+/* Deletes every key of (scope, ns) in [start, end) (SFS_NONE: open; both:
+ * the whole namespace) in one transaction, and stores how many went in
+ * *count (may be NULL). Errors: the common ones. */
 int sfs_kv_delete_range(sfs_store *s, sfs_slice scope, sfs_slice ns,
                         sfs_slice start, sfs_slice end, uint64_t *count);
 
-/* Deletes the whole namespace; *count (may be NULL) gets the number of keys. */
-int sfs_kv_delete_ns(sfs_store *s, sfs_slice scope, sfs_slice ns,
-                     uint64_t *count);
-
 /* Reads and removes every entry of (scope, ns) in one transaction, ordered
- * by key. An empty namespace gives an empty list. */
+ * by key, as sfs_kv_scan lists them. An empty namespace gives an empty
+ * list. Errors: the common ones. */
 int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out);
-
-/* Replaces the namespace atomically with exactly the n given entries (the
- * stream engine's RestoreAll): keys not in the input disappear. */
-int sfs_kv_restore(sfs_store *s, sfs_slice scope, sfs_slice ns,
-                   const sfs_slice *keys, const sfs_slice *values, size_t n);
 
 enum {
 	SFS_RENAME_NOREPLACE = 1u << 0, /* SFS_EXISTS instead of replacing */
 };
 
-/* Moves a key to another (scope, ns, key) atomically, replacing the target
- * unless SFS_RENAME_NOREPLACE. SFS_NOTFOUND if the source is absent. Renaming
- * a key onto itself is SFS_OK and changes nothing. */
+/* Moves a key to another (scope, ns, key) atomically, with its value's
+ * time, replacing the target unless SFS_RENAME_NOREPLACE. Renaming a key
+ * onto itself changes nothing. Errors: SFS_NOTFOUND (no source),
+ * SFS_EXISTS (NOREPLACE and the target exists). */
 int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                   sfs_slice to_scope, sfs_slice to_ns, sfs_slice to_key,
                   unsigned flags);
 
 /* ------------------------------------------------------------------------
- * Directories: scopes and namespaces as listable, creatable things.
+ * Directories: scopes, namespaces and keys as listable, creatable things.
  *
  * A family is one of the state kinds that has scopes and namespaces. A scope
  * or namespace exists while it holds an entry of that family or was created
  * explicitly (and not yet removed): explicit ones persist when empty.
+ * Everywhere below, ns == SFS_NONE means the scope itself.
  */
 typedef enum sfs_family {
 	SFS_FAM_KV = 1,     /* function_state */
 	SFS_FAM_COUNTER,    /* function_counter */
 	SFS_FAM_LOG,        /* function_state_log */
 	SFS_FAM_QUEUE,      /* work_queue; scope = queue id, no namespaces */
-	SFS_FAM_DIR,        /* an explicit empty directory (export rows only) */
-	/* Claims (export rows only; see "Claims" and sfs_row): */
-	SFS_FAM_CLAIM,      /* a claim: id, n = lease end (ns), mtime = claimed */
-	SFS_FAM_INFLIGHT,   /* a claimed item: id, value, n = claim id,
-	                       mtime = enqueued, deliveries */
-	SFS_FAM_DEAD,       /* a dead letter: id, value, key = reason,
-	                       mtime = when it died, deliveries */
-	SFS_FAM_POLICY,     /* a queue's policy: n = ttl_ms,
-	                       deliveries = max_deliveries */
+	/* Export rows only (sfs_row): */
+	SFS_FAM_DIR,        /* an explicit empty directory */
+	SFS_FAM_CLAIM,      /* a claim */
+	SFS_FAM_INFLIGHT,   /* a claimed item */
+	SFS_FAM_DEAD,       /* a dead letter */
+	SFS_FAM_POLICY,     /* a queue's policy */
 } sfs_family;
 
-/* Scopes of a family, ascending, strictly after `after` (SFS_NONE: from the
- * start), at most limit (<= 0: all), as item.key. Explicit empty scopes
- * included. For SFS_FAM_QUEUE these are the queue ids holding items. */
-int sfs_scope_list(sfs_store *s, sfs_family fam, sfs_slice after, long limit,
-                   sfs_list *out);
+/* The names in a directory of a family, ascending, strictly after `after`
+ * (SFS_NONE: from the start), at most limit (<= 0: all), as item.key:
+ *   scope == SFS_NONE   the scopes (SFS_FAM_QUEUE: the queues that hold
+ *                       items, pending, in flight or dead, or were created),
+ *                       explicit empty ones included;
+ *   ns == SFS_NONE      the namespaces of the scope;
+ *   both given          the keys of the namespace: a log's keys that hold
+ *                       entries, or the keys of values and counters (with
+ *                       st.size and st.mtime_ns; st.counter for counters).
+ * Errors: SFS_INVALID for a namespace of SFS_FAM_QUEUE. */
+int sfs_dir_list(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
+                 sfs_slice after, long limit, sfs_list *out);
 
-/* Namespaces of a scope in a family, as item.key; as sfs_scope_list. */
-int sfs_ns_list(sfs_store *s, sfs_family fam, sfs_slice scope,
-                sfs_slice after, long limit, sfs_list *out);
-
-/* Whether a scope (ns == SFS_NONE) or namespace exists in a family:
- * SFS_OK or SFS_NOTFOUND. */
+/* Whether a scope or namespace exists in a family. Errors: SFS_NOTFOUND
+ * when it does not. */
 int sfs_dir_exists(sfs_store *s, sfs_family fam, sfs_slice scope,
                    sfs_slice ns);
 
-/* Creates an explicit (persisting) empty scope (ns == SFS_NONE) or
- * namespace. SFS_EXISTS if it exists. */
+/* Creates an explicit (persisting) empty scope or namespace. Errors:
+ * SFS_EXISTS if it exists. */
 int sfs_dir_create(sfs_store *s, sfs_family fam, sfs_slice scope,
                    sfs_slice ns);
 
-/* Removes an empty scope or namespace: SFS_NOTEMPTY if it holds entries
- * (or, for a scope, namespaces), SFS_NOTFOUND if it does not exist. */
+/* Removes an empty scope or namespace. Errors: SFS_NOTEMPTY if it holds
+ * entries (or, for a scope, namespaces), SFS_NOTFOUND if it does not
+ * exist. */
 int sfs_dir_remove(sfs_store *s, sfs_family fam, sfs_slice scope,
                    sfs_slice ns);
 
-/* Renames a scope (ns == SFS_NONE, to_ns ignored) or a namespace, with
- * everything in it, atomically. An existing target is replaced only if it is
- * empty (SFS_NOTEMPTY otherwise, SFS_EXISTS with SFS_RENAME_NOREPLACE). */
+/* Renames a scope (to_ns ignored) or a namespace, with everything in it,
+ * atomically; a queue with its in-flight items, dead letters, claims and
+ * policy. Errors: SFS_NOTFOUND (no source), SFS_NOTEMPTY (the target exists
+ * and is not empty: only an empty one is replaced), SFS_EXISTS (it exists
+ * and SFS_RENAME_NOREPLACE). */
 int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
                    sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
                    unsigned flags);
@@ -525,64 +568,67 @@ int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
  * key/value entry with the same name.
  */
 
-/* The counter's value, 0 when absent; *exists (may be NULL) says which. */
-int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                    int64_t *value, int *exists);
+/* The counter's value into *value and the time of its last write into
+ * *mtime_ns (may be NULL). Errors: SFS_NOTFOUND when absent (an add starts
+ * an absent counter at 0). */
+int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t *value, int64_t *mtime_ns);
 
 /* Adds delta atomically (an absent counter starts at 0) and stores the new
- * value in *value (may be NULL). SFS_OVERFLOW if the result leaves int64;
- * then nothing changed. */
+ * value in *value (may be NULL). Errors: SFS_OVERFLOW if the result leaves
+ * int64; then nothing changed. */
 int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t delta, int64_t *value);
 
-/* Sets the counter, creating it if absent. */
+/* Sets the counter, creating it if absent. Errors: the common ones. */
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t value);
 
-/* Deletes the counter. SFS_NOTFOUND when it was absent (nothing changed). */
+/* Deletes the counter. Errors: SFS_NOTFOUND when it was absent (nothing
+ * changed). */
 int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
                        sfs_slice key);
 
-/* The counters of (scope, ns), as sfs_kv_scan: item.key, item.n, item.mtime_ns. */
+/* The counters of (scope, ns), as sfs_kv_scan: item.key, st.counter,
+ * st.mtime_ns (keys_only is ignored). Errors: the common ones. */
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,
                      const sfs_scan_opts *opts, sfs_list *out);
 
 /* ------------------------------------------------------------------------
  * Append-logs: function_state_log(id, scope_id, ns, key, value). Ids are
  * global to the store, strictly increasing and never reused (not after a
- * clear, not after a restart). The Go SDK's log uses ns "log".
+ * clear, not after a restart). The Go SDK's log uses ns "log". A log's keys
+ * are listed by sfs_dir_list.
  */
 
-/* Appends one entry; *id (may be NULL) gets its id. */
+/* Appends one entry; *id (may be NULL) gets its id. Errors: the common
+ * ones. */
 int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                    sfs_slice value, int64_t *id);
 
 /* Entries of (scope, ns, key) with id > after_id (-1: from the start),
  * ascending by id, at most limit (<= 0: all): item.id, item.value (unless
- * keys_only), item.size, item.mtime_ns. */
+ * keys_only), st.size, st.mtime_ns. Errors: the common ones. */
 int sfs_log_scan(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                  int64_t after_id, long limit, int keys_only, sfs_list *out);
 
-/* One entry by id: SFS_NOTFOUND unless it exists under (scope, ns, key). */
+/* One entry's bytes by id. Errors: SFS_NOTFOUND unless it exists under
+ * (scope, ns, key). */
 int sfs_log_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 int64_t id, sfs_buf *out);
 
-/* Size and time of one entry, as sfs_kv_stat. */
+/* One entry's size and time. Errors: SFS_NOTFOUND as sfs_log_get. */
 int sfs_log_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                 int64_t id, uint64_t *size, int64_t *mtime_ns);
+                 int64_t id, sfs_stat *out);
 
-/* The distinct keys of (scope, ns) holding entries, ascending, strictly
- * after `after`, at most limit, as item.key. */
-int sfs_log_keys(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice after,
-                 long limit, sfs_list *out);
-
-/* Deletes one entry. SFS_NOTFOUND when it was absent. */
+/* Deletes one entry. Errors: SFS_NOTFOUND when it was absent. */
 int sfs_log_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                    int64_t id);
 
 /* Deletes the entries of a scope: of one namespace (ns given), of one key
  * (ns and key given), or all of the scope (both SFS_NONE). *count may be
- * NULL. The Go SDK's StateLogClear is ns = "log", key = SFS_NONE. */
+ * NULL. The Go SDK's StateLogClear is ns = "log", key = SFS_NONE.
+ * Errors: SFS_INVALID for a key without a namespace. */
 int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                   uint64_t *count);
 
@@ -590,59 +636,82 @@ int sfs_log_clear(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
  * Work queues: work_queue(id, execution_id, work_item). FIFO per queue id;
  * ids are global, strictly increasing and never reused. A queue exists while
  * it holds items; there is no registration.
+ *
+ * An item is in one of three states, and the item functions below take the
+ * state they act on: pending (in the queue, in FIFO order), in flight
+ * (taken under a claim, see "Claims"), or dead (a dead letter). It keeps
+ * its id in every state it moves to, except a retry or a requeue, which
+ * push it again under a new id.
  */
+typedef enum sfs_item_state {
+	SFS_ITEM_PENDING = 1,
+	SFS_ITEM_INFLIGHT,
+	SFS_ITEM_DEAD,
+} sfs_item_state;
 
 /* Appends n items in one transaction; *first_id (may be NULL) gets the id of
- * the first (the rest follow in order). n == 0 touches nothing. */
+ * the first (the rest follow in order). n == 0 touches nothing. Errors: the
+ * common ones. */
 int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
                    size_t n, int64_t *first_id);
 
-/* Removes and returns the oldest item atomically: two callers, in any
- * processes, never get the same item. SFS_NOTFOUND when the queue is empty
- * or was never used. *id may be NULL. */
-int sfs_queue_pop(sfs_store *s, sfs_slice queue, sfs_buf *item, int64_t *id);
+/* Removes up to max (>= 1; LONG_MAX: all) items from the head in one
+ * transaction and returns them in FIFO order: item.id, item.value,
+ * st.size, and with max > 1 st.mtime_ns (when the item was pushed; a pop
+ * of one, the hot path, reads no time and leaves it 0). Two callers, in
+ * any processes, never get the same item. A pop does not run claim
+ * recovery. Errors: SFS_NOTFOUND when the queue has no pending item. */
+int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out);
 
-/* Removes and returns every item in one transaction, in FIFO order:
- * item.id, item.value, item.size, item.mtime_ns. */
-int sfs_queue_drain(sfs_store *s, sfs_slice queue, sfs_list *out);
+/* How many items of the queue are in the state. Errors: the common ones. */
+int sfs_item_count(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                   uint64_t *n);
 
-/* Pending items with id > after_id (-1: from the head), FIFO order, at most
- * limit (<= 0: all), without removing them: as sfs_queue_drain, value NULL
- * when keys_only. */
-int sfs_queue_scan(sfs_store *s, sfs_slice queue, int64_t after_id, long limit,
-                   int keys_only, sfs_list *out);
+/* The items of the queue in the state with id > after_id (-1: all), by
+ * id, at most limit (<= 0: all), without changing them: item.id,
+ * item.value (unless keys_only), the sfs_stat fields of the state, and
+ * item.reason for dead letters. Errors: the common ones. */
+int sfs_item_scan(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                  int64_t after_id, long limit, int keys_only,
+                  sfs_list *out);
 
-/* One pending item by id, without removing it. */
-int sfs_queue_peek(sfs_store *s, sfs_slice queue, int64_t id, sfs_buf *item);
+/* One item's bytes, without changing it. Errors: SFS_NOTFOUND when the
+ * item is not in that state in that queue. */
+int sfs_item_get(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                 int64_t id, sfs_buf *out);
 
-/* Size and enqueue time of one pending item. */
-int sfs_queue_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
-                   int64_t *mtime_ns);
+/* One item's sfs_stat, as sfs_item_scan gives it. Errors: SFS_NOTFOUND as
+ * sfs_item_get. */
+int sfs_item_stat(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                  int64_t id, sfs_stat *out);
 
-/* Removes one pending item by id. SFS_NOTFOUND when it is not pending. */
-int sfs_queue_delete(sfs_store *s, sfs_slice queue, int64_t id);
+/* Removes one item: a pending item or a dead letter is deleted; an item in
+ * flight is settled as done (SFS_OUTCOME_DONE, whatever claim holds it).
+ * Errors: SFS_NOTFOUND when the item is not in that state, SFS_CLAIMLOST
+ * for an in-flight item whose lease has run out. */
+int sfs_item_delete(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                    int64_t id);
 
-/* Removes every pending item; *count (may be NULL) gets how many. Items in
- * flight stay with their claims, dead letters stay (sfs_dead_clear). */
-int sfs_queue_clear(sfs_store *s, sfs_slice queue, uint64_t *count);
-
-/* The number of pending items (not those in flight under a claim, nor dead
- * letters). */
-int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len);
+/* Removes every pending item or every dead letter of the queue in one
+ * transaction; *count (may be NULL) gets how many. Items in the other
+ * states stay. Errors: SFS_INVALID for SFS_ITEM_INFLIGHT (in-flight items
+ * leave through their claims). */
+int sfs_item_clear(sfs_store *s, sfs_slice queue, sfs_item_state state,
+                   uint64_t *count);
 
 /* ------------------------------------------------------------------------
  * Claims: at-least-once work on a queue (docs/claims.md).
  *
- * A claim moves items out of the pending queue into an in-flight set under
- * a lease. Until the lease ends the claim is held: its owner heartbeats
- * (extends the lease) and settles the items (ack: done; nack: back to their
- * original place; or per-item outcomes). The instant the lease ends the
- * claim is lost, whether or not recovery has already run: every call on a
- * claim checks the lease in the transaction that acts on it (a lease ending
- * at t is expired at t: held means now < lease end) and fails with
- * SFS_CLAIMLOST when it ran out, so the owner learns that its items may be
- * (or have been) delivered again. Nothing a held claim settles is ever
- * redelivered; nothing claimed is ever lost.
+ * A claim moves items out of the pending queue into flight under a lease.
+ * Until the lease ends the claim is held: its owner heartbeats (extends the
+ * lease) and settles the items (done, back to their place, retry, or dead;
+ * see sfs_outcome). The instant the lease ends the claim is lost, whether
+ * or not recovery has already run: every call on a claim checks the lease
+ * in the transaction that acts on it (a lease ending at t is expired at t:
+ * held means now < lease end) and fails with SFS_CLAIMLOST when it ran
+ * out, so the owner learns that its items may be (or have been) delivered
+ * again. Nothing a held claim settles is ever redelivered; nothing claimed
+ * is ever lost.
  *
  * Recovery (sfs_queue_gc) runs when a store is opened read-write, at the
  * start of every claim call on the queue it concerns, and whenever a
@@ -651,14 +720,15 @@ int sfs_queue_len(sfs_store *s, sfs_slice queue, uint64_t *len);
  * waited longer than it, then expired claims return their items to the
  * queue at their original ids (their wait restarts, their delivery count
  * is kept), or to the dead letters once they reached the queue's delivery
- * limit. sfs_queue_pop and sfs_queue_drain do not run recovery.
+ * limit. sfs_queue_pop does not run recovery.
  *
- * Leases are in milliseconds; 0 means the store's default (sfs_open_opts
+ * Leases are in milliseconds; 0 means the store's default (sfs_config
  * lease_ms, ten minutes unless set). Times are CLOCK_REALTIME in ns, the
  * clock every process on a host shares. Claim ids come from the store and
  * are never reused (not after a restore either); an id that was never
  * issued is SFS_NOTFOUND, one that was issued and is no longer held
- * (expired, or already settled) is SFS_CLAIMLOST.
+ * (expired, or already settled) is SFS_CLAIMLOST. A lease over 100 years
+ * is SFS_INVALID.
  */
 
 typedef enum sfs_outcome {
@@ -669,18 +739,18 @@ typedef enum sfs_outcome {
 } sfs_outcome;
 
 /* Claims up to max (>= 1) pending items from the head of the queue under a
- * new claim with a lease of lease_ms, in one transaction: *claim_id gets the
- * claim and *items the items in FIFO order: item.id, item.value,
- * item.size, item.n = the item's delivery count (1 the first time),
- * item.mtime_ns = when the lease ends. An empty queue creates no claim and
- * gives SFS_NOTFOUND. Two callers, in any processes, never claim one item.
- * items may be NULL (the caller learns the ids from sfs_inflight_scan). */
+ * new claim with a lease of lease_ms, in one transaction: *claim_id gets
+ * the claim and *items (may be NULL: sfs_item_scan lists them) the items
+ * in FIFO order, each with item.value and its in-flight sfs_stat. Two
+ * callers, in any processes, never claim one item. Errors: SFS_NOTFOUND
+ * when the queue has no pending item (no claim is made). */
 int sfs_claim(sfs_store *s, sfs_slice queue, long max, int64_t lease_ms,
               int64_t *claim_id, sfs_list *items);
 
-/* Claims one pending item by id (the file view's `mv item inflight/`):
- * SFS_NOTFOUND when it is not pending in that queue (another claimer won,
- * or it never was). *claim_id (may be NULL) gets the new claim. */
+/* Claims one pending item by id (the file view's `mv item inflight/`);
+ * *claim_id (may be NULL) gets the new claim. Errors: SFS_NOTFOUND when
+ * it is not pending in that queue (another claimer won, or it never
+ * was). */
 int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
                    int64_t lease_ms, int64_t *claim_id);
 
@@ -688,108 +758,71 @@ int sfs_claim_item(sfs_store *s, sfs_slice queue, int64_t id,
  * (scope, ns) under a new claim with a lease of lease_ms, in one
  * transaction. From that commit the namespace is empty for every reader
  * and writer; its entries are the claim's items, numbered in key order
- * (ids of the claim, read with sfs_claim_items). *count (may be NULL)
- * gets how many. An empty namespace creates no claim: SFS_NOTFOUND. The
- * claim is settled as a queue's: DONE (sfs_claim_settle, sfs_claim_ack)
- * removes entries for good; NACK (sfs_claim_nack), and a lease that runs
- * out, puts them back in the namespace, except where a key was written
- * again meanwhile, which keeps its new value. RETRY and REJECT are
- * SFS_INVALID for entries. docs/claims.md, "Namespace drains". */
+ * (read them with sfs_claim_items). *count (may be NULL) gets how many.
+ * The claim is settled as a queue's: DONE (sfs_claim_end, sfs_claim_settle)
+ * removes entries for good; NACK, and a lease that runs out, put them
+ * back in the namespace, except where a key was written again meanwhile,
+ * which keeps its new value. docs/claims.md, "Namespace drains". Errors:
+ * SFS_NOTFOUND for an empty namespace (no claim is made); RETRY and
+ * REJECT settle entries with SFS_INVALID. */
 int sfs_kv_claim(sfs_store *s, sfs_slice scope, sfs_slice ns,
                  int64_t lease_ms, int64_t *claim_id, uint64_t *count);
 
-/* The items of a held claim (of a queue or a namespace) with id >
- * after_id (-1: all), by id, at most limit (<= 0: all): item.id,
- * item.value (unless keys_only), item.size, item.mtime_ns; queue items
- * also item.n = their delivery count and mtime_ns = when their wait
- * began; a namespace's entries item.key and mtime_ns = when they were
- * written. A read: SFS_CLAIMLOST once the lease ran out (also before
- * recovery moved the items), SFS_NOTFOUND for an id never issued. */
+/* The items of a held claim, of a queue or of a namespace, with id >
+ * after_id (-1: all), by id, at most limit (<= 0: all), without changing
+ * them: item.id, item.value (unless keys_only), and st.size, st.mtime_ns,
+ * st.claim_id and st.lease_until_ns; a queue's items also st.deliveries
+ * (and st.mtime_ns is when their wait began), a namespace's entries
+ * item.key (and st.mtime_ns is when they were written). A read, so a
+ * claim can be read a page at a time. Errors: SFS_CLAIMLOST once the
+ * lease ran out (also before recovery moved the items), SFS_NOTFOUND for
+ * a claim never issued. */
 int sfs_claim_items(sfs_store *s, int64_t claim_id, int64_t after_id,
                     long limit, int keys_only, sfs_list *out);
 
 /* Extends a held claim: its lease ends lease_ms from now (also when that is
  * sooner than before). *lease_until_ns (may be NULL) gets the new end.
- * SFS_CLAIMLOST when the lease had run out: the claim's items went (or go
- * now) back to the queue. */
+ * Errors: SFS_CLAIMLOST when the lease had run out (the claim's items went,
+ * or go now, back to the queue), SFS_NOTFOUND for a claim never issued. */
 int sfs_claim_heartbeat(sfs_store *s, int64_t claim_id, int64_t lease_ms,
                         int64_t *lease_until_ns);
 
-/* The claim's items are done: deleted, and the claim ends. SFS_CLAIMLOST
- * when it is not held; then nothing is deleted, not even items that were
- * returned and claimed again (they belong to the new claim). */
-int sfs_claim_ack(sfs_store *s, int64_t claim_id);
-
-/* The claim's items go back to the queue at their original ids (their
- * place in FIFO order), their wait restarted; items that reached the
- * queue's delivery limit go to the dead letters instead. SFS_CLAIMLOST
- * when not held. */
-int sfs_claim_nack(sfs_store *s, int64_t claim_id);
+/* Settles every item of a held claim with one outcome, and the claim ends:
+ * DONE is an ack (the items are deleted), NACK puts them back at their
+ * original ids with their wait restarted; NACK and RETRY send an item that
+ * reached the queue's delivery limit to the dead letters instead. Errors:
+ * SFS_CLAIMLOST when the claim is not held (then nothing changes, not even
+ * items that were returned and claimed again: they belong to the new
+ * claim), SFS_NOTFOUND for a claim never issued. */
+int sfs_claim_end(sfs_store *s, int64_t claim_id, sfs_outcome outcome);
 
 /* Settles items of a held claim with one outcome each, all or nothing:
  * every id must be an item of the claim, named once, and every outcome
- * valid, or nothing changes (SFS_INVALID for a bad outcome or a repeated
- * id, SFS_NOTFOUND for an id the claim does not hold). RETRY and NACK
- * respect the delivery limit as nack does. Items not named stay in flight;
- * the claim ends with its last item. */
+ * valid, or nothing changes. Items not named stay in flight; the claim
+ * ends with its last item. Errors: SFS_INVALID (a repeated id, n == 0),
+ * SFS_NOTFOUND (an id the claim does not hold, or a claim never issued),
+ * SFS_CLAIMLOST as sfs_claim_end. */
 int sfs_claim_settle(sfs_store *s, int64_t claim_id, const int64_t *ids,
                      const sfs_outcome *outcomes, size_t n);
 
-/* The in-flight items of a queue with id > after_id (-1: all), by id, at
- * most limit (<= 0: all): item.id, item.value (unless keys_only),
- * item.size, item.n = the claim holding it, item.mtime_ns = when its lease
- * ends (what `ls -l inflight/` shows). */
-int sfs_inflight_scan(sfs_store *s, sfs_slice queue, int64_t after_id,
-                      long limit, int keys_only, sfs_list *out);
-
-/* One in-flight item's bytes, without settling it. SFS_NOTFOUND when the
- * item is not in flight in that queue. */
-int sfs_inflight_peek(sfs_store *s, sfs_slice queue, int64_t id,
-                      sfs_buf *item);
-
-typedef struct sfs_claim_info {
-	int64_t claim_id;
-	int64_t lease_until_ns; /* when the lease ends (may have passed) */
-	int64_t enqueued_ns;    /* when the item's last wait began */
-	int64_t deliveries;     /* times claimed, this claim included */
-	uint64_t size;
-} sfs_claim_info;
-
-/* What holds an in-flight item. SFS_NOTFOUND when it is not in flight. */
-int sfs_inflight_stat(sfs_store *s, sfs_slice queue, int64_t id,
-                      sfs_claim_info *out);
-
 /* Settles one in-flight item of a queue, whatever claim holds it (the file
- * view's `rm inflight/item` = DONE, `mv inflight/item ..` = NACK), as
- * sfs_claim_settle. SFS_NOTFOUND when it is not in flight, SFS_CLAIMLOST
- * when its lease has run out. */
-int sfs_inflight_settle(sfs_store *s, sfs_slice queue, int64_t id,
-                        sfs_outcome outcome);
+ * view's `mv inflight/item ..` is NACK, `mv inflight/item dead/` REJECT),
+ * as sfs_claim_settle. Errors: SFS_NOTFOUND when it is not in flight,
+ * SFS_CLAIMLOST when its lease has run out. */
+int sfs_item_settle(sfs_store *s, sfs_slice queue, int64_t id,
+                    sfs_outcome outcome);
 
-/* Heartbeats the claim that holds an in-flight item (`touch
- * inflight/item`), as sfs_claim_heartbeat. SFS_NOTFOUND, SFS_CLAIMLOST as
- * sfs_inflight_settle. */
-int sfs_inflight_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
-                           int64_t lease_ms);
+/* Heartbeats the claim that holds an in-flight item (`touch inflight/item`),
+ * as sfs_claim_heartbeat. Errors: SFS_NOTFOUND, SFS_CLAIMLOST as
+ * sfs_item_settle. */
+int sfs_item_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
+                       int64_t lease_ms);
 
-/* Dead letters of a queue with id > after_id (-1: all), by id, at most
- * limit: item.id (the item's last id), item.value (unless keys_only),
- * item.size, item.key = the reason ("rejected", "delivery limit"),
- * item.n = its delivery count, item.mtime_ns = when it died. */
-int sfs_dead_scan(sfs_store *s, sfs_slice queue, int64_t after_id,
-                  long limit, int keys_only, sfs_list *out);
-int sfs_dead_peek(sfs_store *s, sfs_slice queue, int64_t id, sfs_buf *item);
-int sfs_dead_stat(sfs_store *s, sfs_slice queue, int64_t id, uint64_t *size,
-                  int64_t *mtime_ns);
-
-/* Moves a dead letter back to the tail of its queue under a new id (*new_id,
- * may be NULL) with a fresh delivery count. SFS_NOTFOUND when absent. */
-int sfs_dead_requeue(sfs_store *s, sfs_slice queue, int64_t id,
+/* Moves a dead letter back to the tail of its queue under a new id
+ * (*new_id, may be NULL) with a fresh delivery count. Errors: SFS_NOTFOUND
+ * when it is not a dead letter of that queue. */
+int sfs_item_requeue(sfs_store *s, sfs_slice queue, int64_t id,
                      int64_t *new_id);
-/* Deletes one dead letter (SFS_NOTFOUND when absent), or all of a queue's
- * (*count may be NULL). */
-int sfs_dead_delete(sfs_store *s, sfs_slice queue, int64_t id);
-int sfs_dead_clear(sfs_store *s, sfs_slice queue, uint64_t *count);
 
 /* A queue's recovery policy, stored in the store so that every process and
  * the daemon apply the same one. All zero: none (the default). */
@@ -802,10 +835,12 @@ typedef struct sfs_queue_policy {
 	                           (expiry, nack, retry); 0: no limit */
 } sfs_queue_policy;
 
-/* Sets (or with all fields 0 removes) the policy; negative fields are
- * SFS_INVALID. _get gives all zero when the queue has none. */
+/* Sets (or with all fields 0 removes) the policy. Errors: SFS_INVALID for
+ * a negative field or a time-to-live over 100 years. */
 int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,
                          const sfs_queue_policy *p);
+
+/* The queue's policy; all zero when it has none. Errors: the common ones. */
 int sfs_queue_policy_get(sfs_store *s, sfs_slice queue,
                          sfs_queue_policy *out);
 
@@ -816,23 +851,55 @@ typedef struct sfs_gc_stats {
 	uint64_t claims;    /* expired claims ended */
 } sfs_gc_stats;
 
-/* A lease or time-to-live as a person writes it (statectl, mount
- * options): a whole number with an optional unit ms, s, m, h or d, no unit
- * meaning seconds ("90", "30s", "1500ms", "10m"), into *ms. SFS_INVALID for
- * anything else, a negative number, or more than 100 years. */
-int sfs_duration_parse(const char *text, int64_t *ms);
-
 /* Recovery of one queue, or of every queue (queue = SFS_NONE), in one
  * transaction: time-to-live first, then expired claims (see above for why
  * in that order). *stats may be NULL. Commits nothing when there is
- * nothing to do. */
+ * nothing to do. Errors: the common ones. */
 int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats);
 
 /* ------------------------------------------------------------------------
- * The VGI Go SDK's typed families, stored in function_state under reserved
- * namespaces with the SDK's key encodings, so either side reads the other's
- * state. int64 ids are keys of 8 bytes, big-endian two's complement (so
- * negative ids sort after positive ones, as in the SDK).
+ * The Go SDK's families
+ *
+ * The VGI Go SDK keeps typed state (worker, scan-worker, aggregate, window
+ * and transaction state) in function_state under reserved namespaces,
+ * with int64 ids as 8-byte keys, big-endian two's complement (so negative
+ * ids sort after positive ones, as in the SDK). Either side reads the
+ * other's state through the key/value functions:
+ *   WorkerPut / WorkerScan / WorkerCollect   sfs_kv_put / sfs_kv_scan /
+ *                                            sfs_kv_drain, ns "worker",
+ *                                            key sfs_id_encode(pid)
+ *   ScanWorkerPut / ScanWorkerScan           sfs_kv_put / sfs_kv_scan,
+ *                                            ns "scan_worker", key the
+ *                                            stream id
+ *   AggGet / AggPut / AggClear               sfs_kv_get_many /
+ *                                            sfs_kv_put_many /
+ *                                            sfs_kv_delete_range, ns "agg",
+ *                                            keys the group ids (AggGet's
+ *                                            zero entry is value.ptr NULL)
+ *   AggConstPut / AggConstGet                sfs_kv_put / sfs_kv_get,
+ *                                            ns "agg_const", key the
+ *                                            function name
+ *   WinPut / WinGet / WinDelete / WinClear   sfs_kv_put / sfs_kv_get /
+ *                                            sfs_kv_delete /
+ *                                            sfs_kv_delete_range, ns "win"
+ *   TxnGet / TxnPut / TxnClear               sfs_kv_get_many /
+ *                                            sfs_kv_put_many /
+ *                                            sfs_kv_delete_range, the
+ *                                            transaction as the scope,
+ *                                            ns "txn"
+ *   StateLogAppend / StateLogClear           sfs_log_append / sfs_log_clear,
+ *                                            ns "log"
+ *   ExecClear                                sfs_exec_clear
+ * The stream engine's keyed state maps onto the same tables, with the owner
+ * ("op-0", "worker-3") as the scope and the state's name as the namespace:
+ *   ValueState Get/Set/Clear    sfs_kv_get / sfs_kv_put / sfs_kv_delete
+ *   ValueState Keys/SnapshotAll sfs_kv_scan (keys_only for Keys)
+ *   ValueState RestoreAll       sfs_kv_put_many with SFS_PUT_REPLACE
+ *   ListState Append/GetAll     sfs_log_append / sfs_log_scan
+ *   ListState Clear             sfs_log_clear with the key
+ *   ListState Keys              sfs_dir_list of the namespace
+ * Appends after a reopen or a restore extend a list, because log ids come
+ * from the store, not from the process.
  */
 #define SFS_NS_WORKER "worker"
 #define SFS_NS_SCAN_WORKER "scan_worker"
@@ -842,145 +909,23 @@ int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats);
 #define SFS_NS_TXN "txn"
 #define SFS_NS_LOG "log"
 
-/* Encodes an id as its 8-byte key (out must hold 8 bytes). */
+/* Encodes an id as its 8-byte key (out must hold 8 bytes). Any thread.
+ * Never fails. */
 void sfs_id_encode(int64_t id, unsigned char out[8]);
-/* Decodes an 8-byte key; SFS_INVALID when the key is not 8 bytes long. */
+
+/* Decodes an 8-byte key. Errors: SFS_INVALID when the key is not 8 bytes
+ * long. */
 int sfs_id_decode(sfs_slice key, int64_t *id);
-
-/* Worker state: one value per worker id (the Go SDK uses the PID). */
-int sfs_worker_put(sfs_store *s, sfs_slice exec, int64_t worker_id,
-                   sfs_slice value);
-/* All worker values, ordered by key bytes, without removing them:
- * item.id, item.value. */
-int sfs_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out);
-/* All worker values, removed in the same transaction (WorkerCollect). */
-int sfs_worker_collect(sfs_store *s, sfs_slice exec, sfs_list *out);
-
-/* Scan-worker state: one value per stream id. */
-int sfs_scan_worker_put(sfs_store *s, sfs_slice exec, sfs_slice stream_id,
-                        sfs_slice value);
-/* item.key = stream id, item.value; ordered by stream id. */
-int sfs_scan_worker_scan(sfs_store *s, sfs_slice exec, sfs_list *out);
-
-/* Aggregate state. _get fills a list parallel to ids: item.id = the group
- * id and item.value = its state, or, for a group with no state, item.id = 0
- * and item.value.ptr = NULL (the SDK's zero entry). */
-int sfs_agg_get(sfs_store *s, sfs_slice exec, const int64_t *ids, size_t n,
-                sfs_list *out);
-/* Puts n states in one transaction; n == 0 touches nothing. */
-int sfs_agg_put(sfs_store *s, sfs_slice exec, const int64_t *ids,
-                const sfs_slice *values, size_t n);
-int sfs_agg_clear(sfs_store *s, sfs_slice exec);
-
-/* Aggregate constant arguments, per function name. _get: SFS_NOTFOUND if
- * none were stashed. */
-int sfs_agg_const_put(sfs_store *s, sfs_slice exec, sfs_slice function,
-                      sfs_slice args);
-int sfs_agg_const_get(sfs_store *s, sfs_slice exec, sfs_slice function,
-                      sfs_buf *out);
-
-/* Window partitions, per partition id. _get: SFS_NOTFOUND when absent;
- * _delete: SFS_NOTFOUND when absent. */
-int sfs_win_put(sfs_store *s, sfs_slice exec, int64_t partition,
-                sfs_slice value);
-int sfs_win_get(sfs_store *s, sfs_slice exec, int64_t partition, sfs_buf *out);
-int sfs_win_delete(sfs_store *s, sfs_slice exec, int64_t partition);
-int sfs_win_clear(sfs_store *s, sfs_slice exec);
-
-/* Transaction state: the scope is the transaction's opaque data. _get fills
- * a list parallel to keys: item.key = the key, item.value.ptr = NULL when
- * absent. _put writes n pairs in one transaction. */
-int sfs_txn_get(sfs_store *s, sfs_slice txn, const sfs_slice *keys, size_t n,
-                sfs_list *out);
-int sfs_txn_put(sfs_store *s, sfs_slice txn, const sfs_slice *keys,
-                const sfs_slice *values, size_t n);
-int sfs_txn_clear(sfs_store *s, sfs_slice txn);
 
 /* Deletes every key/value, log and counter row of a scope, all namespaces,
  * in one transaction, and stores the exact number of rows in *count (may be
- * NULL). Work queues are untouched. A second call gives 0. */
+ * NULL). Work queues are untouched. A second call gives 0. Errors: the
+ * common ones. */
 int sfs_exec_clear(sfs_store *s, sfs_slice scope, uint64_t *count);
 
-/*
- * The stream engine's keyed state maps onto the same tables, with the owner
- * ("op-0", "worker-3") as the scope and the state's name as the namespace:
- *   ValueState Get/Set/Clear  -> sfs_kv_get / sfs_kv_put / sfs_kv_delete
- *   ValueState Keys           -> sfs_kv_scan with keys_only
- *   ValueState SnapshotAll    -> sfs_kv_scan
- *   ValueState RestoreAll     -> sfs_kv_restore
- *   ListState Append/GetAll   -> sfs_log_append / sfs_log_scan
- *   ListState Clear           -> sfs_log_clear with the key
- *   ListState Keys            -> sfs_log_keys
- * Appends after a reopen or a restore extend a list, because log ids come
- * from the store, not from the process.
- */
-
 /* ------------------------------------------------------------------------
- * Names: byte strings as file names (the codec the mount and statectl share)
- *
- * Scopes, namespaces and keys are byte strings; file names are not. One
- * codec turns each into a name and back, so a path seen under the mount can
- * be pasted into a command. Per kind it is a bijection: every byte string
- * has exactly one name, and a name decodes to at most one byte string (any
- * other spelling is SFS_INVALID, never an alias).
- *
- *   text      printable UTF-8 stays as it is ("user 42", "café"); other
- *             bytes (C0/C1 controls, DEL, invalid UTF-8) and '/' '%' become
- *             %XX with upper-case hex: "a/b" -> "a%2Fb", "x\n" -> "x%0A".
- *   hex       when that would be longer than hex, "%x" and lower-case hex:
- *             16 random bytes -> "%x9f03..."; the empty string is "%x".
- *   reserved  ".", "..", the special files (.drain .pop .wait .claim) and,
- *             for SFS_NAME_SCOPE, the root's directories (exec queue
- *             counter) get their first byte escaped: ".pop" -> "%2Epop",
- *             scope "exec" -> "%65xec".
- *   id        SFS_NAME_ID (keys of the Go SDK's typed namespaces worker,
- *             agg, win) and SFS_NAME_ID_LE (the Python SDK's namespaces of
- *             packed ids: _vgi/aggregate_state, _vgi/aggregate_window_
- *             partition, _vgi/buffering_init, _vgi/streaming_session,
- *             _vgi/tio_state): an 8-byte key is the decimal int64 it
- *             encodes, big- or little-endian ("42", "-1"); another key
- *             whose text looks like a decimal number gets its first byte
- *             escaped ("123" as 3 bytes -> "%3123"). Listings stay in key
- *             (byte) order, which is numeric order for big-endian ids >= 0
- *             but not for little-endian ones.
- *   long      an encoding over SFS_NAME_MAX bytes is cut (never inside an
- *             escape or a character) and ends in "%~" plus 32 hex digits of
- *             a BLAKE2b-128 hash of the whole string. Such a name is found,
- *             not decoded: sfs_name_decode gives the byte prefix and sets
- *             *hashed; the string it names is the one starting with that
- *             prefix whose sfs_name_encode is the name.
- * Thread-safe; no store needed.
- */
-#define SFS_NAME_MAX 255 /* longest name the codec produces (NAME_MAX) */
-
-typedef enum sfs_name_kind {
-	SFS_NAME_KEY = 0, /* a key or a namespace */
-	SFS_NAME_SCOPE,   /* a scope or a queue id (also escapes exec, queue, counter) */
-	SFS_NAME_ID,      /* a key of a typed namespace: 8-byte ids in decimal */
-	SFS_NAME_ID_LE,   /* the same for 8-byte little-endian ids */
-} sfs_name_kind;
-
-/* SFS_NAME_ID for the keys of ns "worker", "agg" and "win", SFS_NAME_ID_LE
- * for those of the Python SDK's id namespaces (above), else
- * SFS_NAME_KEY. */
-sfs_name_kind sfs_name_key_kind(sfs_slice ns);
-
-/* Writes the name of bytes into out, NUL-terminated; *len (may be NULL)
- * gets its length (1..SFS_NAME_MAX). SFS_INVALID for a NULL slice or an
- * unknown kind; SFS_NOMEM. */
-int sfs_name_encode(sfs_slice bytes, sfs_name_kind kind,
-                    char out[SFS_NAME_MAX + 1], size_t *len);
-
-/* Decodes the name (len bytes, no NUL needed) into *out, a buffer the
- * caller frees with sfs_buf_free. *hashed (may be NULL) is set to 1 for a
- * long name, whose *out is only the byte prefix (see above), else 0.
- * SFS_INVALID when the name is not the codec's name of any byte string
- * (wrong escapes, lower-case %xx, a non-canonical spelling, '/', empty). */
-int sfs_name_decode(const char *name, size_t len, sfs_name_kind kind,
-                    sfs_buf *out, int *hashed);
-
-/* ------------------------------------------------------------------------
- * Whole-store operations
+ * Whole-store operations. A backend that cannot do one of them returns
+ * SFS_UNSUPPORTED with a sentence saying what to use instead.
  */
 
 /* Called with work done and total work (same unit, total may grow); a
@@ -991,36 +936,54 @@ typedef int (*sfs_progress_fn)(uint64_t done, uint64_t total, void *ctx);
  * keep writing. The copy is written beside path and renamed into place after
  * an fsync, so a crash never leaves a half-written file under path. The copy
  * is encrypted with the store's key (plaintext for a plaintext store).
- * SFS_EXISTS if path exists. progress may be NULL. */
+ * progress may be NULL. Errors: SFS_EXISTS if path exists, SFS_CANCELLED. */
 int sfs_checkpoint(sfs_store *s, const char *path, sfs_progress_fn progress,
                    void *ctx);
 
 /* Brings the live store back to exactly the state of a checkpoint made by
  * sfs_checkpoint (same key), in one transaction that other processes see as
  * any other commit. The checkpoint is verified first; on any failure the
- * live store is unchanged. */
+ * live store is unchanged. Errors: SFS_NOTFOUND (no checkpoint at path),
+ * SFS_FORMAT (not a checkpoint, or of a newer schema), SFS_CORRUPT (it
+ * fails verification), SFS_WRONGKEY, SFS_CANCELLED. */
 int sfs_restore(sfs_store *s, const char *path, sfs_progress_fn progress,
                 void *ctx);
 
+/* A fact about a store that only its backend has (SQLite: page_size,
+ * page_count, file_size, wal_size). */
+typedef struct sfs_info_fact {
+	const char *name;        /* static string */
+	uint64_t value;
+} sfs_info_fact;
+
+#define SFS_INFO_FACTS 8
+
 typedef struct sfs_info {
-	const char *path;        /* borrowed from the store */
+	const char *path;        /* the store as opened; borrowed from the
+	                            handle */
+	const char *backend;     /* "sqlite"; static */
+	const char *file;        /* the local file holding the store (borrowed),
+	                            or NULL when there is none (":memory:", a
+	                            server) */
 	int schema_version;      /* statefs schema version */
 	int encrypted;
-	const char *cipher;      /* "xchacha20poly1305", or "none" */
+	const char *cipher;      /* "xchacha20poly1305", or "none"; static */
 	int crypt_format;        /* on-disk encryption format, 0 for plaintext */
-	const char *kdf;         /* "raw", "argon2id", or "none" */
-	uint64_t page_size;
-	uint64_t page_count;
-	uint64_t file_size;      /* main file, bytes */
-	uint64_t wal_size;       /* -wal file, bytes */
+	const char *kdf;         /* "raw", "argon2id", or "none"; static */
+	uint64_t size;           /* bytes of storage the store takes (SQLite:
+	                            the file and its WAL); 0 when unknown */
 	uint64_t kv_rows;
 	uint64_t counter_rows;
 	uint64_t log_rows;
 	uint64_t queue_rows;     /* pending items */
-	uint64_t claimed_rows;   /* items under a claim */
+	uint64_t claimed_rows;   /* items in flight */
 	uint64_t dead_rows;      /* dead letters */
+	sfs_info_fact facts[SFS_INFO_FACTS]; /* the backend's own, in a fixed
+	                            order */
+	size_t nfacts;
 } sfs_info;
 
+/* What the store is and holds. Errors: the common ones. */
 int sfs_store_info(sfs_store *s, sfs_info *out);
 
 /* Figures for watching a store (statectl top and metrics): what
@@ -1044,7 +1007,7 @@ int sfs_store_info(sfs_store *s, sfs_info *out);
  * pending count only. */
 typedef struct sfs_queue_stats {
 	sfs_buf queue;             /* the queue id */
-	uint64_t pending;          /* waiting items (sfs_queue_len) */
+	uint64_t pending;          /* waiting items (SFS_ITEM_PENDING) */
 	uint64_t inflight;         /* items under a claim */
 	uint64_t dead;             /* dead letters */
 	uint64_t claims;           /* claims holding items */
@@ -1076,74 +1039,91 @@ typedef struct sfs_stats {
 	size_t nscopes;
 } sfs_stats;
 
-/* One snapshot of the figures into *out, freed with sfs_stats_free. The
- * sums over queues and scopes are info's row counts. */
+/* One snapshot of the figures into *out, the caller's until
+ * sfs_stats_free (its info strings are borrowed from the handle, valid
+ * until close). The sums over queues and scopes are info's row counts.
+ * Errors: the common ones; SFS_UNSUPPORTED from a backend without them. */
 int sfs_store_stats(sfs_store *s, sfs_stats **out);
-/* Frees what sfs_store_stats returned. NULL is fine. */
+/* Frees what sfs_store_stats returned. NULL is fine. Never fails. */
 void sfs_stats_free(sfs_stats *st);
 
 /* Reads every page (authenticating each one in an encrypted store) and runs
- * SQLite's integrity check. SFS_CORRUPT with the first problem in the
- * detail. progress counts pages. */
+ * the backend's integrity check; progress counts pages. Errors: SFS_CORRUPT
+ * with the first problem in the detail, SFS_CANCELLED. */
 int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx);
 
-/* Re-encrypts the store at path from old_key to new_key. No other process may
- * have the store open (SFS_BUSY otherwise). Crash-safe: an interruption at
- * any point leaves a store that opens with the old key or with the new one.
- * progress counts pages; a nonzero return cancels (SFS_CANCELLED, the store
- * unchanged). The store is copied (compacted) into path.rekey beside it,
- * which is verified and renamed over path: it needs free space for one
- * more copy. Running it again after an interruption finishes the job (a
- * store already under new_key is SFS_OK). old_key == NULL encrypts a
- * plaintext store; new_key == NULL writes a plaintext one (both NULL is
- * SFS_INVALID). Afterwards old_key gets SFS_WRONGKEY. */
-int sfs_rekey(const char *path, const sfs_key *old_key,
-              const sfs_key *new_key, sfs_progress_fn progress, void *ctx);
+/* Re-encrypts the store db (as sfs_config.db names it) from old_key to
+ * new_key; old_key == NULL encrypts a plaintext store, new_key == NULL
+ * writes a plaintext one. No other process may have the store open.
+ * Crash-safe: an interruption at any point leaves a store that opens with
+ * the old key or with the new one, and running it again finishes the job (a
+ * store already under new_key is SFS_OK). The SQLite backend copies
+ * (compacts) the store into db.rekey beside it, verifies the copy and
+ * renames it over db: it needs free space for one more copy. progress
+ * counts pages. Afterwards old_key gets SFS_WRONGKEY. Errors: SFS_INVALID
+ * (both keys NULL, ":memory:"), SFS_NOTFOUND (no store), SFS_BUSY (open
+ * elsewhere), SFS_WRONGKEY, SFS_NOKEY (an encrypted store and no old key),
+ * SFS_NOTENCRYPTED, SFS_CANCELLED (the store unchanged). */
+int sfs_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
+              sfs_progress_fn progress, void *ctx);
 
 /* ------------------------------------------------------------------------
  * Export and import: every row of every family, for moving state between
- * machines. Rows carry bytes; the caller chooses the text encoding.
+ * machines. Rows carry bytes; the caller chooses the text encoding. Each
+ * field means one thing; a field the family does not have is 0 or
+ * SFS_NONE.
  */
 typedef struct sfs_row {
 	sfs_family family;
-	sfs_slice scope;     /* queue id for SFS_FAM_QUEUE */
-	sfs_slice ns;        /* SFS_NONE for queues and scope-only dirs */
-	sfs_slice key;       /* SFS_NONE for queues and dirs */
-	sfs_slice value;     /* value, entry or item; SFS_NONE for counters, dirs */
-	int64_t id;          /* log and queue rows; claim, in-flight and dead
-	                        rows (the claim id, or the item id) */
-	int64_t n;           /* counter rows; for SFS_FAM_DIR rows, the family
-	                        of the directory (SFS_FAM_KV .. SFS_FAM_QUEUE);
-	                        claim and in-flight rows as sfs_family says */
-	int64_t mtime_ns;
-	int64_t deliveries;  /* queue, in-flight and dead rows: times the item
-	                        was claimed; policy rows: max_deliveries */
+	sfs_slice scope;          /* the queue id for queue, claim, in-flight,
+	                             dead and policy rows */
+	sfs_slice ns;             /* SFS_NONE for queues and scope-only dirs */
+	sfs_slice key;            /* kv, counter and log rows */
+	sfs_slice value;          /* value, entry or item bytes */
+	sfs_slice reason;         /* dead letters */
+	int64_t id;               /* log entries and items (queue, in-flight,
+	                             dead rows); claim rows: the claim's id */
+	int64_t mtime_ns;         /* kv, counter, log rows: the time of the
+	                             write; queue and in-flight rows: when the
+	                             item's wait began; dead rows: its death;
+	                             claim rows: when it was claimed */
+	int64_t counter;          /* counter rows: the value */
+	sfs_family dir_family;    /* dir rows: the family of the directory
+	                             (SFS_FAM_KV .. SFS_FAM_QUEUE) */
+	int64_t claim_id;         /* in-flight rows: the claim holding it */
+	int64_t lease_until_ns;   /* claim rows: when the lease ends */
+	int64_t deliveries;       /* queue, in-flight, dead rows: times the
+	                             item was claimed */
+	int64_t ttl_ms;           /* policy rows */
+	int64_t max_deliveries;   /* policy rows */
 } sfs_row;
 
 /* Calls fn for every row, from one consistent snapshot, in a fixed order
- * (family, then scope, ns, key, id). The row's slices are borrowed for the
- * duration of the call. A nonzero return from fn stops the export and is
- * returned. progress (may be NULL) counts rows. */
+ * (family, then scope, ns, key, id; claims before their in-flight items).
+ * The row and its slices are borrowed for the duration of the call.
+ * progress (may be NULL) counts rows. Errors: whatever nonzero value fn
+ * returned, which stops the export; SFS_CANCELLED. */
 int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx);
 
-/* Import in one transaction: begin, any number of rows, then commit or
- * abort. Rows that already exist identically change nothing (an import is
- * idempotent); log and queue rows keep their ids (id > 0, else
- * SFS_INVALID), and an id that holds a different row is SFS_EXISTS:
- * nothing is overwritten. Key/value entries and counters are replaced, as
- * a put or set would; so are queue policies. mtime_ns is kept as given.
+/* Imports rows in one transaction. next fills *row (zeroed before each
+ * call) and returns SFS_OK, or returns SFS_NOTFOUND at the end of the
+ * input; the row's slices stay the caller's and must live until next is
+ * called again. Any other return value from next aborts the import, which
+ * then returns it. Rows that already exist
+ * identically change nothing (an import is idempotent); log and queue rows
+ * keep their ids, and an id that holds a different row is a conflict:
+ * nothing is overwritten. Key/value entries and counters are replaced, as a
+ * put or set would; so are queue policies. mtime_ns is kept as given.
  * Claims keep their ids; an in-flight row needs its claim imported first
- * (export order does that; else SFS_INVALID); an item id that is pending,
- * in flight or dead as another of those is SFS_EXISTS. The claim and item
- * id sequences move past every imported id. The store is locked for
- * writing between begin and commit/abort: use the import from one thread
- * and do not call other functions of the store meanwhile. */
-typedef struct sfs_import sfs_import;
-int sfs_import_begin(sfs_store *s, sfs_import **out);
-int sfs_import_row(sfs_import *imp, const sfs_row *row);
-int sfs_import_commit(sfs_import *imp); /* frees imp, also on failure */
-void sfs_import_abort(sfs_import *imp); /* frees imp; NULL is fine */
+ * (export order does that). The claim and item id sequences move past every
+ * imported id. Other threads' calls on the handle wait for the import.
+ * On any failure nothing is imported. Errors: SFS_INVALID (a row that is
+ * not valid: an id <= 0 where one is needed, an in-flight row before its
+ * claim, a negative count), SFS_EXISTS (a log or queue id that holds
+ * another row, an item id in another state), what next returned. */
+int sfs_import(sfs_store *s, int (*next)(sfs_row *row, void *ctx),
+               void *ctx);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,15 @@
 /*
- * store.c - the public handle: open, close, sync, version, whole-store
- * operations (checkpoint, restore, info, verify, export, import), and the
- * argument checks every public entry point shares.
+ * store.c - the public handle: the choice of backend, open, close, sync,
+ * version, the whole-store operations (checkpoint, restore, info, verify,
+ * rekey, export, import), and the argument checks every public entry point
+ * shares.
  *
- * This layer knows no SQL: it checks arguments, picks the backend, takes the
- * handle's lock and calls the backend's ops table (backend_i.h).
+ * This layer knows no database: it checks arguments, picks the backend by
+ * the store's name (the table below), takes the handle's lock and calls the
+ * backend's ops table (backend_i.h). The rules that find a store and its
+ * key are config.c's.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +32,12 @@ int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key)
 	CHECK(chk_name(scope, "scope"));
 	CHECK(chk_name(ns, "namespace"));
 	return chk_name(key, "key");
+}
+
+int chk_ns2(sfs_slice scope, sfs_slice ns)
+{
+	CHECK(chk_name(scope, "scope"));
+	return chk_name(ns, "namespace");
 }
 
 int chk_opt_name(sfs_slice n, const char *what)
@@ -109,6 +119,29 @@ int chk_family(sfs_family fam, sfs_slice ns)
 	return chk_opt_name(ns, "namespace");
 }
 
+int chk_state(sfs_item_state st)
+{
+	if (st < SFS_ITEM_PENDING || st > SFS_ITEM_DEAD)
+		return sfs_err(SFS_INVALID, "unknown item state %d", (int)st);
+	return SFS_OK;
+}
+
+int chk_lease(const sfs_store *s, int64_t lease_ms, int64_t *ns)
+{
+	if (lease_ms < 0 || lease_ms > MAX_LEASE_MS)
+		return sfs_err(SFS_INVALID, "lease of %lld ms is out of range",
+		               (long long)lease_ms);
+	*ns = (lease_ms ? lease_ms : s->lease_ms) * 1000000LL;
+	return SFS_OK;
+}
+
+int chk_outcome(sfs_outcome o)
+{
+	if (o < SFS_OUTCOME_DONE || o > SFS_OUTCOME_NACK)
+		return sfs_err(SFS_INVALID, "unknown outcome %d", (int)o);
+	return SFS_OK;
+}
+
 int chk_out(const void *p, const char *what)
 {
 	return p ? SFS_OK : sfs_err(SFS_INVALID, "%s is NULL", what);
@@ -126,94 +159,81 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
 	return SFS_OK;
 }
 
+/* --- the backends ------------------------------------------------------ */
+
+/* In order: the first that accepts a store's name serves it. SQLite, last,
+ * accepts every name (a file path). */
+static const sfs_backend_ops *const backends[] = {
+	&pgb_ops,
+	&sqlb_ops,
+};
+
+const sfs_backend_ops *be_for(const char *db)
+{
+	size_t n = sizeof(backends) / sizeof(backends[0]);
+
+	for (size_t i = 0; i + 1 < n; i++)
+		if (backends[i]->accepts(db))
+			return backends[i];
+	return backends[n - 1];
+}
+
 /* --- open and close ----------------------------------------------------- */
 
 #define KNOWN_FLAGS (SFS_OPEN_CREATE | SFS_OPEN_READONLY | \
-                     SFS_OPEN_PLAINTEXT | SFS_OPEN_EXCL | SFS_OPEN_NORECOVER)
+                     SFS_OPEN_PLAINTEXT | SFS_OPEN_EXCL | \
+                     SFS_OPEN_NORECOVER | SFS_OPEN_ENV)
 
-static int check_opts(const sfs_open_opts *o, int memory)
+static int check_cfg(const sfs_config *c)
 {
-	if (o->flags & ~(unsigned)KNOWN_FLAGS)
+	if (c->flags & ~(unsigned)KNOWN_FLAGS)
 		return sfs_err(SFS_INVALID, "unknown open flags 0x%x",
-		               o->flags & ~(unsigned)KNOWN_FLAGS);
-	if ((o->flags & SFS_OPEN_EXCL) && !(o->flags & SFS_OPEN_CREATE))
+		               c->flags & ~(unsigned)KNOWN_FLAGS);
+	if ((c->flags & SFS_OPEN_EXCL) && !(c->flags & SFS_OPEN_CREATE))
 		return sfs_err(SFS_INVALID, "SFS_OPEN_EXCL needs SFS_OPEN_CREATE");
-	if ((o->flags & SFS_OPEN_READONLY) && (o->flags & SFS_OPEN_CREATE))
+	if ((c->flags & SFS_OPEN_READONLY) && (c->flags & SFS_OPEN_CREATE))
 		return sfs_err(SFS_INVALID, "a read-only open cannot create");
-	if ((o->flags & SFS_OPEN_PLAINTEXT) && o->key)
-		return sfs_err(SFS_INVALID, "a key was given with "
-		               "SFS_OPEN_PLAINTEXT");
-	if (!memory && !(o->flags & SFS_OPEN_PLAINTEXT) && !o->key)
-		return sfs_err(SFS_INVALID, "no key given and SFS_OPEN_PLAINTEXT "
-		               "not set");
-	if (o->busy_timeout_ms < 0)
+	if (c->busy_timeout_ms < 0)
 		return sfs_err(SFS_INVALID, "negative busy timeout");
-	if (o->lease_ms < 0)
+	if (c->lease_ms < 0)
 		return sfs_err(SFS_INVALID, "negative lease");
 	return SFS_OK;
 }
 
-int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
+/* Opens the backend the plan's store needs and makes the handle. */
+static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 {
-	sfs_backend_cfg cfg;
-	char *path = NULL;
-	sfs_store *s;
-	int memory, pg, status;
+	sfs_backend_cfg bc;
+	sfs_store *s = calloc(1, sizeof(*s));
+	int status;
 
-	sfs_err_clear();
-	CHECK(chk_out(opts, "opts"));
-	CHECK(chk_out(out, "out"));
-	if (opts->path) {
-		if (!*opts->path)
-			return sfs_err(SFS_INVALID, "the path is empty");
-		path = strdup(opts->path);
-		if (!path)
-			return sfs_err(SFS_NOMEM, "copying the path");
-	} else {
-		CHECK(sfs_default_path(&path));
-	}
-	memory = strcmp(path, ":memory:") == 0;
-	pg = pgb_is_db(path);
-	status = check_opts(opts, memory);
-	if (status != SFS_OK) {
-		free(path);
-		return status;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		free(path);
+	if (!s)
 		return sfs_err(SFS_NOMEM, "allocating a store handle");
+	s->ops = be_for(p->db);
+	/* The name messages and sfs_info show: never a password. */
+	if (s->ops->display) {
+		status = s->ops->display(p->db, &s->path);
+		if (status != SFS_OK) {
+			free(s);
+			return status;
+		}
+	} else if (!(s->path = strdup(p->db))) {
+		free(s);
+		return sfs_err(SFS_NOMEM, "copying the store's name");
 	}
 	pthread_mutex_init(&s->mu, NULL);
-	s->path = path;
-	s->flags = opts->flags;
-	s->max_value = opts->max_value ? opts->max_value : SFS_DEFAULT_MAX_VALUE;
-	s->lease_ms = opts->lease_ms ? opts->lease_ms : 10 * 60 * 1000;
-	cfg.path = path;
-	cfg.flags = opts->flags;
-	/* A memory store never reaches a disk: it has nothing to encrypt. */
-	cfg.key = memory ? NULL : opts->key;
-	cfg.busy_timeout_ms = opts->busy_timeout_ms ? opts->busy_timeout_ms
-	                                            : 30000;
-	cfg.max_value = s->max_value;
-	/* A PostgreSQL connection string, or a SQLite file. */
-	s->ops = pg ? &pgb_ops : &sqlb_ops;
-	status = pg ? pgb_open(&cfg, &s->be) : sqlb_open(&cfg, &s->be);
-	if (status == SFS_OK && pg) {
-		/* Its name without a password, for messages. */
-		char *name = strdup(pgb_display(s->be));
-
-		if (!name) {
-			s->ops->close(s->be);
-			status = sfs_err(SFS_NOMEM, "copying the store's name");
-		} else {
-			free(path);
-			s->path = path = name;
-		}
-	}
+	s->flags = p->flags;
+	s->max_value = c->max_value ? c->max_value : SFS_DEFAULT_MAX_VALUE;
+	s->lease_ms = c->lease_ms ? c->lease_ms : 10 * 60 * 1000;
+	bc.db = p->db;
+	bc.flags = p->flags;
+	bc.key = p->key;
+	bc.busy_timeout_ms = c->busy_timeout_ms ? c->busy_timeout_ms : 30000;
+	bc.max_value = s->max_value;
+	status = s->ops->open(&bc, &s->be);
 	if (status != SFS_OK) {
 		pthread_mutex_destroy(&s->mu);
-		free(path);
+		free(s->path);
 		free(s);
 		return status;
 	}
@@ -221,13 +241,37 @@ int sfs_store_open(const sfs_open_opts *opts, sfs_store **out)
 	 * only when a lease has run out or a queue has a time-to-live. A
 	 * failure here does not fail the open: every claim call recovers its
 	 * queue again before it acts. */
-	if (!(opts->flags & (SFS_OPEN_READONLY | SFS_OPEN_NORECOVER)) &&
+	if (!(p->flags & (SFS_OPEN_READONLY | SFS_OPEN_NORECOVER)) &&
 	    s->ops->queue_gc(s->be, SFS_NONE, 1, NULL) != SFS_OK)
 		sfs_log(LOG_WARNING, "%s: claim recovery at open: %s", s->path,
 		        sfs_errdetail());
-	sfs_err_clear();
 	*out = s;
 	return SFS_OK;
+}
+
+int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice)
+{
+	cfg_plan p;
+	int status;
+
+	sfs_err_clear();
+	if (notice)
+		*notice = NULL;
+	CHECK(chk_out(cfg, "cfg"));
+	CHECK(chk_out(out, "out"));
+	CHECK(check_cfg(cfg));
+	CHECK(cfg_plan_open(cfg, &p, notice));
+	status = open_plan(cfg, &p, out);
+	cfg_plan_free(&p);
+	if (status == SFS_OK) {
+		sfs_err_clear();
+	} else if (notice && *notice) {
+		/* The key file stays (it is valid and may be reused), but the
+		 * store was not created: say that instead. */
+		free(*notice);
+		*notice = NULL;
+	}
+	return status;
 }
 
 void sfs_store_close(sfs_store *s)
@@ -240,16 +284,47 @@ void sfs_store_close(sfs_store *s)
 	free(s);
 }
 
-const char *sfs_store_path(const sfs_store *s)
-{
-	return s ? s->path : NULL;
-}
-
 int sfs_store_sync(sfs_store *s)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
 	CALL(s, s->ops->sync(s->be));
+}
+
+int sfs_store_exists(const char *db)
+{
+	const sfs_backend_ops *ops;
+	be_kind kind = BE_KIND_NEW;
+	char *name;
+	int r;
+
+	sfs_err_clear();
+	if (!db || !*db)
+		return sfs_err(SFS_INVALID, "no store named");
+	if (strcmp(db, ":memory:") == 0)
+		return SFS_OK;
+	ops = be_for(db);
+	CHECK(ops->probe(db, &kind));
+	if (kind != BE_KIND_NEW)
+		return SFS_OK;
+	CHECK(sfs_store_name(db, &name));
+	r = sfs_err(SFS_NOTFOUND, "no store at %s", name);
+	free(name);
+	return r;
+}
+
+int sfs_store_name(const char *db, char **out)
+{
+	const sfs_backend_ops *ops;
+
+	sfs_err_clear();
+	if (!db || !out)
+		return sfs_err(SFS_INVALID, "sfs_store_name: NULL argument");
+	ops = be_for(db);
+	if (ops->display)
+		return ops->display(db, out);
+	*out = strdup(db);
+	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
 }
 
 int sfs_store_version(sfs_store *s, uint64_t *out)
@@ -304,6 +379,7 @@ int sfs_store_info(sfs_store *s, sfs_info *out)
 	store_unlock(s);
 	if (r == SFS_OK) {
 		info.path = s->path;
+		info.backend = s->ops->name;
 		*out = info;
 	}
 	return r;
@@ -328,6 +404,7 @@ int sfs_store_stats(sfs_store *s, sfs_stats **out)
 		return r;
 	}
 	st->info.path = s->path;
+	st->info.backend = s->ops->name;
 	*out = st;
 	return SFS_OK;
 }
@@ -352,6 +429,18 @@ int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx)
 	CALL(s, s->ops->verify(s->be, progress, ctx));
 }
 
+int sfs_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
+              sfs_progress_fn progress, void *ctx)
+{
+	sfs_err_clear();
+	if (!db || !*db || strcmp(db, ":memory:") == 0)
+		return sfs_err(SFS_INVALID, "sfs_rekey needs the name of a"
+		               " store");
+	if (!old_key && !new_key)
+		return sfs_err(SFS_INVALID, "sfs_rekey: no key on either side");
+	return be_for(db)->rekey(db, old_key, new_key, progress, ctx);
+}
+
 int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx)
 {
@@ -361,39 +450,8 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
 	CALL(s, s->ops->export_rows(s->be, fn, ctx, progress, pctx));
 }
 
-struct sfs_import {
-	sfs_store *s;
-	sfs_import_be *be;
-};
-
-/* The import holds the handle's lock from begin to commit or abort, so
- * other threads wait instead of writing into the import's transaction. */
-int sfs_import_begin(sfs_store *s, sfs_import **out)
-{
-	sfs_import *imp;
-	int r;
-
-	sfs_err_clear();
-	CHECK(chk_writable(s));
-	CHECK(chk_out(out, "out"));
-	imp = calloc(1, sizeof(*imp));
-	if (!imp)
-		return sfs_err(SFS_NOMEM, "allocating an import");
-	imp->s = s;
-	store_lock(s);
-	r = s->ops->import_begin(s->be, &imp->be);
-	if (r != SFS_OK) {
-		store_unlock(s);
-		free(imp);
-		return r;
-	}
-	*out = imp;
-	return SFS_OK;
-}
-
 static int chk_row(const sfs_store *s, const sfs_row *row)
 {
-	CHECK(chk_out(row, "row"));
 	/* entries and items keep their ids; claims too */
 	if ((row->family == SFS_FAM_LOG || row->family == SFS_FAM_QUEUE ||
 	     row->family == SFS_FAM_CLAIM || row->family == SFS_FAM_INFLIGHT ||
@@ -404,9 +462,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:
 	case SFS_FAM_LOG:
-		CHECK(chk_name(row->scope, "scope"));
-		CHECK(chk_name(row->ns, "namespace"));
-		CHECK(chk_name(row->key, "key"));
+		CHECK(chk_key3(row->scope, row->ns, row->key));
 		if (row->family != SFS_FAM_COUNTER)
 			CHECK(chk_value(s, row->value, "value"));
 		return SFS_OK;
@@ -417,7 +473,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		return chk_value(s, row->value, "item");
 	case SFS_FAM_DIR:
 		CHECK(chk_name(row->scope, "scope"));
-		return chk_family((sfs_family)row->n, row->ns);
+		return chk_family(row->dir_family, row->ns);
 	case SFS_FAM_CLAIM:
 		return chk_name(row->scope, "queue");
 	case SFS_FAM_INFLIGHT:
@@ -425,16 +481,16 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		CHECK(chk_name(row->scope, "queue"));
 		CHECK(chk_value(s, row->value, "item"));
 		if (row->family == SFS_FAM_DEAD)
-			CHECK(chk_name(row->key, "reason"));
-		else if (row->n <= 0)
+			CHECK(chk_name(row->reason, "reason"));
+		else if (row->claim_id <= 0)
 			return sfs_err(SFS_INVALID, "an in-flight row needs its"
-			               " claim's id in n");
+			               " claim's id");
 		if (row->deliveries < 0)
 			return sfs_err(SFS_INVALID, "a negative delivery count");
 		return SFS_OK;
 	case SFS_FAM_POLICY:
 		CHECK(chk_name(row->scope, "queue"));
-		if (row->n < 0 || row->deliveries < 0)
+		if (row->ttl_ms < 0 || row->max_deliveries < 0)
 			return sfs_err(SFS_INVALID, "a negative time-to-live or"
 			               " delivery limit");
 		return SFS_OK;
@@ -442,36 +498,30 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)row->family);
 }
 
-int sfs_import_row(sfs_import *imp, const sfs_row *row)
-{
-	sfs_err_clear();
-	CHECK(chk_out(imp, "imp"));
-	CHECK(chk_row(imp->s, row));
-	return imp->s->ops->import_row(imp->be, row);
-}
+/* The caller's row source, each row checked before the backend sees it. */
+struct import_src {
+	const sfs_store *s;
+	int (*next)(sfs_row *row, void *ctx);
+	void *ctx;
+};
 
-int sfs_import_commit(sfs_import *imp)
+static int checked_next(sfs_row *row, void *arg)
 {
-	sfs_store *s;
+	struct import_src *src = arg;
 	int r;
 
+	memset(row, 0, sizeof(*row));
 	sfs_err_clear();
-	CHECK(chk_out(imp, "imp"));
-	s = imp->s;
-	r = s->ops->import_commit(imp->be);
-	store_unlock(s);
-	free(imp);
-	return r;
+	r = src->next(row, src->ctx);
+	return r == SFS_OK ? chk_row(src->s, row) : r;
 }
 
-void sfs_import_abort(sfs_import *imp)
+int sfs_import(sfs_store *s, int (*next)(sfs_row *row, void *ctx), void *ctx)
 {
-	sfs_store *s;
+	struct import_src src = { s, next, ctx };
 
-	if (!imp)
-		return;
-	s = imp->s;
-	s->ops->import_abort(imp->be);
-	store_unlock(s);
-	free(imp);
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_out((const void *)next, "next"));
+	CALL(s, s->ops->import_rows(s->be, checked_next, &src));
 }

@@ -26,11 +26,29 @@ struct sfs_store {
 	unsigned flags;              /* SFS_OPEN_*, immutable */
 	uint64_t max_value;          /* immutable */
 	int64_t lease_ms;            /* immutable; for claims */
-	int importing;               /* guarded by mu: an import holds it */
 };
 
-/* A concurrent backend (backend_i.h) runs calls of several threads at
- * once: the handle's lock is not taken for it. */
+/* What sfs_store_open opens, once the rules of config.c have run. */
+typedef struct cfg_plan {
+	char *db;                    /* malloc'd */
+	const sfs_key *key;          /* NULL: plaintext or memory */
+	sfs_key *owned;              /* the key, when the rules loaded it */
+	unsigned flags;              /* SFS_OPEN_*, PLAINTEXT added for memory */
+	int memory;                  /* db is ":memory:" */
+} cfg_plan;
+
+/* Applies the open rules to cfg (config.c): the store and the key, the
+ * first run's key file (and its *notice), the sentences for a missing
+ * key. On SFS_OK *p is the caller's to release with cfg_plan_free. */
+int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice);
+void cfg_plan_free(cfg_plan *p);
+/* The key by the tools' rules with nothing given (STATEFS_KEY, else
+ * STATEFS_KEY_FILE, else the default key file), for a process that must
+ * have one and may not create one (the SQLite extension, sqlite/ext.c).
+ * No key is SFS_NOKEY, a named key file that is missing SFS_NOTFOUND,
+ * each with the sentence sfs_store_open gives. */
+int cfg_env_key(sfs_key **out);
+
 static inline void store_lock(sfs_store *s)
 {
 	if (!s->ops->concurrent)
@@ -88,6 +106,8 @@ static inline void store_unlock(sfs_store *s)
 int chk_name(sfs_slice n, const char *what);
 /* The three names of a key/value, counter or log key. */
 int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key);
+/* A scope and namespace. */
+int chk_ns2(sfs_slice scope, sfs_slice ns);
 /* An optional name (scan bound, `after`): SFS_NONE or a valid name. */
 int chk_opt_name(sfs_slice n, const char *what);
 /* A value: present, at most the store's max_value bytes. */
@@ -101,6 +121,16 @@ int chk_writable(const sfs_store *s);
 /* A family that has scopes (not SFS_FAM_DIR); for SFS_FAM_QUEUE, ns must be
  * SFS_NONE. */
 int chk_family(sfs_family fam, sfs_slice ns);
+/* Leases (and times-to-live) longer than this are refused: now + lease
+ * must fit int64 ns. */
+#define MAX_LEASE_MS (1000LL * 3600 * 24 * 365 * 100)
+
+/* An item state. */
+int chk_state(sfs_item_state st);
+/* A lease in ms (0: the store's default) as ns, into *ns. */
+int chk_lease(const sfs_store *s, int64_t lease_ms, int64_t *ns);
+/* An outcome of sfs_outcome. */
+int chk_outcome(sfs_outcome o);
 /* A required output pointer. */
 int chk_out(const void *p, const char *what);
 

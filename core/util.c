@@ -53,46 +53,6 @@ int sfs_clock_is_set(void)
 	return atomic_load(&clock_fn) != NULL;
 }
 
-/* $HOME, else the password database (into buf). NULL if neither knows. */
-static const char *home_dir(char *buf, size_t len)
-{
-	const char *h = getenv("HOME");
-	struct passwd pw, *res = NULL;
-
-	if (h && *h)
-		return h;
-	if (getpwuid_r(getuid(), &pw, buf, len, &res) != 0 || !res ||
-	    !pw.pw_dir || !*pw.pw_dir)
-		return NULL;
-	return pw.pw_dir;
-}
-
-int sfs_default_path(char **out)
-{
-	const char *xdg = getenv("XDG_STATE_HOME");
-	const char *home;
-	char *p = NULL, pwbuf[4096];
-	int n;
-
-	sfs_err_clear();
-	if (!out)
-		return sfs_err(SFS_INVALID, "out is NULL");
-	/* The XDG spec says relative values are to be ignored. */
-	if (xdg && xdg[0] == '/') {
-		n = asprintf(&p, "%s/statefs/state.db", xdg);
-	} else {
-		home = home_dir(pwbuf, sizeof(pwbuf));
-		if (!home)
-			return sfs_err(SFS_NOTFOUND,
-			               "neither XDG_STATE_HOME nor HOME is set");
-		n = asprintf(&p, "%s/.local/state/statefs/state.db", home);
-	}
-	if (n < 0)
-		return sfs_err(SFS_NOMEM, "building the default path");
-	*out = p;
-	return SFS_OK;
-}
-
 int util_mkparents(const char *path, unsigned mode)
 {
 	char *p = strdup(path);

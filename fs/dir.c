@@ -48,7 +48,7 @@ static const fs_kind fixed_dirs[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
 
 /* One entry ready to be added: its name, kind, part and attributes. */
 typedef struct entry {
-	char name[SFS_NAME_MAX + 1];
+	char name[FS_NAME_MAX + 1];
 	fs_dent d;
 	uint64_t ino;       /* for ".", ".." and the fixed directories */
 } entry;
@@ -141,8 +141,8 @@ static int dir_peek(fs *f, fs_dir *d, entry *e)
 			fs_id_name(e->d.id, e->name);
 			return SFS_OK;
 		}
-		rc = sfs_name_encode(sfs_bytes(e->d.p, e->d.n),
-		                     fs_name_kind(&d->addr, e->d.kind), e->name,
+		rc = fs_name_encode(sfs_bytes(e->d.p, e->d.n),
+		                     fs_names_of(&d->addr, e->d.kind), e->name,
 		                     NULL);
 		return rc;
 	}
@@ -262,7 +262,7 @@ free:
 }
 
 /* READDIR / READDIRPLUS: fs_store_list pages (sfs_scope_list, sfs_ns_list,
- * sfs_kv_scan, sfs_log_keys, sfs_log_scan, sfs_queue_scan,
+ * sfs_kv_scan, sfs_log_keys, sfs_log_scan, sfs_item_scan,
  * sfs_counter_scan by kind). */
 static void do_readdir(fuse_req_t req, size_t size, off_t off,
                        struct fuse_file_info *fi, int plus)

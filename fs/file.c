@@ -54,11 +54,6 @@
 /* The most a COPY_FILE_RANGE moves at once; callers loop on short copies. */
 #define COPY_CHUNK (8u << 20)
 
-static fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 static fs_file *file_of(struct fuse_file_info *fi)
 {
 	return (fs_file *)(uintptr_t)fi->fh;
@@ -333,9 +328,9 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 {
 	sfs_buf v = { NULL, 0 };
 	char text[24];
-	uint64_t size = 0;
-	int64_t n;
-	int rc, exists, held, acc = h->flags & O_ACCMODE;
+	sfs_stat st;
+	int64_t n = 0;
+	int rc, held, acc = h->flags & O_ACCMODE;
 
 	switch (h->kind) {
 	case FS_KV_KEY:
@@ -348,11 +343,10 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 				fs_image_init(&h->img, 0, 0); /* being created */
 			} else {
 				rc = sfs_kv_stat(f->store, fs_part(a, 0),
-				                 fs_part(a, 1), fs_part(a, 2), &size,
-				                 NULL);
+				                 fs_part(a, 1), fs_part(a, 2), &st);
 				if (rc)
 					return rc;
-				fs_image_init(&h->img, size, 0);
+				fs_image_init(&h->img, st.size, 0);
 			}
 			h->image = 1;
 			return SFS_OK;
@@ -367,11 +361,13 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		 * it, so one of the two is seen. */
 		held = fs_node_held(f, h->node);
 		rc = sfs_counter_get(f->store, fs_part(a, 0), fs_part(a, 1),
-		                     fs_part(a, 2), &n, &exists);
+		                     fs_part(a, 2), &n, NULL);
+		if (rc == SFS_NOTFOUND && held) {
+			rc = SFS_OK; /* being created: 0 until stored */
+			n = 0;
+		}
 		if (rc)
 			return rc;
-		if (!exists && !held)
-			return SFS_NOTFOUND;
 		v.len = fs_counter_text(n, text);
 		if (fs_file_reserve(h, v.len + 1))
 			return SFS_NOMEM;
@@ -383,13 +379,10 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 		                 fs_part(a, 2), a->id, &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_QUEUE_ITEM:
-		rc = sfs_queue_peek(f->store, fs_part(a, 0), a->id, &v);
-		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_INFLIGHT_ITEM:
-		rc = sfs_inflight_peek(f->store, fs_part(a, 0), a->id, &v);
-		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	case FS_DEAD_ITEM:
-		rc = sfs_dead_peek(f->store, fs_part(a, 0), a->id, &v);
+		rc = sfs_item_get(f->store, fs_part(a, 0), fs_item_state(h->kind),
+		                  a->id, &v);
 		return rc ? rc : take(h, &v) ? SFS_NOMEM : SFS_OK;
 	default:
 		return SFS_OK; /* special files: at the first READ */
@@ -406,7 +399,7 @@ static void set_open_flags(fs_file *h, struct fuse_file_info *fi)
 }
 
 /* OPEN: a snapshot (sfs_kv_get, sfs_counter_get, sfs_log_get,
- * sfs_queue_peek) for reading; for writing a value, only its length
+ * sfs_item_get) for reading; for writing a value, only its length
  * (sfs_kv_stat; nothing for O_TRUNC); nothing yet for special files. */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -733,8 +726,8 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 {
 	fs_addr a = { 0 };
 	unsigned char *p;
-	int64_t cur, v, r;
-	int set, st, rc, exists, err;
+	int64_t cur = 0, v, r;
+	int set, st, rc, err;
 
 	if (h->inlen + size > FS_COUNTER_INPUT_MAX)
 		return EINVAL;
@@ -750,8 +743,10 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 		if ((err = fs_node_addr(f, h->node, &a)))
 			return err;
 		rc = sfs_counter_get(f->store, fs_part(&a, 0), fs_part(&a, 1),
-		                     fs_part(&a, 2), &cur, &exists);
+		                     fs_part(&a, 2), &cur, NULL);
 		fs_addr_free(&a);
+		if (rc == SFS_NOTFOUND)
+			rc = SFS_OK; /* an add starts at 0 */
 		if (rc)
 			return fs_errno(f, rc, "counter read");
 		if (__builtin_add_overflow(cur, v, &r))

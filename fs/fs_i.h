@@ -6,8 +6,13 @@
  *     store address (scope, namespace, key or id) it stands for;
  *   the inode table (inode.c): kernel inode numbers and lookup counts for
  *     the nodes the kernel holds; nothing in it is persistent;
- *   the handlers (fs.c, dir.c, file.c, special.c, wait.c): one libfuse
- *     operation each, translating to the few engine calls of store.c.
+ *   the handlers: one libfuse operation each, translating to the few
+ *     engine calls of store.c: names and lookups (lookup.c), attributes
+ *     (attr.c), changes to the tree (tree.c), open files (file.c,
+ *     special.c), directories being read (dir.c), .wait readers (wait.c);
+ *     fs.c holds the operations table and the filesystem's lifetime.
+ * The mount's reserved names and the name codec are text.h's, shared with
+ * statectl.
  * Persistent truth is the store's; the kernel's caches are controlled per
  * reply (timeouts below, direct_io on every file).
  *
@@ -29,6 +34,7 @@
 #include <time.h>
 
 #include "fs.h"
+#include "text.h"
 
 /* ------------------------------------------------------------------------
  * Kinds: every node of the tree is one of these.
@@ -76,6 +82,8 @@ typedef struct fs_class {
 	int parts;            /* byte strings in its address (scope, ns, key) */
 	int by_id;            /* named by a store id (entries, items) */
 	sfs_family fam;       /* the family of sfs_dir_* calls; 0: none */
+	sfs_item_state state; /* queue items, and the directories that list
+	                         them: the state of those items; 0: none */
 	fs_kind child;        /* directories: the kind the store lists in it */
 	fs_kind create;       /* the kind CREATE makes in it; 0: EPERM */
 	fs_kind mkdir;        /* the kind MKDIR makes in it; 0: EPERM */
@@ -87,6 +95,11 @@ extern const fs_class fs_classes[FS_KIND_MAX];
 static inline const fs_class *fs_class_of(fs_kind k)
 {
 	return &fs_classes[k];
+}
+
+static inline sfs_item_state fs_item_state(fs_kind k)
+{
+	return fs_classes[k].state;
 }
 
 static inline int fs_kind_is_dir(fs_kind k)
@@ -147,7 +160,7 @@ int fs_addr_copy(fs_addr *dst, const fs_addr *src);
 int fs_addr_child(const fs_addr *dir, fs_kind kind, const void *p, size_t n,
                   int64_t id, fs_addr *child);
 /* The codec kind of the names of dir's children of kind k. */
-sfs_name_kind fs_name_kind(const fs_addr *dir, fs_kind k);
+fs_name_kind fs_names_of(const fs_addr *dir, fs_kind k);
 /* Entry and item names: the id, zero-padded to 19 digits (every int64)
  * so that ls and globs sort them in id order. */
 #define FS_ID_NAME 24
@@ -273,14 +286,11 @@ typedef struct fs_link {
 void fs_link_add(fs *f, fs_link *head, fs_link *l);
 void fs_link_del(fs *f, fs_link *l);
 
-struct fs_gc;
-
 struct fs {
 	sfs_store *store;
 	int readonly;
 	uint64_t max_value;
 	int64_t lease_ms;          /* claims through the mount; 0: the store's */
-	int64_t gc_interval_ms;    /* claim recovery period (gc.c) */
 	long test_deliver_delay_ms; /* tests only: the pause between taking an
 	                              item for a special file and answering
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
@@ -308,11 +318,15 @@ struct fs {
 	                              lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
-	struct fs_gc *gc;          /* periodic claim recovery (gc.c) */
 };
 
 void fs_log(fs *f, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+static inline fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
 
 /* The one place where an engine status becomes an errno. For the statuses
  * that mean the engine itself failed (I/O, corruption, authentication, a
@@ -333,13 +347,13 @@ int64_t fs_now_ns(void);
  * condition variable that waits on that clock. */
 void fs_deadline(clockid_t clock, long ms, struct timespec *ts);
 /* ENAMETOOLONG when a name is longer than any the mount shows or takes
- * (SFS_NAME_MAX, statfs's f_namemax; the kernel passes FUSE names of up to
+ * (FS_NAME_MAX, statfs's f_namemax; the kernel passes FUSE names of up to
  * 1024 bytes), else 0. Every handler that takes a name checks it first, as
  * a local filesystem does, so such a name is ENAMETOOLONG at lookup,
  * create, mkdir, rename, unlink and rmdir alike. */
 static inline int fs_name_check(const char *name)
 {
-	return strnlen(name, SFS_NAME_MAX + 1) > SFS_NAME_MAX ? ENAMETOOLONG : 0;
+	return strnlen(name, FS_NAME_MAX + 1) > FS_NAME_MAX ? ENAMETOOLONG : 0;
 }
 /* Decodes name as a child of dir: a fixed directory, a special file, an
  * entry id or a byte string in the codec (long names found by a scan).
@@ -350,6 +364,12 @@ int fs_resolve(fs *f, const fs_addr *dir, const char *name, int naming,
                fs_addr *out);
 /* The part a child address adds to its directory's (for the node table). */
 void fs_child_part(const fs_addr *a, const void **p, size_t *n);
+/* The node and address of a request's inode; ENOENT for an inode number
+ * we do not know (cannot happen with a well-behaved kernel). */
+int fs_node_addr_of(fs *f, fuse_ino_t ino, fs_node **n, fs_addr *a);
+/* Replies with an entry for child (counts one lookup). */
+void fs_reply_entry(fs *f, fuse_req_t req, fs_node *dir,
+                    const fs_addr *child, uint64_t size, int64_t mtime);
 /* An entry for child with one lookup counted; *node (may be NULL) gets
  * its node. 0 or ENOMEM. */
 int fs_entry_fill(fs *f, fs_node *dir, const fs_addr *child, uint64_t size,
@@ -408,6 +428,11 @@ int fs_store_rename(fs *f, const fs_addr *from, const fs_addr *to,
 /* Whether a log key directory has an entry (SFS_OK) or not
  * (SFS_NOTFOUND); a queue whether it holds an item. */
 int fs_store_nonempty(fs *f, const fs_addr *a);
+
+/* The time a node of kind k shows as its mtime, from what the store says
+ * of it: the store's mtime, except for in-flight items (their lease's
+ * end). */
+int64_t fs_mtime(fs_kind k, const sfs_stat *st);
 
 /* The decimal text a counter reads as ("42\n"), into out (>= 24 bytes);
  * returns its length. */
@@ -528,6 +553,34 @@ void fs_dirs_free_all(fs *f);
 int fs_file_reserve(fs_file *h, size_t cap);
 
 /* Handlers, shared with the operations table in fs.c. */
+/* lookup.c */
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_op_forget_multi(fuse_req_t req, size_t count,
+                        struct fuse_forget_data *forgets);
+/* attr.c */
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                   int valid, struct fuse_file_info *fi);
+void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                    struct fuse_file_info *fi);
+/* tree.c */
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                 mode_t mode);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                  fuse_ino_t newparent, const char *newname,
+                  unsigned int flags);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                 mode_t mode, dev_t rdev);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                   const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                const char *newname);
+/* file.c */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                   mode_t mode, struct fuse_file_info *fi);
@@ -590,11 +643,6 @@ uint64_t fs_special_size(fs *f, fs_node *n);
 void fs_special_release(fs *f, fs_file *h);
 void fs_stream_free(struct fs_stream *s);
 
-/* Periodic claim recovery (gc.c): a thread that runs sfs_queue_gc every
- * f->gc_interval_ms. */
-int fs_gc_start(fs *f);
-void fs_gc_stop(fs *f);
-
 /* The .wait readers (wait.c). */
 int fs_wait_start(fs *f);
 void fs_wait_stop(fs *f);
@@ -609,6 +657,6 @@ void fs_wait_kick(fs *f);
  * value, mtime_ns) or a namespace's entry (name in the codec's kind,
  * key, value, mtime_ns). 0 or ENOMEM. */
 int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
-                 sfs_name_kind kind);
+                 fs_name_kind kind);
 
 #endif /* STATEFS_FS_I_H */

@@ -167,9 +167,9 @@ static int put_bytes(sfs_buf *out, size_t *cap, const char *field,
 }
 
 int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
-                 sfs_name_kind kind)
+                 fs_name_kind kind)
 {
-	char name[SFS_NAME_MAX + 1], num[64];
+	char name[FS_NAME_MAX + 1], num[64];
 	int err;
 
 	if (by_id) {
@@ -180,7 +180,7 @@ int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
 		      put_string(out, cap, (const unsigned char *)name,
 		                 strlen(name));
 	} else {
-		if (sfs_name_encode(sfs_bytes(it->key.ptr ? it->key.ptr : "",
+		if (fs_name_encode(sfs_bytes(it->key.ptr ? it->key.ptr : "",
 		                              it->key.len), kind, name, NULL))
 			return ENOMEM;
 		err = put(out, cap, "{\"name\":", 8) ||
@@ -192,9 +192,9 @@ int fs_json_line(sfs_buf *out, size_t *cap, const sfs_item *it, int by_id,
 	if (!err)
 		err = put(out, cap, ",", 1) ||
 		      put_bytes(out, cap, "value", &it->value);
-	if (!err && it->mtime_ns) {
+	if (!err && it->st.mtime_ns) {
 		snprintf(num, sizeof(num), ",\"mtime_ns\":%lld",
-		         (long long)it->mtime_ns);
+		         (long long)it->st.mtime_ns);
 		err = put(out, cap, num, strlen(num));
 	}
 	if (!err)

@@ -2,11 +2,12 @@
  * kind.c - what each node of the tree is (the class table) and the store
  * addresses nodes stand for.
  *
- * The table is the tree of issue 4 written as data: for each kind, its
- * parent, what the store lists in it, what CREATE and MKDIR make in it and
- * which special file it is. The handlers read it instead of switching on
- * paths, so a new kind (issue 6's inflight/ and dead/) is a row here plus
- * its engine calls in store.c.
+ * The table is the tree of docs/filesystem.md written as data: for each
+ * kind, its parent, what the store lists in it, what CREATE and MKDIR make
+ * in it and which special file it is. The handlers read it instead of
+ * switching on paths, so a new kind (a queue's inflight/ and dead/ were
+ * one) is a row here plus its engine calls in store.c. Rows name only the
+ * fields that are set: the rest are 0, NULL or FS_NONE.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,72 +23,88 @@
 #define RO_MODE (S_IFREG | 0444)
 
 const fs_class fs_classes[FS_KIND_MAX] = {
-	[FS_ROOT] = { "root", DIR_MODE, FS_NONE, 0, 0, SFS_FAM_KV,
-	              FS_KV_SCOPE, FS_NONE, FS_KV_SCOPE, NULL },
-	[FS_EXEC_ROOT] = { "exec", DIR_MODE, FS_ROOT, 0, 0, SFS_FAM_LOG,
-	                   FS_LOG_SCOPE, FS_NONE, FS_LOG_SCOPE, NULL },
-	[FS_QUEUE_ROOT] = { "queue", DIR_MODE, FS_ROOT, 0, 0, SFS_FAM_QUEUE,
-	                    FS_QUEUE, FS_NONE, FS_QUEUE, NULL },
-	[FS_COUNTER_ROOT] = { "counter", DIR_MODE, FS_ROOT, 0, 0,
-	                      SFS_FAM_COUNTER, FS_CNT_SCOPE, FS_NONE,
-	                      FS_CNT_SCOPE, NULL },
+	[FS_ROOT] = { .what = "root", .mode = DIR_MODE, .fam = SFS_FAM_KV,
+		.child = FS_KV_SCOPE, .mkdir = FS_KV_SCOPE },
+	[FS_EXEC_ROOT] = { .what = FS_NAME_EXEC, .mode = DIR_MODE, .parent = FS_ROOT,
+		.fam = SFS_FAM_LOG, .child = FS_LOG_SCOPE,
+		.mkdir = FS_LOG_SCOPE },
+	[FS_QUEUE_ROOT] = { .what = FS_NAME_QUEUE, .mode = DIR_MODE,
+		.parent = FS_ROOT, .fam = SFS_FAM_QUEUE, .child = FS_QUEUE,
+		.mkdir = FS_QUEUE },
+	[FS_COUNTER_ROOT] = { .what = FS_NAME_COUNTER, .mode = DIR_MODE,
+		.parent = FS_ROOT, .fam = SFS_FAM_COUNTER,
+		.child = FS_CNT_SCOPE, .mkdir = FS_CNT_SCOPE },
 
-	[FS_KV_SCOPE] = { "scope", DIR_MODE, FS_ROOT, 1, 0, SFS_FAM_KV,
-	                  FS_KV_NS, FS_NONE, FS_KV_NS, NULL },
-	[FS_KV_NS] = { "namespace", DIR_MODE, FS_KV_SCOPE, 2, 0, SFS_FAM_KV,
-	               FS_KV_KEY, FS_KV_KEY, FS_NONE, NULL },
-	[FS_KV_KEY] = { "key", RW_MODE, FS_KV_NS, 3, 0, 0, FS_NONE, FS_NONE,
-	                FS_NONE, NULL },
-	[FS_KV_DRAIN] = { "namespace drain", RO_MODE, FS_KV_NS, 2, 0, 0,
-	                  FS_NONE, FS_NONE, FS_NONE, ".drain" },
+	[FS_KV_SCOPE] = { .what = "scope", .mode = DIR_MODE, .parent = FS_ROOT,
+		.parts = 1, .fam = SFS_FAM_KV, .child = FS_KV_NS,
+		.mkdir = FS_KV_NS },
+	[FS_KV_NS] = { .what = "namespace", .mode = DIR_MODE,
+		.parent = FS_KV_SCOPE, .parts = 2, .fam = SFS_FAM_KV,
+		.child = FS_KV_KEY, .create = FS_KV_KEY },
+	[FS_KV_KEY] = { .what = "key", .mode = RW_MODE, .parent = FS_KV_NS,
+		.parts = 3 },
+	[FS_KV_DRAIN] = { .what = "namespace drain", .mode = RO_MODE,
+		.parent = FS_KV_NS, .parts = 2, .special = FS_NAME_DRAIN },
 
-	[FS_LOG_SCOPE] = { "log scope", DIR_MODE, FS_EXEC_ROOT, 1, 0,
-	                   SFS_FAM_LOG, FS_LOG_NS, FS_NONE, FS_LOG_NS, NULL },
-	[FS_LOG_NS] = { "log namespace", DIR_MODE, FS_LOG_SCOPE, 2, 0,
-	                SFS_FAM_LOG, FS_LOG_KEY, FS_NONE, FS_LOG_KEY, NULL },
-	[FS_LOG_KEY] = { "log key", DIR_MODE, FS_LOG_NS, 3, 0, 0, FS_LOG_ENTRY,
-	                 FS_LOG_NEW, FS_NONE, NULL },
-	[FS_LOG_ENTRY] = { "log entry", RO_MODE, FS_LOG_KEY, 3, 1, 0, FS_NONE,
-	                   FS_NONE, FS_NONE, NULL },
-	[FS_LOG_NEW] = { "new log entry", RW_MODE, FS_LOG_KEY, 3, 1, 0,
-	                 FS_NONE, FS_NONE, FS_NONE, NULL },
-	[FS_LOG_FOLLOW] = { "log follow", RO_MODE, FS_LOG_KEY, 3, 0, 0,
-	                    FS_NONE, FS_NONE, FS_NONE, ".follow" },
+	[FS_LOG_SCOPE] = { .what = "log scope", .mode = DIR_MODE,
+		.parent = FS_EXEC_ROOT, .parts = 1, .fam = SFS_FAM_LOG,
+		.child = FS_LOG_NS, .mkdir = FS_LOG_NS },
+	[FS_LOG_NS] = { .what = "log namespace", .mode = DIR_MODE,
+		.parent = FS_LOG_SCOPE, .parts = 2, .fam = SFS_FAM_LOG,
+		.child = FS_LOG_KEY, .mkdir = FS_LOG_KEY },
+	[FS_LOG_KEY] = { .what = "log key", .mode = DIR_MODE,
+		.parent = FS_LOG_NS, .parts = 3, .child = FS_LOG_ENTRY,
+		.create = FS_LOG_NEW },
+	[FS_LOG_ENTRY] = { .what = "log entry", .mode = RO_MODE,
+		.parent = FS_LOG_KEY, .parts = 3, .by_id = 1 },
+	[FS_LOG_NEW] = { .what = "new log entry", .mode = RW_MODE,
+		.parent = FS_LOG_KEY, .parts = 3, .by_id = 1 },
+	[FS_LOG_FOLLOW] = { .what = "log follow", .mode = RO_MODE,
+		.parent = FS_LOG_KEY, .parts = 3, .special = FS_NAME_FOLLOW },
 
-	[FS_QUEUE] = { "queue", DIR_MODE, FS_QUEUE_ROOT, 1, 0, SFS_FAM_QUEUE,
-	               FS_QUEUE_ITEM, FS_QUEUE_NEW, FS_NONE, NULL },
-	[FS_QUEUE_ITEM] = { "queue item", RO_MODE, FS_QUEUE, 1, 1, 0, FS_NONE,
-	                    FS_NONE, FS_NONE, NULL },
-	[FS_QUEUE_NEW] = { "new queue item", RW_MODE, FS_QUEUE, 1, 1, 0,
-	                   FS_NONE, FS_NONE, FS_NONE, NULL },
-	[FS_QUEUE_POP] = { "queue pop", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
-	                   FS_NONE, FS_NONE, ".pop" },
-	[FS_QUEUE_DRAIN] = { "queue drain", RO_MODE, FS_QUEUE, 1, 0, 0,
-	                     FS_NONE, FS_NONE, FS_NONE, ".drain" },
-	[FS_QUEUE_WAIT] = { "queue wait", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
-	                    FS_NONE, FS_NONE, ".wait" },
-	[FS_QUEUE_CLAIM] = { "queue claim", RO_MODE, FS_QUEUE, 1, 0, 0, FS_NONE,
-	                     FS_NONE, FS_NONE, ".claim" },
-	[FS_QUEUE_FOLLOW] = { "queue follow", RO_MODE, FS_QUEUE, 1, 0, 0,
-	                      FS_NONE, FS_NONE, FS_NONE, ".follow" },
+	[FS_QUEUE] = { .what = "queue", .mode = DIR_MODE,
+		.parent = FS_QUEUE_ROOT, .parts = 1, .fam = SFS_FAM_QUEUE,
+		.child = FS_QUEUE_ITEM, .create = FS_QUEUE_NEW,
+		.state = SFS_ITEM_PENDING },
+	[FS_QUEUE_ITEM] = { .what = "queue item", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_PENDING },
+	[FS_QUEUE_NEW] = { .what = "new queue item", .mode = RW_MODE,
+		.parent = FS_QUEUE, .parts = 1, .by_id = 1 },
+	[FS_QUEUE_POP] = { .what = "queue pop", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_POP },
+	[FS_QUEUE_DRAIN] = { .what = "queue drain", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_DRAIN },
+	[FS_QUEUE_WAIT] = { .what = "queue wait", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_WAIT },
+	[FS_QUEUE_CLAIM] = { .what = "queue claim", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_CLAIM },
+	[FS_QUEUE_FOLLOW] = { .what = "queue follow", .mode = RO_MODE,
+		.parent = FS_QUEUE, .parts = 1, .special = FS_NAME_FOLLOW },
 	/* Claims (docs/claims.md): fixed directories of a queue, reached by
 	 * name like the special files (a listing of the queue shows exactly
 	 * its pending items). Their `what` is their name. */
-	[FS_INFLIGHT] = { "inflight", DIR_MODE, FS_QUEUE, 1, 0, 0,
-	                  FS_INFLIGHT_ITEM, FS_NONE, FS_NONE, NULL },
-	[FS_INFLIGHT_ITEM] = { "in-flight item", RO_MODE, FS_INFLIGHT, 1, 1, 0,
-	                       FS_NONE, FS_NONE, FS_NONE, NULL },
-	[FS_DEAD] = { "dead", DIR_MODE, FS_QUEUE, 1, 0, 0, FS_DEAD_ITEM,
-	              FS_NONE, FS_NONE, NULL },
-	[FS_DEAD_ITEM] = { "dead letter", RO_MODE, FS_DEAD, 1, 1, 0, FS_NONE,
-	                   FS_NONE, FS_NONE, NULL },
+	[FS_INFLIGHT] = { .what = FS_NAME_INFLIGHT, .mode = DIR_MODE,
+		.parent = FS_QUEUE, .parts = 1, .child = FS_INFLIGHT_ITEM,
+		.state = SFS_ITEM_INFLIGHT },
+	[FS_INFLIGHT_ITEM] = { .what = "in-flight item", .mode = RO_MODE,
+		.parent = FS_INFLIGHT, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_INFLIGHT },
+	[FS_DEAD] = { .what = FS_NAME_DEAD, .mode = DIR_MODE,
+		.parent = FS_QUEUE, .parts = 1, .child = FS_DEAD_ITEM,
+		.state = SFS_ITEM_DEAD },
+	[FS_DEAD_ITEM] = { .what = "dead letter", .mode = RO_MODE,
+		.parent = FS_DEAD, .parts = 1, .by_id = 1,
+		.state = SFS_ITEM_DEAD },
 
-	[FS_CNT_SCOPE] = { "counter scope", DIR_MODE, FS_COUNTER_ROOT, 1, 0,
-	                   SFS_FAM_COUNTER, FS_CNT_NS, FS_NONE, FS_CNT_NS, NULL },
-	[FS_CNT_NS] = { "counter namespace", DIR_MODE, FS_CNT_SCOPE, 2, 0,
-	                SFS_FAM_COUNTER, FS_CNT_KEY, FS_CNT_KEY, FS_NONE, NULL },
-	[FS_CNT_KEY] = { "counter", RW_MODE, FS_CNT_NS, 3, 0, 0, FS_NONE,
-	                 FS_NONE, FS_NONE, NULL },
+	[FS_CNT_SCOPE] = { .what = "counter scope", .mode = DIR_MODE,
+		.parent = FS_COUNTER_ROOT, .parts = 1, .fam = SFS_FAM_COUNTER,
+		.child = FS_CNT_NS, .mkdir = FS_CNT_NS },
+	[FS_CNT_NS] = { .what = "counter namespace", .mode = DIR_MODE,
+		.parent = FS_CNT_SCOPE, .parts = 2, .fam = SFS_FAM_COUNTER,
+		.child = FS_CNT_KEY, .create = FS_CNT_KEY },
+	[FS_CNT_KEY] = { .what = "counter", .mode = RW_MODE,
+		.parent = FS_CNT_NS, .parts = 3 },
 };
 
 void fs_addr_free(fs_addr *a)
@@ -145,22 +162,22 @@ int fs_addr_child(const fs_addr *dir, fs_kind kind, const void *p, size_t n,
 	return 0;
 }
 
-sfs_name_kind fs_name_kind(const fs_addr *dir, fs_kind k)
+fs_name_kind fs_names_of(const fs_addr *dir, fs_kind k)
 {
 	switch (k) {
 	case FS_KV_SCOPE:
 	case FS_LOG_SCOPE:
 	case FS_CNT_SCOPE:
 	case FS_QUEUE:
-		return SFS_NAME_SCOPE;
+		return FS_NAME_SCOPE;
 	case FS_KV_KEY:
 	case FS_LOG_KEY:
 	case FS_CNT_KEY:
 		/* The typed namespaces show their 8-byte ids in decimal, in
 		 * every family, as statectl does. */
-		return sfs_name_key_kind(fs_part(dir, 1));
+		return fs_name_key_kind(fs_part(dir, 1));
 	default:
-		return SFS_NAME_KEY;
+		return FS_NAME_KEY;
 	}
 }
 

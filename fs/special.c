@@ -72,7 +72,7 @@ static int serve(fuse_req_t req, fs_file *h, size_t size, off_t off)
 /* Puts a taken item back at its place (the claim's nack). Lock held. */
 static void put_back(fs *f, fs_file *h)
 {
-	int rc = sfs_claim_nack(f->store, h->claim);
+	int rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_NACK);
 
 	/* A lost claim went back by itself (its lease ran out). */
 	if (rc && rc != SFS_CLAIMLOST)
@@ -133,7 +133,7 @@ static void delivered(fs *f, fs_file *h)
 
 	if (h->kind == FS_QUEUE_CLAIM || !h->claim)
 		return;
-	rc = sfs_claim_ack(f->store, h->claim);
+	rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_DONE);
 	if (rc)
 		fs_log(f, LOG_WARNING, "an item read from %s was delivered but "
 		       "its claim %lld could not be settled (it may be "
@@ -249,8 +249,8 @@ static int rows(fs *f, fs_file *h, const fs_addr *a, long limit,
 		return sfs_log_scan(f->store, fs_part(a, 0), fs_part(a, 1),
 		                    fs_part(a, 2), s->after, limit, keys_only, out);
 	case FS_QUEUE_FOLLOW:
-		return sfs_queue_scan(f->store, fs_part(a, 0), s->after, limit,
-		                      keys_only, out);
+		return sfs_item_scan(f->store, fs_part(a, 0), SFS_ITEM_PENDING,
+		                     s->after, limit, keys_only, out);
 	default:
 		return sfs_claim_items(f->store, s->claim, s->after, limit,
 		                       keys_only, out);
@@ -298,7 +298,7 @@ static int beat(fs *f, struct fs_stream *s)
 static int fill(fs *f, fs_file *h, const fs_addr *a)
 {
 	struct fs_stream *s = h->stream;
-	sfs_name_kind nk = sfs_name_key_kind(fs_part(a, 1));
+	fs_name_kind nk = fs_name_key_kind(fs_part(a, 1));
 	sfs_list keys = { NULL, 0 }, page = { NULL, 0 };
 	uint64_t bytes = 0;
 	long take = 0;
@@ -326,8 +326,8 @@ static int fill(fs *f, fs_file *h, const fs_addr *a)
 	if (rc != SFS_OK)
 		return rc;
 	while ((size_t)take < keys.n &&
-	       (take == 0 || bytes + keys.items[take].size <= PAGE_BYTES))
-		bytes += keys.items[take++].size;
+	       (take == 0 || bytes + keys.items[take].st.size <= PAGE_BYTES))
+		bytes += keys.items[take++].st.size;
 	sfs_list_free(&keys);
 	if (take == 0) {
 		s->ended = is_drain(h);
@@ -519,7 +519,7 @@ void fs_special_release(fs *f, fs_file *h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	if (s->claim) {
-		rc = sfs_claim_nack(f->store, s->claim);
+		rc = sfs_claim_end(f->store, s->claim, SFS_OUTCOME_NACK);
 		if (rc && rc != SFS_CLAIMLOST)
 			fs_log(f, LOG_ERR, "a drain's rows that were not "
 			       "delivered could not be given back now (its "

@@ -15,7 +15,7 @@
  *    the inode table (ephemeral) until rmdir or unmount, so that
  *    `mkdir -p exec/s/ns/k && echo x > exec/s/ns/k/new` works.
  * A queue's inflight/ and dead/ always exist too (reached by name); their
- * items are the claims API's (sfs_inflight_*, sfs_dead_*).
+ * items are the item functions' in another state (sfs_item_*).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,46 +30,11 @@ size_t fs_counter_text(int64_t v, char *out)
 	return (size_t)snprintf(out, 24, "%" PRId64 "\n", v);
 }
 
-/* The successor of a byte string in bytewise order: the string followed by
- * a zero byte. Scans take an inclusive start, cursors mean "after". */
-static int successor(const sfs_buf *k, sfs_buf *out)
+int64_t fs_mtime(fs_kind k, const sfs_stat *st)
 {
-	unsigned char *p = malloc(k->len + 2);
-
-	if (!p)
-		return SFS_NOMEM;
-	memcpy(p, k->ptr, k->len);
-	p[k->len] = 0;
-	p[k->len + 1] = 0;
-	out->ptr = p;
-	out->len = k->len + 1;
-	return SFS_OK;
-}
-
-/* A counter's value and time in one call (sfs_counter_get has no time). */
-static int counter_stat(fs *f, const fs_addr *a, int64_t *v, int64_t *mtime)
-{
-	sfs_scan_opts o = { .limit = 1 };
-	sfs_buf end;
-	sfs_list l = { NULL, 0 };
-	int rc;
-
-	if ((rc = successor(&a->part[2], &end)))
-		return rc;
-	o.start = fs_part(a, 2);
-	o.end = sfs_bytes(end.ptr, end.len);
-	rc = sfs_counter_scan(f->store, fs_part(a, 0), fs_part(a, 1), &o, &l);
-	sfs_buf_free(&end);
-	if (rc)
-		return rc;
-	if (l.n == 0) {
-		sfs_list_free(&l);
-		return SFS_NOTFOUND;
-	}
-	*v = l.items[0].n;
-	*mtime = l.items[0].mtime_ns;
-	sfs_list_free(&l);
-	return SFS_OK;
+	/* An in-flight item shows when its lease ends (ls -l inflight/;
+	 * touch moves it): what its owner has to watch. */
+	return k == FS_INFLIGHT_ITEM ? st->lease_until_ns : st->mtime_ns;
 }
 
 int fs_store_nonempty(fs *f, const fs_addr *a)
@@ -79,7 +44,7 @@ int fs_store_nonempty(fs *f, const fs_addr *a)
 	int rc;
 
 	if (a->kind == FS_QUEUE) {
-		rc = sfs_queue_len(f->store, fs_part(a, 0), &n);
+		rc = sfs_item_count(f->store, fs_part(a, 0), SFS_ITEM_PENDING, &n);
 		return rc ? rc : n ? SFS_OK : SFS_NOTFOUND;
 	}
 	rc = sfs_log_scan(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
@@ -94,8 +59,7 @@ int fs_store_nonempty(fs *f, const fs_addr *a)
 int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime)
 {
 	const fs_class *c = fs_class_of(a->kind);
-	uint64_t sz = 0;
-	int64_t mt = 0, v;
+	sfs_stat st = { 0 };
 	char text[24];
 	int rc;
 
@@ -115,31 +79,20 @@ int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime)
 		break;
 	case FS_KV_KEY:
 		rc = sfs_kv_stat(f->store, fs_part(a, 0), fs_part(a, 1),
-		                 fs_part(a, 2), &sz, &mt);
+		                 fs_part(a, 2), &st);
 		break;
 	case FS_LOG_ENTRY:
 		rc = sfs_log_stat(f->store, fs_part(a, 0), fs_part(a, 1),
-		                  fs_part(a, 2), a->id, &sz, &mt);
+		                  fs_part(a, 2), a->id, &st);
 		break;
 	case FS_QUEUE_ITEM:
-		rc = sfs_queue_stat(f->store, fs_part(a, 0), a->id, &sz, &mt);
-		break;
-	case FS_INFLIGHT_ITEM: {
-		sfs_claim_info ci;
-
-		/* mtime: when the lease ends (ls -l inflight/) */
-		rc = sfs_inflight_stat(f->store, fs_part(a, 0), a->id, &ci);
-		sz = ci.size;
-		mt = ci.lease_until_ns;
-		break;
-	}
+	case FS_INFLIGHT_ITEM:
 	case FS_DEAD_ITEM:
-		rc = sfs_dead_stat(f->store, fs_part(a, 0), a->id, &sz, &mt);
+		rc = sfs_item_stat(f->store, fs_part(a, 0), c->state, a->id, &st);
 		break;
 	case FS_CNT_KEY:
-		rc = counter_stat(f, a, &v, &mt);
-		if (!rc)
-			sz = fs_counter_text(v, text);
+		rc = sfs_counter_get(f->store, fs_part(a, 0), fs_part(a, 1),
+		                     fs_part(a, 2), &st.counter, &st.mtime_ns);
 		break;
 	default:
 		/* The fixed directories, queues (always there) and the
@@ -149,8 +102,9 @@ int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime)
 	}
 	if (rc)
 		return rc;
-	*size = sz;
-	*mtime = mt;
+	*size = a->kind == FS_CNT_KEY ? fs_counter_text(st.counter, text)
+	                               : st.size;
+	*mtime = fs_mtime(a->kind, &st);
 	return SFS_OK;
 }
 
@@ -161,47 +115,32 @@ int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
 	sfs_slice cur = after->set ? sfs_bytes(after->key.ptr, after->key.len)
 	                           : SFS_NONE;
 	int64_t id = after->set ? after->id : -1;
-	sfs_scan_opts o = { .limit = limit, .keys_only = 1 };
-	sfs_buf start = { NULL, 0 };
-	int rc;
 
 	switch (dir->kind) {
 	case FS_ROOT:
 	case FS_EXEC_ROOT:
 	case FS_QUEUE_ROOT:
 	case FS_COUNTER_ROOT:
-		return sfs_scope_list(f->store, c->fam, cur, limit, out);
+		return sfs_dir_list(f->store, c->fam, SFS_NONE, SFS_NONE, cur,
+		                    limit, out);
 	case FS_KV_SCOPE:
 	case FS_LOG_SCOPE:
 	case FS_CNT_SCOPE:
-		return sfs_ns_list(f->store, c->fam, fs_part(dir, 0), cur, limit,
-		                   out);
+		return sfs_dir_list(f->store, c->fam, fs_part(dir, 0), SFS_NONE,
+		                    cur, limit, out);
+	case FS_KV_NS:
 	case FS_LOG_NS:
-		return sfs_log_keys(f->store, fs_part(dir, 0), fs_part(dir, 1), cur,
-		                    limit, out);
+	case FS_CNT_NS:
+		return sfs_dir_list(f->store, c->fam, fs_part(dir, 0),
+		                    fs_part(dir, 1), cur, limit, out);
 	case FS_LOG_KEY:
 		return sfs_log_scan(f->store, fs_part(dir, 0), fs_part(dir, 1),
 		                    fs_part(dir, 2), id, limit, 1, out);
 	case FS_QUEUE:
-		return sfs_queue_scan(f->store, fs_part(dir, 0), id, limit, 1, out);
 	case FS_INFLIGHT:
-		return sfs_inflight_scan(f->store, fs_part(dir, 0), id, limit, 1,
-		                         out);
 	case FS_DEAD:
-		return sfs_dead_scan(f->store, fs_part(dir, 0), id, limit, 1, out);
-	case FS_KV_NS:
-	case FS_CNT_NS:
-		if (after->set) {
-			if ((rc = successor(&after->key, &start)))
-				return rc;
-			o.start = sfs_bytes(start.ptr, start.len);
-		}
-		rc = dir->kind == FS_KV_NS
-		   ? sfs_kv_scan(f->store, fs_part(dir, 0), fs_part(dir, 1), &o, out)
-		   : sfs_counter_scan(f->store, fs_part(dir, 0), fs_part(dir, 1), &o,
-		                      out);
-		sfs_buf_free(&start);
-		return rc;
+		return sfs_item_scan(f->store, fs_part(dir, 0), c->state, id,
+		                     limit, 1, out);
 	default:
 		return SFS_INVALID;
 	}
@@ -223,9 +162,9 @@ void fs_store_dent(const fs_addr *dir, const sfs_list *page, size_t i,
 		out->n = it->key.len;
 	}
 	if (!fs_kind_is_dir(k)) {
-		out->size = k == FS_CNT_KEY ? fs_counter_text(it->n, text)
-		                            : it->size;
-		out->mtime_ns = it->mtime_ns;
+		out->size = k == FS_CNT_KEY ? fs_counter_text(it->st.counter, text)
+		                            : it->st.size;
+		out->mtime_ns = fs_mtime(k, &it->st);
 	}
 }
 
@@ -256,8 +195,8 @@ void fs_cursor_free(fs_cursor *c)
 int fs_store_resolve(fs *f, const fs_addr *dir, fs_kind kind,
                      const char *name, sfs_slice prefix, fs_addr *out)
 {
-	sfs_name_kind nk = fs_name_kind(dir, kind);
-	char enc[SFS_NAME_MAX + 1];
+	fs_name_kind nk = fs_names_of(dir, kind);
+	char enc[FS_NAME_MAX + 1];
 	fs_cursor cur = { 0 };
 	sfs_list page = { NULL, 0 };
 	fs_dent d;
@@ -286,7 +225,7 @@ int fs_store_resolve(fs *f, const fs_addr *dir, fs_kind kind,
 			fs_store_dent(dir, &page, i, &d);
 			if (d.n < prefix.len || memcmp(d.p, prefix.ptr, prefix.len)) {
 				stop = 1;
-			} else if (sfs_name_encode(sfs_bytes(d.p, d.n), nk, enc,
+			} else if (fs_name_encode(sfs_bytes(d.p, d.n), nk, enc,
 			                           NULL) == SFS_OK &&
 			           strcmp(enc, name) == 0) {
 				rc = fs_addr_child(dir, kind, d.p, d.n, 0, out)
@@ -379,12 +318,10 @@ int fs_store_unlink(fs *f, const fs_addr *a)
 		return sfs_log_delete(f->store, fs_part(a, 0), fs_part(a, 1),
 		                      fs_part(a, 2), a->id);
 	case FS_QUEUE_ITEM:
-		return sfs_queue_delete(f->store, fs_part(a, 0), a->id);
 	case FS_INFLIGHT_ITEM: /* rm = ack; a lost claim: ENOENT */
-		return sfs_inflight_settle(f->store, fs_part(a, 0), a->id,
-		                           SFS_OUTCOME_DONE);
 	case FS_DEAD_ITEM:
-		return sfs_dead_delete(f->store, fs_part(a, 0), a->id);
+		return sfs_item_delete(f->store, fs_part(a, 0),
+		                       fs_item_state(a->kind), a->id);
 	case FS_CNT_KEY:
 		return sfs_counter_delete(f->store, fs_part(a, 0), fs_part(a, 1),
 		                          fs_part(a, 2));

@@ -1,11 +1,11 @@
 /*
- * fuzz_name.c - libFuzzer target: the name codec (core/name.c).
+ * fuzz_name.c - libFuzzer target: the name codec (fs/name.c).
  *
  * Input: one byte choosing the kind (key, scope, id, little-endian id),
  * then the rest, used twice: as a byte string to encode, and as a file
  * name to decode.
  * Checked, for every kind:
- *   - encode: the name is 1..SFS_NAME_MAX bytes, has no '/' or NUL, is not
+ *   - encode: the name is 1..FS_NAME_MAX bytes, has no '/' or NUL, is not
  *     "." or "..", and decodes back to the bytes (a long name, cut and
  *     hashed, decodes to a prefix of them and says it is hashed);
  *   - decode: a name that decodes (and is not a long name, which is found
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "statefs.h"
+#include "text.h"
 
 #define CHECK(c)                                                         \
 	do {                                                             \
@@ -28,18 +28,18 @@
 		}                                                        \
 	} while (0)
 
-static void check_encode(const unsigned char *p, size_t n, sfs_name_kind kind)
+static void check_encode(const unsigned char *p, size_t n, fs_name_kind kind)
 {
-	char name[SFS_NAME_MAX + 1];
+	char name[FS_NAME_MAX + 1];
 	size_t len = 0;
 	sfs_buf back = { NULL, 0 };
 	int hashed = -1;
 
-	CHECK(sfs_name_encode(sfs_bytes(p, n), kind, name, &len) == SFS_OK);
-	CHECK(len >= 1 && len <= SFS_NAME_MAX && strlen(name) == len);
+	CHECK(fs_name_encode(sfs_bytes(p, n), kind, name, &len) == SFS_OK);
+	CHECK(len >= 1 && len <= FS_NAME_MAX && strlen(name) == len);
 	CHECK(!memchr(name, '/', len));
 	CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0);
-	CHECK(sfs_name_decode(name, len, kind, &back, &hashed) == SFS_OK);
+	CHECK(fs_name_decode(name, len, kind, &back, &hashed) == SFS_OK);
 	if (hashed) {
 		CHECK(back.len < n && memcmp(back.ptr, p, back.len) == 0);
 	} else {
@@ -48,21 +48,21 @@ static void check_encode(const unsigned char *p, size_t n, sfs_name_kind kind)
 	sfs_buf_free(&back);
 }
 
-static void check_decode(const char *name, size_t len, sfs_name_kind kind)
+static void check_decode(const char *name, size_t len, fs_name_kind kind)
 {
-	char again[SFS_NAME_MAX + 1];
+	char again[FS_NAME_MAX + 1];
 	size_t alen = 0;
 	sfs_buf b = { NULL, 0 };
 	int hashed = -1, rc;
 
-	rc = sfs_name_decode(name, len, kind, &b, &hashed);
+	rc = fs_name_decode(name, len, kind, &b, &hashed);
 	if (rc != SFS_OK) {
 		CHECK(rc == SFS_INVALID);
 		return;
 	}
-	CHECK(len <= SFS_NAME_MAX && !memchr(name, '\0', len));
+	CHECK(len <= FS_NAME_MAX && !memchr(name, '\0', len));
 	if (!hashed) {
-		CHECK(sfs_name_encode(sfs_bytes(b.ptr, b.len), kind, again,
+		CHECK(fs_name_encode(sfs_bytes(b.ptr, b.len), kind, again,
 		                      &alen) == SFS_OK);
 		CHECK(alen == len && memcmp(again, name, len) == 0);
 	}
@@ -73,9 +73,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-	static const sfs_name_kind kinds[] = { SFS_NAME_KEY, SFS_NAME_SCOPE,
-	                                       SFS_NAME_ID, SFS_NAME_ID_LE };
-	sfs_name_kind kind;
+	static const fs_name_kind kinds[] = { FS_NAME_KEY, FS_NAME_SCOPE,
+	                                       FS_NAME_ID, FS_NAME_ID_LE };
+	fs_name_kind kind;
 
 	if (size < 1)
 		return 0;

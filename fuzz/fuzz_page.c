@@ -1,6 +1,6 @@
 /*
  * fuzz_page.c - libFuzzer target: sealing and opening one encrypted page
- * (core/crypt_page.c), the code that stands between a file on disk and
+ * (core/crypt/page.c), the code that stands between a file on disk and
  * SQLite. Input layout: fuzz_keys.h.
  *
  * What is checked:
@@ -26,7 +26,7 @@
 
 #include <sodium.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
 #include "fuzz_keys.h"
 
 #define CHECK(c)                                                         \

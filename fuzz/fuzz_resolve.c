@@ -7,7 +7,7 @@
  * separated) are resolved from the root one at a time, as the kernel's
  * LOOKUPs walk it; with flag bit 0 the last one is resolved as a name for
  * something new (CREATE, MKDIR, a rename's target). A name over
- * SFS_NAME_MAX stops the walk as the handlers do (ENAMETOOLONG). Checked:
+ * FS_NAME_MAX stops the walk as the handlers do (ENAMETOOLONG). Checked:
  *   - a component that resolves is a child of its directory's kind, and
  *     the mount would list it under exactly that name: its special or
  *     fixed name, its id's name, or the codec's name of its bytes (one
@@ -77,14 +77,14 @@ static void fill(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	fs_config cfg;
 
 	(void)argc, (void)argv;
 	memset(&o, 0, sizeof(o));
-	o.path = ":memory:";
+	o.db = ":memory:";
 	o.flags = SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT;
-	CHECK(sfs_store_open(&o, &store) == SFS_OK);
+	CHECK(sfs_store_open(&o, &store, NULL) == SFS_OK);
 	fill();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.store = store;
@@ -96,7 +96,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void check_name(const fs_addr *dir, const fs_addr *a, const char *name)
 {
 	const fs_class *c = fs_class_of(a->kind);
-	char want[SFS_NAME_MAX + 1];
+	char want[FS_NAME_MAX + 1];
 	const void *p;
 	size_t n, len;
 
@@ -111,7 +111,7 @@ static void check_name(const fs_addr *dir, const fs_addr *a, const char *name)
 	} else {
 		fs_child_part(a, &p, &n);
 		CHECK(p != NULL);
-		CHECK(sfs_name_encode(sfs_bytes(p, n), fs_name_kind(dir, a->kind),
+		CHECK(fs_name_encode(sfs_bytes(p, n), fs_names_of(dir, a->kind),
 		                      want, &len) == SFS_OK);
 		CHECK(len == strlen(name) && strcmp(want, name) == 0);
 	}

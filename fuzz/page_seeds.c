@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crypt_page_i.h"
+#include "crypt/page_i.h"
 #include "fuzz_keys.h"
 #include "statefs.h"
 
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 {
 	char db[4000], wal[4100], big[5000];
 	static const unsigned char zero8[8];
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	sfs_key *key;
 	cp_filekey *fk;
@@ -137,10 +137,10 @@ int main(int argc, char **argv)
 	if (sfs_key_from_text(FUZZ_KEY_A, strlen(FUZZ_KEY_A), &key))
 		return fail("key");
 	memset(&o, 0, sizeof(o));
-	o.path = db;
+	o.db = db;
 	o.flags = SFS_OPEN_CREATE | SFS_OPEN_EXCL;
 	o.key = key;
-	if (sfs_store_open(&o, &s))
+	if (sfs_store_open(&o, &s, NULL))
 		return fail("store");
 	memset(big, 'x', sizeof(big));
 	for (int i = 0; i < 20; i++) {

@@ -2,11 +2,11 @@
  * main.c - the statefs daemon: `statefs [options] [STORE] MOUNTPOINT`.
  *
  * Wires the parts together and holds no filesystem logic: parse the
- * options, open the store (sfs_store_open_config: the same store and key
- * rules as statectl, creating the default store and its key file on first
- * use), create the filesystem (fs/), mount, serve until unmounted or told
- * to stop, and undo each step in reverse order (the goto ladder at the
- * end). SIGINT, SIGTERM and SIGHUP, and fusermount3 -u, end it with a clean
+ * options, open the store (sfs_store_open with SFS_OPEN_ENV: the same
+ * store and key rules as statectl, creating the default store and its key
+ * file on first use), create the filesystem (fs/), mount, start the claim
+ * recovery thread (gc.c), serve until unmounted or told to stop, and undo
+ * each step in reverse order (the goto ladder at the end). SIGINT, SIGTERM and SIGHUP, and fusermount3 -u, end it with a clean
  * unmount and status 0.
  *
  * The daemon holds keys and plaintext in memory, so it never dumps core
@@ -52,12 +52,11 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = o->db;
 	cfg.keyfile = o->keyfile;
-	cfg.plaintext = o->plaintext;
-	cfg.readonly = o->ro;
-	cfg.create = !o->ro;
+	cfg.flags = SFS_OPEN_ENV | (o->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
+	            (o->ro ? SFS_OPEN_READONLY : SFS_OPEN_CREATE);
 	cfg.max_value = o->max_value;
 	cfg.lease_ms = o->lease_ms;
-	rc = sfs_store_open_config(&cfg, out, &notice);
+	rc = sfs_store_open(&cfg, out, &notice);
 	if (notice) {
 		/* The engine's sentence names the program already. */
 		const char *msg = notice;
@@ -88,6 +87,7 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *loop = NULL;
 	struct fuse_session *se = NULL;
 	sfs_store *store = NULL;
+	mountd_gc *gc = NULL;
 	mountd_opts o;
 	fs_config fcfg;
 	fs *f = NULL;
@@ -140,6 +140,9 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
+	if (!o.ro && mountd_gc_start(store, o.lease_ms, &gc) != 0)
+		mountd_log(LOG_ERR, "cannot start the claim recovery thread: "
+		                    "expired claims return at the next claim");
 	if (detaching) {
 		mountd_detach_end(0);
 		detaching = 0;
@@ -160,6 +163,7 @@ int main(int argc, char *argv[])
 	fs_stop(f); /* answer kept .wait reads while the device is open */
 
 out_unmount:
+	mountd_gc_stop(gc);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

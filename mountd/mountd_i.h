@@ -1,7 +1,8 @@
 /*
- * mountd_i.h - the statefs daemon's parts (mountd/ only): options, logging
- * and detaching. The daemon wires the store, the filesystem (fs/) and the
- * libfuse session together and holds no filesystem logic.
+ * mountd_i.h - the statefs daemon's parts (mountd/ only): options, logging,
+ * detaching and the claim recovery thread. The daemon wires the store, the
+ * filesystem (fs/) and the libfuse session together and holds no
+ * filesystem logic.
  */
 #ifndef STATEFS_MOUNTD_I_H
 #define STATEFS_MOUNTD_I_H
@@ -10,6 +11,7 @@
 #include <syslog.h>
 
 #include "fs.h"
+#include "text.h"
 
 typedef struct mountd_opts {
 	/* statefs options (-o name=value) */
@@ -67,5 +69,13 @@ void mountd_log_sink(int level, const char *msg, void *ctx);
  * loses its terminal), or mountd_detach_end(1) on failure. */
 int mountd_detach_begin(void);
 void mountd_detach_end(int status);
+
+/* Claim recovery (gc.c): a thread that runs sfs_queue_gc over every queue
+ * every tenth of lease_ms (0: the store's ten minutes), 1 s to 1 min
+ * apart. The store must outlive it: stop it before closing the store.
+ * Returns 0 or an errno. mountd_gc_stop joins the thread; NULL is fine. */
+typedef struct mountd_gc mountd_gc;
+int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out);
+void mountd_gc_stop(mountd_gc *g);
 
 #endif /* STATEFS_MOUNTD_I_H */

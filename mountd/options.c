@@ -232,7 +232,7 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 			return -1;
 		}
 	}
-	if (o->lease_text && (sfs_duration_parse(o->lease_text, &o->lease_ms)
+	if (o->lease_text && (fs_duration_parse(o->lease_text, &o->lease_ms)
 	                      != SFS_OK || o->lease_ms <= 0)) {
 		fprintf(stderr, "%s: -o lease=%s is not a duration (seconds, or a "
 		        "number followed by ms, s, m, h or d, more than 0); see "

@@ -94,6 +94,20 @@ static int parse_long(const cli *c, const char *opt, const char *text,
 	return CLI_EXIT_OK;
 }
 
+/* A duration (text.h: "90", "30s", "1500ms", "10m"). */
+static int parse_duration(const cli *c, const char *opt, const char *text,
+                          int64_t *out)
+{
+	int st = fs_duration_parse(text, out);
+
+	if (st == SFS_TOOBIG)
+		return cli_usage(c, "--%s: '%s' is too long", opt, text);
+	if (st != SFS_OK)
+		return cli_usage(c, "--%s: '%s' is not a duration (a whole"
+		                 " number, then ms, s, m, h or d)", opt, text);
+	return CLI_EXIT_OK;
+}
+
 /* Stores one option's value. arg is NULL for flags. */
 static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 {
@@ -124,8 +138,8 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_DELETE: a->del = 1; break;
 	case OPT_ONCE: a->once = 1; break;
 	case OPT_INTERVAL:
-		if (sfs_duration_parse(arg, &v) != SFS_OK)
-			return cli_usage(c, "--%s: %s", d->name, sfs_errdetail());
+		if ((rc = parse_duration(c, d->name, arg, &v)))
+			return rc;
 		if (v < 100 || v > 3600 * 1000)
 			return cli_usage(c, "--interval must be between 100ms "
 			                 "and 1h");
@@ -142,8 +156,8 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 		break;
 	case OPT_LEASE:
 	case OPT_TTL:
-		if (sfs_duration_parse(arg, &v) != SFS_OK)
-			return cli_usage(c, "--%s: %s", d->name, sfs_errdetail());
+		if ((rc = parse_duration(c, d->name, arg, &v)))
+			return rc;
 		if (d->id == OPT_LEASE && v == 0)
 			return cli_usage(c, "--lease must be longer than 0");
 		*(d->id == OPT_LEASE ? &a->lease_ms : &a->ttl_ms) = v;

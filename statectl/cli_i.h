@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "statefs.h"
+#include "text.h"
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -40,10 +41,11 @@ enum {
 	CLI_EXIT_NOSTORE = 5,    /* no store at the path, or not a statefs store */
 	CLI_EXIT_EXISTS = 6,     /* would overwrite (init, keygen, checkpoint), or not empty */
 	CLI_EXIT_BUSY = 7,       /* another process held the store past the timeout */
-	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input */
+	CLI_EXIT_DATA = 8,       /* rejected data: too large, overflow, bad import input;
+	                            what the store's backend cannot do */
 	CLI_EXIT_SYSTEM = 9,     /* I/O error, disk full, read-only, out of memory */
 	CLI_EXIT_INTERNAL = 10,  /* a bug in statefs or statectl */
-	CLI_EXIT_CLAIMLOST = 11, /* a claim expired before it was acked (issue 6) */
+	CLI_EXIT_CLAIMLOST = 11, /* a claim expired before it was acked */
 	CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C during a long operation */
 };
 
@@ -106,6 +108,8 @@ typedef struct cli {
 	/* the command being run, for usage messages */
 	const struct cli_cmd *cmd;
 	char cmdname[48];        /* "queue push" */
+	char *opened;            /* the store cli_store_open opened, for
+	                            messages (malloc'd) */
 } cli;
 
 /* A command's own arguments, after parsing. Strings point into argv. */
@@ -201,7 +205,7 @@ int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
 /* Prints a listing of kv entries, log entries or queue items: for people
  * one "NAME<TAB>VALUE" line each (the value escaped; NAME alone with
  * keys_only), NAME being the key as under the mount (kind: the
- * sfs_name_kind of the keys) or, with kind CLI_LIST_IDS, the id; with
+ * fs_name_kind of the keys) or, with kind CLI_LIST_IDS, the id; with
  * --json, head (the object that names what is listed) gets "entries":
  * [{"key" or "id", "value" (not with keys_only), "size", "mtime_ns" when
  * known}] and is printed. Takes head over. */
@@ -209,6 +213,11 @@ int cli_out_count(const cli *c, const struct cli_name *nm, int nnames,
 int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
                     int keys_only, int kind);
 /* Sets obj["queue"] to the queue's name. */
+/* A fact only the store's backend has (statefs.h, sfs_info.facts): 1 and
+ * *value when it has the one named, else 0. */
+int cli_info_fact(const sfs_info *in, const char *name, uint64_t *value);
+/* Sets each of the backend's facts in obj under its own name. */
+void cli_json_set_facts(json_t *obj, const sfs_info *in);
 void cli_json_set_queue(json_t *obj, const struct cli_name *q);
 /* A failure on a queue: "statectl: cannot <verb> queue 'q': <engine>";
  * the exit code follows the status. */
@@ -223,7 +232,7 @@ typedef struct cli_name { /* a decoded name */
 	sfs_slice s;             /* the bytes; valid while the cli_name lives */
 	sfs_buf mem;             /* owns them (decoded) */
 	void *copy;              /* or owns them (resolved), malloc'd */
-	sfs_name_kind kind;
+	fs_name_kind kind;
 	int hashed;              /* a long name: s is only its prefix */
 	const char *text;        /* the name as given */
 } cli_name;
@@ -231,13 +240,13 @@ typedef struct cli_name { /* a decoded name */
 void cli_names_init(const cli *c);
 /* Decodes a name given on the command line. what: "scope", "key"... */
 int cli_name_parse(const cli *c, const char *arg, const char *what,
-                   sfs_name_kind kind, cli_name *out);
+                   fs_name_kind kind, cli_name *out);
 void cli_name_free(cli_name *n);
 /* The name as it appears under the mount, quoted for a message:
  * malloc'd, free() it. Never NULL (exits on allocation failure). */
-char *cli_name_show(const void *p, size_t n, sfs_name_kind kind);
+char *cli_name_show(const void *p, size_t n, fs_name_kind kind);
 /* The name as it appears under the mount, unquoted, for plain listings. */
-void cli_name_print(FILE *f, const void *p, size_t n, sfs_name_kind kind);
+void cli_name_print(FILE *f, const void *p, size_t n, fs_name_kind kind);
 /* Decodes n names from args: scope, namespace, key (in that order). On
  * failure the ones decoded are freed. */
 int cli_names_parse(const cli *c, char **args, int n, cli_name *out);
@@ -271,8 +280,9 @@ int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
 /* CLI_STORE_GC: writable, without the claim recovery every writable open
  * runs (queue gc reports what its own pass did). */
 enum { CLI_STORE_READ = 0, CLI_STORE_WRITE = 1, CLI_STORE_GC = 2 };
-/* Opens the store by the engine's rules (sfs_store_open_config), with the
- * passphrase prompt when --passphrase was given. Prints the error. */
+/* Opens the store by the engine's rules (sfs_store_open with
+ * SFS_OPEN_ENV), with the passphrase prompt when --passphrase was given,
+ * and keeps its name in c->opened. Prints the error. */
 int cli_store_open(cli *c, int mode, sfs_store **out);
 /* cli_store_open, then cli_names_resolve of the names given. */
 int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
@@ -363,10 +373,10 @@ int cmd_queue_scan(cli *c, cli_args *a);
 int cmd_export(cli *c, cli_args *a);
 int cmd_import(cli *c, cli_args *a);
 /* The import's reading: the export read from in (name says what it is in
- * messages) into imp, the header line, then a row a line; *rows gets the
- * rows imported. CLI_EXIT_OK, or the failure, already reported; imp is
- * left to the caller (commit or abort). Separate for fuzz/fuzz_import.c. */
-int cli_import_read(const cli *c, FILE *in, const char *name, sfs_import *imp,
+ * messages) into s in one sfs_import, the header line, then a row a line;
+ * *rows gets the rows read. CLI_EXIT_OK, or the failure, already reported
+ * (then nothing was imported). Separate for fuzz/fuzz_import.c. */
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
                     uint64_t *rows);
 /* cmd_top.c, cmd_metrics.c */
 int cmd_top(cli *c, cli_args *a);

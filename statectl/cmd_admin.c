@@ -33,7 +33,7 @@ static int exists(const char *path)
 /* init */
 int cmd_init(cli *c, cli_args *a)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s = NULL;
 	sfs_key *key = NULL, *found = NULL;
 	char *path = NULL, *name = NULL, *kpath = NULL;
@@ -57,7 +57,7 @@ int cmd_init(cli *c, cli_args *a)
 		goto out;
 	}
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_CREATE | SFS_OPEN_EXCL;
 	if (c->plaintext) {
 		o.flags |= SFS_OPEN_PLAINTEXT;
@@ -86,7 +86,7 @@ int cmd_init(cli *c, cli_args *a)
 	}
 	o.key = key;
 	/* (the engine makes a new store file's missing directories) */
-	if ((st = sfs_store_open(&o, &s)) != SFS_OK) {
+	if ((st = sfs_store_open(&o, &s, NULL)) != SFS_OK) {
 		rc = cli_fail_status(c, st, "cannot create the store %s", name);
 		goto out;
 	}
@@ -185,36 +185,36 @@ int cmd_info(cli *c, cli_args *a)
 		goto out;
 	}
 	if (c->json) {
-		j = json_pack("{s:s, s:i, s:b, s:s, s:i, s:s, s:I, s:I, s:I, s:I, "
+		j = json_pack("{s:s, s:s, s:i, s:b, s:s, s:i, s:s, s:I, "
 		              "s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-		              "path", in.path, "schema_version", in.schema_version,
+		              "path", in.path, "backend", in.backend,
+		              "schema_version", in.schema_version,
 		              "encrypted", in.encrypted, "cipher", in.cipher,
 		              "crypt_format", in.crypt_format, "kdf", in.kdf,
-		              "page_size", (json_int_t)in.page_size,
-		              "page_count", (json_int_t)in.page_count,
-		              "file_size", (json_int_t)in.file_size,
-		              "wal_size", (json_int_t)in.wal_size, "rows",
+		              "size", (json_int_t)in.size, "rows",
 		              "kv", (json_int_t)in.kv_rows,
 		              "counter", (json_int_t)in.counter_rows,
 		              "log", (json_int_t)in.log_rows,
 		              "queue", (json_int_t)in.queue_rows,
 		              "claimed", (json_int_t)in.claimed_rows,
 		              "dead", (json_int_t)in.dead_rows);
+		/* what only this backend has, beside the rest */
+		cli_json_set_facts(j, &in);
 		rc = cli_out_json(j);
 		goto out;
 	}
 	printf("path:         %s\n", in.path);
-	printf("format:       schema %d\n", in.schema_version);
+	printf("format:       schema %d, %s\n", in.schema_version, in.backend);
 	if (in.encrypted)
 		printf("encryption:   %s (format %d, key: %s)\n", in.cipher,
 		       in.crypt_format, in.kdf);
 	else
 		printf("encryption:   none (plaintext)\n");
-	printf("size:         %llu bytes (%llu pages of %llu), WAL %llu bytes\n",
-	       (unsigned long long)in.file_size,
-	       (unsigned long long)in.page_count,
-	       (unsigned long long)in.page_size,
-	       (unsigned long long)in.wal_size);
+	printf("size:         %llu bytes", (unsigned long long)in.size);
+	for (size_t i = 0; i < in.nfacts; i++)
+		printf("%s %s %llu", i ? "," : " (", in.facts[i].name,
+		       (unsigned long long)in.facts[i].value);
+	printf("%s\n", in.nfacts ? ")" : "");
 	printf("key/value:    %llu\n", (unsigned long long)in.kv_rows);
 	printf("counters:     %llu\n", (unsigned long long)in.counter_rows);
 	printf("log entries:  %llu\n", (unsigned long long)in.log_rows);
@@ -238,7 +238,7 @@ int cmd_verify(cli *c, cli_args *a)
 	(void)a;
 	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
 		return rc;
-	path = sfs_store_path(s);
+	path = c->opened;
 	cli_progress_begin(&p, c, "verify", "pages");
 	st = sfs_store_verify(s, cli_progress_cb, &p);
 	cli_progress_end(&p);
@@ -423,7 +423,7 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	if ((rc = cli_store_open(c, restore ? CLI_STORE_WRITE : CLI_STORE_READ,
 	                         &s)))
 		return rc;
-	path = sfs_store_path(s);
+	path = c->opened;
 	cli_progress_begin(&p, c, restore ? "restore" : "checkpoint", "pages");
 	st = restore ? sfs_restore(s, target, cli_progress_cb, &p)
 	             : sfs_checkpoint(s, target, cli_progress_cb, &p);

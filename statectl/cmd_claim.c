@@ -68,7 +68,7 @@ int cmd_claim(cli *c, cli_args *a)
 		return rc;
 	st = sfs_claim(s, q.s, a->max ? a->max : 1, lease_of(a), &cid, &l);
 	if (st == SFS_NOTFOUND) {
-		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
+		where = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
 		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s has nothing to"
 		              " claim", where);
 		free(where);
@@ -92,7 +92,7 @@ int cmd_claim(cli *c, cli_args *a)
 	cli_json_set_queue(o, &q);
 	json_object_set_new(o, "claim", json_integer(cid));
 	json_object_set_new(o, "lease_until_ns",
-	                    json_integer(l.items[0].mtime_ns));
+	                    json_integer(l.items[0].st.lease_until_ns));
 	arr = json_array();
 	for (size_t i = 0; i < l.n; i++) {
 		e = json_object();
@@ -100,8 +100,9 @@ int cmd_claim(cli *c, cli_args *a)
 		cli_json_set_bytes(e, "value", l.items[i].value.ptr,
 		                   l.items[i].value.len);
 		json_object_set_new(e, "size",
-		                    json_integer((json_int_t)l.items[i].size));
-		json_object_set_new(e, "deliveries", json_integer(l.items[i].n));
+		                    json_integer((json_int_t)l.items[i].st.size));
+		json_object_set_new(e, "deliveries",
+		                    json_integer(l.items[i].st.deliveries));
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "items", arr);
@@ -205,12 +206,8 @@ static int settle(cli *c, cli_args *a, sfs_outcome def, const char *verb)
 	}
 	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
-	if (n)
-		st = sfs_claim_settle(s, cid, ids, os, n);
-	else if (def == SFS_OUTCOME_DONE)
-		st = sfs_claim_ack(s, cid);
-	else
-		st = sfs_claim_nack(s, cid);
+	st = n ? sfs_claim_settle(s, cid, ids, os, n)
+	       : sfs_claim_end(s, cid, def);
 	if (st == SFS_NOTFOUND && n)
 		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "%s; nothing was settled",
 		              sfs_errdetail());
@@ -248,13 +245,13 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 	cli_name q;
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
-	sfs_claim_info ci;
 	json_t *o = NULL, *arr = NULL, *e;
 	int rc, st;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
-	st = sfs_inflight_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
+	st = sfs_item_scan(s, q.s, SFS_ITEM_INFLIGHT, a->after, a->limit,
+	                   a->keys_only, &l);
 	if (st != SFS_OK) {
 		rc = cli_fail_queue(c, st, "list claims of", &q);
 		goto out;
@@ -267,14 +264,11 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 	for (size_t i = 0; i < l.n; i++) {
 		const sfs_item *it = &l.items[i];
 
-		/* the delivery count; 0 when settled since the listing */
-		if (sfs_inflight_stat(s, q.s, it->id, &ci) != SFS_OK)
-			ci.deliveries = 0;
 		if (!c->json) {
 			printf("%lld\t%lld\t", (long long)it->id,
-			       (long long)it->n);
-			print_time(stdout, it->mtime_ns);
-			printf("\t%lld", (long long)ci.deliveries);
+			       (long long)it->st.claim_id);
+			print_time(stdout, it->st.lease_until_ns);
+			printf("\t%lld", (long long)it->st.deliveries);
 			if (!a->keys_only) {
 				fputc('\t', stdout);
 				cli_out_human(stdout, it->value.ptr,
@@ -285,15 +279,16 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 		}
 		e = json_object();
 		json_object_set_new(e, "id", json_integer(it->id));
-		json_object_set_new(e, "claim", json_integer(it->n));
+		json_object_set_new(e, "claim", json_integer(it->st.claim_id));
 		json_object_set_new(e, "lease_until_ns",
-		                    json_integer(it->mtime_ns));
+		                    json_integer(it->st.lease_until_ns));
 		json_object_set_new(e, "deliveries",
-		                    json_integer(ci.deliveries));
+		                    json_integer(it->st.deliveries));
 		if (!a->keys_only)
 			cli_json_set_bytes(e, "value", it->value.ptr,
 			                   it->value.len);
-		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
+		json_object_set_new(e, "size",
+		                    json_integer((json_int_t)it->st.size));
 		json_array_append_new(arr, e);
 	}
 	if (c->json) {
@@ -311,7 +306,8 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 {
 	sfs_list l = { NULL, 0 };
 	json_t *o, *arr, *e;
-	int st = sfs_dead_scan(s, q->s, a->after, a->limit, a->keys_only, &l);
+	int st = sfs_item_scan(s, q->s, SFS_ITEM_DEAD, a->after, a->limit,
+	                       a->keys_only, &l);
 
 	if (st != SFS_OK)
 		return cli_fail_queue(c, st, "list dead letters of", q);
@@ -320,8 +316,8 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 			const sfs_item *it = &l.items[i];
 
 			printf("%lld\t", (long long)it->id);
-			cli_out_human(stdout, it->key.ptr, it->key.len);
-			printf("\t%lld", (long long)it->n);
+			cli_out_human(stdout, it->reason.ptr, it->reason.len);
+			printf("\t%lld", (long long)it->st.deliveries);
 			if (!a->keys_only) {
 				fputc('\t', stdout);
 				cli_out_human(stdout, it->value.ptr,
@@ -340,13 +336,16 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 
 		e = json_object();
 		json_object_set_new(e, "id", json_integer(it->id));
-		cli_json_set_bytes(e, "reason", it->key.ptr, it->key.len);
-		json_object_set_new(e, "deliveries", json_integer(it->n));
+		cli_json_set_bytes(e, "reason", it->reason.ptr, it->reason.len);
+		json_object_set_new(e, "deliveries",
+		                    json_integer(it->st.deliveries));
 		if (!a->keys_only)
 			cli_json_set_bytes(e, "value", it->value.ptr,
 			                   it->value.len);
-		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
-		json_object_set_new(e, "mtime_ns", json_integer(it->mtime_ns));
+		json_object_set_new(e, "size",
+		                    json_integer((json_int_t)it->st.size));
+		json_object_set_new(e, "mtime_ns",
+		                    json_integer(it->st.mtime_ns));
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "entries", arr);
@@ -359,7 +358,7 @@ static int dead_show(cli *c, sfs_store *s, const cli_name *q, int64_t id)
 {
 	sfs_buf b = { NULL, 0 };
 	json_t *o;
-	int rc, st = sfs_dead_peek(s, q->s, id, &b);
+	int rc, st = sfs_item_get(s, q->s, SFS_ITEM_DEAD, id, &b);
 
 	if (st == SFS_NOTFOUND)
 		return cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter %lld",
@@ -403,12 +402,12 @@ static int dead_delete(cli *c, cli_args *a, sfs_store *s, const cli_name *q,
 	json_t *o;
 
 	if (a->all) {
-		st = sfs_dead_clear(s, q->s, &count);
+		st = sfs_item_clear(s, q->s, SFS_ITEM_DEAD, &count);
 		if (st != SFS_OK)
 			return cli_fail_queue(c, st, "clear dead letters of", q);
 	}
 	for (size_t i = 0; i < n; i++) {
-		st = sfs_dead_delete(s, q->s, ids[i]);
+		st = sfs_item_delete(s, q->s, SFS_ITEM_DEAD, ids[i]);
 		if (st == SFS_OK)
 			count++;
 		else if (st == SFS_NOTFOUND)
@@ -488,7 +487,7 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		goto out0;
 	if (a->all) {
-		st = sfs_dead_scan(s, q.s, -1, 0, 1, &l);
+		st = sfs_item_scan(s, q.s, SFS_ITEM_DEAD, -1, 0, 1, &l);
 		if (st != SFS_OK) {
 			rc = cli_fail_queue(c, st, "list dead letters of", &q);
 			goto out;
@@ -501,7 +500,7 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 	}
 	nids = cli_xmalloc((n ? n : 1) * sizeof(*nids));
 	for (size_t i = 0; i < n; i++) {
-		st = sfs_dead_requeue(s, q.s, ids[i], &nid);
+		st = sfs_item_requeue(s, q.s, ids[i], &nid);
 		if (st == SFS_NOTFOUND) {
 			rc = cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter %lld"
 			              " (%zu before it were requeued)",
@@ -539,7 +538,7 @@ out0:
 /* queue gc [QUEUE] */
 int cmd_claim_gc(cli *c, cli_args *a)
 {
-	cli_name q = { SFS_NONE, { NULL, 0 }, NULL, SFS_NAME_SCOPE, 0, NULL };
+	cli_name q = { SFS_NONE, { NULL, 0 }, NULL, FS_NAME_SCOPE, 0, NULL };
 	sfs_store *s = NULL;
 	sfs_gc_stats g;
 	json_t *o;

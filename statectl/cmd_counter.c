@@ -59,7 +59,14 @@ static int counter_cmd(cli *c, cli_args *a, int op)
 	                               &s, SFS_FAM_COUNTER, nm, 3)))
 		goto out;
 	switch (op) {
-	case 'g': st = sfs_counter_get(s, nm[0].s, nm[1].s, nm[2].s, &v, &exists); break;
+	case 'g':
+		/* an absent counter reads 0, as an add starts it */
+		st = sfs_counter_get(s, nm[0].s, nm[1].s, nm[2].s, &v, NULL);
+		if (st == SFS_NOTFOUND) {
+			st = SFS_OK;
+			exists = 0;
+		}
+		break;
 	case 'a': st = sfs_counter_add(s, nm[0].s, nm[1].s, nm[2].s, arg, &v); break;
 	case 's': st = sfs_counter_set(s, nm[0].s, nm[1].s, nm[2].s, arg); v = arg; break;
 	default: st = sfs_counter_delete(s, nm[0].s, nm[1].s, nm[2].s); break;
@@ -108,7 +115,7 @@ int cmd_counter_scan(cli *c, cli_args *a)
 {
 	cli_name nm[2], start, end;
 	sfs_store *s = NULL;
-	sfs_scan_opts so = { SFS_NONE, SFS_NONE, 0, 0, 0 };
+	sfs_scan_opts so = { .start = SFS_NONE, .end = SFS_NONE };
 	sfs_list l = { NULL, 0 };
 	json_t *o, *arr, *e;
 	int rc, st;
@@ -134,8 +141,8 @@ int cmd_counter_scan(cli *c, cli_args *a)
 	if (!c->json) {
 		for (size_t i = 0; i < l.n; i++) {
 			cli_name_print(stdout, l.items[i].key.ptr, l.items[i].key.len,
-			               sfs_name_key_kind(nm[1].s));
-			printf("\t%lld\n", (long long)l.items[i].n);
+			               fs_name_key_kind(nm[1].s));
+			printf("\t%lld\n", (long long)l.items[i].st.counter);
 		}
 		goto out;
 	}
@@ -145,10 +152,11 @@ int cmd_counter_scan(cli *c, cli_args *a)
 	for (size_t i = 0; i < l.n; i++) {
 		e = json_object();
 		cli_json_set_bytes(e, "key", l.items[i].key.ptr, l.items[i].key.len);
-		json_object_set_new(e, "value", json_integer(l.items[i].n));
-		if (l.items[i].mtime_ns)
+		json_object_set_new(e, "value",
+		                    json_integer(l.items[i].st.counter));
+		if (l.items[i].st.mtime_ns)
 			json_object_set_new(e, "mtime_ns",
-			                    json_integer(l.items[i].mtime_ns));
+			                    json_integer(l.items[i].st.mtime_ns));
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "entries", arr);

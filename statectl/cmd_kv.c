@@ -44,7 +44,7 @@ static int print_entries(const cli *c, const cli_name *nm, const sfs_list *l,
 
 	cli_names_json(head, nm, 2);
 	return cli_out_entries(c, head, l, keys_only,
-	                       sfs_name_key_kind(nm[1].s));
+	                       fs_name_key_kind(nm[1].s));
 }
 
 /* get SCOPE NS KEY */
@@ -151,7 +151,7 @@ out:
 int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
                      cli_name *start, cli_name *end)
 {
-	sfs_name_kind kind = sfs_name_key_kind(ns);
+	fs_name_kind kind = fs_name_key_kind(ns);
 	int rc;
 
 	memset(start, 0, sizeof(*start));
@@ -320,7 +320,7 @@ static int family_parse(const cli *c, const char *name, sfs_family *out)
 
 /* The listing of ls: names, or (queue items) ids. */
 static int print_names(const cli *c, const sfs_list *l, int ids,
-                       sfs_name_kind kind)
+                       fs_name_kind kind)
 {
 	json_t *o, *arr, *e;
 
@@ -342,7 +342,7 @@ static int print_names(const cli *c, const sfs_list *l, int ids,
 		if (ids) {
 			json_object_set_new(e, "id", json_integer(l->items[i].id));
 			json_object_set_new(e, "size",
-			                    json_integer((json_int_t)l->items[i].size));
+			                    json_integer((json_int_t)l->items[i].st.size));
 		} else {
 			cli_json_set_bytes(e, "name", l->items[i].key.ptr,
 			                   l->items[i].key.len);
@@ -360,7 +360,6 @@ int cmd_ls(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_family fam = SFS_FAM_KV;
 	sfs_list l = { NULL, 0 };
-	sfs_scan_opts so;
 	int rc, st = SFS_OK, ids = 0;
 
 	if ((rc = family_parse(c, a->family, &fam)))
@@ -373,30 +372,22 @@ int cmd_ls(cli *c, cli_args *a)
 	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
 	                                 fam, nm, a->npos)))
 		goto out;
-	memset(&so, 0, sizeof(so));
-	so.limit = a->limit;
-	so.keys_only = 1;
-	if (a->npos == 0) {
-		st = sfs_scope_list(s, fam, SFS_NONE, a->limit, &l);
-	} else if (fam == SFS_FAM_QUEUE) {
-		st = sfs_queue_scan(s, nm[0].s, -1, a->limit, 1, &l);
+	if (fam == SFS_FAM_QUEUE && a->npos == 1) {
+		st = sfs_item_scan(s, nm[0].s, SFS_ITEM_PENDING, -1, a->limit, 1,
+		                   &l);
 		ids = 1;
-	} else if (a->npos == 1) {
-		st = sfs_ns_list(s, fam, nm[0].s, SFS_NONE, a->limit, &l);
-	} else if (fam == SFS_FAM_KV) {
-		st = sfs_kv_scan(s, nm[0].s, nm[1].s, &so, &l);
-	} else if (fam == SFS_FAM_COUNTER) {
-		st = sfs_counter_scan(s, nm[0].s, nm[1].s, &so, &l);
 	} else {
-		st = sfs_log_keys(s, nm[0].s, nm[1].s, SFS_NONE, a->limit, &l);
+		st = sfs_dir_list(s, fam, a->npos > 0 ? nm[0].s : SFS_NONE,
+		                  a->npos > 1 ? nm[1].s : SFS_NONE, SFS_NONE,
+		                  a->limit, &l);
 	}
 	if (st != SFS_OK) {
 		rc = cli_fail_status(c, st, "cannot list");
 		goto out;
 	}
-	rc = print_names(c, &l, ids, a->npos == 0 ? SFS_NAME_SCOPE
-	                             : a->npos == 1 ? SFS_NAME_KEY
-	                             : sfs_name_key_kind(nm[1].s));
+	rc = print_names(c, &l, ids, a->npos == 0 ? FS_NAME_SCOPE
+	                             : a->npos == 1 ? FS_NAME_KEY
+	                             : fs_name_key_kind(nm[1].s));
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

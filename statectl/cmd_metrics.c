@@ -32,9 +32,9 @@
  * (the codec never makes a newline, but the format's rule is kept). */
 static void label(FILE *f, const char *key, sfs_buf name)
 {
-	char s[SFS_NAME_MAX + 1];
+	char s[FS_NAME_MAX + 1];
 
-	if (sfs_name_encode(sfs_bytes(name.ptr, name.len), SFS_NAME_SCOPE, s,
+	if (fs_name_encode(sfs_bytes(name.ptr, name.len), FS_NAME_SCOPE, s,
 	                    NULL) != SFS_OK)
 		snprintf(s, sizeof(s), "?");
 	fprintf(f, "{%s=\"", key);
@@ -103,6 +103,18 @@ static const smetric smetrics[] = {
 	  offsetof(sfs_scope_stats, counter) },
 };
 
+/* The backend's facts that are metrics (statefs.h, sfs_info.facts): a
+ * store whose backend has no such fact has no such metric. */
+static const struct {
+	const char *fact, *name, *help;
+} fmetrics[] = {
+	{ "file_size", "store_size_bytes", "Size of the store's main file." },
+	{ "wal_size", "store_wal_size_bytes",
+	  "Size of the store's write-ahead log." },
+	{ "page_count", "store_pages", "Pages of the store's main file." },
+	{ "page_size", "store_page_size_bytes", "Size of a page." },
+};
+
 static void write_metrics(FILE *f, const sfs_stats *st)
 {
 	const sfs_info *in = &st->info;
@@ -112,19 +124,15 @@ static void write_metrics(FILE *f, const sfs_stats *st)
 		{ "claimed", in->claimed_rows }, { "dead", in->dead_rows },
 	};
 
-	head(f, "store_size_bytes", "gauge", "Size of the store's main file.");
-	fprintf(f, "statefs_store_size_bytes %llu\n",
-	        (unsigned long long)in->file_size);
-	head(f, "store_wal_size_bytes", "gauge",
-	     "Size of the store's write-ahead log.");
-	fprintf(f, "statefs_store_wal_size_bytes %llu\n",
-	        (unsigned long long)in->wal_size);
-	head(f, "store_pages", "gauge", "Pages of the store's main file.");
-	fprintf(f, "statefs_store_pages %llu\n",
-	        (unsigned long long)in->page_count);
-	head(f, "store_page_size_bytes", "gauge", "Size of a page.");
-	fprintf(f, "statefs_store_page_size_bytes %llu\n",
-	        (unsigned long long)in->page_size);
+	for (size_t i = 0; i < sizeof(fmetrics) / sizeof(fmetrics[0]); i++) {
+		uint64_t v;
+
+		if (!cli_info_fact(in, fmetrics[i].fact, &v))
+			continue;
+		head(f, fmetrics[i].name, "gauge", fmetrics[i].help);
+		fprintf(f, "statefs_%s %llu\n", fmetrics[i].name,
+		        (unsigned long long)v);
+	}
 	head(f, "store_encrypted", "gauge",
 	     "1 when the store is encrypted at rest, else 0.");
 	fprintf(f, "statefs_store_encrypted %d\n", in->encrypted ? 1 : 0);

@@ -3,7 +3,7 @@
  *
  * `pop` prints the item's bytes unchanged and exits 1 on an empty queue,
  * so `while item=$(statectl queue pop q); do ...; done` ends when the work
- * does. A pop is at-most-once: claims (issue 6) are for consumers that may
+ * does. A pop is at-most-once: claims (docs/claims.md) are for consumers that may
  * crash. `push` with several items (arguments, or stdin split by --lines
  * or --null) pushes them in one transaction.
  */
@@ -58,7 +58,7 @@ int cmd_queue_push(cli *c, cli_args *a)
 	if ((a->lines || a->nul) && a->npos > 1)
 		return cli_usage(c, "--%s splits stdin: give no ITEM arguments",
 		                 a->lines ? "lines" : "null");
-	if ((rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, &q)))
+	if ((rc = cli_name_parse(c, a->pos[0], "queue", FS_NAME_SCOPE, &q)))
 		return rc;
 	if (a->npos > 1) {
 		n = (size_t)a->npos - 1;
@@ -116,17 +116,17 @@ int cmd_queue_pop(cli *c, cli_args *a)
 {
 	cli_name q;
 	sfs_store *s = NULL;
-	sfs_buf item = { NULL, 0 };
-	int64_t id = 0;
+	sfs_list l = { NULL, 0 };
+	const sfs_item *it;
 	json_t *o;
 	char *where;
 	int rc, st;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		return rc;
-	st = sfs_queue_pop(s, q.s, &item, &id);
+	st = sfs_queue_pop(s, q.s, 1, &l);
 	if (st == SFS_NOTFOUND) {
-		where = cli_name_show(q.s.ptr, q.s.len, SFS_NAME_SCOPE);
+		where = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
 		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where);
 		free(where);
 		goto out;
@@ -135,18 +135,20 @@ int cmd_queue_pop(cli *c, cli_args *a)
 		rc = cli_fail_queue(c, st, "pop from", &q);
 		goto out;
 	}
+	it = &l.items[0];
 	if (c->json) {
 		o = json_object();
 		cli_json_set_queue(o, &q);
-		json_object_set_new(o, "id", json_integer(id));
-		cli_json_set_bytes(o, "value", item.ptr, item.len);
-		json_object_set_new(o, "size", json_integer((json_int_t)item.len));
+		json_object_set_new(o, "id", json_integer(it->id));
+		cli_json_set_bytes(o, "value", it->value.ptr, it->value.len);
+		json_object_set_new(o, "size",
+		                    json_integer((json_int_t)it->value.len));
 		rc = cli_out_json(o);
 	} else {
-		rc = cli_out_raw(item.ptr, item.len);
+		rc = cli_out_raw(it->value.ptr, it->value.len);
 	}
 out:
-	sfs_buf_free(&item);
+	sfs_list_free(&l);
 	sfs_store_close(s);
 	cli_name_free(&q);
 	return rc;
@@ -164,7 +166,8 @@ static int len_or_clear(cli *c, cli_args *a, int clear)
 	if ((rc = cli_store_open_queue(c, a, clear ? CLI_STORE_WRITE
 	                                           : CLI_STORE_READ, &q, &s)))
 		return rc;
-	st = clear ? sfs_queue_clear(s, q.s, &n) : sfs_queue_len(s, q.s, &n);
+	st = clear ? sfs_item_clear(s, q.s, SFS_ITEM_PENDING, &n)
+	           : sfs_item_count(s, q.s, SFS_ITEM_PENDING, &n);
 	if (st != SFS_OK) {
 		rc = cli_fail_queue(c, st, clear ? "clear" : "count", &q);
 		goto out;
@@ -198,7 +201,8 @@ int cmd_queue_scan(cli *c, cli_args *a)
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
-	st = sfs_queue_scan(s, q.s, a->after, a->limit, a->keys_only, &l);
+	st = sfs_item_scan(s, q.s, SFS_ITEM_PENDING, a->after, a->limit,
+	                   a->keys_only, &l);
 	if (st != SFS_OK) {
 		rc = cli_fail_queue(c, st, "list", &q);
 		goto out;

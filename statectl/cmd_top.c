@@ -45,7 +45,7 @@
 typedef struct tq {
 	unsigned char *id;        /* its bytes (malloc'd) */
 	size_t idlen;
-	char name[SFS_NAME_MAX + 1];  /* as under the mount */
+	char name[FS_NAME_MAX + 1];  /* as under the mount */
 	sfs_queue_stats f;        /* this frame's figures; f.queue unused */
 	int64_t t0;               /* the previous frame's time; 0: none */
 	uint64_t pushed0, taken0; /* and its counts */
@@ -130,8 +130,8 @@ static void model_update(top *t, sfs_stats *st)
 			q->id = cli_xmalloc(f->queue.len + 1);
 			memcpy(q->id, f->queue.ptr, f->queue.len);
 			q->idlen = f->queue.len;
-			if (sfs_name_encode(sfs_bytes(q->id, q->idlen),
-			                    SFS_NAME_SCOPE, q->name, NULL))
+			if (fs_name_encode(sfs_bytes(q->id, q->idlen),
+			                    FS_NAME_SCOPE, q->name, NULL))
 				snprintf(q->name, sizeof(q->name), "?");
 		}
 		dt = (double)(st->now_ns - q->t0) / NS;
@@ -207,7 +207,7 @@ static int swidth(const char *s)
 static void put(char *line, size_t cap, size_t *len, const char *s, int cols,
                 int right)
 {
-	char cut[4 * SFS_NAME_MAX + 8];
+	char cut[4 * FS_NAME_MAX + 8];
 	int w = swidth(s);
 
 	if (cols <= 0)
@@ -478,11 +478,11 @@ static void text(frame *fr, const char *s, int attr)
 	endline(fr, attr);
 }
 
-static void scope_name(const sfs_scope_stats *c, char nm[SFS_NAME_MAX + 1])
+static void scope_name(const sfs_scope_stats *c, char nm[FS_NAME_MAX + 1])
 {
-	if (sfs_name_encode(sfs_bytes(c->scope.ptr, c->scope.len),
-	                    SFS_NAME_SCOPE, nm, NULL) != SFS_OK)
-		snprintf(nm, SFS_NAME_MAX + 1, "?");
+	if (fs_name_encode(sfs_bytes(c->scope.ptr, c->scope.len),
+	                    FS_NAME_SCOPE, nm, NULL) != SFS_OK)
+		snprintf(nm, FS_NAME_MAX + 1, "?");
 }
 
 /* The three lines at the top: the store and the time, its size, totals. */
@@ -491,7 +491,8 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
 {
 	const sfs_stats *st = fr->t->st;
 	const sfs_info *in = &st->info;
-	char s[4 * SFS_NAME_MAX + 8], a[40], b[80];
+	char s[4 * FS_NAME_MAX + 8], a[40], b[80];
+	uint64_t file, wal, pages;
 	time_t now = (time_t)(st->now_ns / NS);
 	struct tm tmv;
 
@@ -505,12 +506,21 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
 	cell(fr, " ", 1, 0);
 	cell(fr, b, swidth(b), 0);
 	endline(fr, A_BOLD);
-	fmt_bytes(a, sizeof(a), in->file_size);
-	fmt_bytes(b, sizeof(b), in->wal_size);
-	snprintf(s, sizeof(s), "store %s (%llu pages), WAL %s, %s%s", a,
-	         (unsigned long long)in->page_count, b,
-	         in->encrypted ? "encrypted, " : "plaintext",
-	         in->encrypted ? in->cipher : "");
+	if (cli_info_fact(in, "file_size", &file) &&
+	    cli_info_fact(in, "wal_size", &wal) &&
+	    cli_info_fact(in, "page_count", &pages)) {
+		fmt_bytes(a, sizeof(a), file);
+		fmt_bytes(b, sizeof(b), wal);
+		snprintf(s, sizeof(s), "store %s (%llu pages), WAL %s, %s%s",
+		         a, (unsigned long long)pages, b,
+		         in->encrypted ? "encrypted, " : "plaintext",
+		         in->encrypted ? in->cipher : "");
+	} else { /* a backend without files */
+		fmt_bytes(a, sizeof(a), in->size);
+		snprintf(s, sizeof(s), "store %s (%s), %s%s", a, in->backend,
+		         in->encrypted ? "encrypted, " : "plaintext",
+		         in->encrypted ? in->cipher : "");
+	}
 	text(fr, s, 0);
 	snprintf(s, sizeof(s), "%zu queue%s: %llu pending, %llu in flight, "
 	         "%llu dead   %zu scope%s: %llu keys, %llu log entries, %llu "
@@ -529,7 +539,7 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
  * cut first, down to MIN_NAME); the trend takes what is left. */
 static void queue_columns(frame *fr, tq **order, int w[C_N], int on[C_N])
 {
-	char s[4 * SFS_NAME_MAX + 8];
+	char s[4 * FS_NAME_MAX + 8];
 	int total, room = fr->width - 1;
 
 	for (int c = 0; c < C_N; c++) {
@@ -606,7 +616,7 @@ static int more(frame *fr, int i, int rows, size_t n, const char *what)
 
 static void render_queues(frame *fr, tq **order, int rows)
 {
-	char s[4 * SFS_NAME_MAX + 8];
+	char s[4 * FS_NAME_MAX + 8];
 	int w[C_N], on[C_N];
 
 	queue_columns(fr, order, w, on);
@@ -637,7 +647,7 @@ static void render_scopes(frame *fr, const sfs_scope_stats **order,
 {
 	static const char *const titles[] = { "KEYS", "LOG", "COUNTERS" };
 	const sfs_stats *st = fr->t->st;
-	char nm[SFS_NAME_MAX + 1], a[32];
+	char nm[FS_NAME_MAX + 1], a[32];
 	/* on a narrow screen, the keys only */
 	int ncols = fr->plain || fr->width > 40 ? 3 : 1, sw = 5, nw = 8;
 
@@ -737,16 +747,16 @@ static json_t *frame_json(const top *t)
 	const sfs_stats *st = t->st;
 	const sfs_info *in = &st->info;
 	json_t *o = json_object(), *qs = json_array(), *ss = json_array();
+	json_t *store;
 
 	json_object_set_new(o, "time_ns", json_integer(st->now_ns));
 	json_object_set_new(o, "interval_ms", json_integer(t->interval_ms));
-	json_object_set_new(o, "store", json_pack("{s:s, s:b, s:I, s:I, s:I, "
-	        "s:I, s:i}", "path", in->path, "encrypted", in->encrypted,
-	        "file_size", (json_int_t)in->file_size,
-	        "wal_size", (json_int_t)in->wal_size,
-	        "page_size", (json_int_t)in->page_size,
-	        "page_count", (json_int_t)in->page_count,
-	        "schema_version", in->schema_version));
+	store = json_pack("{s:s, s:s, s:b, s:I, s:i}", "path", in->path,
+	        "backend", in->backend, "encrypted", in->encrypted,
+	        "size", (json_int_t)in->size,
+	        "schema_version", in->schema_version);
+	cli_json_set_facts(store, in); /* SQLite: file_size, wal_size, ... */
+	json_object_set_new(o, "store", store);
 	json_object_set_new(o, "rows", json_pack("{s:I, s:I, s:I, s:I, s:I, "
 	        "s:I}", "kv", (json_int_t)in->kv_rows,
 	        "counter", (json_int_t)in->counter_rows,

@@ -67,6 +67,34 @@ static void set_field(json_t *o, const char *name, sfs_slice s, int always)
 		cli_json_set_bytes(o, name, "", 0);
 }
 
+/* Format version 1 writes several fields of a row in one integer, "n" (a
+ * counter's value, a directory's family, a claim's lease end, an
+ * in-flight item's claim, a policy's time-to-live), a dead letter's reason
+ * as "key" and a policy's delivery limit as "deliveries". */
+static int64_t row_n(const sfs_row *r)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: return r->counter;
+	case SFS_FAM_DIR: return (int64_t)r->dir_family;
+	case SFS_FAM_CLAIM: return r->lease_until_ns;
+	case SFS_FAM_INFLIGHT: return r->claim_id;
+	case SFS_FAM_POLICY: return r->ttl_ms;
+	default: return 0;
+	}
+}
+
+static void row_set_n(sfs_row *r, int64_t n)
+{
+	switch (r->family) {
+	case SFS_FAM_COUNTER: r->counter = n; break;
+	case SFS_FAM_DIR: r->dir_family = (sfs_family)n; break;
+	case SFS_FAM_CLAIM: r->lease_until_ns = n; break;
+	case SFS_FAM_INFLIGHT: r->claim_id = n; break;
+	case SFS_FAM_POLICY: r->ttl_ms = n; break;
+	default: break;
+	}
+}
+
 static json_t *row_to_json(const sfs_row *r)
 {
 	const char *fam = family_name(r->family);
@@ -80,19 +108,21 @@ static json_t *row_to_json(const sfs_row *r)
 	json_object_set_new(o, "family", json_string(fam));
 	set_field(o, "scope", r->scope, 1);
 	set_field(o, "ns", r->ns, named);
-	set_field(o, "key", r->key, named);
+	set_field(o, "key", r->family == SFS_FAM_DEAD ? r->reason : r->key,
+	          named);
 	if (r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE || r->id)
 		json_object_set_new(o, "id", json_integer(r->id));
-	if (r->family == SFS_FAM_COUNTER || r->n)
-		json_object_set_new(o, "n", json_integer(r->n));
+	if (r->family == SFS_FAM_COUNTER || row_n(r))
+		json_object_set_new(o, "n", json_integer(row_n(r)));
 	set_field(o, "value", r->value, r->family == SFS_FAM_KV ||
 	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE ||
 	          r->family == SFS_FAM_INFLIGHT || r->family == SFS_FAM_DEAD);
 	if (r->mtime_ns)
 		json_object_set_new(o, "mtime_ns", json_integer(r->mtime_ns));
-	if (r->deliveries)
-		json_object_set_new(o, "deliveries",
-		                    json_integer(r->deliveries));
+	if (r->family == SFS_FAM_POLICY ? r->max_deliveries : r->deliveries)
+		json_object_set_new(o, "deliveries", json_integer(
+		        r->family == SFS_FAM_POLICY ? r->max_deliveries
+		                                    : r->deliveries));
 	return o;
 }
 
@@ -170,7 +200,7 @@ int cmd_export(cli *c, cli_args *a)
 		rc = cli_fail(c, CLI_EXIT_INTERNAL, "the store has rows of family "
 		              "%d, which this statectl cannot export", x.bad_family);
 	else if (st != SFS_OK)
-		rc = cli_fail_status(c, st, "cannot export %s", sfs_store_path(s));
+		rc = cli_fail_status(c, st, "cannot export %s", c->opened);
 	if (file) {
 		if (fclose(x.out) != 0 && rc == CLI_EXIT_OK)
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
@@ -228,6 +258,7 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	const char *fam, *field;
 	json_t *v;
 	size_t n;
+	int64_t num = 0, deliveries = 0;
 	int present, ok;
 
 	memset(row, 0, sizeof(*row));
@@ -264,10 +295,19 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 		*slots[i] = present ? sfs_bytes(m->p[i], n) : SFS_NONE;
 	}
 	if (int_field(o, "id", &row->id, err) < 0 ||
-	    int_field(o, "n", &row->n, err) < 0 ||
+	    int_field(o, "n", &num, err) < 0 ||
 	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||
-	    int_field(o, "deliveries", &row->deliveries, err) < 0)
+	    int_field(o, "deliveries", &deliveries, err) < 0)
 		return -1;
+	row_set_n(row, num);
+	if (row->family == SFS_FAM_POLICY)
+		row->max_deliveries = deliveries;
+	else
+		row->deliveries = deliveries;
+	if (row->family == SFS_FAM_DEAD) {
+		row->reason = row->key;
+		row->key = SFS_NONE;
+	}
 	return 0;
 }
 
@@ -290,40 +330,6 @@ static int check_header(const cli *c, const char *line, size_t len)
 		              (long long)json_integer_value(ver), EXPORT_VERSION);
 	json_decref(h);
 	return rc;
-}
-
-/* Imports one line after the header: a row, or nothing when it is empty. */
-static int import_line(const cli *c, sfs_import *imp, const char *line,
-                       size_t len, uint64_t lineno)
-{
-	json_error_t jerr;
-	const char *err;
-	json_t *o;
-	sfs_row row;
-	row_mem m;
-	int st;
-
-	if (len == 0)
-		return CLI_EXIT_OK;
-	o = json_loadb(line, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &jerr);
-	if (!o)
-		return cli_fail(c, CLI_EXIT_DATA, "line %llu: not valid JSON (%s); "
-		                "nothing was imported", (unsigned long long)lineno,
-		                jerr.text);
-	st = json_to_row(o, &row, &m, &err);
-	json_decref(o);
-	if (st < 0) {
-		row_mem_free(&m);
-		return cli_fail(c, CLI_EXIT_DATA, "line %llu: %s; nothing was "
-		                "imported", (unsigned long long)lineno, err);
-	}
-	st = sfs_import_row(imp, &row);
-	row_mem_free(&m);
-	if (st != SFS_OK)
-		return cli_fail_status(c, st, "line %llu: cannot import the row; "
-		                       "nothing was imported",
-		                       (unsigned long long)lineno);
-	return CLI_EXIT_OK;
 }
 
 /* The longest line a row can take: every byte field at its largest (a
@@ -405,53 +411,123 @@ static int line_next(line_in *r, char **line, size_t *len)
 	}
 }
 
-int cli_import_read(const cli *c, FILE *in, const char *name, sfs_import *imp,
-                    uint64_t *rows)
-{
-	line_in r = { fileno(in), IMPORT_LINE_MAX, NULL, 0, 0, 0, 0 };
+/* The import's source: the lines of an export, one row at a time. */
+typedef struct import_ctx {
+	const cli *c;
+	line_in r;
+	const char *name;
+	uint64_t lineno, rows, bytes, total;
+	row_mem m;               /* the bytes of the row last given */
 	cli_progress p;
-	struct stat sb;
-	uint64_t lineno = 0, bytes = 0, total = 0;
+	int rc;                  /* why next_row stopped the import */
+	int ended;               /* every line was read */
+} import_ctx;
+
+/* An sfs_import source: the next row of the export, SFS_NOTFOUND at its
+ * end, or -1 after printing why the input cannot be imported. */
+static int next_row(sfs_row *row, void *arg)
+{
+	import_ctx *x = arg;
+	json_error_t jerr;
+	const char *err;
 	char *line;
 	size_t len;
-	int rc = CLI_EXIT_OK, got;
+	json_t *o;
+	int got;
 
-	*rows = 0;
-	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
-		total = (uint64_t)sb.st_size;
-	cli_progress_begin(&p, c, "import", "bytes");
-	while ((got = line_next(&r, &line, &len)) > 0) {
-		lineno++;
-		bytes += len + 1;
-		if (cli_progress_cb(bytes, total > bytes ? total : bytes, &p)) {
-			rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing "
-			              "was imported");
-			goto out;
+	row_mem_free(&x->m);
+	memset(&x->m, 0, sizeof(x->m));
+	while ((got = line_next(&x->r, &line, &len)) > 0) {
+		x->lineno++;
+		x->bytes += len + 1;
+		if (cli_progress_cb(x->bytes, x->total > x->bytes ? x->total
+		                                                  : x->bytes,
+		                    &x->p)) {
+			x->rc = cli_fail(x->c, CLI_EXIT_INTERRUPTED, "interrupted;"
+			                 " nothing was imported");
+			return -1;
 		}
-		rc = lineno == 1 ? check_header(c, line, len)
-		                 : import_line(c, imp, line, len, lineno);
-		if (rc)
-			goto out;
-		if (lineno > 1 && len)
-			(*rows)++;
+		if (x->lineno == 1) {
+			if ((x->rc = check_header(x->c, line, len)))
+				return -1;
+			continue;
+		}
+		if (len == 0)
+			continue;
+		o = json_loadb(line, len, JSON_ALLOW_NUL |
+		               JSON_REJECT_DUPLICATES, &jerr);
+		if (!o) {
+			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: not valid"
+			                 " JSON (%s); nothing was imported",
+			                 (unsigned long long)x->lineno, jerr.text);
+			return -1;
+		}
+		if (json_to_row(o, row, &x->m, &err) < 0) {
+			json_decref(o);
+			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: %s; nothing"
+			                 " was imported",
+			                 (unsigned long long)x->lineno, err);
+			return -1;
+		}
+		json_decref(o);
+		x->rows++;
+		return SFS_OK;
 	}
 	if (got == -2) {
-		rc = cli_fail(c, CLI_EXIT_DATA, "line %llu: longer than any row of "
-		              "an export (%zu bytes); nothing was imported",
-		              (unsigned long long)lineno + 1, r.max);
-	} else if (cli_interrupted()) { /* Ctrl-C while waiting for input */
-		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was "
-		              "imported");
-	} else if (got < 0) {
-		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s: %s; nothing was "
-		              "imported", name, strerror(errno));
-	} else if (lineno == 0) {
-		rc = cli_fail(c, CLI_EXIT_DATA, "the input is empty, not a statefs "
-		              "export");
+		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: longer than any"
+		                 " row of an export (%zu bytes); nothing was"
+		                 " imported", (unsigned long long)x->lineno + 1,
+		                 x->r.max);
+		return -1;
 	}
-out:
-	cli_progress_end(&p);
-	free(r.buf);
+	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
+		x->rc = cli_fail(x->c, CLI_EXIT_INTERRUPTED, "interrupted; nothing"
+		                 " was imported");
+		return -1;
+	}
+	if (got < 0) {
+		x->rc = cli_fail(x->c, CLI_EXIT_SYSTEM, "cannot read %s: %s;"
+		                 " nothing was imported", x->name, strerror(errno));
+		return -1;
+	}
+	if (x->lineno == 0) {
+		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "the input is empty, not a"
+		                 " statefs export");
+		return -1;
+	}
+	x->ended = 1;
+	return SFS_NOTFOUND;
+}
+
+int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
+                    uint64_t *rows)
+{
+	import_ctx x;
+	struct stat sb;
+	int rc = CLI_EXIT_OK, st;
+
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.name = name;
+	x.r.fd = fileno(in);
+	x.r.max = IMPORT_LINE_MAX;
+	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
+		x.total = (uint64_t)sb.st_size;
+	cli_progress_begin(&x.p, c, "import", "bytes");
+	st = sfs_import(s, next_row, &x);
+	cli_progress_end(&x.p);
+	if (st == -1)
+		rc = x.rc;
+	else if (st != SFS_OK && x.ended)
+		rc = cli_fail_status(c, st, "cannot commit the import; nothing was"
+		                     " imported");
+	else if (st != SFS_OK)
+		rc = cli_fail_status(c, st, "line %llu: cannot import the row;"
+		                     " nothing was imported",
+		                     (unsigned long long)x.lineno);
+	*rows = x.rows;
+	row_mem_free(&x.m);
+	free(x.r.buf);
 	return rc;
 }
 
@@ -461,9 +537,8 @@ int cmd_import(cli *c, cli_args *a)
 	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
 	FILE *in = stdin;
 	sfs_store *s = NULL;
-	sfs_import *imp = NULL;
 	uint64_t rows = 0;
-	int rc, st;
+	int rc;
 
 	if (file && !(in = fopen(file, "re")))
 		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
@@ -471,27 +546,15 @@ int cmd_import(cli *c, cli_args *a)
 		                "cannot read %s: %s", file, strerror(errno));
 	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
-	if ((st = sfs_import_begin(s, &imp)) != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot start the import");
+	if ((rc = cli_import_read(c, in, file ? file : "stdin", s, &rows)))
 		goto out;
-	}
-	if ((rc = cli_import_read(c, in, file ? file : "stdin", imp, &rows)))
-		goto out;
-	st = sfs_import_commit(imp);
-	imp = NULL;
-	if (st != SFS_OK) {
-		rc = cli_fail_status(c, st, "cannot commit the import; nothing was "
-		                     "imported");
-		goto out;
-	}
 	if (c->json)
-		rc = cli_out_json(json_pack("{s:s, s:I}", "path", sfs_store_path(s),
+		rc = cli_out_json(json_pack("{s:s, s:I}", "path", c->opened,
 		                            "rows", (json_int_t)rows));
 	else
 		printf("imported %llu rows into %s\n", (unsigned long long)rows,
-		       sfs_store_path(s));
+		       c->opened);
 out:
-	sfs_import_abort(imp);
 	sfs_store_close(s);
 	if (in != stdin)
 		fclose(in);

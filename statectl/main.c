@@ -146,6 +146,7 @@ static int run(int argc, char **argv)
 		rc = cmd->run(&c, &a);
 	}
 	free(a.pos);
+	free(c.opened);
 	return cli_out_finish(&c, rc);
 }
 

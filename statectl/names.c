@@ -6,7 +6,7 @@
  * seen there pastes into a command ("a%2Fb" is the key "a/b", "%x00ff" the
  * two bytes 00 ff, "42" in namespace "worker" the 8-byte id 42); listings
  * and messages print names the same way, so they paste back. The kind of a
- * key depends on its namespace (sfs_name_key_kind), so names are decoded in
+ * key depends on its namespace (fs_name_key_kind), so names are decoded in
  * order: scope, namespace, key.
  *
  * A name too long for a file name ends in "%~" and a hash: it names a string
@@ -24,14 +24,14 @@
 
 #include "cli_i.h"
 
-static const char *kind_hint(sfs_name_kind kind)
+static const char *kind_hint(fs_name_kind kind)
 {
 	switch (kind) {
-	case SFS_NAME_SCOPE:
+	case FS_NAME_SCOPE:
 		return "write '/' as %2F and '%' as %25; the scopes exec, queue "
 		       "and counter are %65xec, %71ueue and %63ounter";
-	case SFS_NAME_ID:
-	case SFS_NAME_ID_LE:
+	case FS_NAME_ID:
+	case FS_NAME_ID_LE:
 		return "in this namespace a key is a decimal id, or as under the "
 		       "mount";
 	default:
@@ -47,7 +47,7 @@ void cli_names_init(const cli *c)
 }
 
 int cli_name_parse(const cli *c, const char *arg, const char *what,
-                   sfs_name_kind kind, cli_name *out)
+                   fs_name_kind kind, cli_name *out)
 {
 	int st;
 
@@ -58,7 +58,7 @@ int cli_name_parse(const cli *c, const char *arg, const char *what,
 		out->s = sfs_str(arg);
 		return CLI_EXIT_OK;
 	}
-	st = sfs_name_decode(arg, strlen(arg), kind, &out->mem, &out->hashed);
+	st = fs_name_decode(arg, strlen(arg), kind, &out->mem, &out->hashed);
 	if (st == SFS_INVALID)
 		return cli_usage(c, "'%s' is not a valid %s name (%s)", arg, what,
 		                 kind_hint(kind));
@@ -77,20 +77,20 @@ void cli_name_free(cli_name *n)
 	n->s = SFS_NONE;
 }
 
-void cli_name_print(FILE *f, const void *p, size_t n, sfs_name_kind kind)
+void cli_name_print(FILE *f, const void *p, size_t n, fs_name_kind kind)
 {
-	char name[SFS_NAME_MAX + 1];
+	char name[FS_NAME_MAX + 1];
 	size_t len;
 
 	if (raw)
 		cli_out_human(f, p, n);
-	else if (sfs_name_encode(sfs_bytes(p ? p : "", n), kind, name, &len) == SFS_OK)
+	else if (fs_name_encode(sfs_bytes(p ? p : "", n), kind, name, &len) == SFS_OK)
 		fwrite(name, 1, len, f);
 	else
 		cli_out_human(f, p, n); /* only on allocation failure */
 }
 
-char *cli_name_show(const void *p, size_t n, sfs_name_kind kind)
+char *cli_name_show(const void *p, size_t n, fs_name_kind kind)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -115,15 +115,15 @@ static const char *const json_fields[] = { "scope", "ns", "key" };
 
 int cli_names_parse(const cli *c, char **args, int n, cli_name *out)
 {
-	sfs_name_kind kind;
+	fs_name_kind kind;
 	int rc;
 
 	for (int i = 0; i < n; i++) {
-		kind = i == 0 ? SFS_NAME_SCOPE
-		     : i == 1 ? SFS_NAME_KEY
-		              : sfs_name_key_kind(out[1].s);
+		kind = i == 0 ? FS_NAME_SCOPE
+		     : i == 1 ? FS_NAME_KEY
+		              : fs_name_key_kind(out[1].s);
 		if (i == 2 && out[1].hashed)
-			kind = SFS_NAME_KEY; /* resolved later; ids are short */
+			kind = FS_NAME_KEY; /* resolved later; ids are short */
 		if ((rc = cli_name_parse(c, args[i], labels[i], kind, &out[i]))) {
 			cli_names_free(out, i);
 			return rc;
@@ -139,12 +139,12 @@ void cli_names_free(cli_name *nm, int n)
 }
 
 /* Whether the encoding of bytes is exactly the name text. */
-static int same_name(const sfs_buf *bytes, sfs_name_kind kind,
+static int same_name(const sfs_buf *bytes, fs_name_kind kind,
                      const char *text)
 {
-	char name[SFS_NAME_MAX + 1];
+	char name[FS_NAME_MAX + 1];
 
-	return sfs_name_encode(sfs_bytes(bytes->ptr, bytes->len), kind, name,
+	return fs_name_encode(sfs_bytes(bytes->ptr, bytes->len), kind, name,
 	                       NULL) == SFS_OK && strcmp(name, text) == 0;
 }
 
@@ -153,8 +153,9 @@ static int same_name(const sfs_buf *bytes, sfs_name_kind kind,
 static int candidates(sfs_store *s, sfs_family fam, const cli_name *nm,
                       int i, sfs_list *out)
 {
-	sfs_scan_opts so = { SFS_NONE, SFS_NONE, 0, 0, 1 };
-	unsigned char end[SFS_NAME_MAX];
+	sfs_scan_opts so = { .start = SFS_NONE, .end = SFS_NONE,
+	                     .keys_only = 1 };
+	unsigned char end[FS_NAME_MAX];
 	size_t k = nm[i].s.len < sizeof(end) ? nm[i].s.len : sizeof(end);
 
 	/* keys in [prefix, the prefix's successor) */
@@ -166,14 +167,12 @@ static int candidates(sfs_store *s, sfs_family fam, const cli_name *nm,
 		end[k - 1]++;
 		so.end = sfs_bytes(end, k);
 	}
-	if (i == 0)
-		return sfs_scope_list(s, fam, SFS_NONE, 0, out);
-	if (i == 1)
-		return sfs_ns_list(s, fam, nm[0].s, SFS_NONE, 0, out);
-	switch (fam) {
+	switch (i == 2 ? fam : SFS_FAM_DIR) {
 	case SFS_FAM_COUNTER: return sfs_counter_scan(s, nm[0].s, nm[1].s, &so, out);
-	case SFS_FAM_LOG: return sfs_log_keys(s, nm[0].s, nm[1].s, SFS_NONE, 0, out);
-	default: return sfs_kv_scan(s, nm[0].s, nm[1].s, &so, out);
+	case SFS_FAM_KV: return sfs_kv_scan(s, nm[0].s, nm[1].s, &so, out);
+	default: /* scopes, namespaces, a log's keys */
+		return sfs_dir_list(s, fam, i > 0 ? nm[0].s : SFS_NONE,
+		                    i > 1 ? nm[1].s : SFS_NONE, SFS_NONE, 0, out);
 	}
 }
 
@@ -188,7 +187,7 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
 		if (!nm[i].hashed)
 			continue;
 		if (i == 2)
-			nm[i].kind = sfs_name_key_kind(nm[1].s);
+			nm[i].kind = fs_name_key_kind(nm[1].s);
 		if ((st = candidates(s, fam, nm, i, &l)) != SFS_OK)
 			return cli_fail_status(c, st, "cannot look up the name '%s'",
 			                       nm[i].text);

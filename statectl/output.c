@@ -45,6 +45,8 @@ int cli_exit_for_status(int status)
 	case SFS_OK: return CLI_EXIT_OK;
 	case SFS_NOTFOUND: return CLI_EXIT_NOTFOUND;
 	case SFS_INVALID:
+	case SFS_UNSUPPORTED: /* refused by this store's backend, with what
+	                         to do instead */
 	case SFS_TOOBIG:
 	case SFS_OVERFLOW: return CLI_EXIT_DATA;
 	case SFS_EXISTS:
@@ -359,7 +361,7 @@ int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
 				printf("%lld", (long long)it->id);
 			else
 				cli_name_print(stdout, it->key.ptr, it->key.len,
-				               (sfs_name_kind)kind);
+				               (fs_name_kind)kind);
 			if (!keys_only) {
 				fputc('\t', stdout);
 				cli_out_human(stdout, it->value.ptr, it->value.len);
@@ -380,14 +382,32 @@ int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
 		if (!keys_only)
 			cli_json_set_bytes(e, "value", it->value.ptr,
 			                   it->value.len);
-		json_object_set_new(e, "size", json_integer((json_int_t)it->size));
-		if (it->mtime_ns)
+		json_object_set_new(e, "size", json_integer((json_int_t)it->st.size));
+		if (it->st.mtime_ns)
 			json_object_set_new(e, "mtime_ns",
-			                    json_integer(it->mtime_ns));
+			                    json_integer(it->st.mtime_ns));
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(head, "entries", arr);
 	return cli_out_json(head);
+}
+
+int cli_info_fact(const sfs_info *in, const char *name, uint64_t *value)
+{
+	for (size_t i = 0; i < in->nfacts; i++) {
+		if (strcmp(in->facts[i].name, name) == 0) {
+			*value = in->facts[i].value;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void cli_json_set_facts(json_t *obj, const sfs_info *in)
+{
+	for (size_t i = 0; i < in->nfacts; i++)
+		json_object_set_new(obj, in->facts[i].name,
+		        json_integer((json_int_t)in->facts[i].value));
 }
 
 void cli_json_set_queue(json_t *obj, const cli_name *q)
@@ -398,7 +418,7 @@ void cli_json_set_queue(json_t *obj, const cli_name *q)
 int cli_fail_queue(const cli *c, int status, const char *verb,
                    const cli_name *q)
 {
-	char *where = cli_name_show(q->s.ptr, q->s.len, SFS_NAME_SCOPE);
+	char *where = cli_name_show(q->s.ptr, q->s.len, FS_NAME_SCOPE);
 	int rc = cli_fail_status(c, status, "cannot %s queue %s", verb, where);
 
 	free(where);

@@ -1,9 +1,9 @@
 /*
  * store.c - opening the store and finding the key, by the rules the daemon
- * follows too (sfs_store_open_config): --db, else $STATEFS_DB, else the
- * default store; --key-file, else $STATEFS_KEY, else $STATEFS_KEY_FILE,
- * else the default key file; none with --plaintext. --passphrase asks on
- * the terminal instead.
+ * follows too (sfs_store_open with SFS_OPEN_ENV): --db, else $STATEFS_DB,
+ * else the default store; --key-file, else $STATEFS_KEY, else
+ * $STATEFS_KEY_FILE, else the default key file; none with --plaintext.
+ * --passphrase asks on the terminal instead.
  *
  * Only `init` creates a store: a typo in --db must not leave a new empty
  * store behind, so every other command reports a missing store as such
@@ -38,7 +38,8 @@ int cli_resolve(cli *c, const sfs_key *have, int ignore_plaintext,
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = c->db;
 	cfg.keyfile = c->keyfile;
-	cfg.plaintext = c->plaintext && !ignore_plaintext;
+	cfg.flags = SFS_OPEN_ENV |
+	            (c->plaintext && !ignore_plaintext ? SFS_OPEN_PLAINTEXT : 0);
 	cfg.key = have;
 	st = sfs_config_resolve(&cfg, db, key, keyfile);
 	if (st != SFS_OK)
@@ -225,17 +226,20 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = path;
 	cfg.keyfile = c->keyfile;
-	cfg.plaintext = c->plaintext;
-	cfg.readonly = mode == CLI_STORE_READ;
-	cfg.no_recovery = mode == CLI_STORE_GC;
+	cfg.flags = SFS_OPEN_ENV | (c->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
+	            (mode == CLI_STORE_READ ? SFS_OPEN_READONLY : 0) |
+	            (mode == CLI_STORE_GC ? SFS_OPEN_NORECOVER : 0);
 	cfg.key = pass ? pass : key;
-	st = sfs_store_open_config(&cfg, out, &notice);
+	st = sfs_store_open(&cfg, out, &notice);
 	if (notice) {
 		fprintf(stderr, "statectl: %s\n", notice);
 		free(notice);
 	}
 	if (st == SFS_OK) {
 		code = CLI_EXIT_OK;
+		free(c->opened);
+		c->opened = name;
+		name = NULL;
 		goto out;
 	}
 	/* Why it failed: no store there (asked only now, as for a store on
@@ -276,7 +280,7 @@ int cli_store_open_names(cli *c, int mode, sfs_store **out, sfs_family fam,
 int cli_store_open_queue(cli *c, const cli_args *a, int mode, cli_name *q,
                          sfs_store **out)
 {
-	int rc = cli_name_parse(c, a->pos[0], "queue", SFS_NAME_SCOPE, q);
+	int rc = cli_name_parse(c, a->pos[0], "queue", FS_NAME_SCOPE, q);
 
 	if (rc)
 		return rc;

@@ -47,10 +47,10 @@ cat >"$T/use.c" <<'EOF'
 #include <stdio.h>
 int main(void)
 {
-	sfs_open_opts o = { ":memory:", SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT, NULL, 0, 0, 0 };
+	sfs_config o = { .db = ":memory:", .flags = SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT };
 	sfs_store *s;
 	int64_t v = 0;
-	if (sfs_store_open(&o, &s) || sfs_counter_add(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), 41, &v) ||
+	if (sfs_store_open(&o, &s, NULL) || sfs_counter_add(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), 41, &v) ||
 	    sfs_counter_add(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), 1, &v))
 		return 1;
 	printf("%lld\n", (long long)v);

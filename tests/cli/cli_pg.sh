@@ -50,7 +50,7 @@ sc counter add s n c >/dev/null
 sc log append s n k v >/dev/null
 sc queue push q a b >/dev/null
 expect_exit 0 sc --json info
-jqe "$out" ".rows.kv == 1 and .rows.counter == 1 and .rows.log == 1 and .rows.queue == 2 and .file_size > 0"
+jqe "$out" ".rows.kv == 1 and .rows.counter == 1 and .rows.log == 1 and .rows.queue == 2 and .size > 0 and .backend == \"postgresql\" and .page_size == 8192"
 jqe "$out" "(.path | test(\"schema=$schema\")) and (.path | test(\"password\") | not)"
 if [ "$mode" = postgres ]; then
 	jqe "$out" '.encrypted == true and .cipher == "xchacha20poly1305"'

@@ -39,11 +39,12 @@ static sfs_store *open_store(const char *db, const char *keyfile)
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = db;
+	cfg.flags = SFS_OPEN_ENV;
 	if (strcmp(keyfile, "-") == 0)
-		cfg.plaintext = 1;
+		cfg.flags |= SFS_OPEN_PLAINTEXT;
 	else
 		cfg.keyfile = keyfile;
-	st = sfs_store_open_config(&cfg, &s, NULL);
+	st = sfs_store_open(&cfg, &s, NULL);
 	if (st != SFS_OK) {
 		fprintf(stderr, "helper: open %s: %s (%s)\n", db, sfs_strerror(st),
 		        sfs_errdetail());
@@ -74,7 +75,7 @@ static int fill_claims(sfs_store *s, const unsigned char *all)
 	check(sfs_queue_push(s, sfs_str("cq"), items, 3, &first), "claims push");
 	check(sfs_queue_policy_set(s, sfs_str("cq"), &p), "policy");
 	check(sfs_claim_item(s, sfs_str("cq"), first, 0, &cid), "claim");
-	check(sfs_claim_nack(s, cid), "nack");
+	check(sfs_claim_end(s, cid, SFS_OUTCOME_NACK), "nack");
 	check(sfs_claim_item(s, sfs_str("cq"), first + 2, 0, &cid), "claim 3");
 	first += 2;
 	check(sfs_claim_settle(s, cid, &first, &rej, 1), "reject");
@@ -88,9 +89,8 @@ static int fill(sfs_store *s)
 	unsigned char all[256], inv[] = { 'k', 0xff, 0xfe, 0xc3 };
 	const char nul_utf8[] = "a\0b\xc3\xa9"; /* valid UTF-8 with a NUL */
 	sfs_slice items[3];
-	int64_t ids[2] = { 7, -7 };
-	sfs_slice vals[2];
-	unsigned char id8[8];
+	unsigned char id8[8], gid[2][8], wid[8];
+	sfs_slice vals[2], gids[2];
 
 	for (int i = 0; i < 256; i++)
 		all[i] = (unsigned char)i;
@@ -105,14 +105,21 @@ static int fill(sfs_store *s)
 	                 sfs_str("")), "kv empty");
 	check(sfs_kv_put(s, sfs_str("bin"), sfs_str("text"), sfs_str("café"),
 	                 sfs_str("crème\n")), "kv utf8");
-	/* typed namespaces */
-	check(sfs_worker_put(s, sfs_str("exec1"), 4242, sfs_bytes(all, 16)),
-	      "worker");
+	/* the Go SDK's typed namespaces: ids as 8-byte keys */
+	sfs_id_encode(4242, wid);
+	check(sfs_kv_put(s, sfs_str("exec1"), sfs_str(SFS_NS_WORKER),
+	                 sfs_bytes(wid, 8), sfs_bytes(all, 16)), "worker");
 	vals[0] = sfs_str("g7");
 	vals[1] = sfs_bytes(all + 250, 6);
-	check(sfs_agg_put(s, sfs_str("exec1"), ids, vals, 2), "agg");
+	sfs_id_encode(7, gid[0]);
+	sfs_id_encode(-7, gid[1]);
+	gids[0] = sfs_bytes(gid[0], 8);
+	gids[1] = sfs_bytes(gid[1], 8);
+	check(sfs_kv_put_many(s, sfs_str("exec1"), sfs_str(SFS_NS_AGG), gids,
+	                      vals, 2, 0), "agg");
 	sfs_id_encode(-1, id8);
-	check(sfs_win_put(s, sfs_str("exec1"), -1, sfs_bytes(id8, 8)), "win");
+	check(sfs_kv_put(s, sfs_str("exec1"), sfs_str(SFS_NS_WIN),
+	                 sfs_bytes(id8, 8), sfs_bytes(id8, 8)), "win");
 	/* counters */
 	check(sfs_counter_set(s, sfs_bytes(all, 256), sfs_bytes(inv, 4),
 	                      sfs_bytes(all + 128, 128), INT64_MIN), "counter min");

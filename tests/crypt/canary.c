@@ -65,9 +65,10 @@ static void writer(const char *path, const sfs_key *key, int fd)
 		ct_die("writer: pipe");
 	for (;;) {
 		/* One transaction of ~300 values, each holding the canary. */
-		if (sfs_txn_put(s, C(), keys, vals, 300))
+		if (sfs_kv_put_many(s, C(), sfs_str(SFS_NS_TXN), keys, vals, 300,
+		                    0))
 			ct_die("writer txn_put: %s", sfs_errdetail());
-		if (sfs_kv_restore(s, sfs_str("s"), C(), keys, vals, 300))
+		if (sfs_kv_put_many(s, sfs_str("s"), C(), keys, vals, 300, SFS_PUT_REPLACE))
 			ct_die("writer restore: %s", sfs_errdetail());
 	}
 }

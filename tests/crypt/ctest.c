@@ -168,12 +168,12 @@ const char *ct_dir_leaks(const char *dir, const unsigned char *secret,
 int ct_open(const char *path, const sfs_key *key, unsigned flags,
             sfs_store **out)
 {
-	sfs_open_opts o = { 0 };
+	sfs_config o = { 0 };
 
-	o.path = path;
+	o.db = path;
 	o.key = key;
 	o.flags = flags | (key ? 0 : SFS_OPEN_PLAINTEXT);
-	return sfs_store_open(&o, out);
+	return sfs_store_open(&o, out, NULL);
 }
 
 void ct_sleep_ms(long ms)

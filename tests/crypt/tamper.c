@@ -413,7 +413,7 @@ static void test_key_sentences(void **state)
 {
 	char path[128], plain[128];
 	sfs_store *s = NULL;
-	sfs_open_opts o = { 0 };
+	sfs_config o = { 0 };
 	(void)state;
 
 	make(path, sizeof(path), key);
@@ -422,24 +422,23 @@ static void test_key_sentences(void **state)
 	assert_string_equal(sfs_strerror(SFS_WRONGKEY), "wrong key");
 	no_key_anywhere();
 
-	/* No key from anywhere (the tools' path: sfs_store_open_config). */
+	/* No key from anywhere (the tools' path: SFS_OPEN_ENV). */
 	{
-		sfs_config cfg = { 0 };
+		sfs_config cfg = { .flags = SFS_OPEN_ENV };
 		char cfgdir[128];
 		snprintf(cfgdir, sizeof(cfgdir), "%s/nokeys", dir);
 		setenv("XDG_CONFIG_HOME", cfgdir, 1);
 		unsetenv("STATEFS_KEY");
 		unsetenv("STATEFS_KEY_FILE");
 		cfg.db = path;
-		assert_int_equal(sfs_store_open_config(&cfg, &s, NULL),
-		                 SFS_NOKEY);
+		assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_NOKEY);
 		assert_non_null(strstr(sfs_errdetail(), "encrypted"));
 		assert_non_null(strstr(sfs_errdetail(), "no key"));
 	}
 
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_PLAINTEXT;
-	assert_int_equal(sfs_store_open(&o, &s), SFS_NOKEY);
+	assert_int_equal(sfs_store_open(&o, &s, NULL), SFS_NOKEY);
 	assert_non_null(strstr(sfs_errdetail(), "plaintext mode"));
 
 	make(plain, sizeof(plain), NULL);

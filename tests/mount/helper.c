@@ -21,8 +21,8 @@
  * ("x:00ff"). get prints the raw value; dump prints every row of the store
  * (hex fields), so two dumps compare equal iff the store is the same.
  * The store is $STATEFS_DB; plaintext when STATEFS_TEST_MODE is plain or
- * postgres-plain, else
- * the key as the daemon finds it (sfs_store_open_config), without the
+ * postgres-plain, else the key as the daemon finds it (SFS_OPEN_ENV),
+ * without the
  * claim recovery of a writable open: the helper observes, the daemon (or a
  * claim) recovers.
  * Exit: 0; 1 with a sentence (2 for get/cget of something absent).
@@ -91,10 +91,16 @@ static int dump_row(const sfs_row *r, void *ctx)
 	putchar(' ');
 	hex(r->ns.ptr, r->ns.len);
 	putchar(' ');
-	hex(r->key.ptr, r->key.len);
+	if (r->family == SFS_FAM_DEAD)
+		hex(r->reason.ptr, r->reason.len);
+	else
+		hex(r->key.ptr, r->key.len);
 	putchar(' ');
 	hex(r->value.ptr, r->value.len);
-	printf(" %" PRId64 " %" PRId64 "\n", r->id, r->n);
+	/* each family sets at most one of the integers after the id */
+	printf(" %" PRId64 " %" PRId64 " %d %" PRId64 " %" PRId64 " %" PRId64
+	       "\n", r->id, r->counter, (int)r->dir_family, r->lease_until_ns,
+	       r->claim_id, r->ttl_ms);
 	return 0;
 }
 
@@ -106,13 +112,14 @@ int main(int argc, char **argv)
 	sfs_buf v = { NULL, 0 };
 	int64_t n;
 	uint64_t len;
-	int rc, exists;
+	int rc;
 
-	cfg.plaintext = mode && (!strcmp(mode, "plain") ||
-	                         !strcmp(mode, "postgres-plain"));
-	cfg.create = 1;
-	cfg.no_recovery = 1;
-	rc = sfs_store_open_config(&cfg, &store, NULL);
+	/* no recovery at open: a test's claims stay as it made them */
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_CREATE | SFS_OPEN_NORECOVER |
+	            (mode && (!strcmp(mode, "plain") ||
+	                      !strcmp(mode, "postgres-plain"))
+	             ? SFS_OPEN_PLAINTEXT : 0);
+	rc = sfs_store_open(&cfg, &store, NULL);
 	if (rc)
 		die("open", rc);
 
@@ -129,15 +136,18 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "del") && argc == 5) {
 		rc = sfs_kv_delete(store, arg(argv[2]), arg(argv[3]), arg(argv[4]));
 	} else if (!strcmp(cmd, "worker") && argc == 5) {
-		rc = sfs_worker_put(store, arg(argv[2]), strtoll(argv[3], NULL, 10),
-		                    arg(argv[4]));
+		unsigned char k[8];
+
+		sfs_id_encode(strtoll(argv[3], NULL, 10), k);
+		rc = sfs_kv_put(store, arg(argv[2]), sfs_str(SFS_NS_WORKER),
+		                sfs_bytes(k, 8), arg(argv[4]));
 	} else if (!strcmp(cmd, "cset") && argc == 6) {
 		rc = sfs_counter_set(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
 		                     strtoll(argv[5], NULL, 10));
 	} else if (!strcmp(cmd, "cget") && argc == 5) {
 		rc = sfs_counter_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
-		                     &n, &exists);
-		if (!rc && !exists)
+		                     &n, NULL);
+		if (rc == SFS_NOTFOUND)
 			exit(2);
 		if (!rc)
 			printf("%" PRId64 "\n", n);
@@ -150,7 +160,7 @@ int main(int argc, char **argv)
 			rc = sfs_queue_push(store, arg(argv[2]), &it, 1, NULL);
 		}
 	} else if (!strcmp(cmd, "qlen") && argc == 3) {
-		rc = sfs_queue_len(store, arg(argv[2]), &len);
+		rc = sfs_item_count(store, arg(argv[2]), SFS_ITEM_PENDING, &len);
 		if (!rc)
 			printf("%" PRIu64 "\n", len);
 	} else if (!strcmp(cmd, "kvcount") && argc == 4) {
@@ -164,8 +174,8 @@ int main(int argc, char **argv)
 	           argc == 3) {
 		sfs_list l = { NULL, 0 };
 		rc = cmd[1] == 'i'
-		   ? sfs_inflight_scan(store, arg(argv[2]), -1, 0, 1, &l)
-		   : sfs_dead_scan(store, arg(argv[2]), -1, 0, 1, &l);
+		   ? sfs_item_scan(store, arg(argv[2]), SFS_ITEM_INFLIGHT, -1, 0, 1, &l)
+		   : sfs_item_scan(store, arg(argv[2]), SFS_ITEM_DEAD, -1, 0, 1, &l);
 		if (!rc)
 			printf("%zu\n", l.n);
 		sfs_list_free(&l);

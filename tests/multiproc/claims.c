@@ -133,7 +133,7 @@ static void child_hold(const char *ready, int lease_ms)
 	f = fopen(tmp, "w");
 	if (!f)
 		mp_die("ready", SFS_IO);
-	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].mtime_ns);
+	fprintf(f, "%lld %lld\n", (long long)cid, (long long)l.items[0].st.lease_until_ns);
 	if (fclose(f) != 0 || rename(tmp, ready) != 0)
 		mp_die("ready", SFS_IO);
 	sfs_list_free(&l);
@@ -193,7 +193,7 @@ static int test_crash(void)
 			return 1;
 		}
 		if (t1 < until) {
-			if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
+			if (sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l))
 				mp_die("inflight", 1);
 			bad |= l.n != 5;
 			sfs_list_free(&l);
@@ -214,22 +214,23 @@ static int test_crash(void)
 		char want[24];
 
 		snprintf(want, sizeof(want), "%zu", i);
-		if (l.items[i].n != 2 || strcmp(l.items[i].value.ptr, want) ||
+		if (l.items[i].st.deliveries != 2 ||
+		    strcmp(l.items[i].value.ptr, want) ||
 		    (i && l.items[i].id != l.items[0].id + (int64_t)i)) {
 			fprintf(stderr, "item %zu: '%s' delivery %lld\n", i,
 			        (char *)l.items[i].value.ptr,
-			        (long long)l.items[i].n);
+			        (long long)l.items[i].st.deliveries);
 			bad = 1;
 		}
 	}
 	sfs_list_free(&l);
-	if ((rc = sfs_claim_ack(s, cid)) != SFS_CLAIMLOST) {
+	if ((rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE)) != SFS_CLAIMLOST) {
 		fprintf(stderr, "the dead holder's ack: %s\n", sfs_strerror(rc));
 		bad = 1;
 	}
-	if ((rc = sfs_claim_ack(s, got)))
+	if ((rc = sfs_claim_end(s, got, SFS_OUTCOME_DONE)))
 		mp_die("ack", rc);
-	if (sfs_inflight_scan(s, Q, -1, 0, 1, &l))
+	if (sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l))
 		mp_die("inflight", 1);
 	bad |= l.n != 0;
 	sfs_list_free(&l);
@@ -269,7 +270,7 @@ static void child_beat(const char *ready, int64_t lease_ms)
 
 	if ((rc = sfs_claim(s, Q, 1, lease_ms, &cid, &l)))
 		mp_die("claim", rc);
-	until = l.items[0].mtime_ns;
+	until = l.items[0].st.lease_until_ns;
 	sfs_list_free(&l);
 	if (!(f = fopen(ready, "w")))
 		mp_die("ready", SFS_IO);
@@ -285,7 +286,7 @@ static void child_beat(const char *ready, int64_t lease_ms)
 			mp_die("heartbeat", rc);
 		until = t + lease_ms * NS_PER_MS; /* at least: it began after t */
 	}
-	rc = sfs_claim_ack(s, cid);
+	rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
 	if (rc == SFS_CLAIMLOST)
 		beat_lost("the ack", until);
 	if (rc)
@@ -316,9 +317,9 @@ static int heartbeat_round(sfs_store *s, int round, int64_t lease_ms)
 	/* keep trying while the holder heartbeats */
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		/* the lease end in force before the attempt */
-		if ((rc = sfs_inflight_scan(s, Q, -1, 0, 1, &l)))
+		if ((rc = sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l)))
 			mp_die("inflight", rc);
-		until = l.n ? l.items[0].mtime_ns : 0;
+		until = l.n ? l.items[0].st.lease_until_ns : 0;
 		sfs_list_free(&l);
 		rc = sfs_claim(s, Q, 1, 0, &cid, NULL);
 		t1 = now_ns();
@@ -330,7 +331,7 @@ static int heartbeat_round(sfs_store *s, int round, int64_t lease_ms)
 		}
 		if (rc == SFS_OK) { /* the holder stalled: the item is ours */
 			stalled = 1;
-			if ((rc = sfs_claim_nack(s, cid)))
+			if ((rc = sfs_claim_end(s, cid, SFS_OUTCOME_NACK)))
 				mp_die("nack", rc);
 		} else if (rc != SFS_NOTFOUND) {
 			mp_die("claim", rc);
@@ -347,11 +348,11 @@ static int heartbeat_round(sfs_store *s, int round, int64_t lease_ms)
 		for (int i = 0; (rc = sfs_claim(s, Q, 1, 0, &cid, NULL)) ==
 		                SFS_NOTFOUND && i < 2400; i++)
 			sleep_ms(50);
-		if (rc || (rc = sfs_claim_ack(s, cid)))
+		if (rc || (rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE)))
 			mp_die("clearing the round", rc);
 		return 3;
 	}
-	if (sfs_queue_len(s, Q, &n) || n != 0)
+	if (sfs_item_count(s, Q, SFS_ITEM_PENDING, &n) || n != 0)
 		return 1;
 	if (sfs_claim(s, Q, 1, 0, &cid, NULL) != SFS_NOTFOUND)
 		return 1; /* acked: gone for good */
@@ -397,8 +398,9 @@ static void child_consume(const char *log, int64_t lease_ms)
 	while (!stop) {
 		rc = sfs_claim(s, Q, 1 + rand_r(&seed) % 20, lease_ms, &cid, &l);
 		if (rc == SFS_NOTFOUND) {
-			if ((rc = sfs_counter_get(s, S("t"), S("n"), S("stop"),
-			                          &stop, NULL)))
+			rc = sfs_counter_get(s, S("t"), S("n"), S("stop"), &stop,
+			                     NULL);
+			if (rc && rc != SFS_NOTFOUND) /* absent: not yet */
 				mp_die("get", rc);
 			sleep_ms(20);
 			continue;
@@ -410,9 +412,9 @@ static void child_consume(const char *log, int64_t lease_ms)
 			        (char *)l.items[i].value.ptr);
 			usleep(200 + rand_r(&seed) % 600); /* "processing" */
 		}
-		until = l.items[0].mtime_ns;
+		until = l.items[0].st.lease_until_ns;
 		sfs_list_free(&l);
-		rc = sfs_claim_ack(s, cid);
+		rc = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
 		if (rc == SFS_CLAIMLOST)
 			dprintf(fd, "%c %lld\n", now_ns() < until ? 'E' : 'X',
 			        (long long)cid);
@@ -638,17 +640,17 @@ static int test_chaos(void)
 			fprintf(stderr, "consumer %d failed\n", live[i]);
 			bad = 1;
 		}
-	if (sfs_queue_len(s, Q, &n) || n) {
+	if (sfs_item_count(s, Q, SFS_ITEM_PENDING, &n) || n) {
 		fprintf(stderr, "%llu items still pending\n",
 		        (unsigned long long)n);
 		bad = 1;
 	}
-	if (sfs_inflight_scan(s, Q, -1, 0, 1, &l) || l.n) {
+	if (sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l) || l.n) {
 		fprintf(stderr, "%zu items still in flight\n", l.n);
 		bad = 1;
 	}
 	sfs_list_free(&l);
-	if (sfs_dead_scan(s, Q, -1, 0, 1, &l) || l.n)
+	if (sfs_item_scan(s, Q, SFS_ITEM_DEAD, -1, 0, 1, &l) || l.n)
 		bad = 1;
 	sfs_list_free(&l);
 	sfs_store_close(s);

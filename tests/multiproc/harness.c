@@ -33,13 +33,13 @@ int mp_encrypted(void)
 
 sfs_store *mp_open(const char *path, unsigned flags)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_key *key = NULL;
 	sfs_store *s;
 	int rc;
 
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = flags;
 	if (mp_encrypted()) {
 		if ((rc = sfs_key_from_file(mp_keyfile, &key)))
@@ -48,7 +48,7 @@ sfs_store *mp_open(const char *path, unsigned flags)
 	} else {
 		o.flags |= SFS_OPEN_PLAINTEXT;
 	}
-	rc = sfs_store_open(&o, &s);
+	rc = sfs_store_open(&o, &s, NULL);
 	sfs_key_destroy(key);
 	if (rc)
 		mp_die("open", rc);

@@ -58,20 +58,20 @@ static void child_consume(const char *out)
 {
 	sfs_store *s = mp_open_store(0);
 	FILE *f = fopen(out, "w");
-	int64_t done;
-	sfs_buf b;
+	int64_t done = 0;
+	sfs_list l;
 	int rc;
 
 	if (!f)
 		mp_die("fopen", SFS_IO);
 	for (;;) {
-		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
-		                          NULL)))
+		rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done, NULL);
+		if (rc && rc != SFS_NOTFOUND) /* absent: none done yet */
 			mp_die("get", rc);
-		rc = sfs_queue_pop(s, S("q"), &b, NULL);
+		rc = sfs_queue_pop(s, S("q"), 1, &l);
 		if (rc == SFS_OK) {
-			fprintf(f, "%s\n", (char *)b.ptr);
-			sfs_buf_free(&b);
+			fprintf(f, "%s\n", (char *)l.items[0].value.ptr);
+			sfs_list_free(&l);
 		} else if (rc == SFS_NOTFOUND) {
 			if (done == 4)
 				break; /* read before the pop: nothing can come */
@@ -104,15 +104,15 @@ static void child_drain(const char *out)
 {
 	sfs_store *s = mp_open_store(0);
 	FILE *f = fopen(out, "w");
-	int64_t done;
+	int64_t done = 0;
 	int last = 0, rc;
 	sfs_list l;
 
 	if (!f)
 		mp_die("fopen", SFS_IO);
 	while (!last) {
-		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done,
-		                          NULL)))
+		rc = sfs_counter_get(s, S("mp"), S("n"), S("done"), &done, NULL);
+		if (rc && rc != SFS_NOTFOUND) /* absent: none done yet */
 			mp_die("get", rc);
 		last = done == 4; /* one more drain after the writers ended */
 		if ((rc = sfs_kv_drain(s, S("mp"), S("inbox"), &l)))
@@ -141,13 +141,16 @@ static void child_pairs(int id)
 
 		snprintf(v, sizeof(v), "%ld", i);
 		vals[0] = vals[1] = S(v);
-		if ((rc = sfs_txn_put(s, S(scope), keys, vals, 2)))
+		if ((rc = sfs_kv_put_many(s, S(scope), S(SFS_NS_TXN), keys,
+		                          vals, 2, 0)))
 			mp_die("txn put", rc);
 		if ((rc = sfs_log_append(s, S(scope), S("log"), S("k"), S(v),
 		                         NULL)))
 			mp_die("append", rc);
 		if ((rc = sfs_counter_get(s, S("mp"), S("n"), S("stop"), &stop,
-		                          NULL)))
+		                          NULL)) == SFS_NOTFOUND)
+			rc = SFS_OK; /* absent: not stopped */
+		if (rc)
 			mp_die("get", rc);
 	}
 	sfs_store_close(s);
@@ -351,7 +354,8 @@ static int test_checkpoint(void)
 			sfs_list l;
 
 			snprintf(scope, sizeof(scope), "w%d", i);
-			if ((rc = sfs_txn_get(c, S(scope), keys, 2, &l)))
+			if ((rc = sfs_kv_get_many(c, S(scope), S(SFS_NS_TXN),
+			                          keys, 2, &l)))
 				mp_die("txn get", rc);
 			/* every writer has written: both present and equal */
 			if (!l.items[0].value.ptr || !l.items[1].value.ptr ||

@@ -129,32 +129,32 @@ const sfs_key *tfx_key(void)
 
 int tfx_open(const char *path, unsigned flags, sfs_store **out)
 {
-	sfs_open_opts o;
+	sfs_config o;
 	char *db = tfx_db(path);
 	int st;
 
 	memset(&o, 0, sizeof(o));
-	o.path = db;
+	o.db = db;
 	o.flags = flags;
 	o.key = tfx_key();
 	if (!o.key)
 		o.flags |= SFS_OPEN_PLAINTEXT;
-	st = sfs_store_open(&o, out);
+	st = sfs_store_open(&o, out, NULL);
 	free(db);
 	return st;
 }
 
 int tfx_open_file(const char *path, unsigned flags, sfs_store **out)
 {
-	sfs_open_opts o;
+	sfs_config o;
 
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = flags;
 	o.key = tfx_key();
 	if (!o.key)
 		o.flags |= SFS_OPEN_PLAINTEXT;
-	return sfs_store_open(&o, out);
+	return sfs_store_open(&o, out, NULL);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int type,
@@ -305,10 +305,16 @@ int tfx_dump_row(const sfs_row *r, void *ctx)
 	dump_slice(d, r->ns);
 	dump_slice(d, r->key);
 	dump_slice(d, r->value);
+	dump_slice(d, r->reason);
 	dump_bytes(d, &r->id, sizeof(r->id));
-	dump_bytes(d, &r->n, sizeof(r->n));
 	dump_bytes(d, &r->mtime_ns, sizeof(r->mtime_ns));
+	dump_bytes(d, &r->counter, sizeof(r->counter));
+	dump_bytes(d, &r->dir_family, sizeof(r->dir_family));
+	dump_bytes(d, &r->claim_id, sizeof(r->claim_id));
+	dump_bytes(d, &r->lease_until_ns, sizeof(r->lease_until_ns));
 	dump_bytes(d, &r->deliveries, sizeof(r->deliveries));
+	dump_bytes(d, &r->ttl_ms, sizeof(r->ttl_ms));
+	dump_bytes(d, &r->max_deliveries, sizeof(r->max_deliveries));
 	d->rows++;
 	if (f >= 0 && f < 16)
 		d->fam_rows[f]++;
@@ -319,4 +325,73 @@ void tfx_dump_free(tfx_dump *d)
 {
 	free(d->p);
 	memset(d, 0, sizeof(*d));
+}
+
+/* A malloc'd copy of a slice's bytes (SFS_NONE stays SFS_NONE). */
+static sfs_slice slice_dup(sfs_slice s)
+{
+	void *p;
+
+	if (!s.ptr)
+		return SFS_NONE;
+	p = malloc(s.len + 1);
+	assert_non_null(p);
+	memcpy(p, s.ptr, s.len);
+	return sfs_bytes(p, s.len);
+}
+
+int tfx_rows_add(const sfs_row *r, void *ctx)
+{
+	tfx_rows *rows = ctx;
+	sfs_row *c;
+
+	if (rows->n == rows->cap) {
+		rows->cap = rows->cap ? rows->cap * 2 : 16;
+		rows->r = realloc(rows->r, rows->cap * sizeof(*rows->r));
+		assert_non_null(rows->r);
+	}
+	c = &rows->r[rows->n++];
+	*c = *r;
+	c->scope = slice_dup(r->scope);
+	c->ns = slice_dup(r->ns);
+	c->key = slice_dup(r->key);
+	c->value = slice_dup(r->value);
+	c->reason = slice_dup(r->reason);
+	return 0;
+}
+
+int tfx_rows_next(sfs_row *r, void *ctx)
+{
+	tfx_rows *rows = ctx;
+
+	if (rows->next == rows->n) {
+		rows->next = 0; /* ready to be imported again */
+		return SFS_NOTFOUND;
+	}
+	*r = rows->r[rows->next++];
+	return SFS_OK;
+}
+
+void tfx_rows_free(tfx_rows *rows)
+{
+	for (size_t i = 0; i < rows->n; i++) {
+		free((void *)rows->r[i].scope.ptr);
+		free((void *)rows->r[i].ns.ptr);
+		free((void *)rows->r[i].key.ptr);
+		free((void *)rows->r[i].value.ptr);
+		free((void *)rows->r[i].reason.ptr);
+	}
+	free(rows->r);
+	memset(rows, 0, sizeof(*rows));
+}
+
+int tfx_copy(sfs_store *src, sfs_store *dst)
+{
+	tfx_rows rows = { 0 };
+	int r = sfs_export(src, tfx_rows_add, &rows, NULL, NULL);
+
+	if (r == SFS_OK)
+		r = sfs_import(dst, tfx_rows_next, &rows);
+	tfx_rows_free(&rows);
+	return r;
 }

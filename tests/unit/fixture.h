@@ -75,6 +75,20 @@ typedef struct tfx_dump {
 int tfx_dump_row(const sfs_row *r, void *ctx);
 void tfx_dump_free(tfx_dump *d);
 
+/* Rows kept for an import: tfx_rows_add (an sfs_export callback) copies
+ * each row, tfx_rows_next (an sfs_import source) gives them back in order
+ * from the start. Zero it before use; tfx_rows_free releases it. */
+typedef struct tfx_rows {
+	sfs_row *r;
+	size_t n, cap, next;
+} tfx_rows;
+int tfx_rows_add(const sfs_row *r, void *ctx);
+int tfx_rows_next(sfs_row *r, void *ctx);
+void tfx_rows_free(tfx_rows *rows);
+/* Exports every row of src and imports them into dst in one import;
+ * returns the import's status. */
+int tfx_copy(sfs_store *src, sfs_store *dst);
+
 #define S(x) sfs_str(x)
 
 #define OK(expr)                                                           \

@@ -15,7 +15,7 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 
 #define SEC 1000000000LL
@@ -63,7 +63,7 @@ static void pending_are(sfs_store *s, const char *words)
 {
 	sfs_list l;
 
-	OK(sfs_queue_scan(s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, words);
 	sfs_list_free(&l);
 }
@@ -72,7 +72,7 @@ static void inflight_are(sfs_store *s, const char *words)
 {
 	sfs_list l;
 
-	OK(sfs_inflight_scan(s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(s, Q, SFS_ITEM_INFLIGHT, -1, 0, 0, &l));
 	values_are(&l, words);
 	sfs_list_free(&l);
 }
@@ -81,7 +81,7 @@ static void dead_are(sfs_store *s, const char *words)
 {
 	sfs_list l;
 
-	OK(sfs_dead_scan(s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(s, Q, SFS_ITEM_DEAD, -1, 0, 0, &l));
 	values_are(&l, words);
 	sfs_list_free(&l);
 }
@@ -90,7 +90,7 @@ static uint64_t qlen(sfs_store *s)
 {
 	uint64_t n = 0;
 
-	OK(sfs_queue_len(s, Q, &n));
+	OK(sfs_item_count(s, Q, SFS_ITEM_PENDING, &n));
 	return n;
 }
 
@@ -98,7 +98,7 @@ static void test_claim_ack(void **state)
 {
 	tfx *t = *state;
 	int64_t first = push(t->s, "a b c"), cid = 0;
-	sfs_claim_info ci;
+	sfs_stat ci;
 	sfs_info info;
 	sfs_list l;
 	sfs_buf b;
@@ -108,42 +108,46 @@ static void test_claim_ack(void **state)
 	values_are(&l, "a b");
 	assert_int_equal(l.items[0].id, first);
 	assert_int_equal(l.items[1].id, first + 1);
-	assert_int_equal(l.items[0].n, 1);
-	assert_int_equal(l.items[0].size, 1);
-	assert_int_equal(l.items[0].mtime_ns, tfx_now + 60 * SEC);
+	assert_int_equal(l.items[0].st.deliveries, 1);
+	assert_int_equal(l.items[0].st.size, 1);
+	assert_int_equal(l.items[0].st.lease_until_ns, tfx_now + 60 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1000 * SEC); /* enqueued */
+	assert_int_equal(l.items[0].st.claim_id, cid);
 	sfs_list_free(&l);
 	/* in flight is not pending */
 	assert_int_equal(qlen(t->s), 1);
 	pending_are(t->s, "c");
-	OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l));
 	assert_int_equal(l.n, 2);
 	assert_null(l.items[0].value.ptr);
-	assert_int_equal(l.items[1].n, cid);
-	assert_int_equal(l.items[1].mtime_ns, tfx_now + 60 * SEC);
+	assert_int_equal(l.items[1].st.claim_id, cid);
+	assert_int_equal(l.items[1].st.lease_until_ns, tfx_now + 60 * SEC);
 	sfs_list_free(&l);
-	OK(sfs_inflight_peek(t->s, Q, first, &b));
+	OK(sfs_item_get(t->s, Q, SFS_ITEM_INFLIGHT, first, &b));
 	tfx_buf(&b, "a");
 	sfs_buf_free(&b);
-	IS(SFS_NOTFOUND, sfs_inflight_peek(t->s, Q, first + 2, &b));
-	OK(sfs_inflight_stat(t->s, Q, first + 1, &ci));
+	IS(SFS_NOTFOUND, sfs_item_get(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &b));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 1, &ci));
 	assert_int_equal(ci.claim_id, cid);
 	assert_int_equal(ci.lease_until_ns, tfx_now + 60 * SEC);
-	assert_int_equal(ci.enqueued_ns, 1000 * SEC);
+	assert_int_equal(ci.mtime_ns, 1000 * SEC); /* enqueued */
 	assert_int_equal(ci.deliveries, 1);
 	assert_int_equal(ci.size, 1);
+	IS(SFS_NOTFOUND, sfs_item_stat(t->s, Q, SFS_ITEM_PENDING, first + 1,
+	                               &ci));
 	OK(sfs_store_info(t->s, &info));
 	assert_int_equal(info.queue_rows, 1);
 	assert_int_equal(info.claimed_rows, 2);
 	assert_int_equal(info.dead_rows, 0);
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	inflight_are(t->s, "");
 	pending_are(t->s, "c");
 	OK(sfs_store_info(t->s, &info));
 	assert_int_equal(info.claimed_rows, 0);
 	/* the claim is over: a second ack reports it not held */
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	/* a claim id never issued is no claim at all */
-	IS(SFS_NOTFOUND, sfs_claim_ack(t->s, cid + 100));
+	IS(SFS_NOTFOUND, sfs_claim_end(t->s, cid + 100, SFS_OUTCOME_DONE));
 	IS(SFS_NOTFOUND, sfs_claim_heartbeat(t->s, 0, 0, NULL));
 }
 
@@ -163,8 +167,8 @@ static void test_claim_empty(void **state)
 	assert_int_equal(cid, 1);
 	IS(SFS_NOTFOUND, sfs_claim_heartbeat(t->s, 2, 0, NULL));
 	/* the default lease is ten minutes */
-	OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
-	assert_int_equal(l.items[0].mtime_ns, tfx_now + 600 * SEC);
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l));
+	assert_int_equal(l.items[0].st.lease_until_ns, tfx_now + 600 * SEC);
 	sfs_list_free(&l);
 }
 
@@ -189,17 +193,17 @@ static void check_cutoff(sfs_store *s, int gc_first)
 		assert_int_equal(g.returned, 2);
 		assert_int_equal(g.claims, 1);
 	}
-	IS(SFS_CLAIMLOST, sfs_claim_ack(s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(s, cid, SFS_OUTCOME_DONE));
 	/* nothing was deleted: both are back, at their original ids */
-	OK(sfs_queue_scan(s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "a b");
 	assert_int_equal(l.items[0].id, first);
 	assert_int_equal(l.items[1].id, first + 1);
-	assert_int_equal(l.items[0].mtime_ns, until - until % SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, until - until % SEC);
 	sfs_list_free(&l);
 	inflight_are(s, "");
 	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(s, cid, 0, NULL));
-	IS(SFS_CLAIMLOST, sfs_claim_nack(s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(s, cid, SFS_OUTCOME_NACK));
 }
 
 static void test_cutoff_without_gc(void **state)
@@ -228,7 +232,7 @@ static void test_heartbeat_keeps_claim(void **state)
 	}
 	inflight_are(t->s, "a");
 	assert_int_equal(qlen(t->s), 0);
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	inflight_are(t->s, "");
 	assert_int_equal(qlen(t->s), 0);
 }
@@ -252,7 +256,7 @@ static void test_heartbeat_after_return(void **state)
 	pending_are(t->s, "a");
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid2, &l));
 	assert_true(cid2 > cid);
-	assert_int_equal(l.items[0].n, 2); /* second delivery */
+	assert_int_equal(l.items[0].st.deliveries, 2); /* second delivery */
 	sfs_list_free(&l);
 }
 
@@ -268,21 +272,21 @@ static void test_ack_of_returned_claim(void **state)
 	tfx_now += 1001 * MS;
 	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, NULL)); /* recovers first */
 	inflight_are(t->s, "a b");
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid1));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid1, SFS_OUTCOME_DONE));
 	inflight_are(t->s, "a b");
 	{
 		sfs_outcome o = SFS_OUTCOME_DONE;
 		sfs_list l;
 		int64_t id;
 
-		OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+		OK(sfs_item_scan(t->s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l));
 		id = l.items[0].id;
-		assert_int_equal(l.items[0].n, cid2);
+		assert_int_equal(l.items[0].st.claim_id, cid2);
 		sfs_list_free(&l);
 		IS(SFS_CLAIMLOST, sfs_claim_settle(t->s, cid1, &id, &o, 1));
 	}
 	inflight_are(t->s, "a b");
-	OK(sfs_claim_ack(t->s, cid2));
+	OK(sfs_claim_end(t->s, cid2, SFS_OUTCOME_DONE));
 	inflight_are(t->s, "");
 	pending_are(t->s, "");
 }
@@ -297,19 +301,19 @@ static void test_nack_keeps_place(void **state)
 	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
 	tfx_now += 7 * SEC;
 	push(t->s, "e");
-	OK(sfs_claim_nack(t->s, cid));
-	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "a b c d e");
 	assert_int_equal(l.items[0].id, first);
 	assert_int_equal(l.items[1].id, first + 1);
-	assert_int_equal(l.items[0].mtime_ns, 1007 * SEC); /* restarted */
-	assert_int_equal(l.items[2].mtime_ns, 1000 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1007 * SEC); /* restarted */
+	assert_int_equal(l.items[2].st.mtime_ns, 1000 * SEC);
 	sfs_list_free(&l);
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	/* the next claim gets them first, as second deliveries */
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
 	values_are(&l, "a");
-	assert_int_equal(l.items[0].n, 2);
+	assert_int_equal(l.items[0].st.deliveries, 2);
 	sfs_list_free(&l);
 }
 
@@ -345,28 +349,28 @@ static void test_settle_all_or_nothing(void **state)
 	tfx_now += 3 * SEC;
 	OK(sfs_claim_settle(t->s, cid, ids, o, 3));
 	inflight_are(t->s, "x");
-	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "b");
 	assert_true(l.items[0].id > first + 3); /* retry: a new id, the tail */
-	assert_int_equal(l.items[0].mtime_ns, 1003 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1003 * SEC);
 	sfs_list_free(&l);
-	OK(sfs_dead_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_DEAD, -1, 0, 0, &l));
 	values_are(&l, "c");
 	assert_int_equal(l.items[0].id, first + 2);
-	assert_int_equal(l.items[0].key.len, 8);
-	assert_memory_equal(l.items[0].key.ptr, "rejected", 8);
-	assert_int_equal(l.items[0].n, 1);
-	assert_int_equal(l.items[0].mtime_ns, 1003 * SEC);
+	assert_int_equal(l.items[0].reason.len, 8);
+	assert_memory_equal(l.items[0].reason.ptr, "rejected", 8);
+	assert_int_equal(l.items[0].st.deliveries, 1);
+	assert_int_equal(l.items[0].st.mtime_ns, 1003 * SEC);
 	sfs_list_free(&l);
 	/* its last item settled, the claim is over */
 	IS(SFS_CLAIMLOST, sfs_claim_heartbeat(t->s, cid, 0, NULL));
 	/* a retried item keeps counting deliveries */
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
 	values_are(&l, "b");
-	assert_int_equal(l.items[0].n, 2);
+	assert_int_equal(l.items[0].st.deliveries, 2);
 	sfs_list_free(&l);
 	/* partial settle: the claim goes on with the rest */
-	OK(sfs_claim_ack(t->s, other));
+	OK(sfs_claim_end(t->s, other, SFS_OUTCOME_DONE));
 }
 
 static void test_claim_item_race(void **state)
@@ -394,35 +398,35 @@ static void test_inflight_item_calls(void **state)
 {
 	tfx *t = *state;
 	int64_t first = push(t->s, "a b c"), cid = 0;
-	sfs_claim_info ci;
+	sfs_stat ci;
 
 	OK(sfs_claim(t->s, Q, 3, 1000, &cid, NULL));
-	OK(sfs_inflight_settle(t->s, Q, first, SFS_OUTCOME_DONE));
-	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, Q, first, SFS_OUTCOME_DONE));
-	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, S("other"), first + 1,
+	OK(sfs_item_settle(t->s, Q, first, SFS_OUTCOME_DONE));
+	IS(SFS_NOTFOUND, sfs_item_settle(t->s, Q, first, SFS_OUTCOME_DONE));
+	IS(SFS_NOTFOUND, sfs_item_settle(t->s, S("other"), first + 1,
 	                                     SFS_OUTCOME_DONE));
-	IS(SFS_INVALID, sfs_inflight_settle(t->s, Q, first + 1,
+	IS(SFS_INVALID, sfs_item_settle(t->s, Q, first + 1,
 	                                    (sfs_outcome)0));
-	OK(sfs_inflight_settle(t->s, Q, first + 1, SFS_OUTCOME_NACK));
+	OK(sfs_item_settle(t->s, Q, first + 1, SFS_OUTCOME_NACK));
 	pending_are(t->s, "b");
 	tfx_now += 900 * MS;
-	OK(sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
-	OK(sfs_inflight_stat(t->s, Q, first + 2, &ci));
+	OK(sfs_item_heartbeat(t->s, Q, first + 2, 1000));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &ci));
 	assert_int_equal(ci.lease_until_ns, tfx_now + SEC);
 	tfx_now += SEC; /* exactly at the end of the new lease */
-	IS(SFS_CLAIMLOST, sfs_inflight_heartbeat(t->s, Q, first + 2, 1000));
-	IS(SFS_NOTFOUND, sfs_inflight_settle(t->s, Q, first + 2,
+	IS(SFS_CLAIMLOST, sfs_item_heartbeat(t->s, Q, first + 2, 1000));
+	IS(SFS_NOTFOUND, sfs_item_settle(t->s, Q, first + 2,
 	                                     SFS_OUTCOME_DONE));
 	pending_are(t->s, "b c");
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 }
 
 static void test_dead_letters(void **state)
 {
 	tfx *t = *state;
 	int64_t first = push(t->s, "a b"), cid = 0, nid = 0;
-	uint64_t size = 0, n = 0;
-	int64_t mt = 0;
+	uint64_t n = 0;
+	sfs_stat st;
 	sfs_outcome rej[2] = { SFS_OUTCOME_REJECT, SFS_OUTCOME_REJECT };
 	int64_t ids[2] = { first, first + 1 };
 	sfs_info info;
@@ -435,36 +439,39 @@ static void test_dead_letters(void **state)
 	dead_are(t->s, "a b");
 	OK(sfs_store_info(t->s, &info));
 	assert_int_equal(info.dead_rows, 2);
-	OK(sfs_dead_peek(t->s, Q, first, &b));
+	OK(sfs_item_get(t->s, Q, SFS_ITEM_DEAD, first, &b));
 	tfx_buf(&b, "a");
 	sfs_buf_free(&b);
-	OK(sfs_dead_stat(t->s, Q, first + 1, &size, &mt));
-	assert_int_equal(size, 1);
-	assert_int_equal(mt, 1005 * SEC);
-	IS(SFS_NOTFOUND, sfs_dead_stat(t->s, S("other"), first, &size, NULL));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_DEAD, first + 1, &st));
+	assert_int_equal(st.size, 1);
+	assert_int_equal(st.mtime_ns, 1005 * SEC);
+	assert_int_equal(st.deliveries, 1);
+	assert_int_equal(st.claim_id, 0); /* a dead letter has no claim */
+	IS(SFS_NOTFOUND, sfs_item_stat(t->s, S("other"), SFS_ITEM_DEAD, first,
+	                               &st));
 	/* a queue with only dead letters still exists */
 	assert_int_equal(qlen(t->s), 0);
 	OK(sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
 	IS(SFS_NOTEMPTY, sfs_dir_remove(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
 	/* requeue: a new id at the tail, a fresh count */
 	push(t->s, "z");
-	OK(sfs_dead_requeue(t->s, Q, first, &nid));
-	IS(SFS_NOTFOUND, sfs_dead_requeue(t->s, Q, first, NULL));
-	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_requeue(t->s, Q, first, &nid));
+	IS(SFS_NOTFOUND, sfs_item_requeue(t->s, Q, first, NULL));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "z a");
 	assert_int_equal(l.items[1].id, nid);
-	assert_int_equal(l.items[1].mtime_ns, 1005 * SEC);
+	assert_int_equal(l.items[1].st.mtime_ns, 1005 * SEC);
 	sfs_list_free(&l);
 	OK(sfs_claim(t->s, Q, 2, 0, &cid, &l));
-	assert_int_equal(l.items[1].n, 1);
+	assert_int_equal(l.items[1].st.deliveries, 1);
 	sfs_list_free(&l);
-	OK(sfs_dead_delete(t->s, Q, first + 1));
-	IS(SFS_NOTFOUND, sfs_dead_delete(t->s, Q, first + 1));
+	OK(sfs_item_delete(t->s, Q, SFS_ITEM_DEAD, first + 1));
+	IS(SFS_NOTFOUND, sfs_item_delete(t->s, Q, SFS_ITEM_DEAD, first + 1));
 	dead_are(t->s, "");
 	OK(sfs_claim_settle(t->s, cid, &nid, rej, 1));
-	OK(sfs_dead_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_DEAD, &n));
 	assert_int_equal(n, 1);
-	OK(sfs_dead_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_DEAD, &n));
 	assert_int_equal(n, 0);
 }
 
@@ -487,24 +494,24 @@ static void test_delivery_limit(void **state)
 	assert_int_equal(g.returned, 1);
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, &l)); /* delivery 2 */
 	values_are(&l, "poison");
-	assert_int_equal(l.items[0].n, 2);
+	assert_int_equal(l.items[0].st.deliveries, 2);
 	sfs_list_free(&l);
 	tfx_now += 2 * SEC;
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 	assert_int_equal(g.returned, 0);
 	assert_int_equal(g.dead, 1);
 	assert_int_equal(g.claims, 1);
-	OK(sfs_dead_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_DEAD, -1, 0, 0, &l));
 	values_are(&l, "poison");
-	assert_memory_equal(l.items[0].key.ptr, "delivery limit", 14);
-	assert_int_equal(l.items[0].n, 2);
+	assert_memory_equal(l.items[0].reason.ptr, "delivery limit", 14);
+	assert_int_equal(l.items[0].st.deliveries, 2);
 	sfs_list_free(&l);
 	/* a nack at the limit goes dead too; below it, back */
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	pending_are(t->s, "ok");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	pending_are(t->s, "");
 	dead_are(t->s, "poison ok");
 	/* removing the policy */
@@ -544,9 +551,9 @@ static void test_ttl(void **state)
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
 	assert_int_equal(g.expired, 1);  /* mid, pushed at 1005 */
 	assert_int_equal(g.returned, 1);
-	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "old1");
-	assert_int_equal(l.items[0].mtime_ns, 1030 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1030 * SEC);
 	sfs_list_free(&l);
 	/* its restarted wait counts from its return */
 	tfx_now = 1040 * SEC;
@@ -602,32 +609,6 @@ static void test_open_norecover(void **state)
 	pending_are(t->s, "a b");
 }
 
-static void test_duration_parse(void **state)
-{
-	static const struct {
-		const char *text;
-		int64_t ms;
-	} ok[] = {
-		{ "0", 0 }, { "90", 90000 }, { "30s", 30000 },
-		{ "1500ms", 1500 }, { "10m", 600000 }, { "2h", 7200000 },
-		{ "1d", 86400000 },
-	};
-	static const char *const bad[] = {
-		"", "s", "-1", "10x", "1.5s", " 10", "10 s", "1e3",
-		"99999999999999999999", "40000d",
-	};
-	int64_t ms;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		OK(sfs_duration_parse(ok[i].text, &ms));
-		assert_int_equal(ms, ok[i].ms);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		IS(SFS_INVALID, sfs_duration_parse(bad[i], &ms));
-	IS(SFS_INVALID, sfs_duration_parse(NULL, &ms));
-}
-
 static void test_queue_dirs(void **state)
 {
 	tfx *t = *state;
@@ -637,7 +618,7 @@ static void test_queue_dirs(void **state)
 
 	push(t->s, "a");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
-	OK(sfs_scope_list(t->s, SFS_FAM_QUEUE, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_QUEUE, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "jobs");
 	sfs_list_free(&l);
 	OK(sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
@@ -647,13 +628,13 @@ static void test_queue_dirs(void **state)
 	OK(sfs_dir_rename(t->s, SFS_FAM_QUEUE, Q, SFS_NONE, S("work"),
 	                  SFS_NONE, 0));
 	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_QUEUE, Q, SFS_NONE));
-	OK(sfs_inflight_scan(t->s, S("work"), -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, S("work"), SFS_ITEM_INFLIGHT, -1, 0, 0, &l));
 	values_are(&l, "a");
 	sfs_list_free(&l);
 	OK(sfs_queue_policy_get(t->s, S("work"), &got));
 	assert_int_equal(got.max_deliveries, 3);
-	OK(sfs_claim_nack(t->s, cid));
-	OK(sfs_queue_scan(t->s, S("work"), -1, 0, 0, &l));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	OK(sfs_item_scan(t->s, S("work"), SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "a");
 	sfs_list_free(&l);
 }
@@ -670,11 +651,68 @@ static void test_clears(void **state)
 	OK(sfs_claim_settle(t->s, cid, &first, &rej, 1));
 	OK(sfs_exec_clear(t->s, Q, &n));
 	assert_int_equal(n, 0);
-	OK(sfs_queue_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 1);
 	inflight_are(t->s, "b");
 	dead_are(t->s, "a");
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+}
+
+/* sfs_claim_end with each outcome settles every item of the claim, and
+ * the claim ends: REJECT sends them all to the dead letters, RETRY pushes
+ * each again at the tail under a new id, in order. */
+static void test_claim_end_outcomes(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b"), cid = 0;
+	uint64_t n = 9;
+	sfs_list l;
+
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_INFLIGHT, &n));
+	assert_int_equal(n, 2);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_REJECT));
+	dead_are(t->s, "a b");
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_DEAD, &n));
+	assert_int_equal(n, 2);
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_DEAD, &n));
+	assert_int_equal(n, 2);
+
+	push(t->s, "c d");
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_RETRY));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
+	values_are(&l, "c d");
+	assert_true(l.items[0].id > first + 3);
+	assert_true(l.items[1].id > l.items[0].id);
+	sfs_list_free(&l);
+	inflight_are(t->s, "");
+	IS(SFS_INVALID, sfs_claim_end(t->s, cid, (sfs_outcome)0));
+}
+
+/* The item functions take the state they act on: deleting an in-flight
+ * item is its ack; in-flight items cannot be cleared wholesale. */
+static void test_item_states(void **state)
+{
+	tfx *t = *state;
+	int64_t first = push(t->s, "a b c"), cid = 0;
+	uint64_t n = 0;
+	sfs_stat st;
+
+	OK(sfs_claim(t->s, Q, 2, 0, &cid, NULL));
+	IS(SFS_NOTFOUND, sfs_item_delete(t->s, Q, SFS_ITEM_PENDING, first));
+	OK(sfs_item_delete(t->s, Q, SFS_ITEM_INFLIGHT, first));
+	inflight_are(t->s, "b");
+	IS(SFS_NOTFOUND, sfs_item_delete(t->s, Q, SFS_ITEM_INFLIGHT, first));
+	IS(SFS_INVALID, sfs_item_clear(t->s, Q, SFS_ITEM_INFLIGHT, &n));
+	IS(SFS_INVALID, sfs_item_count(t->s, Q, (sfs_item_state)0, &n));
+	IS(SFS_INVALID, sfs_item_stat(t->s, Q, (sfs_item_state)4, first, &st));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_PENDING, first + 2, &st));
+	assert_int_equal(st.claim_id, 0);
+	assert_int_equal(st.deliveries, 0);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	pending_are(t->s, "c");
 }
 
 static void test_bad_args(void **state)
@@ -692,11 +730,11 @@ static void test_bad_args(void **state)
 	IS(SFS_INVALID, sfs_claim_heartbeat(t->s, 1, -5, NULL));
 	IS(SFS_INVALID, sfs_claim_settle(t->s, 1, NULL, NULL, 1));
 	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, NULL));
-	IS(SFS_INVALID, sfs_inflight_scan(t->s, Q, -1, 0, 0, NULL));
+	IS(SFS_INVALID, sfs_item_scan(t->s, Q, SFS_ITEM_INFLIGHT, -1, 0, 0, NULL));
 	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
 	IS(SFS_READONLY, sfs_claim(ro, Q, 1, 0, &cid, &l));
-	IS(SFS_READONLY, sfs_claim_ack(ro, 1));
-	OK(sfs_inflight_scan(ro, Q, -1, 0, 0, &l));
+	IS(SFS_READONLY, sfs_claim_end(ro, 1, SFS_OUTCOME_DONE));
+	OK(sfs_item_scan(ro, Q, SFS_ITEM_INFLIGHT, -1, 0, 0, &l));
 	assert_int_equal(l.n, 0);
 	sfs_list_free(&l);
 	sfs_store_close(ro);
@@ -747,14 +785,14 @@ static void test_kv_claim(void **state)
 	values_are(&l, "one two");
 	assert_int_equal(l.items[0].key.len, 2);
 	assert_memory_equal(l.items[0].key.ptr, "k1", 2);
-	assert_int_equal(l.items[0].mtime_ns, 1000 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1000 * SEC);
 	id0 = l.items[0].id;
 	{
 		sfs_list rest;
 		OK(sfs_claim_items(t->s, cid, l.items[1].id, 2, 1, &rest));
 		assert_int_equal(rest.n, 1);
 		assert_null(rest.items[0].value.ptr);
-		assert_int_equal(rest.items[0].size, 5);
+		assert_int_equal(rest.items[0].st.size, 5);
 		sfs_list_free(&rest);
 	}
 	sfs_list_free(&l);
@@ -765,7 +803,7 @@ static void test_kv_claim(void **state)
 	IS(SFS_INVALID, sfs_claim_settle(t->s, cid, &id0, &retry, 1));
 	OK(sfs_claim_settle(t->s, cid, &id0, &done, 1));
 	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k2"), S("new")));
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	kv_is(t->s, "k1", NULL);
 	kv_is(t->s, "k2", "new");
 	kv_is(t->s, "k3", "three");
@@ -783,7 +821,7 @@ static void test_kv_claim(void **state)
 	kv_is(t->s, "k3", "three");
 	OK(sfs_kv_scan(t->s, S("sc"), S("ns"), NULL, &l));
 	assert_int_equal(l.n, 2);
-	assert_int_equal(l.items[1].mtime_ns, 1000 * SEC);
+	assert_int_equal(l.items[1].st.mtime_ns, 1000 * SEC);
 	sfs_list_free(&l);
 
 	/* An export while a drain holds the entries still has them. */
@@ -795,9 +833,9 @@ static void test_kv_claim(void **state)
 		assert_int_equal(d.fam_rows[SFS_FAM_CLAIM], 0);
 		tfx_dump_free(&d);
 	}
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	kv_is(t->s, "k3", NULL);
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, cid));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 }
 
 /* Our own clear reaches items in flight (every backend): the clear
@@ -818,21 +856,21 @@ static void test_clear_in_flight(void **state)
 	push(t->s, "a b c d");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));           /* a */
 	OK(sfs_claim(t->s, Q, 2, 1000, &cid2, &l));          /* b c */
-	OK(sfs_queue_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 1);                              /* d */
 	inflight_are(t->s, "a b c");
 	push(t->s, "e");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid3, NULL));          /* e */
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	OK(sfs_claim_settle(t->s, cid2, &l.items[0].id, &retry, 1));
 	OK(sfs_claim_settle(t->s, cid2, &l.items[1].id, &rej, 1));
 	sfs_list_free(&l);
 	pending_are(t->s, "");
 	dead_are(t->s, "");
-	OK(sfs_claim_nack(t->s, cid3));                      /* not cleared */
+	OK(sfs_claim_end(t->s, cid3, SFS_OUTCOME_NACK));                      /* not cleared */
 	pending_are(t->s, "e");
 	OK(sfs_claim(t->s, Q, 1, 1000, &cid, NULL));         /* e */
-	OK(sfs_queue_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 0);
 	tfx_now += 2 * SEC;
 	OK(sfs_queue_gc(t->s, SFS_NONE, &g));
@@ -842,8 +880,8 @@ static void test_clear_in_flight(void **state)
 	inflight_are(t->s, "");
 	push(t->s, "f");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
-	OK(sfs_queue_clear(t->s, Q, &n));
-	OK(sfs_claim_ack(t->s, cid));                        /* may finish */
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));                        /* may finish */
 	assert_int_equal(qlen(t->s), 0);
 
 	/* a drained namespace renamed: its entries come back at the new
@@ -856,7 +894,7 @@ static void test_clear_in_flight(void **state)
 	OK(sfs_claim_items(t->s, cid, -1, 0, 0, &l));
 	values_are(&l, "v");
 	sfs_list_free(&l);
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	{
 		sfs_buf b;
 
@@ -971,7 +1009,7 @@ static void test_foreign_clear(void **state)
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "c");
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), ""); /* no marker */
 	assert_int_equal(qlen(t->s), 0);
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "a");
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
 	assert_int_equal(sdk_rows(&k), 0);                 /* markers gone */
@@ -985,7 +1023,7 @@ static void test_foreign_clear(void **state)
 	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 2);
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
 	inflight_are(t->s, "d");
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
 	inflight_are(t->s, "");
 	dead_are(t->s, "");
@@ -1022,15 +1060,15 @@ static void test_foreign_clear(void **state)
 		tfx_dump_free(&d);
 	}
 	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 1);
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	push(t->s, "l");
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));          /* l */
 	{
 		uint64_t n = 1;
-		OK(sfs_queue_clear(t->s, Q, &n));
+		OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 		assert_int_equal(n, 0);
 	}
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	assert_int_equal(qlen(t->s), 0);
 	assert_int_equal(sdk_rows(&k), 0);
 	sdk_close(&k);
@@ -1057,41 +1095,13 @@ static void test_v3_migrates(void **state)
 	OK(sfs_store_info(t->s, &info));
 	assert_int_equal(info.schema_version, 4);
 	assert_int_equal(sdk_run(&k, SDK_CLEAR, NULL, NULL, 0), 1);
-	OK(sfs_claim_nack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
 	assert_string_equal(sdk_pop(&k, got, sizeof(got)), "");
 	assert_int_equal(sdk_rows(&k), 0);
 	sdk_close(&k);
 }
 
 /* --- export, import, restore ---------------------------------------------- */
-
-/* Imports every row of src into dst in one import. */
-typedef struct copy {
-	sfs_import *imp;
-	int status;
-} copy;
-
-static int to_import(const sfs_row *r, void *ctx)
-{
-	copy *c = ctx;
-
-	c->status = sfs_import_row(c->imp, r);
-	return c->status;
-}
-
-static int import_all(sfs_store *src, sfs_store *dst)
-{
-	copy c = { NULL, SFS_OK };
-	int r;
-
-	OK(sfs_import_begin(dst, &c.imp));
-	r = sfs_export(src, to_import, &c, NULL, NULL);
-	if (r != SFS_OK) {
-		sfs_import_abort(c.imp);
-		return r;
-	}
-	return sfs_import_commit(c.imp);
-}
 
 /* A store with every claim table in use. */
 static void fill_claims(sfs_store *s, int64_t *cid)
@@ -1102,7 +1112,7 @@ static void fill_claims(sfs_store *s, int64_t *cid)
 
 	OK(sfs_queue_policy_set(s, Q, &p));
 	OK(sfs_claim(s, Q, 1, 1000, &c2, NULL));   /* a */
-	OK(sfs_claim_nack(s, c2));                  /* a: pending, 1 delivery */
+	OK(sfs_claim_end(s, c2, SFS_OUTCOME_NACK));                  /* a: pending, 1 delivery */
 	OK(sfs_claim(s, Q, 2, 600000, cid, NULL));  /* a, b in flight */
 	OK(sfs_claim_item(s, Q, first + 2, 0, &c2)); /* c */
 	OK(sfs_claim_settle(s, c2, &c, &rej, 1));
@@ -1128,11 +1138,11 @@ static void test_export_import_claims(void **state)
 	assert_int_equal(d1.fam_rows[SFS_FAM_QUEUE], 2);
 	snprintf(path, sizeof(path), "%s/copy.db", t->dir);
 	OK(tfx_open(path, SFS_OPEN_CREATE, &s2));
-	OK(import_all(t->s, s2));
+	OK(tfx_copy(t->s, s2));
 	OK(sfs_export(s2, tfx_dump_row, &d2, NULL, NULL));
 	assert_int_equal(d1.len, d2.len);
 	assert_memory_equal(d1.p, d2.p, d1.len);
-	OK(import_all(t->s, s2)); /* idempotent */
+	OK(tfx_copy(t->s, s2)); /* idempotent */
 	OK(sfs_export(s2, tfx_dump_row, &d3, NULL, NULL));
 	assert_int_equal(d1.len, d3.len);
 	assert_memory_equal(d1.p, d3.p, d1.len);
@@ -1143,31 +1153,33 @@ static void test_export_import_claims(void **state)
 	values_are(&l, "d");
 	sfs_list_free(&l);
 	OK(sfs_queue_push(s2, Q, &f, 1, &id));
-	OK(sfs_dead_scan(s2, Q, -1, 0, 1, &l));
+	OK(sfs_item_scan(s2, Q, SFS_ITEM_DEAD, -1, 0, 1, &l));
 	assert_true(id > l.items[0].id);
 	sfs_list_free(&l);
-	OK(sfs_claim_ack(s2, cid));
+	OK(sfs_claim_end(s2, cid, SFS_OUTCOME_DONE));
 	/* an item id that is in flight here cannot be imported as pending */
 	{
-		sfs_import *imp;
+		tfx_rows one = { 0 };
 		sfs_row r;
 
 		memset(&r, 0, sizeof(r));
 		r.family = SFS_FAM_QUEUE;
 		r.scope = Q;
 		r.value = S("zz");
-		OK(sfs_inflight_scan(t->s, Q, -1, 0, 1, &l));
+		OK(sfs_item_scan(t->s, Q, SFS_ITEM_INFLIGHT, -1, 0, 1, &l));
 		r.id = l.items[0].id;
 		sfs_list_free(&l);
-		OK(sfs_import_begin(t->s, &imp));
-		IS(SFS_EXISTS, sfs_import_row(imp, &r));
+		tfx_rows_add(&r, &one);
+		IS(SFS_EXISTS, sfs_import(t->s, tfx_rows_next, &one));
+		tfx_rows_free(&one);
 		/* an in-flight row whose claim is missing */
 		r.family = SFS_FAM_INFLIGHT;
 		r.id = 999;
-		r.n = 777;
+		r.claim_id = 777;
 		r.deliveries = 1;
-		IS(SFS_INVALID, sfs_import_row(imp, &r));
-		sfs_import_abort(imp);
+		tfx_rows_add(&r, &one);
+		IS(SFS_INVALID, sfs_import(t->s, tfx_rows_next, &one));
+		tfx_rows_free(&one);
 	}
 	sfs_store_close(s2);
 	tfx_dump_free(&d1);
@@ -1186,15 +1198,15 @@ static void test_restore_claims(void **state)
 	fill_claims(t->s, &cid);
 	snprintf(path, sizeof(path), "%s/ckpt.db", t->dir);
 	OK(sfs_checkpoint(t->s, path, NULL, NULL));
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	OK(sfs_claim(t->s, Q, 1, 0, &later, NULL));
 	OK(sfs_restore(t->s, path, NULL, NULL));
 	inflight_are(t->s, "a b");
 	dead_are(t->s, "c");
-	IS(SFS_CLAIMLOST, sfs_claim_ack(t->s, later));
+	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, later, SFS_OUTCOME_DONE));
 	OK(sfs_claim(t->s, Q, 1, 0, &again, NULL));
 	assert_true(again > later);
-	OK(sfs_claim_ack(t->s, cid));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 }
 
 #define T(f) \
@@ -1219,9 +1231,10 @@ int main(void)
 		T(test_ttl),
 		T(test_recovery_at_open),
 		T(test_open_norecover),
-		T(test_duration_parse),
 		T(test_queue_dirs),
 		T(test_clears),
+		T(test_claim_end_outcomes),
+		T(test_item_states),
 		T(test_kv_claim),
 		T(test_clear_in_flight),
 		T(test_foreign_clear),

@@ -1,8 +1,9 @@
 /*
- * test_crypt_config.c - sfs_store_open_config and sfs_config_resolve
- * (core/config.c): the rules every tool uses to find a store and its key,
- * and the first run that creates both. Each test points XDG_STATE_HOME and XDG_CONFIG_HOME at its
- * own directories, so nothing outside the test directory is touched.
+ * test_crypt_config.c - sfs_store_open with SFS_OPEN_ENV and
+ * sfs_config_resolve (core/config.c): the rules every tool uses to find a
+ * store and its key, and the first run that creates both. Each test points
+ * XDG_STATE_HOME and XDG_CONFIG_HOME at its own directories, so nothing
+ * outside the test directory is touched.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 #include "statefs.h"
 
@@ -68,7 +69,7 @@ static void put_get(sfs_store *s, const char *val)
 
 static void test_first_run(void **state)
 {
-	sfs_config cfg = { .create = 1 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV | SFS_OPEN_CREATE };
 	sfs_store *s = NULL;
 	char *notice = NULL;
 	crypt_kind kind;
@@ -76,7 +77,7 @@ static void test_first_run(void **state)
 	sfs_key *k;
 	(void)state;
 
-	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, &notice), SFS_OK);
 	assert_non_null(notice);
 	assert_non_null(strstr(notice, keyfile));
 	assert_non_null(strstr(notice, store));
@@ -93,17 +94,17 @@ static void test_first_run(void **state)
 	sfs_key_destroy(k);
 
 	/* Second run: same key, nothing to say. */
-	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, &notice), SFS_OK);
 	assert_null(notice);
 	put_get(s, "second");
 	sfs_store_close(s);
 
 	/* Without create, an existing store opens; a missing one does not. */
-	cfg.create = 0;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	cfg.flags &= ~(unsigned)SFS_OPEN_CREATE;
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_OK);
 	sfs_store_close(s);
 	setenv("STATEFS_DB", "/nonexistent/statefs-test.db", 1);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, &notice),
+	assert_int_equal(sfs_store_open(&cfg, &s, &notice),
 	                 SFS_NOTFOUND);
 	assert_null(notice);
 	unsetenv("STATEFS_DB");
@@ -111,20 +112,20 @@ static void test_first_run(void **state)
 
 static void test_key_sources(void **state)
 {
-	sfs_config cfg = { .create = 1 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV | SFS_OPEN_CREATE };
 	sfs_store *s = NULL;
 	sfs_key *other;
 	char text[45], path[300];
 	(void)state;
 
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_OK);
 	sfs_store_close(s);
 
 	/* STATEFS_KEY wins over the default key file, and is wiped. */
 	assert_int_equal(sfs_key_generate(&other), SFS_OK);
 	assert_int_equal(sfs_key_to_text(other, text, sizeof(text)), SFS_OK);
 	setenv("STATEFS_KEY", text, 1);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_WRONGKEY);
 	assert_non_null(strstr(sfs_errdetail(), "wrong key"));
 	assert_null(strstr(sfs_errdetail(), text));
 	assert_null(getenv("STATEFS_KEY"));
@@ -132,88 +133,91 @@ static void test_key_sources(void **state)
 	/* ... and is wiped even when an option names a key file. */
 	setenv("STATEFS_KEY", "not even a key", 1);
 	cfg.keyfile = keyfile;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_OK);
 	sfs_store_close(s);
 	assert_null(getenv("STATEFS_KEY"));
 	/* A bad STATEFS_KEY is an error when it is the source used. */
 	cfg.keyfile = NULL;
 	setenv("STATEFS_KEY", "not even a key", 1);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_INVALID);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
 	assert_non_null(strstr(sfs_errdetail(), "STATEFS_KEY"));
 
 	/* STATEFS_KEY_FILE. */
 	snprintf(path, sizeof(path), "%s/%d/other.key", dir, seq);
 	assert_int_equal(sfs_key_write_file(other, path), SFS_OK);
 	setenv("STATEFS_KEY_FILE", path, 1);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_WRONGKEY);
 	chmod(path, 0644);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_KEYPERM);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_KEYPERM);
 	assert_non_null(strstr(sfs_errdetail(), "0644"));
 	unsetenv("STATEFS_KEY_FILE");
 
 	/* A caller's key overrides everything. */
 	cfg.key = other;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_WRONGKEY);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_WRONGKEY);
 	cfg.key = NULL;
 
 	/* A missing key file given as an option. */
 	cfg.keyfile = "/nonexistent/statefs.key";
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOTFOUND);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_NOTFOUND);
 	assert_non_null(strstr(sfs_errdetail(), "/nonexistent/statefs.key"));
 	sfs_key_destroy(other);
 }
 
 static void test_no_key_sentences(void **state)
 {
-	sfs_config cfg = { .create = 1 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV | SFS_OPEN_CREATE };
 	sfs_store *s = NULL;
 	char plain[300];
 	(void)state;
 
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_OK);
 	sfs_store_close(s);
 	/* The key is gone: say where we looked, make nothing new. */
 	assert_int_equal(unlink(keyfile), 0);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOKEY);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_NOKEY);
 	assert_non_null(strstr(sfs_errdetail(), keyfile));
 	assert_non_null(strstr(sfs_errdetail(), "STATEFS_KEY"));
 	assert_int_equal(access(keyfile, F_OK), -1);
 
 	/* Encrypted store asked for in plaintext mode. */
-	cfg.plaintext = 1;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOKEY);
+	cfg.flags |= SFS_OPEN_PLAINTEXT;
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_NOKEY);
 	assert_non_null(strstr(sfs_errdetail(), "plaintext mode"));
 
 	/* A plaintext store: only in plaintext mode, never implicitly. */
 	snprintf(plain, sizeof(plain), "%s/%d/plain.db", dir, seq);
 	cfg.db = plain;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_OK);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_OK);
 	put_get(s, "plain");
 	sfs_store_close(s);
-	cfg.plaintext = 0;
-	cfg.create = 0;
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL),
+	cfg.flags &= ~(unsigned)SFS_OPEN_PLAINTEXT;
+	cfg.flags &= ~(unsigned)SFS_OPEN_CREATE;
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL),
 	                 SFS_NOTENCRYPTED);
 	assert_non_null(strstr(sfs_errdetail(), "plaintext"));
 	/* Even with a key at hand. */
 	assert_int_equal(sfs_key_generate((sfs_key **)&cfg.key), SFS_OK);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL),
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL),
 	                 SFS_NOTENCRYPTED);
 	sfs_key_destroy((sfs_key *)cfg.key);
 
-	/* Read-only never creates. */
+	/* Read-only never creates: a missing store is not there, and
+	 * asking for both is a mistake. */
 	cfg.key = NULL;
 	cfg.db = NULL;
-	cfg.readonly = 1;
-	cfg.create = 1;
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_READONLY;
 	setenv("XDG_STATE_HOME", "/nonexistent-statefs", 1);
-	assert_int_equal(sfs_store_open_config(&cfg, &s, NULL), SFS_NOTFOUND);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_NOTFOUND);
+	cfg.flags |= SFS_OPEN_CREATE;
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
+	assert_int_equal(access("/nonexistent-statefs", F_OK), -1);
 }
 
 /* sfs_config_resolve: the same choices as opening, and nothing created. */
 static void test_resolve(void **state)
 {
-	sfs_config cfg = { 0 };
+	sfs_config cfg = { .flags = SFS_OPEN_ENV };
 	sfs_key *k = NULL, *env = NULL;
 	char *db = NULL, *kf = NULL, text[45];
 	(void)state;
@@ -259,7 +263,7 @@ static void test_resolve(void **state)
 	assert_null(k);
 	free(db);
 	free(kf);
-	cfg.plaintext = 1;
+	cfg.flags |= SFS_OPEN_PLAINTEXT;
 	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
 	assert_null(k);
 	assert_null(kf);

@@ -97,14 +97,14 @@ static int check_all(sfs_store *s, int n, int rc_allowed)
 
 static sfs_store *open_store(const char *path)
 {
-	sfs_open_opts o = { 0 };
+	sfs_config o = { 0 };
 	sfs_store *s = NULL;
 	int rc;
 
-	o.path = path;
+	o.db = path;
 	o.key = key;
 	o.flags = SFS_OPEN_CREATE;
-	rc = sfs_store_open(&o, &s);
+	rc = sfs_store_open(&o, &s, NULL);
 	if (rc)
 		fail_msg("open %s: %s", sfs_strerror(rc), sfs_errdetail());
 	return s;

@@ -1,5 +1,5 @@
 /*
- * test_crypt_key.c - key sources and key hygiene (core/key.c, config.c).
+ * test_crypt_key.c - key sources and key hygiene (core/crypt/key.c, core/config.c).
  *
  * Runs in the unit suite, so also under ASan+UBSan. The environment test
  * re-executes this binary with STATEFS_KEY in its *initial* environment,
@@ -22,7 +22,7 @@
 
 #include <sodium.h>
 
-#include "crypt_i.h"
+#include "crypt/crypt_i.h"
 #include "fixture.h"
 #include "statefs.h"
 
@@ -271,23 +271,40 @@ static void test_passphrase_root(void **state)
 	sfs_key_destroy(p);
 }
 
+/* The default key file: what sfs_config_resolve names by the tools'
+ * rules when nothing else gives a key. */
+static int default_keyfile(char **p)
+{
+	sfs_config cfg = { .flags = SFS_OPEN_ENV };
+	sfs_key *k = NULL;
+	char *db = NULL;
+	int rc;
+
+	unsetenv("STATEFS_KEY");
+	unsetenv("STATEFS_KEY_FILE");
+	rc = sfs_config_resolve(&cfg, &db, &k, p);
+	free(db);
+	sfs_key_destroy(k);
+	return rc;
+}
+
 static void test_default_keyfile(void **state)
 {
 	char *p;
 	(void)state;
 
 	setenv("XDG_CONFIG_HOME", "/srv/cfg", 1);
-	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_int_equal(default_keyfile(&p), SFS_OK);
 	assert_string_equal(p, "/srv/cfg/statefs/key");
 	free(p);
 	/* A relative XDG value is ignored, as the XDG spec says. */
 	setenv("XDG_CONFIG_HOME", "relative", 1);
 	setenv("HOME", "/home/someone", 1);
-	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_int_equal(default_keyfile(&p), SFS_OK);
 	assert_string_equal(p, "/home/someone/.config/statefs/key");
 	free(p);
 	unsetenv("XDG_CONFIG_HOME");
-	assert_int_equal(sfs_default_keyfile(&p), SFS_OK);
+	assert_int_equal(default_keyfile(&p), SFS_OK);
 	assert_string_equal(p, "/home/someone/.config/statefs/key");
 	free(p);
 }
@@ -325,7 +342,7 @@ static int env_child(const char *expect_status)
 	snprintf(copy, sizeof(copy), "%s", val);
 	if (environ_has(copy) != 1)
 		return 11;
-	rc = sfs_key_from_env(&k);
+	rc = crypt_key_from_env(&k);
 	if (rc != atoi(expect_status))
 		return 12;
 	if (getenv("STATEFS_KEY"))
@@ -371,7 +388,7 @@ static void test_env(void **state)
 	(void)state;
 
 	unsetenv("STATEFS_KEY");
-	assert_int_equal(sfs_key_from_env(&k), SFS_NOTFOUND);
+	assert_int_equal(crypt_key_from_env(&k), SFS_NOTFOUND);
 	run_env_child(b64_key, SFS_OK);
 	run_env_child(hex_key, SFS_OK);
 	/* Wrong length and wrong alphabet: refused, and wiped all the same. */

@@ -1,5 +1,5 @@
 /*
- * test_crypt_rekey.c - sfs_rekey (core/rekey.c) on stores made with plain
+ * test_crypt_rekey.c - sfs_rekey (core/sqlite/rekey.c) on stores made with plain
  * SQL through the encrypting VFS: old key refused afterwards, data equal,
  * mode kept, idempotent after completion, refused while the store is open
  * elsewhere, cancellable from the progress callback, and the conversions
@@ -20,7 +20,7 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
 #include "statefs.h"
 

@@ -22,8 +22,8 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
-#include "crypt_page_i.h"
+#include "sqlite/vfs_i.h"
+#include "crypt/page_i.h"
 #include "fixture.h"
 #include "statefs.h"
 

@@ -40,12 +40,12 @@ static int shim_teardown(void **state)
 
 static void no_trace(tfx *t, const char *key)
 {
-	uint64_t size;
+	sfs_stat st;
 	sfs_buf b;
 	sfs_list l;
 
 	IS(SFS_NOTFOUND, sfs_kv_get(t->s, S("s"), S("n"), S(key), &b));
-	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, S("s"), S("n"), S(key), &size, NULL));
+	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, S("s"), S("n"), S(key), &st));
 	OK(sfs_kv_scan(t->s, S("s"), S("n"), NULL, &l));
 	for (size_t i = 0; i < l.n; i++)
 		assert_false(l.items[i].key.len == strlen(key) &&
@@ -75,7 +75,7 @@ static void test_full_disk(void **state)
 	no_trace(t, "lost");
 	OK(sfs_counter_get(t->s, S("s"), S("n"), S("c"), &v, NULL));
 	assert_int_equal(v, 5);
-	OK(sfs_queue_len(t->s, S("q"), &len));
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 0);
 	/* the store works once there is room again, also after a reopen */
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("after"), S("v")));

@@ -1,8 +1,9 @@
 /*
- * test_kv.c - scoped key/value state and counters: the VGI conformance
- * cases (peer-semantics §1.10), the decisions of §1.11 (empty vs absent,
- * empty bounds, start >= end, 0x00 and >= 0x80 bytes, overflow) and the
- * stream engine's RestoreAll.
+ * test_kv.c - scoped key/value state and counters: the VGI SDK's
+ * conformance cases, the edges its peers decide differently (empty vs
+ * absent, empty bounds, start >= end, 0x00 and >= 0x80 bytes, overflow;
+ * docs/engine.md says what statefs does) and the stream engine's
+ * RestoreAll.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,7 @@ static void test_put_get_replace(void **state)
 static void test_empty_vs_absent(void **state)
 {
 	tfx *t = *state;
-	uint64_t size = 99;
-	int64_t mt = 0;
+	sfs_stat st = { .size = 99 };
 	sfs_buf b;
 
 	OK(sfs_kv_put(t->s, SC, NS_, S("e"), sfs_bytes("", 0)));
@@ -59,10 +59,11 @@ static void test_empty_vs_absent(void **state)
 	assert_int_equal(((char *)b.ptr)[0], 0);
 	sfs_buf_free(&b);
 	assert_null(b.ptr);
-	OK(sfs_kv_stat(t->s, SC, NS_, S("e"), &size, &mt));
-	assert_int_equal(size, 0);
-	assert_true(mt > 0);
-	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, SC, NS_, S("absent"), &size, NULL));
+	OK(sfs_kv_stat(t->s, SC, NS_, S("e"), &st));
+	assert_int_equal(st.size, 0);
+	assert_true(st.mtime_ns > 0);
+	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, SC, NS_, S("absent"), &st));
+	IS(SFS_INVALID, sfs_kv_stat(t->s, SC, NS_, S("e"), NULL));
 	/* Empty scope, namespace and key are valid names. */
 	OK(sfs_kv_put(t->s, S(""), S(""), S(""), S("v")));
 	OK(sfs_kv_get(t->s, S(""), S(""), S(""), &b));
@@ -73,16 +74,15 @@ static void test_empty_vs_absent(void **state)
 static void test_stat_mtime(void **state)
 {
 	tfx *t = *state;
-	uint64_t size;
-	int64_t m1, m2;
+	sfs_stat s1, s2;
 
 	put(t->s, "k", "12345");
-	OK(sfs_kv_stat(t->s, SC, NS_, S("k"), &size, &m1));
-	assert_int_equal(size, 5);
+	OK(sfs_kv_stat(t->s, SC, NS_, S("k"), &s1));
+	assert_int_equal(s1.size, 5);
 	put(t->s, "k", "123");
-	OK(sfs_kv_stat(t->s, SC, NS_, S("k"), &size, &m2));
-	assert_int_equal(size, 3);
-	assert_true(m2 >= m1);
+	OK(sfs_kv_stat(t->s, SC, NS_, S("k"), &s2));
+	assert_int_equal(s2.size, 3);
+	assert_true(s2.mtime_ns >= s1.mtime_ns);
 }
 
 static void test_delete(void **state)
@@ -110,8 +110,8 @@ static void test_scan_order(void **state)
 	tfx_keys(&l, "a b c d");
 	assert_int_equal(l.items[1].value.len, 1);
 	assert_memory_equal(l.items[1].value.ptr, "2", 2); /* NUL too */
-	assert_int_equal(l.items[1].size, 1);
-	assert_true(l.items[1].mtime_ns > 0);
+	assert_int_equal(l.items[1].st.size, 1);
+	assert_true(l.items[1].st.mtime_ns > 0);
 	sfs_list_free(&l);
 	assert_null(l.items);
 	/* Scan is not destructive, other ns is empty */
@@ -152,7 +152,7 @@ static void test_scan_bytes(void **state)
 static void scan_is(sfs_store *s, sfs_slice start, sfs_slice end, int rev,
                     long limit, const char *want)
 {
-	sfs_scan_opts o = { start, end, rev, limit, 0 };
+	sfs_scan_opts o = { .start = start, .end = end, .reverse = rev, .limit = limit, .keys_only = 0 };
 	sfs_list l;
 
 	OK(sfs_kv_scan(s, SC, NS_, &o, &l));
@@ -193,14 +193,14 @@ static void test_scan_table(void **state)
 static void test_scan_keys_only(void **state)
 {
 	tfx *t = *state;
-	sfs_scan_opts o = { SFS_NONE, SFS_NONE, 0, 0, 1 };
+	sfs_scan_opts o = { .start = SFS_NONE, .end = SFS_NONE, .reverse = 0, .limit = 0, .keys_only = 1 };
 	sfs_list l;
 
 	put(t->s, "a", "hello");
 	OK(sfs_kv_scan(t->s, SC, NS_, &o, &l));
 	tfx_keys(&l, "a");
 	assert_null(l.items[0].value.ptr);
-	assert_int_equal(l.items[0].size, 5);
+	assert_int_equal(l.items[0].st.size, 5);
 	sfs_list_free(&l);
 }
 
@@ -231,7 +231,7 @@ static void test_delete_range(void **state)
 	assert_int_equal(n, 0);
 	/* delete_ns counts too, and leaves siblings */
 	OK(sfs_kv_put(t->s, SC, S("sib"), S("k"), S("v")));
-	OK(sfs_kv_delete_ns(t->s, SC, NS_, &n));
+	OK(sfs_kv_delete_range(t->s, SC, NS_, SFS_NONE, SFS_NONE, &n));
 	assert_int_equal(n, 1);
 	OK(sfs_kv_scan(t->s, SC, S("sib"), NULL, &l));
 	tfx_keys(&l, "k");
@@ -276,19 +276,19 @@ static void test_restore_all(void **state)
 	put(t->s, "old", "x");
 	put(t->s, "k1", "stale");
 	OK(sfs_kv_put(t->s, SC, S("sib"), S("keep"), S("y")));
-	OK(sfs_kv_restore(t->s, SC, NS_, keys, vals, 2));
+	OK(sfs_kv_put_many(t->s, SC, NS_, keys, vals, 2, SFS_PUT_REPLACE));
 	OK(sfs_kv_scan(t->s, SC, NS_, NULL, &l));
 	tfx_keys(&l, "k1 k2");
 	assert_memory_equal(l.items[0].value.ptr, "v1", 2);
 	sfs_list_free(&l);
-	OK(sfs_kv_restore(t->s, SC, NS_, NULL, NULL, 0));
+	OK(sfs_kv_put_many(t->s, SC, NS_, NULL, NULL, 0, SFS_PUT_REPLACE));
 	OK(sfs_kv_scan(t->s, SC, NS_, NULL, &l));
 	assert_int_equal(l.n, 0);
 	sfs_list_free(&l);
 	OK(sfs_kv_scan(t->s, SC, S("sib"), NULL, &l));
 	tfx_keys(&l, "keep");
 	sfs_list_free(&l);
-	IS(SFS_INVALID, sfs_kv_restore(t->s, SC, NS_, NULL, vals, 1));
+	IS(SFS_INVALID, sfs_kv_put_many(t->s, SC, NS_, NULL, vals, 1, SFS_PUT_REPLACE));
 }
 
 /* 50 keys through SnapshotAll (scan) and RestoreAll round-trip. */
@@ -311,8 +311,8 @@ static void test_snapshot_restore_roundtrip(void **state)
 		vals[i] = sfs_bytes(snap.items[i].value.ptr,
 		                    snap.items[i].value.len);
 	}
-	OK(sfs_kv_delete_ns(t->s, SC, NS_, NULL));
-	OK(sfs_kv_restore(t->s, SC, NS_, keys, vals, 50));
+	OK(sfs_kv_delete_range(t->s, SC, NS_, SFS_NONE, SFS_NONE, NULL));
+	OK(sfs_kv_put_many(t->s, SC, NS_, keys, vals, 50, SFS_PUT_REPLACE));
 	OK(sfs_kv_scan(t->s, SC, NS_, NULL, &again));
 	assert_int_equal(again.n, 50);
 	for (size_t i = 0; i < 50; i++) {
@@ -327,19 +327,18 @@ static void test_snapshot_restore_roundtrip(void **state)
 static void test_rename(void **state)
 {
 	tfx *t = *state;
-	int64_t m1, m2;
-	uint64_t size;
+	sfs_stat s1, s2;
 	sfs_buf b;
 
 	put(t->s, "a", "1");
-	OK(sfs_kv_stat(t->s, SC, NS_, S("a"), &size, &m1));
+	OK(sfs_kv_stat(t->s, SC, NS_, S("a"), &s1));
 	OK(sfs_kv_rename(t->s, SC, NS_, S("a"), S("s2"), S("n2"), S("b"), 0));
 	IS(SFS_NOTFOUND, sfs_kv_get(t->s, SC, NS_, S("a"), &b));
 	OK(sfs_kv_get(t->s, S("s2"), S("n2"), S("b"), &b));
 	tfx_buf(&b, "1");
 	sfs_buf_free(&b);
-	OK(sfs_kv_stat(t->s, S("s2"), S("n2"), S("b"), &size, &m2));
-	assert_int_equal(m1, m2); /* rename keeps the time */
+	OK(sfs_kv_stat(t->s, S("s2"), S("n2"), S("b"), &s2));
+	assert_int_equal(s1.mtime_ns, s2.mtime_ns); /* rename keeps the time */
 	/* replace vs noreplace */
 	put(t->s, "x", "X");
 	put(t->s, "y", "Y");
@@ -377,14 +376,22 @@ static void test_large_value(void **state)
 
 /* --- counters ----------------------------------------------------------- */
 
+/* The counter holds want, or (exists 0) is absent: SFS_NOTFOUND with
+ * *value untouched, and the 0 an add would start from. */
 static void ctr_is(sfs_store *s, const char *k, int64_t want, int exists)
 {
-	int64_t v = -12345;
-	int e = -1;
+	int64_t v = -12345, mt = -1;
 
-	OK(sfs_counter_get(s, SC, NS_, S(k), &v, &e));
+	if (!exists) {
+		assert_int_equal(want, 0);
+		IS(SFS_NOTFOUND, sfs_counter_get(s, SC, NS_, S(k), &v, &mt));
+		assert_int_equal(v, -12345);
+		assert_int_equal(mt, -1);
+		return;
+	}
+	OK(sfs_counter_get(s, SC, NS_, S(k), &v, &mt));
 	assert_int_equal(v, want);
-	assert_int_equal(e, exists);
+	assert_true(mt > 0);
 }
 
 /* AttachCounter_get_add_set_delete. */
@@ -467,7 +474,7 @@ static void test_counter_overflow(void **state)
 static void test_counter_scan(void **state)
 {
 	tfx *t = *state;
-	sfs_scan_opts o = { S("b"), SFS_NONE, 1, 0, 0 };
+	sfs_scan_opts o = { .start = S("b"), .end = SFS_NONE, .reverse = 1 };
 	sfs_list l;
 
 	OK(sfs_counter_set(t->s, SC, NS_, S("a"), 1));
@@ -475,8 +482,8 @@ static void test_counter_scan(void **state)
 	OK(sfs_counter_set(t->s, SC, NS_, S("c"), -3));
 	OK(sfs_counter_scan(t->s, SC, NS_, NULL, &l));
 	tfx_keys(&l, "a b c");
-	assert_int_equal(l.items[2].n, -3);
-	assert_true(l.items[2].mtime_ns > 0);
+	assert_int_equal(l.items[2].st.counter, -3);
+	assert_true(l.items[2].st.mtime_ns > 0);
 	sfs_list_free(&l);
 	OK(sfs_counter_scan(t->s, SC, NS_, &o, &l));
 	tfx_keys(&l, "c b");
@@ -490,7 +497,7 @@ static void test_bad_args(void **state)
 	tfx *t = *state;
 	unsigned char *big = calloc(1, SFS_MAX_NAME + 1);
 	sfs_slice bad = { NULL, 3 };
-	sfs_scan_opts o = { bad, SFS_NONE, 0, 0, 0 };
+	sfs_scan_opts o = { .start = bad, .end = SFS_NONE, .reverse = 0, .limit = 0, .keys_only = 0 };
 	sfs_buf b;
 	sfs_list l;
 	int64_t v;
@@ -523,19 +530,19 @@ static void test_max_value(void **state)
 {
 	tfx *t = *state;
 	char path[400];
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	int64_t id;
 
 	snprintf(path, sizeof(path), "%s/small.db", t->dir);
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_CREATE;
 	o.key = tfx_key();
 	if (!o.key)
 		o.flags |= SFS_OPEN_PLAINTEXT;
 	o.max_value = 4;
-	OK(sfs_store_open(&o, &s));
+	OK(sfs_store_open(&o, &s, NULL));
 	OK(sfs_kv_put(s, SC, NS_, S("k"), S("1234")));
 	IS(SFS_TOOBIG, sfs_kv_put(s, SC, NS_, S("k"), S("12345")));
 	IS(SFS_TOOBIG, sfs_log_append(s, SC, NS_, S("k"), S("12345"), &id));
@@ -555,26 +562,28 @@ static void test_scope_ns_list(void **state)
 	OK(sfs_kv_put(t->s, S("s1"), S("c"), S("k"), S("v")));
 	OK(sfs_kv_put(t->s, S("s3"), S("a"), S("k"), S("v")));
 	OK(sfs_counter_set(t->s, S("c1"), S("n"), S("k"), 1));
-	OK(sfs_scope_list(t->s, SFS_FAM_KV, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "s1 s2 s3");
 	sfs_list_free(&l);
-	OK(sfs_scope_list(t->s, SFS_FAM_KV, S("s1"), 1, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, SFS_NONE, SFS_NONE, S("s1"), 1, &l));
 	tfx_keys(&l, "s2");
 	sfs_list_free(&l);
-	OK(sfs_scope_list(t->s, SFS_FAM_COUNTER, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_COUNTER, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "c1");
 	sfs_list_free(&l);
-	OK(sfs_scope_list(t->s, SFS_FAM_LOG, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	assert_int_equal(l.n, 0);
 	sfs_list_free(&l);
-	OK(sfs_ns_list(t->s, SFS_FAM_KV, S("s1"), SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, S("s1"), SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "a c");
 	sfs_list_free(&l);
-	OK(sfs_ns_list(t->s, SFS_FAM_KV, S("s1"), S("a"), 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, S("s1"), SFS_NONE, S("a"), 0, &l));
 	tfx_keys(&l, "c");
 	sfs_list_free(&l);
-	IS(SFS_INVALID, sfs_scope_list(t->s, SFS_FAM_DIR, SFS_NONE, 0, &l));
-	IS(SFS_INVALID, sfs_scope_list(t->s, (sfs_family)99, SFS_NONE, 0, &l));
+	IS(SFS_INVALID, sfs_dir_list(t->s, SFS_FAM_DIR, SFS_NONE, SFS_NONE,
+	                             SFS_NONE, 0, &l));
+	IS(SFS_INVALID, sfs_dir_list(t->s, (sfs_family)99, SFS_NONE, SFS_NONE,
+	                             SFS_NONE, 0, &l));
 }
 
 static void test_dirs(void **state)
@@ -590,18 +599,18 @@ static void test_dirs(void **state)
 	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_LOG, S("e"), SFS_NONE));
 	/* A scope-only dir is not the namespace named "". */
 	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_KV, S("e"), S("")));
-	OK(sfs_ns_list(t->s, SFS_FAM_KV, S("e"), SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, S("e"), SFS_NONE, SFS_NONE, 0, &l));
 	assert_int_equal(l.n, 0);
 	sfs_list_free(&l);
 	OK(sfs_dir_create(t->s, SFS_FAM_KV, S("e"), S("")));
-	OK(sfs_ns_list(t->s, SFS_FAM_KV, S("e"), SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, S("e"), SFS_NONE, SFS_NONE, 0, &l));
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.items[0].key.len, 0);
 	sfs_list_free(&l);
 	/* Explicit dirs persist across reopen and show in listings. */
 	OK(sfs_dir_create(t->s, SFS_FAM_KV, S("e"), S("n1")));
 	tfx_reopen(t);
-	OK(sfs_scope_list(t->s, SFS_FAM_KV, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "e");
 	sfs_list_free(&l);
 	/* Removing: a scope holding namespaces is not empty. */
@@ -626,7 +635,7 @@ static void test_dirs(void **state)
 	/* Queues: scope dirs only. */
 	OK(sfs_dir_create(t->s, SFS_FAM_QUEUE, S("q"), SFS_NONE));
 	IS(SFS_INVALID, sfs_dir_create(t->s, SFS_FAM_QUEUE, S("q"), S("n")));
-	OK(sfs_scope_list(t->s, SFS_FAM_QUEUE, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_QUEUE, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "q");
 	sfs_list_free(&l);
 }
@@ -649,13 +658,13 @@ static void test_dirs_every_family(void **state)
 			OK(sfs_dir_create(t->s, f, S("d"), S("n")));
 			IS(SFS_EXISTS, sfs_dir_create(t->s, f, S("d"), S("n")));
 			OK(sfs_dir_exists(t->s, f, S("d"), S("n")));
-			OK(sfs_ns_list(t->s, f, S("d"), SFS_NONE, 0, &l));
+			OK(sfs_dir_list(t->s, f, S("d"), SFS_NONE, SFS_NONE, 0, &l));
 			tfx_keys(&l, "n");
 			sfs_list_free(&l);
 			IS(SFS_NOTEMPTY, sfs_dir_remove(t->s, f, S("d"), SFS_NONE));
 			OK(sfs_dir_remove(t->s, f, S("d"), S("n")));
 		}
-		OK(sfs_scope_list(t->s, f, SFS_NONE, 0, &l));
+		OK(sfs_dir_list(t->s, f, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 		tfx_keys(&l, "d");
 		sfs_list_free(&l);
 		OK(sfs_dir_remove(t->s, f, S("d"), SFS_NONE));
@@ -664,10 +673,10 @@ static void test_dirs_every_family(void **state)
 	/* data rows make scopes of their own family only */
 	OK(sfs_log_append(t->s, S("L"), S("n"), S("k"), S("v"), NULL));
 	OK(sfs_counter_add(t->s, S("C"), S("n"), S("k"), 1, NULL));
-	OK(sfs_scope_list(t->s, SFS_FAM_LOG, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "L");
 	sfs_list_free(&l);
-	OK(sfs_ns_list(t->s, SFS_FAM_COUNTER, S("C"), SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_COUNTER, S("C"), SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "n");
 	sfs_list_free(&l);
 	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_KV, S("L"), SFS_NONE));
@@ -686,7 +695,7 @@ static void test_dir_rename(void **state)
 	OK(sfs_dir_rename(t->s, SFS_FAM_KV, S("a"), SFS_NONE, S("b"), SFS_NONE,
 	                  0));
 	IS(SFS_NOTFOUND, sfs_dir_exists(t->s, SFS_FAM_KV, S("a"), SFS_NONE));
-	OK(sfs_ns_list(t->s, SFS_FAM_KV, S("b"), SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, S("b"), SFS_NONE, SFS_NONE, 0, &l));
 	tfx_keys(&l, "empty m n");
 	sfs_list_free(&l);
 	/* namespace rename across scopes */
@@ -714,15 +723,83 @@ static void test_dir_rename(void **state)
 	assert_int_equal(v, 4);
 	{
 		sfs_slice it = S("job");
-		sfs_buf b;
+		sfs_list got;
 
 		OK(sfs_queue_push(t->s, S("q1"), &it, 1, NULL));
 		OK(sfs_dir_rename(t->s, SFS_FAM_QUEUE, S("q1"), SFS_NONE, S("q2"),
 		                  SFS_NONE, 0));
-		OK(sfs_queue_pop(t->s, S("q2"), &b, NULL));
-		tfx_buf(&b, "job");
-		sfs_buf_free(&b);
+		OK(sfs_queue_pop(t->s, S("q2"), 1, &got));
+		tfx_buf(&got.items[0].value, "job");
+		sfs_list_free(&got);
 	}
+}
+
+/* A directory's keys: the names sfs_dir_list gives for a namespace, of
+ * values (with sizes and times), counters (with their values) and logs,
+ * strictly after a cursor; and a scan continuing strictly after a key. */
+static void test_dir_keys(void **state)
+{
+	tfx *t = *state;
+	sfs_scan_opts after = { .start = S("b"), .start_after = 1 };
+	sfs_list l;
+
+	put(t->s, "a", "1");
+	put(t->s, "b", "22");
+	/* the successor of "b", listed right after it */
+	OK(sfs_kv_put(t->s, SC, NS_, sfs_bytes("b\0", 2), S("333")));
+	put(t->s, "c", "4444");
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, SC, NS_, SFS_NONE, 0, &l));
+	assert_int_equal(l.n, 4);
+	assert_int_equal(l.items[1].st.size, 2);
+	assert_true(l.items[1].st.mtime_ns > 0);
+	assert_null(l.items[1].value.ptr);
+	sfs_list_free(&l);
+	OK(sfs_dir_list(t->s, SFS_FAM_KV, SC, NS_, S("b"), 2, &l));
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.items[0].key.len, 2); /* "b\0" */
+	tfx_buf(&l.items[1].key, "c");
+	sfs_list_free(&l);
+	OK(sfs_kv_scan(t->s, SC, NS_, &after, &l));
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.items[0].key.len, 2);
+	tfx_buf(&l.items[1].value, "4444");
+	sfs_list_free(&l);
+	after.reverse = 1; /* the bound stays the lower one */
+	OK(sfs_kv_scan(t->s, SC, NS_, &after, &l));
+	tfx_buf(&l.items[0].key, "c");
+	sfs_list_free(&l);
+	/* counters: their values in the listing */
+	OK(sfs_counter_set(t->s, SC, S("c"), S("x"), 5));
+	OK(sfs_counter_set(t->s, SC, S("c"), S("y"), -6));
+	OK(sfs_dir_list(t->s, SFS_FAM_COUNTER, SC, S("c"), S("x"), 0, &l));
+	tfx_keys(&l, "y");
+	assert_int_equal(l.items[0].st.counter, -6);
+	sfs_list_free(&l);
+	/* queues have no namespaces; a namespace needs its scope */
+	IS(SFS_INVALID, sfs_dir_list(t->s, SFS_FAM_QUEUE, S("q"), SFS_NONE,
+	                             SFS_NONE, 0, &l));
+	IS(SFS_INVALID, sfs_dir_list(t->s, SFS_FAM_KV, SFS_NONE, NS_,
+	                             SFS_NONE, 0, &l));
+}
+
+/* A counter's time comes with its value (the primitive the mount's
+ * counter files need): its last write, in whole seconds. */
+static void test_counter_time(void **state)
+{
+	tfx *t = *state;
+	int64_t v = 0, mt = 0, mt2 = 0;
+
+	OK(sfs_counter_add(t->s, SC, NS_, S("k"), 3, NULL));
+	OK(sfs_counter_get(t->s, SC, NS_, S("k"), &v, &mt));
+	assert_int_equal(v, 3);
+	assert_true(mt > 0);
+	assert_int_equal(mt % 1000000000, 0);
+	OK(sfs_counter_get(t->s, SC, NS_, S("k"), &v, NULL));
+	OK(sfs_counter_set(t->s, SC, NS_, S("k"), 9));
+	OK(sfs_counter_get(t->s, SC, NS_, S("k"), &v, &mt2));
+	assert_int_equal(v, 9);
+	assert_true(mt2 >= mt);
+	IS(SFS_INVALID, sfs_counter_get(t->s, SC, NS_, S("k"), NULL, &mt));
 }
 
 int main(void)
@@ -753,6 +830,8 @@ int main(void)
 		T(test_dirs),
 		T(test_dirs_every_family),
 		T(test_dir_rename),
+		T(test_dir_keys),
+		T(test_counter_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,8 +16,8 @@
 
 #include <libpq-fe.h>
 
-#include "backend_i.h"
 #include "fixture.h"
+#include "pg/pg_i.h"
 
 /* A plain libpq connection to the test's server, in the schema of the
  * store at path (NULL: no schema), standing for someone else: another
@@ -125,12 +125,12 @@ static void test_password_rule(void **state)
 
 	(void)state;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.plaintext = 1;
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_PLAINTEXT;
 	if (asprintf(&pw, "%s password=hunter2 schema=nowhere",
 	             getenv("STATEFS_TEST_PG")) < 0)
 		fail();
 	cfg.db = pw;
-	IS(SFS_INVALID, sfs_store_open_config(&cfg, &s, NULL));
+	IS(SFS_INVALID, sfs_store_open(&cfg, &s, NULL));
 	assert_non_null(strstr(sfs_errdetail(), "~/.pgpass"));
 	assert_null(strstr(sfs_errdetail(), "hunter2"));
 	IS(SFS_INVALID, sfs_config_resolve(&cfg, &db, &k, NULL));
@@ -209,13 +209,13 @@ static void test_sdk_schema(void **state)
 	assert_int_equal(v, 6);
 	OK(sfs_log_scan(s, S("exec"), S("log"), S("k"), -1, 0, 0, &l));
 	assert_int_equal(l.n, 1);
-	assert_int_equal(l.items[0].mtime_ns, 0); /* the SDK keeps no times */
+	assert_int_equal(l.items[0].st.mtime_ns, 0); /* the SDK keeps no times */
 	sfs_list_free(&l);
 	OK(sfs_log_append(s, S("exec"), S("log"), S("k"), S("mine"), &v));
 	assert_int_equal(v, 2); /* the same sequence */
-	OK(sfs_queue_pop(s, S("exec"), &b, NULL));
-	tfx_buf(&b, "item");
-	sfs_buf_free(&b);
+	OK(sfs_queue_pop(s, S("exec"), 1, &l));
+	tfx_buf(&l.items[0].value, "item");
+	sfs_list_free(&l);
 	/* and the SDK reads ours with its statements */
 	OK(sfs_kv_put(s, S("att"), S("cur"), S("k2"), S("ours")));
 	assert_int_equal(sql_int(c, "SELECT count(*) FROM function_state WHERE"
@@ -359,7 +359,7 @@ static void *claim_all(void *arg)
 			}
 		}
 		sfs_list_free(&l);
-		c->st = sfs_claim_ack(s, cid);
+		c->st = sfs_claim_end(s, cid, SFS_OUTCOME_DONE);
 	}
 	if (c->st == SFS_OK)
 		sfs_store_close(s);
@@ -409,13 +409,14 @@ static void test_server_clock(void **state)
 	tfx *t = *state;
 	PGconn *c = sql_conn(NULL);
 	long long t0, t1;
-	uint64_t size;
+	sfs_stat sst;
 	int64_t mt;
 
 	t0 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
 	t1 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
-	OK(sfs_kv_stat(t->s, S("s"), S("n"), S("k"), &size, &mt));
+	OK(sfs_kv_stat(t->s, S("s"), S("n"), S("k"), &sst));
+	mt = sst.mtime_ns;
 	assert_true(mt / 1000000000 >= t0 && mt / 1000000000 <= t1);
 	assert_int_equal(mt % 1000000000, 0); /* whole seconds */
 	PQfinish(c);
@@ -473,17 +474,17 @@ static void test_pool_concurrency(void **state)
 static sfs_store *open_named(tfx *t, const char *app)
 {
 	char *db = tfx_db(t->path), *named;
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 
 	memset(&o, 0, sizeof(o));
 	if (asprintf(&named, "%s application_name=%s", db, app) < 0)
 		fail();
-	o.path = named;
+	o.db = named;
 	o.key = tfx_key();
 	if (!o.key)
 		o.flags = SFS_OPEN_PLAINTEXT;
-	OK(sfs_store_open(&o, &s));
+	OK(sfs_store_open(&o, &s, NULL));
 	free(named);
 	free(db);
 	return s;
@@ -607,7 +608,8 @@ static void *swap_puts(void *arg)
 	sfs_slice rk[2] = { S("b"), S("a") };
 
 	for (int i = 0; i < 40 && w->st == SFS_OK; i++)
-		w->st = sfs_txn_put(w->s, S("T"), w->rev ? rk : keys, vals, 2);
+		w->st = sfs_kv_put_many(w->s, S("T"), S("txn"),
+		                        w->rev ? rk : keys, vals, 2, 0);
 	return NULL;
 }
 
@@ -665,16 +667,16 @@ static void test_tampering(void **state)
 	sql_do(c, "UPDATE work_queue SET work_item = set_byte(work_item, 30,"
 	       " get_byte(work_item, 30) # 1) WHERE id = (SELECT min(id) FROM"
 	       " work_queue)");
-	IS(SFS_CORRUPT, sfs_queue_pop(t->s, S("q"), &v, NULL));
+	IS(SFS_CORRUPT, sfs_queue_pop(t->s, S("q"), 1, &l));
 	assert_non_null(strstr(sfs_errdetail(), "stays in the queue"));
 	OK(sfs_claim(t->s, S("q"), 2, 0, &cid, &l));
 	assert_int_equal(l.n, 1);
 	tfx_buf(&l.items[0].value, "two");
 	sfs_list_free(&l);
-	OK(sfs_claim_ack(t->s, cid));
-	OK(sfs_dead_scan(t->s, S("q"), -1, 0, 1, &l));
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	OK(sfs_item_scan(t->s, S("q"), SFS_ITEM_DEAD, -1, 0, 1, &l));
 	assert_int_equal(l.n, 1);
-	tfx_buf(&l.items[0].key, "damaged");
+	tfx_buf(&l.items[0].reason, "damaged");
 	sfs_list_free(&l);
 	/* what seals cannot see (docs/postgres.md): an older value of the
 	 * same key, kept and written back by the operator, opens */

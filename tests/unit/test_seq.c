@@ -5,6 +5,7 @@
  * and the stream engine's ListState mapped onto the log (appends after a
  * reopen extend the list: the Weibo bug).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,14 +70,14 @@ static void test_log_basic(void **state)
 	OK(sfs_log_scan(t->s, SC, LOG, S("k"), -1, 0, 0, &l));
 	assert_int_equal(l.items[0].id, a);
 	assert_int_equal(l.items[2].id, c);
-	assert_int_equal(l.items[0].size, 1);
-	assert_true(l.items[0].mtime_ns > 0);
+	assert_int_equal(l.items[0].st.size, 1);
+	assert_true(l.items[0].st.mtime_ns > 0);
 	sfs_list_free(&l);
 	/* keys_only */
 	OK(sfs_log_scan(t->s, SC, LOG, S("k"), -1, 0, 1, &l));
 	assert_int_equal(l.n, 3);
 	assert_null(l.items[0].value.ptr);
-	assert_int_equal(l.items[0].size, 1);
+	assert_int_equal(l.items[0].st.size, 1);
 	sfs_list_free(&l);
 	/* the Go SDK's StateLogClear: ns log, every key */
 	append(t->s, "k2", "x");
@@ -142,8 +143,8 @@ static void test_log_get_stat_delete_keys(void **state)
 {
 	tfx *t = *state;
 	int64_t a = append(t->s, "k1", "alpha");
-	int64_t mt = 0;
-	uint64_t size = 0, n;
+	sfs_stat st;
+	uint64_t n;
 	sfs_buf b;
 	sfs_list l;
 
@@ -154,25 +155,25 @@ static void test_log_get_stat_delete_keys(void **state)
 	tfx_buf(&b, "alpha");
 	sfs_buf_free(&b);
 	IS(SFS_NOTFOUND, sfs_log_get(t->s, SC, LOG, S("k2"), a, &b));
-	OK(sfs_log_stat(t->s, SC, LOG, S("k1"), a, &size, &mt));
-	assert_int_equal(size, 5);
-	assert_true(mt > 0);
-	OK(sfs_log_keys(t->s, SC, LOG, SFS_NONE, 0, &l));
+	OK(sfs_log_stat(t->s, SC, LOG, S("k1"), a, &st));
+	assert_int_equal(st.size, 5);
+	assert_true(st.mtime_ns > 0);
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SC, LOG, SFS_NONE, 0, &l));
 	tfx_keys(&l, "k1 k2 k3");
 	sfs_list_free(&l);
-	OK(sfs_log_keys(t->s, SC, LOG, S("k1"), 1, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SC, LOG, S("k1"), 1, &l));
 	tfx_keys(&l, "k2");
 	sfs_list_free(&l);
 	OK(sfs_log_delete(t->s, SC, LOG, S("k1"), a));
 	IS(SFS_NOTFOUND, sfs_log_delete(t->s, SC, LOG, S("k1"), a));
-	IS(SFS_NOTFOUND, sfs_log_stat(t->s, SC, LOG, S("k1"), a, &size, NULL));
-	OK(sfs_log_keys(t->s, SC, LOG, SFS_NONE, 0, &l));
+	IS(SFS_NOTFOUND, sfs_log_stat(t->s, SC, LOG, S("k1"), a, &st));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SC, LOG, SFS_NONE, 0, &l));
 	tfx_keys(&l, "k2 k3");
 	sfs_list_free(&l);
 	/* clear of one key */
 	OK(sfs_log_clear(t->s, SC, LOG, S("k2"), &n));
 	assert_int_equal(n, 2);
-	OK(sfs_log_keys(t->s, SC, LOG, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, SC, LOG, SFS_NONE, 0, &l));
 	tfx_keys(&l, "k3");
 	sfs_list_free(&l);
 	IS(SFS_INVALID, sfs_log_clear(t->s, SC, SFS_NONE, S("k3"), &n));
@@ -247,7 +248,7 @@ static void test_list_append_after_reopen(void **state)
 	OK(sfs_log_scan(t->s, w1, ns, S("a"), -1, 0, 0, &l));
 	values_are(&l, "1");
 	sfs_list_free(&l);
-	OK(sfs_log_keys(t->s, w1, ns, SFS_NONE, 0, &l));
+	OK(sfs_dir_list(t->s, SFS_FAM_LOG, w1, ns, SFS_NONE, 0, &l));
 	tfx_keys(&l, "a ab win-0");
 	sfs_list_free(&l);
 }
@@ -258,13 +259,15 @@ static void test_list_append_after_reopen(void **state)
 
 static void pop_is(sfs_store *s, sfs_slice q, const char *want)
 {
-	sfs_buf b;
-	int64_t id = 0;
+	sfs_list l;
 
-	OK(sfs_queue_pop(s, q, &b, &id));
-	tfx_buf(&b, want);
-	assert_true(id > 0);
-	sfs_buf_free(&b);
+	OK(sfs_queue_pop(s, q, 1, &l));
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].value, want);
+	assert_true(l.items[0].id > 0);
+	assert_int_equal(l.items[0].st.size, strlen(want));
+	assert_int_equal(l.items[0].st.mtime_ns, 0); /* a pop of one */
+	sfs_list_free(&l);
 }
 
 /* QueuePush_then_QueuePop_FIFO, QueuePop_empty_or_unknown, push empty. */
@@ -272,31 +275,31 @@ static void test_queue_fifo(void **state)
 {
 	tfx *t = *state;
 	sfs_slice items[3] = { S("a"), S("b"), S("c") };
-	sfs_buf b = { (void *)0x1, 3 };
+	sfs_list l = { (void *)0x1, 3 };
 	int64_t first = 0;
 	uint64_t len = 9;
 
 	OK(sfs_queue_push(t->s, Q, items, 3, &first));
 	assert_true(first > 0);
-	OK(sfs_queue_len(t->s, Q, &len));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 3);
 	pop_is(t->s, Q, "a");
 	pop_is(t->s, Q, "b");
 	pop_is(t->s, Q, "c");
-	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, Q, &b, NULL));
-	assert_ptr_equal(b.ptr, (void *)0x1);
-	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, S("never-pushed"), &b, NULL));
+	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, Q, 1, &l));
+	assert_ptr_equal(l.items, (void *)0x1);
+	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, S("never-pushed"), 1, &l));
 	OK(sfs_queue_push(t->s, S("empty-push"), NULL, 0, NULL));
-	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, S("empty-push"), &b, NULL));
-	OK(sfs_queue_len(t->s, S("never-pushed"), &len));
+	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, S("empty-push"), 1, &l));
+	OK(sfs_item_count(t->s, S("never-pushed"), SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 0);
 	/* an empty item is an item */
 	items[0] = sfs_bytes("", 0);
 	OK(sfs_queue_push(t->s, Q, items, 1, NULL));
-	OK(sfs_queue_pop(t->s, Q, &b, NULL));
-	assert_non_null(b.ptr);
-	assert_int_equal(b.len, 0);
-	sfs_buf_free(&b);
+	OK(sfs_queue_pop(t->s, Q, 1, &l));
+	assert_non_null(l.items[0].value.ptr);
+	assert_int_equal(l.items[0].value.len, 0);
+	sfs_list_free(&l);
 }
 
 static void test_queue_ids_and_clear(void **state)
@@ -307,9 +310,9 @@ static void test_queue_ids_and_clear(void **state)
 	uint64_t n = 9;
 
 	OK(sfs_queue_push(t->s, Q, items, 2, &f1));
-	OK(sfs_queue_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
-	OK(sfs_queue_clear(t->s, Q, &n));
+	OK(sfs_item_clear(t->s, Q, SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 0);
 	OK(sfs_queue_push(t->s, Q, items, 2, &f2));
 	assert_true(f2 > f1 + 1);
@@ -317,9 +320,12 @@ static void test_queue_ids_and_clear(void **state)
 	{
 		sfs_list l;
 
-		OK(sfs_queue_drain(t->s, Q, &l));
+		OK(sfs_queue_pop(t->s, Q, LONG_MAX, &l));
 		values_are(&l, "x y");
 		assert_int_equal(l.items[0].id, f2);
+		assert_int_equal(l.items[0].st.size, 1);
+		assert_true(l.items[0].st.mtime_ns > 0);
+		assert_true(l.items[1].st.mtime_ns >= l.items[0].st.mtime_ns);
 		sfs_list_free(&l);
 	}
 	OK(sfs_queue_push(t->s, Q, items, 1, &f3));
@@ -334,34 +340,38 @@ static void test_queue_scan_peek_stat_delete(void **state)
 {
 	tfx *t = *state;
 	sfs_slice items[3] = { S("one"), S("two"), S("three") };
-	int64_t first, mt = 0;
-	uint64_t size = 0, len;
+	int64_t first;
+	uint64_t len;
+	sfs_stat st;
 	sfs_buf b;
 	sfs_list l;
 
 	OK(sfs_queue_push(t->s, Q, items, 3, &first));
-	OK(sfs_queue_scan(t->s, Q, -1, 0, 0, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
 	values_are(&l, "one two three");
 	assert_int_equal(l.items[0].id, first);
 	assert_int_equal(l.items[1].id, first + 1);
-	assert_int_equal(l.items[2].size, 5);
-	assert_true(l.items[2].mtime_ns > 0);
+	assert_int_equal(l.items[2].st.size, 5);
+	assert_true(l.items[2].st.mtime_ns > 0);
 	sfs_list_free(&l);
-	OK(sfs_queue_scan(t->s, Q, first, 1, 1, &l));
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, first, 1, 1, &l));
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.items[0].id, first + 1);
 	assert_null(l.items[0].value.ptr);
 	sfs_list_free(&l);
-	OK(sfs_queue_peek(t->s, Q, first + 1, &b));
+	OK(sfs_item_get(t->s, Q, SFS_ITEM_PENDING, first + 1, &b));
 	tfx_buf(&b, "two");
 	sfs_buf_free(&b);
-	IS(SFS_NOTFOUND, sfs_queue_peek(t->s, S("other"), first + 1, &b));
-	OK(sfs_queue_stat(t->s, Q, first + 2, &size, &mt));
-	assert_int_equal(size, 5);
-	assert_true(mt > 0);
-	OK(sfs_queue_delete(t->s, Q, first + 1));
-	IS(SFS_NOTFOUND, sfs_queue_delete(t->s, Q, first + 1));
-	OK(sfs_queue_len(t->s, Q, &len));
+	IS(SFS_NOTFOUND, sfs_item_get(t->s, S("other"), SFS_ITEM_PENDING,
+	                              first + 1, &b));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_PENDING, first + 2, &st));
+	assert_int_equal(st.size, 5);
+	assert_true(st.mtime_ns > 0);
+	IS(SFS_NOTFOUND, sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2,
+	                               &st));
+	OK(sfs_item_delete(t->s, Q, SFS_ITEM_PENDING, first + 1));
+	IS(SFS_NOTFOUND, sfs_item_delete(t->s, Q, SFS_ITEM_PENDING, first + 1));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 2);
 	pop_is(t->s, Q, "one");
 	pop_is(t->s, Q, "three");
@@ -376,16 +386,23 @@ static void test_queue_drain(void **state)
 
 	OK(sfs_queue_push(t->s, Q, items, 3, NULL));
 	OK(sfs_queue_push(t->s, S("sib"), items, 1, NULL));
-	OK(sfs_queue_drain(t->s, Q, &l));
+	OK(sfs_queue_pop(t->s, Q, LONG_MAX, &l));
 	values_are(&l, "a b c");
 	assert_true(l.items[0].id < l.items[1].id);
+	assert_true(l.items[2].st.mtime_ns > 0);
 	sfs_list_free(&l);
-	OK(sfs_queue_len(t->s, Q, &len));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 0);
-	OK(sfs_queue_drain(t->s, Q, &l));
-	assert_int_equal(l.n, 0);
+	IS(SFS_NOTFOUND, sfs_queue_pop(t->s, Q, LONG_MAX, &l));
+	/* a pop of several takes them from the head, no more */
+	OK(sfs_queue_push(t->s, Q, items, 3, NULL));
+	OK(sfs_queue_pop(t->s, Q, 2, &l));
+	values_are(&l, "a b");
 	sfs_list_free(&l);
-	OK(sfs_queue_len(t->s, S("sib"), &len));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &len));
+	assert_int_equal(len, 1);
+	pop_is(t->s, Q, "c");
+	OK(sfs_item_count(t->s, S("sib"), SFS_ITEM_PENDING, &len));
 	assert_int_equal(len, 1);
 }
 
@@ -393,19 +410,19 @@ static void test_seq_bad_args(void **state)
 {
 	tfx *t = *state;
 	sfs_slice items[1] = { SFS_NONE };
-	sfs_buf b;
 	sfs_list l;
 
 	IS(SFS_INVALID, sfs_queue_push(t->s, Q, items, 1, NULL));
 	IS(SFS_INVALID, sfs_queue_push(t->s, Q, NULL, 2, NULL));
 	IS(SFS_INVALID, sfs_queue_push(t->s, SFS_NONE, NULL, 0, NULL));
-	IS(SFS_INVALID, sfs_queue_pop(t->s, Q, NULL, NULL));
-	IS(SFS_INVALID, sfs_queue_pop(NULL, Q, &b, NULL));
+	IS(SFS_INVALID, sfs_queue_pop(t->s, Q, 1, NULL));
+	IS(SFS_INVALID, sfs_queue_pop(t->s, Q, 0, &l));
+	IS(SFS_INVALID, sfs_queue_pop(NULL, Q, 1, &l));
 	IS(SFS_INVALID, sfs_log_append(t->s, SC, SFS_NONE, S("k"), S("v"), NULL));
 	IS(SFS_INVALID, sfs_log_scan(t->s, SC, LOG, S("k"), -1, 0, 0, NULL));
-	IS(SFS_INVALID, sfs_log_keys(t->s, SC, LOG, (sfs_slice){ NULL, 1 }, 0,
-	                             &l));
-	IS(SFS_INVALID, sfs_queue_len(t->s, Q, NULL));
+	IS(SFS_INVALID, sfs_dir_list(t->s, SFS_FAM_LOG, SC, LOG,
+	                             (sfs_slice){ NULL, 1 }, 0, &l));
+	IS(SFS_INVALID, sfs_item_count(t->s, Q, SFS_ITEM_PENDING, NULL));
 }
 
 int main(void)

@@ -8,6 +8,7 @@
  * forgotten after a day; a version-3 store migrated. The clock is the
  * engine's injectable one, so "a second later" is exact.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,10 +71,10 @@ static void push(sfs_store *s, const char *q, int n)
 
 static void pop(sfs_store *s, const char *q)
 {
-	sfs_buf b;
+	sfs_list l;
 
-	OK(sfs_queue_pop(s, S(q), &b, NULL));
-	sfs_buf_free(&b);
+	OK(sfs_queue_pop(s, S(q), 1, &l));
+	sfs_list_free(&l);
 }
 
 /* Every figure of a small store, and the sums against sfs_store_info. */
@@ -107,7 +108,7 @@ static void test_figures(void **state)
 
 	OK(sfs_store_stats(t->s, &st));
 	OK(sfs_store_info(t->s, &in));
-	assert_string_equal(st->info.path, sfs_store_path(t->s));
+	assert_string_equal(st->info.path, in.path);
 	assert_int_equal(st->now_ns, tfx_now);
 	assert_int_equal(st->nqueues, 1);
 	q = queue_of(st, "jobs");
@@ -139,7 +140,14 @@ static void test_figures(void **state)
 	assert_int_equal(in.queue_rows, q->pending);
 	assert_int_equal(in.claimed_rows, q->inflight);
 	assert_int_equal(in.dead_rows, q->dead);
-	assert_int_equal(st->info.page_count, in.page_count);
+	assert_string_equal(st->info.backend, in.backend);
+	assert_int_equal(st->info.nfacts, in.nfacts);
+	for (size_t i = 0; i < in.nfacts; i++) {
+		assert_string_equal(st->info.facts[i].name, in.facts[i].name);
+		if (strcmp(in.facts[i].name, "page_count") == 0)
+			assert_int_equal(st->info.facts[i].value,
+			                 in.facts[i].value);
+	}
 	sfs_stats_free(st);
 
 	/* the lease runs out: expired, not yet recovered (read-only) */
@@ -164,7 +172,7 @@ static void test_counts_batched(void **state)
 {
 	tfx *t = *state;
 	sfs_store *w;
-	sfs_buf b;
+	sfs_list l;
 
 	OK(tfx_open(t->path, 0, &w));
 	push(w, "q", 1);                 /* written at once: none before */
@@ -176,7 +184,7 @@ static void test_counts_batched(void **state)
 	pop(w, "q");                     /* a second later: all of it */
 	counts_are(t->path, "q", 3, 2);
 	pop(w, "q");
-	IS(SFS_NOTFOUND, sfs_queue_pop(w, S("q"), &b, NULL)); /* counts nothing */
+	IS(SFS_NOTFOUND, sfs_queue_pop(w, S("q"), 1, &l)); /* counts nothing */
 	counts_are(t->path, "q", 3, 2);
 	tfx_now += SEC;
 	OK(sfs_queue_gc(w, SFS_NONE, NULL)); /* a pass with nothing to do */
@@ -187,10 +195,9 @@ static void test_counts_batched(void **state)
 	/* drains and claims are takes */
 	OK(tfx_open(t->path, 0, &w));
 	{
-		sfs_list l;
 		int64_t cid;
 
-		OK(sfs_queue_drain(w, S("q"), &l));
+		OK(sfs_queue_pop(w, S("q"), LONG_MAX, &l));
 		assert_int_equal(l.n, 4);
 		sfs_list_free(&l);
 		push(w, "q", 3);

@@ -15,14 +15,22 @@
 
 #include <sqlite3.h>
 
-#include "crypt_i.h"
+#include "sqlite/vfs_i.h"
 #include "fixture.h"
+
+/* The store a handle opened, as sfs_store_info names it. */
+static const char *path_of(sfs_store *s, sfs_info *in)
+{
+	OK(sfs_store_info(s, in));
+	return in->path;
+}
 
 static void test_open_flags(void **state)
 {
 	tfx *t = *state;
 	char path[400];
-	sfs_open_opts o;
+	sfs_config o;
+	sfs_info in;
 	sfs_store *s = (sfs_store *)0x1;
 
 	snprintf(path, sizeof(path), "%s/none.db", t->dir);
@@ -32,32 +40,35 @@ static void test_open_flags(void **state)
 	IS(SFS_INVALID, tfx_open(path, SFS_OPEN_EXCL, &s));
 	IS(SFS_INVALID, tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_READONLY, &s));
 	IS(SFS_INVALID, tfx_open(path, 1u << 20, &s));
-	IS(SFS_INVALID, sfs_store_open(NULL, &s));
+	IS(SFS_INVALID, sfs_store_open(NULL, &s, NULL));
 	memset(&o, 0, sizeof(o));
-	o.path = path;
+	o.db = path;
 	o.flags = SFS_OPEN_CREATE;
-	IS(SFS_INVALID, sfs_store_open(&o, &s)); /* neither key nor PLAINTEXT */
-	IS(SFS_INVALID, sfs_store_open(&o, NULL));
+	/* neither key nor PLAINTEXT */
+	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
+	IS(SFS_INVALID, sfs_store_open(&o, NULL, NULL));
 	o.flags |= SFS_OPEN_PLAINTEXT;
 	o.busy_timeout_ms = -1;
-	IS(SFS_INVALID, sfs_store_open(&o, &s));
+	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
 	o.busy_timeout_ms = 0;
 	o.lease_ms = -5;
-	IS(SFS_INVALID, sfs_store_open(&o, &s));
-	o.path = "";
+	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
+	o.db = "";
 	o.lease_ms = 0;
-	IS(SFS_INVALID, sfs_store_open(&o, &s));
+	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
 	/* CREATE makes missing parents; the file is private */
 	snprintf(path, sizeof(path), "%s/a/b/new.db", t->dir);
 	OK(tfx_open(path, SFS_OPEN_CREATE | SFS_OPEN_EXCL, &s));
 	if (tfx_postgres()) {
 		/* the store goes by its connection string and schema */
-		assert_non_null(strstr(sfs_store_path(s), " schema=t"));
+		assert_non_null(strstr(path_of(s, &in), " schema=t"));
 		sfs_store_close(s);
 		sfs_store_close(NULL);
 		return;
 	}
-	assert_string_equal(sfs_store_path(s), path);
+	assert_string_equal(path_of(s, &in), path);
+	assert_string_equal(in.backend, "sqlite");
+	assert_string_equal(in.file, path);
 	sfs_store_close(s);
 	{
 		struct stat sb;
@@ -100,7 +111,7 @@ static void test_open_not_a_store(void **state)
 static void test_open_keys(void **state)
 {
 	tfx *t = *state;
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_key *other;
 	sfs_store *s;
 	char *db;
@@ -111,13 +122,13 @@ static void test_open_keys(void **state)
 	t->s = NULL;
 	memset(&o, 0, sizeof(o));
 	db = tfx_db(t->path);
-	o.path = db;
+	o.db = db;
 	o.flags = SFS_OPEN_PLAINTEXT;
-	IS(SFS_NOKEY, sfs_store_open(&o, &s));
+	IS(SFS_NOKEY, sfs_store_open(&o, &s, NULL));
 	OK(sfs_key_generate(&other));
 	o.flags = 0;
 	o.key = other;
-	IS(SFS_WRONGKEY, sfs_store_open(&o, &s));
+	IS(SFS_WRONGKEY, sfs_store_open(&o, &s, NULL));
 	assert_non_null(strstr(sfs_errdetail(), "wrong key: the key given does"
 	                       " not open"));
 	sfs_key_destroy(other);
@@ -127,22 +138,25 @@ static void test_open_keys(void **state)
 
 static void test_memory_store(void **state)
 {
-	sfs_open_opts o;
+	sfs_config o;
+	sfs_info in;
 	sfs_store *s, *s2;
 	sfs_buf b;
 
 	(void)state;
 	memset(&o, 0, sizeof(o));
-	o.path = ":memory:";
-	OK(sfs_store_open(&o, &s)); /* no key needed: nothing reaches a disk */
-	OK(sfs_store_open(&o, &s2));
+	o.db = ":memory:";
+	/* no key needed: nothing reaches a disk */
+	OK(sfs_store_open(&o, &s, NULL));
+	OK(sfs_store_open(&o, &s2, NULL));
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
 	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &b));
 	tfx_buf(&b, "v");
 	sfs_buf_free(&b);
 	IS(SFS_NOTFOUND, sfs_kv_get(s2, S("s"), S("n"), S("k"), &b));
 	OK(sfs_store_sync(s));
-	assert_string_equal(sfs_store_path(s), ":memory:");
+	assert_string_equal(path_of(s, &in), ":memory:");
+	assert_null(in.file); /* no file: nothing on a disk to measure */
 	sfs_store_close(s);
 	sfs_store_close(s2);
 }
@@ -152,6 +166,7 @@ static void test_readonly(void **state)
 	tfx *t = *state;
 	sfs_store *ro;
 	sfs_buf b;
+	sfs_list l;
 	int64_t v;
 
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
@@ -161,7 +176,7 @@ static void test_readonly(void **state)
 	sfs_buf_free(&b);
 	IS(SFS_READONLY, sfs_kv_put(ro, S("s"), S("n"), S("k"), S("w")));
 	IS(SFS_READONLY, sfs_counter_add(ro, S("s"), S("n"), S("k"), 1, &v));
-	IS(SFS_READONLY, sfs_queue_pop(ro, S("q"), &b, NULL));
+	IS(SFS_READONLY, sfs_queue_pop(ro, S("q"), 1, &l));
 	/* a read-only handle sees other handles' later commits */
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k2"), S("w")));
 	OK(sfs_kv_get(ro, S("s"), S("n"), S("k2"), &b));
@@ -211,28 +226,41 @@ static void test_version(void **state)
 	IS(SFS_INVALID, sfs_store_version(t->s, NULL));
 }
 
+/* The default store: what sfs_config_resolve names when cfg names none. */
+static int default_path(char **p)
+{
+	sfs_config cfg = { .flags = SFS_OPEN_PLAINTEXT };
+	sfs_key *k = NULL;
+	int rc = sfs_config_resolve(&cfg, p, &k, NULL);
+
+	assert_null(k);
+	return rc;
+}
+
 static void test_default_path(void **state)
 {
 	char *saved_x = getenv("XDG_STATE_HOME"), *saved_h = getenv("HOME");
 	char *x = saved_x ? strdup(saved_x) : NULL;
 	char *h = saved_h ? strdup(saved_h) : NULL;
+	sfs_config cfg = { .flags = SFS_OPEN_PLAINTEXT };
+	sfs_key *k = NULL;
 	char *p;
 
 	(void)state;
 	setenv("XDG_STATE_HOME", "/xdg/state", 1);
-	OK(sfs_default_path(&p));
+	OK(default_path(&p));
 	assert_string_equal(p, "/xdg/state/statefs/state.db");
 	free(p);
 	setenv("XDG_STATE_HOME", "relative/ignored", 1);
 	setenv("HOME", "/home/u", 1);
-	OK(sfs_default_path(&p));
+	OK(default_path(&p));
 	assert_string_equal(p, "/home/u/.local/state/statefs/state.db");
 	free(p);
 	unsetenv("XDG_STATE_HOME");
-	OK(sfs_default_path(&p));
+	OK(default_path(&p));
 	assert_string_equal(p, "/home/u/.local/state/statefs/state.db");
 	free(p);
-	IS(SFS_INVALID, sfs_default_path(NULL));
+	IS(SFS_INVALID, sfs_config_resolve(&cfg, NULL, &k, NULL));
 	if (x)
 		setenv("XDG_STATE_HOME", x, 1);
 	if (h)
@@ -324,8 +352,8 @@ static void test_go_sdk_store_opens(void **state)
 	sfs_store *s;
 	sfs_buf b;
 	sfs_list l;
-	int64_t v, mt = -1;
-	uint64_t size;
+	sfs_stat st = { .mtime_ns = -1 };
+	int64_t v;
 
 	tfx_sqlite_only("the Go SDK's SQLite file (test_pg: a schema the SDK's"
 	                " four tables were created in opens)");
@@ -360,14 +388,16 @@ static void test_go_sdk_store_opens(void **state)
 	OK(sfs_kv_get(s, S("att"), S("cur"), S("k"), &b));
 	tfx_buf(&b, "42");
 	sfs_buf_free(&b);
-	OK(sfs_kv_stat(s, S("att"), S("cur"), S("k"), &size, &mt));
-	assert_int_equal(mt, 0); /* the SDK keeps no times */
+	OK(sfs_kv_stat(s, S("att"), S("cur"), S("k"), &st));
+	assert_int_equal(st.mtime_ns, 0); /* the SDK keeps no times */
 	sfs_store_close(s);
 
 	OK(tfx_open(path, 0, &s));
-	OK(sfs_worker_scan(s, S("exec"), &l));
+	OK(sfs_kv_scan(s, S("exec"), S(SFS_NS_WORKER), NULL, &l));
 	assert_int_equal(l.n, 1);
-	assert_int_equal(l.items[0].id, 4242);
+	OK(sfs_id_decode(sfs_bytes(l.items[0].key.ptr, l.items[0].key.len),
+	                 &v));
+	assert_int_equal(v, 4242);
 	tfx_buf(&l.items[0].value, "wstate");
 	sfs_list_free(&l);
 	OK(sfs_counter_add(s, S("att"), S("c"), S("k"), 1, &v));
@@ -375,13 +405,13 @@ static void test_go_sdk_store_opens(void **state)
 	OK(sfs_log_scan(s, S("exec"), S("log"), S("k"), -1, 0, 0, &l));
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.items[0].id, 1);
-	assert_int_equal(l.items[0].mtime_ns, 0);
+	assert_int_equal(l.items[0].st.mtime_ns, 0);
 	sfs_list_free(&l);
 	OK(sfs_log_append(s, S("exec"), S("log"), S("k"), S("mine"), &v));
 	assert_int_equal(v, 2);
-	OK(sfs_queue_pop(s, S("exec"), &b, NULL));
-	tfx_buf(&b, "item");
-	sfs_buf_free(&b);
+	OK(sfs_queue_pop(s, S("exec"), 1, &l));
+	tfx_buf(&l.items[0].value, "item");
+	sfs_list_free(&l);
 	sfs_store_close(s);
 }
 
@@ -397,7 +427,6 @@ static void test_ts_sdk_store_opens(void **state)
 	sfs_store *s;
 	sfs_buf b;
 	int64_t v;
-	int exists;
 
 	tfx_sqlite_only("the TypeScript SDK's SQLite file (test_pg: a schema"
 	                " the SDK's tables were created in opens)");
@@ -427,8 +456,8 @@ static void test_ts_sdk_store_opens(void **state)
 	              sfs_bytes(le, 8), &b));
 	tfx_buf(&b, "init");
 	sfs_buf_free(&b);
-	OK(sfs_counter_get(s, S("exec"), S("n"), S("k"), &v, &exists));
-	assert_int_equal(exists, 0);
+	IS(SFS_NOTFOUND, sfs_counter_get(s, S("exec"), S("n"), S("k"), &v,
+	                                 NULL));
 	sfs_store_close(s);
 	{
 		sqlite3_stmt *st;

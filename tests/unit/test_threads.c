@@ -79,11 +79,11 @@ static void *consumer(void *arg)
 {
 	job *j = arg;
 	int idle = 0;
-	sfs_buf b;
+	sfs_list l;
 
 	pthread_barrier_wait(j->go);
 	while (idle < 2000) {
-		int rc = sfs_queue_pop(j->s, S("q"), &b, NULL);
+		int rc = sfs_queue_pop(j->s, S("q"), 1, &l);
 
 		if (rc == SFS_NOTFOUND) {
 			idle++;
@@ -94,8 +94,8 @@ static void *consumer(void *arg)
 			break;
 		}
 		idle = 0;
-		j->popped[atoi(b.ptr)]++;
-		sfs_buf_free(&b);
+		j->popped[atoi(l.items[0].value.ptr)]++;
+		sfs_list_free(&l);
 	}
 	return NULL;
 }
@@ -124,12 +124,12 @@ static void test_queue_threads(void **state)
 	pthread_barrier_destroy(&go);
 	/* whatever the consumers missed at the end is still queued */
 	for (;;) {
-		sfs_buf b;
+		sfs_list l;
 
-		if (sfs_queue_pop(t->s, S("q"), &b, NULL) != SFS_OK)
+		if (sfs_queue_pop(t->s, S("q"), 1, &l) != SFS_OK)
 			break;
-		jobs[THREADS - 1].popped[atoi(b.ptr)]++;
-		sfs_buf_free(&b);
+		jobs[THREADS - 1].popped[atoi(l.items[0].value.ptr)]++;
+		sfs_list_free(&l);
 	}
 	for (int item = 0; item < ITEMS; item++) {
 		int n = 0;
@@ -139,7 +139,7 @@ static void test_queue_threads(void **state)
 		if (n != 1)
 			fail_msg("item %d popped %d times", item, n);
 	}
-	OK(sfs_queue_len(t->s, S("q"), &left));
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &left));
 	assert_int_equal(left, 0);
 	free(jobs);
 }

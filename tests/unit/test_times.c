@@ -46,11 +46,10 @@ static int sqlite_plain(void)
 
 static int64_t kv_mtime(sfs_store *s, const char *key)
 {
-	uint64_t size;
-	int64_t mt = -1;
+	sfs_stat st = { .mtime_ns = -1 };
 
-	OK(sfs_kv_stat(s, SC, S("ns"), S(key), &size, &mt));
-	return mt;
+	OK(sfs_kv_stat(s, SC, S("ns"), S(key), &st));
+	return st.mtime_ns;
 }
 
 static void test_kv_seconds(void **state)
@@ -78,13 +77,13 @@ static void test_kv_seconds(void **state)
 	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.n, 1);
-	assert_int_equal(l.items[0].n, 2);
-	assert_int_equal(l.items[0].mtime_ns, 2000 * SEC);
+	assert_int_equal(l.items[0].st.counter, 2);
+	assert_int_equal(l.items[0].st.mtime_ns, 2000 * SEC);
 	sfs_list_free(&l);
 	tfx_now = 2003 * SEC;
 	OK(sfs_counter_set(t->s, SC, S("c"), S("n"), 7));
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
-	assert_int_equal(l.items[0].mtime_ns, 2003 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 2003 * SEC);
 	sfs_list_free(&l);
 }
 
@@ -92,10 +91,10 @@ static void times_are(const sfs_list *l, const int64_t *want, size_t n)
 {
 	assert_int_equal(l->n, n);
 	for (size_t i = 0; i < n; i++)
-		if (l->items[i].mtime_ns != want[i])
+		if (l->items[i].st.mtime_ns != want[i])
 			fail_msg("entry %zu (id %lld): time %lld, want %lld", i,
 			         (long long)l->items[i].id,
-			         (long long)l->items[i].mtime_ns,
+			         (long long)l->items[i].st.mtime_ns,
 			         (long long)want[i]);
 }
 
@@ -114,7 +113,7 @@ static void queue_times(sfs_store *s, const char *q, const int64_t *want,
 {
 	sfs_list l;
 
-	OK(sfs_queue_scan(s, S(q), -1, 0, 1, &l));
+	OK(sfs_item_scan(s, S(q), SFS_ITEM_PENDING, -1, 0, 1, &l));
 	times_are(&l, want, n);
 	sfs_list_free(&l);
 }
@@ -128,8 +127,7 @@ static void test_log_map(void **state)
 	const int64_t want[] = { 100 * SEC, 100 * SEC, 101 * SEC, 101 * SEC,
 		101 * SEC, 103 * SEC };
 	int64_t id, first = 0;
-	uint64_t size;
-	int64_t mt;
+	sfs_stat st;
 
 	for (size_t i = 0; i < 6; i++) {
 		tfx_now = at[i];
@@ -138,8 +136,8 @@ static void test_log_map(void **state)
 			first = id;
 	}
 	log_times(t->s, "k", want, 6);
-	OK(sfs_log_stat(t->s, SC, LOG, S("k"), first + 4, &size, &mt));
-	assert_int_equal(mt, 101 * SEC);
+	OK(sfs_log_stat(t->s, SC, LOG, S("k"), first + 4, &st));
+	assert_int_equal(st.mtime_ns, 101 * SEC);
 	/* a burst of appends in one second writes one map row */
 	tfx_now = 200 * SEC;
 	for (int i = 0; i < 100; i++)
@@ -187,10 +185,10 @@ static void test_queue_map(void **state)
 {
 	tfx *t = *state;
 	sfs_slice items[3] = { S("a"), S("b"), S("c") };
-	sfs_buf b;
-	int64_t first, id;
-	uint64_t size, n;
-	int64_t mt;
+	sfs_list popped;
+	int64_t first;
+	uint64_t n;
+	sfs_stat st;
 
 	tfx_now = 10 * SEC + 1;
 	OK(sfs_queue_push(t->s, S("q"), items, 3, &first));
@@ -206,17 +204,17 @@ static void test_queue_map(void **state)
 
 		queue_times(t->s, "q", w, 5);
 	}
-	OK(sfs_queue_stat(t->s, S("p"), first + 4, &size, &mt));
-	assert_int_equal(mt, 12 * SEC);
+	OK(sfs_item_stat(t->s, S("p"), SFS_ITEM_PENDING, first + 4, &st));
+	assert_int_equal(st.mtime_ns, 12 * SEC);
 	if (sqlite_plain())
 		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 3);
 	/* pops write no time; the rows below the head go with the next
 	 * row written */
 	for (int i = 0; i < 4; i++) {
-		OK(sfs_queue_pop(t->s, S("q"), &b, &id));
-		sfs_buf_free(&b);
+		OK(sfs_queue_pop(t->s, S("q"), 1, &popped));
+		sfs_list_free(&popped);
 	}
-	OK(sfs_queue_clear(t->s, S("p"), &n));
+	OK(sfs_item_clear(t->s, S("p"), SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
 	tfx_now = 20 * SEC;
 	OK(sfs_queue_push(t->s, S("q"), items, 1, NULL));
@@ -227,7 +225,7 @@ static void test_queue_map(void **state)
 	}
 	if (sqlite_plain())
 		assert_int_equal(rows_of(t->path, "statefs_queue_timemap"), 2);
-	OK(sfs_queue_len(t->s, S("q"), &n));
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
 }
 
@@ -253,15 +251,15 @@ static sfs_row id_row(sfs_family fam, const char *scope, int64_t id,
 static void import_ids(sfs_store *s, sfs_family fam, const int64_t *ids,
                        const int64_t *times, size_t n)
 {
-	sfs_import *imp;
+	tfx_rows rows = { 0 };
 
-	OK(sfs_import_begin(s, &imp));
 	for (size_t i = 0; i < n; i++) {
 		sfs_row r = id_row(fam, "exec", ids[i], times[i]);
 
-		OK(sfs_import_row(imp, &r));
+		tfx_rows_add(&r, &rows);
 	}
-	OK(sfs_import_commit(imp));
+	OK(sfs_import(s, tfx_rows_next, &rows));
+	tfx_rows_free(&rows);
 }
 
 /* Existing ids 2, 4, 6; imported 1, 3, 5, 7 and 8 between and after them,
@@ -281,7 +279,7 @@ static void check_interleave(sfs_store *s, sfs_family fam)
 	if (fam == SFS_FAM_LOG)
 		OK(sfs_log_scan(s, SC, LOG, S("k"), -1, 0, 1, &l));
 	else
-		OK(sfs_queue_scan(s, SC, -1, 0, 1, &l));
+		OK(sfs_item_scan(s, SC, SFS_ITEM_PENDING, -1, 0, 1, &l));
 	times_are(&l, want, 8);
 	sfs_list_free(&l);
 	/* importing again changes nothing; a changed time is taken */
@@ -294,7 +292,7 @@ static void check_interleave(sfs_store *s, sfs_family fam)
 		if (fam == SFS_FAM_LOG)
 			OK(sfs_log_scan(s, SC, LOG, S("k"), -1, 0, 1, &l));
 		else
-			OK(sfs_queue_scan(s, SC, -1, 0, 1, &l));
+			OK(sfs_item_scan(s, SC, SFS_ITEM_PENDING, -1, 0, 1, &l));
 		times_are(&l, want2, 8);
 		sfs_list_free(&l);
 	}
@@ -518,10 +516,10 @@ static void test_v2_migrates(void **state)
 		/* the claim tables it lacks read as empty */
 		sfs_list l;
 
-		OK(sfs_inflight_scan(s, SC, -1, 0, 0, &l));
+		OK(sfs_item_scan(s, SC, SFS_ITEM_INFLIGHT, -1, 0, 0, &l));
 		assert_int_equal(l.n, 0);
 		sfs_list_free(&l);
-		OK(sfs_dead_scan(s, SC, -1, 0, 0, &l));
+		OK(sfs_item_scan(s, SC, SFS_ITEM_DEAD, -1, 0, 0, &l));
 		assert_int_equal(l.n, 0);
 		sfs_list_free(&l);
 		OK(sfs_store_info(s, &info));
@@ -588,7 +586,7 @@ static void map_stamps(sfs_store *s, sfs_store *b, sfs_family fam)
 		queue_times(s, "exec", want, 5);
 }
 
-/* The stamp cache (core/sqlb_stamp.c) skips a time write this handle knows
+/* The stamp cache (core/sqlite/stamp.c) skips a time write this handle knows
  * is already done. Whatever else changes the store in between, another
  * handle (another connection, as another process would be) or this
  * handle's own delete, rename, restore or import, the next write in the
@@ -615,7 +613,7 @@ static void test_stamps_follow_changes(void **state)
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("4")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
 	assert_int_equal(kv_mtime(t->s, "m"), 1000 * SEC);
-	OK(sfs_kv_restore(t->s, SC, S("ns"), keys, vals, 1));
+	OK(sfs_kv_put_many(t->s, SC, S("ns"), keys, vals, 1, SFS_PUT_REPLACE));
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("5")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1000 * SEC);
 	/* a counter: set here, deleted there, added to here */
@@ -624,7 +622,7 @@ static void test_stamps_follow_changes(void **state)
 	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.n, 1);
-	assert_int_equal(l.items[0].mtime_ns, 1000 * SEC);
+	assert_int_equal(l.items[0].st.mtime_ns, 1000 * SEC);
 	sfs_list_free(&l);
 	map_stamps(t->s, b, SFS_FAM_LOG);
 	map_stamps(t->s, b, SFS_FAM_QUEUE);

@@ -30,15 +30,15 @@ static void value_is(sfs_store *s, const char *k, const void *want,
                      size_t n)
 {
 	sfs_buf b;
-	uint64_t size = 0;
+	sfs_stat st;
 
 	OK(sfs_kv_get(s, SC, NS_, S(k), &b));
 	assert_int_equal(b.len, n);
 	if (n)
 		assert_memory_equal(b.ptr, want, n);
 	sfs_buf_free(&b);
-	OK(sfs_kv_stat(s, SC, NS_, S(k), &size, NULL));
-	assert_int_equal(size, n);
+	OK(sfs_kv_stat(s, SC, NS_, S(k), &st));
+	assert_int_equal(st.size, n);
 }
 
 static void test_read_ranges(void **state)
@@ -177,12 +177,13 @@ static void test_edit_paths(void **state)
 	unsigned char *v = pattern(n, 3), *w = pattern(4096, 9);
 	sfs_edit e[3];
 	uint64_t size = 0;
+	sfs_stat st;
 	int64_t mt0 = 0, mt1 = 0;
 
 	/* absent: NOTFOUND without CREATE, nothing made */
 	e[0] = (sfs_edit){ SFS_EDIT_APPEND, 0, sfs_bytes("x", 1) };
 	IS(SFS_NOTFOUND, sfs_kv_edit(t->s, SC, NS_, S("a"), e, 1, 0, &size));
-	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, SC, NS_, S("a"), &size, NULL));
+	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, SC, NS_, S("a"), &st));
 	/* with CREATE and no edits: the empty value */
 	OK(sfs_kv_edit(t->s, SC, NS_, S("a"), NULL, 0, SFS_EDIT_CREATE, &size));
 	assert_int_equal(size, 0);
@@ -191,13 +192,15 @@ static void test_edit_paths(void **state)
 	/* a 4 KiB write in the middle of 1 MiB: in place, length kept */
 	tfx_now = 1000000000000ll;
 	OK(sfs_kv_put(t->s, SC, NS_, S("big"), sfs_bytes(v, n)));
-	OK(sfs_kv_stat(t->s, SC, NS_, S("big"), &size, &mt0));
+	OK(sfs_kv_stat(t->s, SC, NS_, S("big"), &st));
+	mt0 = st.mtime_ns;
 	e[0] = (sfs_edit){ SFS_EDIT_WRITE, n / 2, sfs_bytes(w, 4096) };
 	tfx_now += 5000000000ll;
 	OK(sfs_kv_edit(t->s, SC, NS_, S("big"), e, 1, 0, &size));
 	memcpy(v + n / 2, w, 4096);
 	value_is(t->s, "big", v, n);
-	OK(sfs_kv_stat(t->s, SC, NS_, S("big"), &size, &mt1));
+	OK(sfs_kv_stat(t->s, SC, NS_, S("big"), &st));
+	mt1 = st.mtime_ns;
 	assert_true(mt1 > mt0); /* an edit sets the time as a put does */
 
 	/* an append of 4 KiB: a rewrite keeping the whole old value */
@@ -238,7 +241,7 @@ static void test_edit_paths(void **state)
 static void test_edit_limits(void **state)
 {
 	tfx *t = *state;
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	sfs_edit e[2];
 	uint64_t size = 0;
@@ -247,11 +250,11 @@ static void test_edit_limits(void **state)
 	sfs_store_close(t->s);
 	t->s = NULL;
 	memset(&o, 0, sizeof(o));
-	o.path = db;
+	o.db = db;
 	o.key = tfx_key();
 	o.flags = o.key ? 0 : SFS_OPEN_PLAINTEXT;
 	o.max_value = 100;
-	OK(sfs_store_open(&o, &s));
+	OK(sfs_store_open(&o, &s, NULL));
 	OK(sfs_kv_put(s, SC, NS_, S("k"), S("0123456789")));
 	/* the final value over the limit: nothing changes */
 	e[0] = (sfs_edit){ SFS_EDIT_APPEND, 0, sfs_bytes(pattern(95, 1), 95) };

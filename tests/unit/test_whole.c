@@ -172,7 +172,7 @@ static void test_checkpoint_key(void **state)
 {
 	tfx *t = *state;
 	char cp[512], other[512];
-	sfs_open_opts o;
+	sfs_config o;
 	sfs_store *s;
 	sfs_key *k;
 
@@ -184,10 +184,10 @@ static void test_checkpoint_key(void **state)
 	OK(sfs_checkpoint(t->s, cp, NULL, NULL));
 	OK(sfs_key_generate(&k));
 	memset(&o, 0, sizeof(o));
-	o.path = other;
+	o.db = other;
 	o.flags = SFS_OPEN_CREATE;
 	o.key = k;
-	OK(sfs_store_open(&o, &s));
+	OK(sfs_store_open(&o, &s, NULL));
 	assert_true(sfs_restore(s, cp, NULL, NULL) != SFS_OK);
 	sfs_store_close(s);
 	sfs_key_destroy(k);
@@ -209,14 +209,30 @@ static void test_info_verify(void **state)
 	OK(sfs_log_append(t->s, S("s"), S("n"), S("k"), S("v"), NULL));
 	OK(sfs_queue_push(t->s, S("q"), &it, 1, NULL));
 	OK(sfs_store_info(t->s, &info));
-	assert_string_equal(info.path, sfs_store_path(t->s));
+	if (!tfx_postgres())
+		assert_string_equal(info.path, t->path);
 	assert_int_equal(info.schema_version, tfx_postgres() ? 1 : 4);
 	assert_int_equal(info.encrypted, tfx_encrypted());
 	assert_string_equal(info.cipher, tfx_encrypted() ? "xchacha20poly1305"
 	                                                 : "none");
-	assert_int_equal(info.page_size, tfx_postgres() ? 8192 : 4096);
-	assert_true(info.page_count > 0);
-	assert_true(info.file_size > 0);
+	assert_true(info.size > 0);
+	if (tfx_postgres()) {
+		assert_string_equal(info.backend, "postgresql");
+		assert_null(info.file);
+	} else {
+		assert_string_equal(info.backend, "sqlite");
+		assert_string_equal(info.file, t->path);
+		/* SQLite's own facts, by name, in their order */
+		assert_int_equal(info.nfacts, 4);
+		assert_string_equal(info.facts[0].name, "page_size");
+		assert_int_equal(info.facts[0].value, 4096);
+		assert_string_equal(info.facts[1].name, "page_count");
+		assert_true(info.facts[1].value > 0);
+		assert_string_equal(info.facts[2].name, "file_size");
+		assert_true(info.facts[2].value > 0);
+		assert_string_equal(info.facts[3].name, "wal_size");
+		assert_int_equal(info.size, info.facts[2].value + info.facts[3].value);
+	}
 	assert_int_equal(info.kv_rows, 1);
 	assert_int_equal(info.counter_rows, 1);
 	assert_int_equal(info.log_rows, 2);
@@ -228,37 +244,6 @@ static void test_info_verify(void **state)
 }
 
 /* --- export / import ---------------------------------------------------- */
-
-typedef struct rows {
-	sfs_row r[64];
-	unsigned char *mem[64];
-	int n;
-} rows;
-
-static int to_rows(const sfs_row *r, void *ctx)
-{
-	rows *rs = ctx;
-	sfs_row c = *r;
-	size_t len = 0;
-	unsigned char *m;
-
-	assert_true(rs->n < 64);
-	/* one allocation per row for all four slices */
-	len = r->scope.len + r->ns.len + r->key.len + r->value.len + 4;
-	m = malloc(len);
-	assert_non_null(m);
-	rs->mem[rs->n] = m;
-#define CP(f)                                                              \
-	if (r->f.ptr) {                                                    \
-		memcpy(m, r->f.ptr, r->f.len);                             \
-		c.f = sfs_bytes(m, r->f.len);                              \
-		m += r->f.len + 1;                                         \
-	}
-	CP(scope) CP(ns) CP(key) CP(value)
-#undef CP
-	rs->r[rs->n++] = c;
-	return 0;
-}
 
 static void fill(sfs_store *s)
 {
@@ -281,10 +266,10 @@ static void fill(sfs_store *s)
 static void test_export_order(void **state)
 {
 	tfx *t = *state;
-	rows rs = { .n = 0 };
+	tfx_rows rs = { 0 };
 
 	fill(t->s);
-	OK(sfs_export(t->s, to_rows, &rs, NULL, NULL));
+	OK(sfs_export(t->s, tfx_rows_add, &rs, NULL, NULL));
 	assert_int_equal(rs.n, 12);
 	/* family order, then scope/ns/key/id */
 	assert_int_equal(rs.r[0].family, SFS_FAM_KV);
@@ -296,7 +281,7 @@ static void test_export_order(void **state)
 	assert_non_null(rs.r[1].value.ptr);
 	assert_true(rs.r[1].mtime_ns > 0);
 	assert_int_equal(rs.r[3].family, SFS_FAM_COUNTER);
-	assert_int_equal(rs.r[3].n, -7);
+	assert_int_equal(rs.r[3].counter, -7);
 	assert_null(rs.r[3].value.ptr);
 	assert_int_equal(rs.r[4].family, SFS_FAM_LOG);
 	assert_memory_equal(rs.r[4].scope.ptr, "s0", 2);
@@ -306,14 +291,20 @@ static void test_export_order(void **state)
 	assert_null(rs.r[7].key.ptr);
 	assert_int_equal(rs.r[9].family, SFS_FAM_DIR);
 	assert_memory_equal(rs.r[9].scope.ptr, "empty-q", 7);
-	assert_int_equal(rs.r[9].n, SFS_FAM_QUEUE);
+	assert_int_equal(rs.r[9].dir_family, SFS_FAM_QUEUE);
 	assert_null(rs.r[9].ns.ptr);
 	assert_memory_equal(rs.r[10].scope.ptr, "empty-scope", 11);
-	assert_int_equal(rs.r[10].n, SFS_FAM_KV);
+	assert_int_equal(rs.r[10].dir_family, SFS_FAM_KV);
 	assert_memory_equal(rs.r[11].ns.ptr, "empty-ns", 8);
-	assert_int_equal(rs.r[11].n, SFS_FAM_LOG);
-	for (int i = 0; i < rs.n; i++)
-		free(rs.mem[i]);
+	assert_int_equal(rs.r[11].dir_family, SFS_FAM_LOG);
+	tfx_rows_free(&rs);
+}
+
+/* An import source that fails at once. */
+static int fail_source(sfs_row *r, void *ctx)
+{
+	(void)r, (void)ctx;
+	return -3;
 }
 
 static int stop_at_3(const sfs_row *r, void *ctx)
@@ -326,8 +317,7 @@ static void test_export_import_roundtrip(void **state)
 {
 	tfx *t = *state;
 	tfx_dump first = { 0 }, second = { 0 }, third = { 0 };
-	rows rs = { .n = 0 };
-	sfs_import *imp;
+	tfx_rows rs = { 0 }, one = { 0 };
 	char path[512];
 	sfs_store *s2;
 	int n = 0, calls = 0;
@@ -336,23 +326,17 @@ static void test_export_import_roundtrip(void **state)
 	OK(sfs_export(t->s, tfx_dump_row, &first, count_calls, &calls));
 	assert_true(calls >= 1);
 	assert_int_equal(sfs_export(t->s, stop_at_3, &n, NULL, NULL), 42);
-	OK(sfs_export(t->s, to_rows, &rs, NULL, NULL));
+	OK(sfs_export(t->s, tfx_rows_add, &rs, NULL, NULL));
 
 	snprintf(path, sizeof(path), "%s/copy.db", t->dir);
 	OK(tfx_open(path, SFS_OPEN_CREATE, &s2));
-	OK(sfs_import_begin(s2, &imp));
-	for (int i = 0; i < rs.n; i++)
-		OK(sfs_import_row(imp, &rs.r[i]));
-	OK(sfs_import_commit(imp));
+	OK(sfs_import(s2, tfx_rows_next, &rs));
 	OK(sfs_export(s2, tfx_dump_row, &second, NULL, NULL));
 	assert_int_equal(first.rows, second.rows);
 	assert_int_equal(first.len, second.len);
 	assert_memory_equal(first.p, second.p, first.len);
 	/* idempotent: importing again changes nothing */
-	OK(sfs_import_begin(s2, &imp));
-	for (int i = 0; i < rs.n; i++)
-		OK(sfs_import_row(imp, &rs.r[i]));
-	OK(sfs_import_commit(imp));
+	OK(sfs_import(s2, tfx_rows_next, &rs));
 	OK(sfs_export(s2, tfx_dump_row, &third, NULL, NULL));
 	assert_int_equal(first.len, third.len);
 	assert_memory_equal(first.p, third.p, first.len);
@@ -363,30 +347,52 @@ static void test_export_import_roundtrip(void **state)
 		OK(sfs_log_append(s2, S("s1"), S("log"), S("k"), S("e4"), &id));
 		assert_true(id > rs.r[6].id);
 	}
-	/* a log id holding a different row is a conflict; abort keeps all */
-	OK(sfs_import_begin(s2, &imp));
-	rs.r[4].value = S("changed");
-	IS(SFS_EXISTS, sfs_import_row(imp, &rs.r[4]));
-	sfs_import_abort(imp);
-	sfs_import_abort(NULL);
+	/* a log id holding a different row is a conflict, and the rows
+	 * before it in the same import are not kept either */
+	{
+		sfs_buf b;
+
+		OK(sfs_kv_put(t->s, S("new"), S("n"), S("k"), S("v")));
+		OK(sfs_export(t->s, tfx_rows_add, &one, NULL, NULL));
+		for (size_t i = 0; i < one.n; i++) {
+			if (one.r[i].family != SFS_FAM_LOG ||
+			    one.r[i].id != rs.r[4].id)
+				continue;
+			free((void *)one.r[i].value.ptr);
+			one.r[i].value = sfs_str(strdup("changed"));
+		}
+		IS(SFS_EXISTS, sfs_import(s2, tfx_rows_next, &one));
+		IS(SFS_NOTFOUND, sfs_kv_get(s2, S("new"), S("n"), S("k"), &b));
+		OK(sfs_log_get(s2, rs.r[4].scope, rs.r[4].ns, rs.r[4].key,
+		               rs.r[4].id, &b));
+		assert_int_equal(b.len, rs.r[4].value.len);
+		assert_memory_equal(b.ptr, rs.r[4].value.ptr, b.len);
+		sfs_buf_free(&b);
+		tfx_rows_free(&one);
+	}
 	/* a row with a bad family or a missing scope is refused */
-	OK(sfs_import_begin(s2, &imp));
 	{
 		sfs_row bad = rs.r[0];
 
 		bad.family = (sfs_family)77;
-		IS(SFS_INVALID, sfs_import_row(imp, &bad));
+		tfx_rows_add(&bad, &one);
+		IS(SFS_INVALID, sfs_import(s2, tfx_rows_next, &one));
+		tfx_rows_free(&one);
 		bad = rs.r[0];
 		bad.scope = SFS_NONE;
-		IS(SFS_INVALID, sfs_import_row(imp, &bad));
+		tfx_rows_add(&bad, &one);
+		IS(SFS_INVALID, sfs_import(s2, tfx_rows_next, &one));
+		tfx_rows_free(&one);
 		bad = rs.r[9];
-		bad.n = SFS_FAM_DIR;
-		IS(SFS_INVALID, sfs_import_row(imp, &bad));
+		bad.dir_family = SFS_FAM_DIR;
+		tfx_rows_add(&bad, &one);
+		IS(SFS_INVALID, sfs_import(s2, tfx_rows_next, &one));
+		tfx_rows_free(&one);
 	}
-	sfs_import_abort(imp);
+	/* the source's error stops the import, and is what it returns */
+	IS(-3, sfs_import(s2, fail_source, NULL));
 	sfs_store_close(s2);
-	for (int i = 0; i < rs.n; i++)
-		free(rs.mem[i]);
+	tfx_rows_free(&rs);
 	tfx_dump_free(&first);
 	tfx_dump_free(&second);
 	tfx_dump_free(&third);

@@ -1,0 +1,980 @@
+/*
+ * claim.c - claims on PostgreSQL: the client side of the server
+ * functions in schema.c (sfs_claim, sfs_hold, sfs_heartbeat,
+ * sfs_settle, sfs_requeue, sfs_recover), and the reads of in-flight items
+ * and dead letters.
+ *
+ * Each write is one call of one function, hence one round trip and one
+ * transaction that reads the server's clock once: recovery of the queue
+ * concerned, then the act, as docs/claims.md says. Items move between the
+ * pending, in-flight and dead tables as stored bytes, keeping their ids,
+ * so their seals stay valid. The two outcomes that give an item a new id
+ * (retry, requeue of a dead letter) need it sealed again in an encrypted
+ * store: the client reads those items first, takes new ids, seals them
+ * and passes the new bytes to the function, which checks everything
+ * again in its own transaction (an item's bytes never change while it is
+ * in flight or dead, so the new seal fits whatever the function finds).
+ *
+ * An item that fails authentication when a claim hands it out goes to the
+ * dead letters with the reason "damaged" instead of to the caller, so a
+ * damaged item can neither be processed nor block its queue.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_i.h"
+
+/* sfs_settle's outcome for a damaged item (beside sfs_outcome's). */
+#define OUTCOME_DAMAGED 5
+
+/* --- claiming ----------------------------------------------------------------- */
+
+/* Items of a fresh claim: the good ones into *out; the damaged ones'
+ * ids into bad[] (*nbad). */
+static int claim_items(sfs_backend *b, sfs_slice queue, const PGresult *r,
+                       sfs_list *out, int64_t *bad, size_t *nbad)
+{
+	listb lb = LISTB_INIT;
+	char detail[512] = "";
+	int st = SFS_OK;
+
+	*nbad = 0;
+	for (int i = 0; i < PQntuples(r) && st == SFS_OK; i++) {
+		pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE,
+		              pgr_i64(r, i, 1) };
+		sfs_slice v = pgr_bytes(r, i, 2);
+		int64_t len = pgb_plain_len(b, v.len);
+		sfs_item *it;
+		unsigned char *m;
+
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = ad.id;
+		it->st.size = len > 0 ? (uint64_t)len : 0;
+		it->st.claim_id = pgr_i64(r, i, 0);
+		it->st.deliveries = pgr_i64(r, i, 3);
+		it->st.lease_until_ns = pgr_i64(r, i, 4);
+		m = len >= 0 ? listb_value_space(&lb, (size_t)len) : NULL;
+		if (len >= 0 && !m)
+			break;
+		st = len < 0 ? SFS_CORRUPT : pgb_unseal(b, &ad, v, m);
+		if (st == SFS_CORRUPT) {
+			if (!*detail)
+				snprintf(detail, sizeof(detail), "%s", sfs_errdetail());
+			bad[(*nbad)++] = ad.id;
+			lb.n--; /* its bytes stay unused in the block */
+			st = SFS_OK;
+		}
+	}
+	if (st != SFS_OK) {
+		listb_discard(&lb);
+		return st;
+	}
+	if (*nbad)
+		sfs_err(SFS_CORRUPT, "%s", detail);
+	return listb_finish(&lb, out);
+}
+
+static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
+                       const int64_t *ids, const int64_t *outs, size_t n,
+                       const int64_t *rids, const sfs_slice *ritems,
+                       int64_t res[2]);
+
+/* The items' enqueue times (st.mtime_ns: when their wait began), which
+ * the claim function does not return, read after its commit: the claim
+ * stands whatever happens here (an item whose time cannot be read shows
+ * 0, "unknown"), and the error detail is kept. */
+static void claimed_times(pgc *c, int64_t cid, sfs_list *items)
+{
+	char detail[512];
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int st;
+
+	if (!items->n)
+		return;
+	snprintf(detail, sizeof(detail), "%s", sfs_errdetail());
+	pgp_i64(&p, cid);
+	st = pgb_exec(c, "SELECT id, enqueued_ns FROM statefs_inflight WHERE"
+	              " claim_id = $1", &p, 0, &r, "reading claimed items");
+	if (*detail)
+		sfs_err(SFS_CORRUPT, "%s", detail);
+	if (st != SFS_OK) {
+		c->transient = 0;
+		return;
+	}
+	for (int i = 0; i < PQntuples(r); i++)
+		for (size_t k = 0; k < items->n; k++)
+			if (items->items[k].id == pgr_i64(r, i, 0))
+				items->items[k].st.mtime_ns = pgr_i64(r, i, 1);
+	PQclear(r);
+}
+
+static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
+                      int64_t lease_ns, int want_items, int64_t *cid,
+                      size_t *taken, sfs_list *items)
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int64_t *bad = NULL, res[2];
+	size_t nbad = 0;
+	int st;
+
+	pgp_bytes(&p, queue);
+	pgp_i64(&p, max);
+	if (one)
+		pgp_i64(&p, one);
+	else
+		pgp_null_i64(&p);
+	pgp_i64(&p, lease_ns);
+	pgp_clock(&p);
+	st = pgb_exec(c, "SELECT * FROM sfs_claim($1, $2, $3, $4, $5)", &p,
+	              PGB_COMMIT, &r, "claiming");
+	if (st != SFS_OK)
+		return st;
+	if (!PQntuples(r)) {
+		PQclear(r);
+		return one ? sfs_err(SFS_NOTFOUND, "item %lld is not pending",
+		                     (long long)one) : SFS_NOTFOUND;
+	}
+	*cid = pgr_i64(r, 0, 0);
+	*taken = (size_t)PQntuples(r);
+	pgb_committed(c->b);
+	if (!want_items) {
+		PQclear(r);
+		return SFS_OK;
+	}
+	bad = malloc((size_t)PQntuples(r) * sizeof(*bad));
+	st = bad ? claim_items(c->b, queue, r, items, bad, &nbad)
+	         : sfs_err(SFS_NOMEM, "reading claimed items");
+	PQclear(r);
+	if (st == SFS_OK && nbad) {
+		char detail[512];
+		int64_t *outs = malloc(nbad * sizeof(*outs));
+
+		snprintf(detail, sizeof(detail), "%s", sfs_errdetail());
+		for (size_t i = 0; outs && i < nbad; i++)
+			outs[i] = OUTCOME_DAMAGED;
+		if (outs)
+			settle_call(c, *cid, NULL, bad, outs, nbad, NULL, NULL, res);
+		free(outs);
+		sfs_log(LOG_WARNING, "%s: %s; it went to the dead letters",
+		        c->b->display, detail);
+		if (items->n == 0) {
+			sfs_list_free(items);
+			st = sfs_err(SFS_CORRUPT, "%s; it went to the dead letters",
+			             detail);
+		}
+	}
+	free(bad);
+	if (st == SFS_OK || st == SFS_CORRUPT)
+		claimed_times(c, *cid, items);
+	return st;
+}
+
+int pgb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
+              int64_t *claim_id, sfs_list *items)
+{
+	sfs_list l = { NULL, 0 };
+	int64_t cid = 0;
+	size_t n = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = claim_body(c, queue, max, 0, lease_ns, items != NULL, &cid,
+		                &n, &l);
+	}
+	if (st != SFS_OK)
+		return st;
+	pgb_qstat_note(b, queue, 0, n);
+	*claim_id = cid;
+	if (items)
+		*items = l;
+	return SFS_OK;
+}
+
+int pgb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
+                   int64_t lease_ns, int64_t *claim_id)
+{
+	int64_t cid = 0;
+	size_t n = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = claim_body(c, queue, 1, id, lease_ns, 0, &cid, &n, NULL);
+	}
+	if (st != SFS_OK)
+		return st;
+	pgb_qstat_note(b, queue, 0, n);
+	if (claim_id)
+		*claim_id = cid;
+	return SFS_OK;
+}
+
+/* --- namespace drains ------------------------------------------------------------ */
+
+int pgb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 int64_t lease_ns, int64_t *claim_id, uint64_t *count)
+{
+	int64_t v[2] = { 0, 0 };
+	int found = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, scope);
+		pgp_bytes(&p, ns);
+		pgp_i64(&p, lease_ns);
+		pgp_clock(&p);
+		st = pgb_exec(c, "SELECT * FROM sfs_kv_claim($1, $2, $3, $4)", &p,
+		              PGB_COMMIT, &r, "taking a namespace's entries");
+		if (st == SFS_OK) {
+			found = PQntuples(r) > 0;
+			for (int k = 0; found && k < 2; k++)
+				v[k] = pgr_i64(r, 0, k);
+			PQclear(r);
+		}
+	}
+	if (st != SFS_OK)
+		return st;
+	pgb_committed(b); /* recovery may have run, even with nothing found */
+	if (!found)
+		return SFS_NOTFOUND;
+	*claim_id = v[0];
+	if (count)
+		*count = (uint64_t)v[1];
+	return SFS_OK;
+}
+
+/* The AD of a row of a claim's items: a queue item's (its id in column
+ * 0) or a namespace entry's (its key in column 5). */
+typedef struct claim_place {
+	int kv;
+	sfs_slice scope, ns;     /* the queue, or the scope and namespace */
+} claim_place;
+
+static void claim_row_ad(const PGresult *r, int row, void *ctx, pgb_ad *ad)
+{
+	const claim_place *w = ctx;
+
+	if (w->kv)
+		*ad = (pgb_ad){ PGB_AD_KV, w->scope, w->ns, pgr_bytes(r, row, 5),
+		                0 };
+	else
+		*ad = (pgb_ad){ PGB_AD_QUEUE, w->scope, SFS_NONE, SFS_NONE,
+		                pgr_i64(r, row, 0) };
+}
+
+/* Items by id, as pgb_rows reads them (id, value, size, mtime, counter,
+ * key, deliveries, claim, lease end): [kv][keys_only]. */
+#define CLAIMED_ITEMS(value)                                               \
+	"SELECT i.id, " value ", sfs_len(i.item), i.enqueued_ns, 0::bigint,"  \
+	" NULL::bytea, i.deliveries, i.claim_id, coalesce(c.lease_until, 0)" \
+	" FROM statefs_inflight i LEFT JOIN statefs_claim c ON c.claim_id ="  \
+	" i.claim_id WHERE i.claim_id = $1 AND i.id > $2 ORDER BY i.id"       \
+	" LIMIT $3"
+static const char *const items_sql[2][2] = {
+	{ CLAIMED_ITEMS("i.item"), CLAIMED_ITEMS("NULL::bytea") },
+	{ "SELECT id, value, sfs_len(value), mtime_ns, 0::bigint, key FROM"
+	  " statefs_kv_taken WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3",
+	  "SELECT id, NULL::bytea, sfs_len(value), mtime_ns, 0::bigint, key"
+	  " FROM statefs_kv_taken WHERE claim_id = $1 AND id > $2 ORDER BY id"
+	  " LIMIT $3" },
+};
+
+/* The body of pgb_claim_items, in one snapshot: the claim (held: its
+ * lease has not run out by the server's clock), then its items. */
+static int claim_items_body(pgc *c, int64_t cid, int64_t after_id,
+                            long limit, int keys_only, sfs_list *out)
+{
+	PGresult *cr = NULL, *r = NULL;
+	pgp p = PGP_INIT;
+	claim_place w;
+	int st = pgb_begin_snapshot(c);
+
+	if (st != SFS_OK)
+		return st;
+	pgp_i64(&p, cid);
+	pgp_clock(&p);
+	/* held, issued (its id taken from the sequence), queue, ns */
+	st = pgb_exec(c, "SELECT (SELECT lease_until > sfs_now($2) FROM"
+	              " statefs_claim WHERE claim_id = $1), $1 > 0 AND"
+	              " s.is_called AND $1 <= s.last_value, c.queue, c.ns"
+	              " FROM statefs_claim_claim_id_seq s LEFT JOIN"
+	              " statefs_claim c ON c.claim_id = $1", &p, 0, &cr,
+	              "reading a claim");
+	if (st != SFS_OK)
+		return st;
+	if (PQgetisnull(cr, 0, 0) || !pgr_i64(cr, 0, 0)) {
+		st = !PQgetisnull(cr, 0, 0) || pgr_i64(cr, 0, 1)
+		     ? sfs_err(SFS_CLAIMLOST, "claim %lld is not held (its lease"
+		               " ran out, or it was settled)", (long long)cid)
+		     : sfs_err(SFS_NOTFOUND, "no claim %lld", (long long)cid);
+		PQclear(cr);
+		return st;
+	}
+	w.kv = !PQgetisnull(cr, 0, 3);
+	w.scope = pgr_bytes(cr, 0, 2);
+	w.ns = pgr_bytes(cr, 0, 3);
+	memset(&p, 0, sizeof(p));
+	pgp_i64(&p, cid);
+	pgp_i64(&p, after_id);
+	if (limit > 0)
+		pgp_i64(&p, limit);
+	else
+		pgp_null_i64(&p);
+	st = pgb_exec(c, items_sql[w.kv][!!keys_only], &p, 0, &r,
+	              "reading claimed items");
+	if (st == SFS_OK) {
+		st = pgb_rows(c->b, r, claim_row_ad, &w, out);
+		PQclear(r);
+	}
+	PQclear(cr);
+	return st;
+}
+
+int pgb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                    long limit, int keys_only, sfs_list *out)
+{
+	sfs_list l = { NULL, 0 };
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = claim_items_body(c, claim_id, after_id, limit, keys_only,
+		                      &l);
+	}
+	if (st == SFS_OK)
+		*out = l;
+	return st;
+}
+
+/* --- heartbeats ------------------------------------------------------------------ */
+
+static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
+                     int64_t id, int64_t lease_ns, int64_t *until)
+{
+	int64_t u = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_i64(&p, cid);
+		if (queue) {
+			pgp_bytes(&p, *queue);
+			pgp_i64(&p, id);
+		} else {
+			pgp_bytes(&p, SFS_NONE);
+			pgp_null_i64(&p);
+		}
+		pgp_i64(&p, lease_ns);
+		pgp_clock(&p);
+		st = pgb_exec(c, "SELECT sfs_heartbeat($1, $2, $3, $4, $5)", &p,
+		              PGB_COMMIT, &r, "extending a lease");
+		if (st == SFS_OK) {
+			u = pgr_i64(r, 0, 0);
+			PQclear(r);
+		}
+	}
+	if (st != SFS_OK)
+		return st;
+	pgb_committed(b);
+	if (u == -3)
+		return sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
+		               (long long)id);
+	if (u == -1 && !queue)
+		return sfs_err(SFS_NOTFOUND, "no claim %lld", (long long)cid);
+	if (u < 0)
+		return queue ? sfs_err(SFS_CLAIMLOST, "the lease on item %lld ran"
+		                       " out; it went back to the queue",
+		                       (long long)id)
+		             : sfs_err(SFS_CLAIMLOST, "claim %lld is not held (its"
+		                       " lease ran out, or it was settled)",
+		                       (long long)cid);
+	if (until)
+		*until = u;
+	return SFS_OK;
+}
+
+int pgb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
+                        int64_t *lease_until_ns)
+{
+	return heartbeat(b, claim_id, NULL, 0, lease_ns, lease_until_ns);
+}
+
+int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                           int64_t lease_ns)
+{
+	return heartbeat(b, 0, &queue, id, lease_ns, NULL);
+}
+
+/* --- settling ------------------------------------------------------------------- */
+
+/* One call of sfs_settle; res gets its {code, id}. queue: the one item
+ * ids[0] of that queue, whatever claim holds it. ids NULL: every item of
+ * the claim with outs[0]. */
+static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
+                       const int64_t *ids, const int64_t *outs, size_t n,
+                       const int64_t *rids, const sfs_slice *ritems,
+                       int64_t res[2])
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int st;
+
+	pgp_i64(&p, cid);
+	pgp_bytes(&p, queue ? *queue : SFS_NONE);
+	st = ids ? pgp_i64_array(&p, ids, NULL, n) : SFS_OK;
+	if (!ids)
+		pgp_null_array(&p, 0);
+	if (st == SFS_OK)
+		st = pgp_i64_array(&p, outs, NULL, ids ? n : 1);
+	if (st == SFS_OK && rids) {
+		char *isnull = calloc(n, 1);
+
+		for (size_t i = 0; isnull && i < n; i++)
+			isnull[i] = !ritems[i].ptr;
+		st = isnull ? pgp_i64_array(&p, rids, isnull, n)
+		            : sfs_err(SFS_NOMEM, "settling");
+		free(isnull);
+		if (st == SFS_OK)
+			st = pgp_bytes_array(&p, ritems, n);
+	} else if (st == SFS_OK) {
+		pgp_null_array(&p, 0);
+		pgp_null_array(&p, 1);
+	}
+	pgp_clock(&p);
+	if (st == SFS_OK)
+		st = pgb_exec(c, "SELECT sfs_settle($1, $2, $3, $4, $5, $6, $7)", &p,
+		              PGB_COMMIT, &r, "settling");
+	pgp_free(&p);
+	if (st != SFS_OK)
+		return st;
+	/* {code, id} as a bigint[]: header 20 bytes, then (4 + 8) each */
+	{
+		sfs_slice a = pgr_bytes(r, 0, 0);
+		const unsigned char *u = a.ptr;
+
+		res[0] = res[1] = 0;
+		for (int k = 0; k < 2 && a.len >= 20 + 12 * (size_t)(k + 1); k++) {
+			uint64_t v = 0;
+
+			for (int j = 0; j < 8; j++)
+				v = v << 8 | u[20 + 12 * k + 4 + j];
+			res[k] = (int64_t)v;
+		}
+	}
+	PQclear(r);
+	return SFS_OK;
+}
+
+/* In an encrypted store, the items to retry sealed again under new ids
+ * (rids, ritems: n entries parallel to ids, SFS_NONE where the outcome is
+ * not a retry). owned[] gets what to free. */
+static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
+                          const int64_t *ids, const int64_t *outs, size_t n,
+                          int64_t *rids, sfs_slice *ritems, void **owned)
+{
+	size_t nretry = 0, k = 0;
+	int64_t first = 0;
+	int st = SFS_OK;
+
+	for (size_t i = 0; i < n; i++)
+		nretry += outs[i] == SFS_OUTCOME_RETRY;
+	if (!nretry)
+		return SFS_OK;
+	st = pgb_item_ids(c, nretry, &first);
+	for (size_t i = 0; i < n && st == SFS_OK; i++) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+		sfs_buf plain = { NULL, 0 };
+		pgb_ad from, to;
+
+		if (outs[i] != SFS_OUTCOME_RETRY)
+			continue;
+		pgp_i64(&p, ids[i]);
+		if (queue) {
+			pgp_bytes(&p, *queue);
+			st = pgb_exec(c, "SELECT queue, item FROM statefs_inflight"
+			              " WHERE id = $1 AND queue = $2", &p, 0, &r,
+			              "settling");
+		} else {
+			pgp_i64(&p, cid);
+			st = pgb_exec(c, "SELECT queue, item FROM statefs_inflight"
+			              " WHERE id = $1 AND claim_id = $2", &p, 0, &r,
+			              "settling");
+		}
+		if (st != SFS_OK)
+			break;
+		if (!PQntuples(r)) { /* the function says why */
+			PQclear(r);
+			continue;
+		}
+		from = (pgb_ad){ PGB_AD_QUEUE, pgr_bytes(r, 0, 0), SFS_NONE,
+		                 SFS_NONE, ids[i] };
+		to = from;
+		to.id = first + (int64_t)k++;
+		st = pgb_unseal_buf(c->b, &from, pgr_bytes(r, 0, 1), &plain);
+		if (st == SFS_OK)
+			st = pgb_seal(c->b, &to, sfs_bytes(plain.ptr, plain.len),
+			              &ritems[i], &owned[i]);
+		if (st == SFS_OK)
+			rids[i] = to.id;
+		sfs_buf_free(&plain);
+		PQclear(r);
+	}
+	return st;
+}
+
+static int settle_body(pgc *c, int64_t cid, const sfs_slice *queue,
+                       const int64_t *ids, const int64_t *outs, size_t n,
+                       int64_t res[2])
+{
+	int64_t *rids = NULL;
+	sfs_slice *ritems = NULL;
+	void **owned = NULL;
+	int st = SFS_OK, retry = 0;
+
+	for (size_t i = 0; ids && i < n; i++)
+		retry |= outs[i] == SFS_OUTCOME_RETRY;
+	if (retry && c->b->keys) {
+		rids = calloc(n, sizeof(*rids));
+		ritems = calloc(n, sizeof(*ritems));
+		owned = calloc(n, sizeof(*owned));
+		st = rids && ritems && owned
+		     ? reseal_retries(c, cid, queue, ids, outs, n, rids, ritems,
+		                      owned)
+		     : sfs_err(SFS_NOMEM, "settling");
+	}
+	if (st == SFS_OK)
+		st = settle_call(c, cid, queue, ids, outs, n, rids, ritems, res);
+	for (size_t i = 0; owned && i < n; i++)
+		free(owned[i]);
+	free(owned);
+	free(ritems);
+	free(rids);
+	return st;
+}
+
+static int settle(sfs_backend *b, int64_t cid, const sfs_slice *queue,
+                  const int64_t *ids, const sfs_outcome *outcomes, size_t n)
+{
+	int64_t res[2] = { 0, 0 }, *outs;
+	pgc *c;
+	int st;
+
+	outs = malloc((n ? n : 1) * sizeof(*outs));
+	if (!outs)
+		return sfs_err(SFS_NOMEM, "settling");
+	for (size_t i = 0; i < (ids ? n : 1); i++)
+		outs[i] = outcomes[i];
+	PGB_TRY(b, c, st, 0) {
+		st = settle_body(c, cid, queue, ids, outs, n, res);
+	}
+	free(outs);
+	if (st != SFS_OK)
+		return st;
+	switch (res[0]) {
+	case 0:
+		pgb_committed(b);
+		return SFS_OK;
+	case 1:
+		return sfs_err(SFS_NOTFOUND, "no claim %lld", (long long)cid);
+	case 2:
+		pgb_committed(b); /* recovery may have run */
+		return queue ? sfs_err(SFS_CLAIMLOST, "the lease on item %lld ran"
+		                       " out; it went back to the queue",
+		                       (long long)ids[0])
+		             : sfs_err(SFS_CLAIMLOST, "claim %lld is not held (its"
+		                       " lease ran out, or it was settled)",
+		                       (long long)cid);
+	case 3:
+		return sfs_err(SFS_NOTFOUND, "claim %lld does not hold item %lld",
+		               (long long)cid, (long long)res[1]);
+	case 5:
+		return sfs_err(SFS_INVALID, "a namespace's entries are done or "
+		               "put back (nack), not outcome %lld",
+		               (long long)res[1]);
+	default:
+		return sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
+		               (long long)res[1]);
+	}
+}
+
+/* The ids of a claim's items, for settling all of them with an outcome
+ * the server settles only by id (a retry, a reject). */
+static int claim_ids(sfs_backend *b, int64_t cid, int64_t **ids, size_t *n)
+{
+	PGresult *r = NULL;
+	pgp p = PGP_INIT;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		pgp_i64(&p, cid);
+		st = pgb_exec(c, "SELECT id FROM statefs_inflight WHERE claim_id"
+		              " = $1 ORDER BY id", &p, 0, &r, "reading a claim");
+		memset(&p, 0, sizeof(p));
+	}
+	if (st != SFS_OK)
+		return st;
+	*n = (size_t)PQntuples(r);
+	*ids = malloc((*n ? *n : 1) * sizeof(**ids));
+	for (size_t i = 0; *ids && i < *n; i++)
+		(*ids)[i] = pgr_i64(r, (int)i, 0);
+	PQclear(r);
+	return *ids ? SFS_OK : sfs_err(SFS_NOMEM, "reading a claim");
+}
+
+int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
+                     const sfs_outcome *outcomes, size_t n)
+{
+	sfs_outcome *outs;
+	int64_t *all = NULL;
+	size_t k = 0;
+	int st;
+
+	/* Every item of the claim (ids NULL) with outcomes[0]: the server
+	 * does it at once for done and nack; a retry or a reject goes by
+	 * the ids the claim holds. */
+	if (ids || outcomes[0] == SFS_OUTCOME_DONE ||
+	    outcomes[0] == SFS_OUTCOME_NACK)
+		return settle(b, claim_id, NULL, ids, outcomes, ids ? n : 0);
+	if ((st = claim_ids(b, claim_id, &all, &k)) != SFS_OK)
+		return st;
+	if (k == 0) {
+		free(all);
+		return settle(b, claim_id, NULL, NULL, outcomes, 0);
+	}
+	outs = malloc(k * sizeof(*outs));
+	if (!outs) {
+		free(all);
+		return sfs_err(SFS_NOMEM, "settling");
+	}
+	for (size_t i = 0; i < k; i++)
+		outs[i] = outcomes[0];
+	st = settle(b, claim_id, NULL, all, outs, k);
+	free(outs);
+	free(all);
+	return st;
+}
+
+int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                        sfs_outcome outcome)
+{
+	return settle(b, 0, &queue, &id, &outcome, 1);
+}
+
+/* --- in-flight items and dead letters: reading ---------------------------- */
+
+#define INFLIGHT_SCAN(value)                                               \
+	"SELECT i.id, " value ", sfs_len(i.item), i.enqueued_ns, 0::bigint,"  \
+	" NULL::bytea, i.deliveries, i.claim_id, coalesce(c.lease_until, 0)" \
+	" FROM statefs_inflight i LEFT JOIN statefs_claim c"                 \
+	" ON c.claim_id = i.claim_id WHERE i.queue = $1 AND i.id > $2"       \
+	" ORDER BY i.id LIMIT $3"
+
+int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                      long limit, int keys_only, sfs_list *out)
+{
+	return pgb_sql_item_scan(b, keys_only ? INFLIGHT_SCAN("NULL::bytea")
+	                                  : INFLIGHT_SCAN("i.item"),
+	                     queue, after_id, limit, out);
+}
+
+int pgb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                      sfs_buf *item)
+{
+	return pgb_sql_item_get(b, "SELECT item FROM statefs_inflight WHERE id = $2"
+	                    " AND queue = $1", queue, id, item);
+}
+
+int pgb_inflight_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                      sfs_stat *out)
+{
+	int64_t v[5] = { 0 };
+	int found = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, queue);
+		pgp_i64(&p, id);
+		st = pgb_exec(c, "SELECT i.claim_id, coalesce(c.lease_until, 0),"
+		              " i.enqueued_ns, i.deliveries, sfs_len(i.item)"
+		              " FROM statefs_inflight i LEFT JOIN statefs_claim c"
+		              " ON c.claim_id = i.claim_id WHERE i.id = $2"
+		              " AND i.queue = $1", &p, 0, &r, "reading an item");
+		if (st == SFS_OK) {
+			found = PQntuples(r) > 0;
+			for (int k = 0; found && k < 5; k++)
+				v[k] = pgr_i64(r, 0, k);
+			PQclear(r);
+		}
+	}
+	if (st != SFS_OK)
+		return st;
+	if (!found)
+		return SFS_NOTFOUND;
+	out->claim_id = v[0];
+	out->lease_until_ns = v[1];
+	out->mtime_ns = v[2];
+	out->deliveries = v[3];
+	out->size = (uint64_t)v[4];
+	return SFS_OK;
+}
+
+#define DEAD_SCAN(value)                                                   \
+	"SELECT id, " value ", sfs_len(item), dead_ns, 0::bigint,"          \
+	" NULL::bytea, deliveries, 0::bigint, 0::bigint,"                    \
+	" convert_to(reason, 'UTF8') FROM statefs_dead WHERE queue = $1"    \
+	" AND id > $2 ORDER BY id LIMIT $3"
+
+int pgb_dead_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
+                  long limit, int keys_only, sfs_list *out)
+{
+	return pgb_sql_item_scan(b, keys_only ? DEAD_SCAN("NULL::bytea")
+	                                  : DEAD_SCAN("item"),
+	                     queue, after_id, limit, out);
+}
+
+int pgb_dead_peek(sfs_backend *b, sfs_slice queue, int64_t id,
+                  sfs_buf *item)
+{
+	return pgb_sql_item_get(b, "SELECT item FROM statefs_dead WHERE id = $2"
+	                    " AND queue = $1", queue, id, item);
+}
+
+int pgb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
+                  sfs_stat *out)
+{
+	sfs_list l = { NULL, 0 };
+	int st = pgb_sql_item_scan(b, "SELECT id, NULL::bytea, sfs_len(item),"
+	                           " dead_ns, 0::bigint, NULL::bytea,"
+	                           " deliveries FROM statefs_dead WHERE"
+	                           " queue = $1 AND id = $2 + 0 * $3", queue,
+	                           id, 1, &l);
+
+	if (st == SFS_OK && l.n == 0)
+		st = SFS_NOTFOUND;
+	if (st == SFS_OK)
+		*out = l.items[0].st;
+	sfs_list_free(&l);
+	return st;
+}
+
+/* --- dead letters and policies: writing -------------------------------------- */
+
+static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	sfs_slice sealed = SFS_NONE;
+	void *owned = NULL;
+	int64_t fresh = 0;
+	int st = SFS_OK;
+
+	if (c->b->keys) {
+		pgb_ad from = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE, id }, to;
+		sfs_buf plain = { NULL, 0 };
+
+		pgp_bytes(&p, queue);
+		pgp_i64(&p, id);
+		st = pgb_exec(c, "SELECT item FROM statefs_dead WHERE id = $2"
+		              " AND queue = $1", &p, 0, &r, "requeueing");
+		if (st != SFS_OK)
+			return st;
+		if (!PQntuples(r)) {
+			PQclear(r);
+			return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
+			               (long long)id);
+		}
+		st = pgb_item_ids(c, 1, &fresh);
+		to = from;
+		to.id = fresh;
+		if (st == SFS_OK)
+			st = pgb_unseal_buf(c->b, &from, pgr_bytes(r, 0, 0), &plain);
+		if (st == SFS_OK)
+			st = pgb_seal(c->b, &to, sfs_bytes(plain.ptr, plain.len),
+			              &sealed, &owned);
+		sfs_buf_free(&plain);
+		PQclear(r);
+		if (st != SFS_OK)
+			return st;
+		memset(&p, 0, sizeof(p));
+	}
+	pgp_bytes(&p, queue);
+	pgp_i64(&p, id);
+	if (fresh)
+		pgp_i64(&p, fresh);
+	else
+		pgp_null_i64(&p);
+	pgp_bytes(&p, sealed);
+	pgp_clock(&p);
+	st = pgb_exec(c, "SELECT sfs_requeue($1, $2, $3, $4, $5)", &p,
+	              PGB_COMMIT, &r, "requeueing a dead letter");
+	free(owned);
+	if (st != SFS_OK)
+		return st;
+	if (PQgetisnull(r, 0, 0))
+		st = sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
+		             (long long)id);
+	else
+		*nid = pgr_i64(r, 0, 0);
+	PQclear(r);
+	return st;
+}
+
+int pgb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+                     int64_t *new_id)
+{
+	int64_t nid = 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = requeue_body(c, queue, id, &nid);
+	}
+	if (st == SFS_OK) {
+		pgb_committed(b);
+		if (new_id)
+			*new_id = nid;
+	}
+	return st;
+}
+
+int pgb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id)
+{
+	pgp p = PGP_INIT;
+	int64_t n = 0;
+	int st;
+
+	pgp_bytes(&p, queue);
+	pgp_i64(&p, id);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM statefs_dead WHERE id = $2"
+	                 " AND queue = $1 RETURNING 1) SELECT count(*) FROM d",
+	                 &p, PGB_COMMIT, &n, "deleting a dead letter");
+	if (st == SFS_OK && !n)
+		return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
+		               (long long)id);
+	return st;
+}
+
+int pgb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count)
+{
+	pgp p = PGP_INIT;
+	int64_t n = 0;
+	int st;
+
+	pgp_bytes(&p, queue);
+	st = pgb_run_int(b, "WITH d AS (DELETE FROM statefs_dead WHERE"
+	                 " queue = $1 RETURNING 1) SELECT count(*) FROM d", &p,
+	                 PGB_COMMIT, &n, "clearing dead letters");
+	if (st == SFS_OK && count)
+		*count = (uint64_t)n;
+	return st;
+}
+
+int pgb_policy_set(sfs_backend *b, sfs_slice queue, const sfs_queue_policy *q)
+{
+	int del = q->ttl_ms == 0 && q->max_deliveries == 0;
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, queue);
+		if (!del) {
+			pgp_i64(&p, q->ttl_ms);
+			pgp_i64(&p, q->max_deliveries);
+		}
+		st = pgb_exec(c, del ? "DELETE FROM statefs_queue_policy WHERE"
+		              " queue = $1" : "INSERT INTO statefs_queue_policy"
+		              " (queue, ttl_ms, max_deliveries) VALUES ($1, $2, $3)"
+		              " ON CONFLICT (queue) DO UPDATE SET"
+		              " ttl_ms = excluded.ttl_ms,"
+		              " max_deliveries = excluded.max_deliveries", &p,
+		              PGB_COMMIT, NULL, "setting a queue's policy");
+	}
+	if (st == SFS_OK)
+		pgb_committed(b);
+	return st;
+}
+
+int pgb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out)
+{
+	sfs_queue_policy q = { 0, 0 };
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, queue);
+		st = pgb_exec(c, "SELECT ttl_ms, max_deliveries FROM"
+		              " statefs_queue_policy WHERE queue = $1", &p, 0, &r,
+		              "reading a queue's policy");
+		if (st == SFS_OK) {
+			if (PQntuples(r)) {
+				q.ttl_ms = pgr_i64(r, 0, 0);
+				q.max_deliveries = pgr_i64(r, 0, 1);
+			}
+			PQclear(r);
+		}
+	}
+	if (st == SFS_OK)
+		*out = q;
+	return st;
+}
+
+/* Recovery of one queue or all. At open it is the same call: when
+ * nothing has expired it changes nothing and costs two index probes. */
+int pgb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
+                 sfs_gc_stats *out)
+{
+	sfs_gc_stats g = { 0, 0, 0, 0 };
+	pgc *c;
+	int st;
+
+	(void)at_open;
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		pgp_bytes(&p, queue);
+		pgp_clock(&p);
+		st = pgb_exec(c, "SELECT * FROM sfs_recover($1, $2)", &p,
+		              PGB_COMMIT, &r, "recovering claims");
+		if (st == SFS_OK) {
+			g.expired = (uint64_t)pgr_i64(r, 0, 0);
+			g.returned = (uint64_t)pgr_i64(r, 0, 1);
+			g.dead = (uint64_t)pgr_i64(r, 0, 2);
+			g.claims = (uint64_t)pgr_i64(r, 0, 3);
+			PQclear(r);
+		}
+	}
+	if (st != SFS_OK)
+		return st;
+	if (g.expired || g.returned || g.dead || g.claims)
+		pgb_committed(b);
+	/* the daemon's periodic pass brings an idle daemon's counts out */
+	pgb_qstat_due(b);
+	if (out)
+		*out = g;
+	return SFS_OK;
+}

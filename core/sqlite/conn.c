@@ -1,0 +1,824 @@
+/*
+ * conn.c - the SQLite backend's connection: open and close, the
+ * statement cache, transactions, durability, the change counter, the one
+ * function that turns SQLite result codes into sfs_status (sqlb_status),
+ * and the backend's ops table.
+ *
+ * Opening follows the encryption layer's order when a key is given
+ * (vfs_i.h): preflight, a VFS for the key, sqlite3_open_v2 through it,
+ * crypt_db_setup before any statement. Then, for every file store, the
+ * busy timeout BEFORE journal_mode=WAL: switching to WAL takes an exclusive
+ * lock, and processes starting together would otherwise fail at once with
+ * "database is locked" instead of waiting (the VGI SDK learned this).
+ *
+ * Deliberately left out: connection pools. One connection per handle keeps
+ * the statement cache and the transaction state simple; the handle's lock
+ * serialises threads, as the Go SDK's MaxOpenConns(1) does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "sqlite_i.h"
+#include "util_i.h"
+
+static void space_check(sfs_backend *b);
+
+int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
+{
+	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+	const char *cmsg;
+	int st;
+
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		st = SFS_BUSY;
+		break;
+	case SQLITE_READONLY:
+		st = SFS_READONLY;
+		break;
+	case SQLITE_CORRUPT:
+		st = SFS_CORRUPT;
+		break;
+	case SQLITE_IOERR:
+		st = rc == SQLITE_IOERR_DATA ? SFS_CORRUPT
+		     : rc == SQLITE_IOERR_NOMEM ? SFS_NOMEM : SFS_IO;
+		break;
+	case SQLITE_FULL:
+		st = SFS_FULL;
+		break;
+	case SQLITE_NOMEM:
+		st = SFS_NOMEM;
+		break;
+	case SQLITE_NOTADB:
+		st = SFS_FORMAT;
+		break;
+	case SQLITE_CANTOPEN:
+	case SQLITE_PERM:
+		st = SFS_IO;
+		break;
+	case SQLITE_TOOBIG:
+		st = SFS_TOOBIG;
+		break;
+	case SQLITE_INTERRUPT:
+		st = SFS_CANCELLED;
+		break;
+	default:
+		st = SFS_INTERNAL;
+		break;
+	}
+	/* A page that failed authentication: the VFS knows which page of which
+	 * file, SQLite only says "disk I/O error". */
+	cmsg = encrypted ? crypt_last_error() : NULL;
+	if (st == SFS_CORRUPT && cmsg)
+		return sfs_err(st, "%s: %s", what, cmsg);
+	if (st == SFS_IO && cmsg && (rc & 0xff) == SQLITE_IOERR)
+		return sfs_err(st, "%s: %s (%s)", what, msg, cmsg);
+	return sfs_err(st, "%s: %s (sqlite %d)", what, msg, rc);
+}
+
+int sqlb_fail(sfs_backend *b, int rc, const char *what)
+{
+	return sqlb_status(b ? b->db : NULL, b && b->vfs, rc, what);
+}
+
+sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
+                        int *status)
+{
+	int rc;
+
+	if (b->st[slot])
+		return b->st[slot];
+	rc = sqlite3_prepare_v3(b->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	                        &b->st[slot], NULL);
+	if (rc != SQLITE_OK) {
+		b->st[slot] = NULL;
+		*status = sqlb_fail(b, rc, "preparing a statement");
+		return NULL;
+	}
+	return b->st[slot];
+}
+
+int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return sqlb_fail(b, rc, what);
+	return SFS_OK;
+}
+
+int sqlb_exec(sfs_backend *b, const char *sql, const char *what)
+{
+	int rc = sqlite3_exec(b->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? SFS_OK : sqlb_fail(b, rc, what);
+}
+
+int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s)
+{
+	return sqlite3_bind_blob64(st, i, s.ptr ? s.ptr : "", s.len,
+	                           SQLITE_STATIC);
+}
+
+void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key)
+{
+	sqlb_bind(st, 1, scope);
+	sqlb_bind(st, 2, ns);
+	sqlb_bind(st, 3, key);
+}
+
+const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len)
+{
+	const void *p = sqlite3_column_blob(st, i);
+
+	*len = (size_t)sqlite3_column_bytes(st, i);
+	return p ? p : "";
+}
+
+/* A BLOB or TEXT column into the last item's buffer of that role. */
+static void col_bytes(listb *lb, sqlite3_stmt *st, int i,
+                      void (*put)(listb *, const void *, size_t))
+{
+	const void *p;
+	size_t n;
+
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		return;
+	p = sqlb_col(st, i, &n);
+	put(lb, p, n);
+}
+
+int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
+              const char *what)
+{
+	int ncol = sqlite3_column_count(st);
+	listb lb = LISTB_INIT;
+	sfs_item *it;
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (!(it = listb_push(&lb)))
+			break;
+		it->id = sqlite3_column_int64(st, SQLB_COL_ID);
+		if (ncol > SQLB_COL_VALUE)
+			col_bytes(&lb, st, SQLB_COL_VALUE, listb_value);
+		if (ncol > SQLB_COL_SIZE)
+			it->st.size = (uint64_t)sqlite3_column_int64(st,
+			                                             SQLB_COL_SIZE);
+		if (ncol > SQLB_COL_MTIME)
+			it->st.mtime_ns = sqlite3_column_int64(st, SQLB_COL_MTIME);
+		if (ncol > SQLB_COL_COUNTER)
+			it->st.counter = sqlite3_column_int64(st,
+			                                      SQLB_COL_COUNTER);
+		if (ncol > SQLB_COL_KEY)
+			col_bytes(&lb, st, SQLB_COL_KEY, listb_key);
+		if (ncol > SQLB_COL_DELIVERIES)
+			it->st.deliveries = sqlite3_column_int64(st,
+			                                SQLB_COL_DELIVERIES);
+		if (ncol > SQLB_COL_CLAIM)
+			it->st.claim_id = sqlite3_column_int64(st, SQLB_COL_CLAIM);
+		if (ncol > SQLB_COL_LEASE)
+			it->st.lease_until_ns = sqlite3_column_int64(st,
+			                                     SQLB_COL_LEASE);
+		if (ncol > SQLB_COL_REASON)
+			col_bytes(&lb, st, SQLB_COL_REASON, listb_reason);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, what);
+	}
+	return listb_finish(&lb, out);
+}
+
+int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
+                  const char *what)
+{
+	const void *p;
+	size_t n;
+	int rc = sqlite3_step(st), status;
+
+	if (rc == SQLITE_ROW) {
+		p = sqlb_col(st, 0, &n);
+		status = buf_copy(out, p, n);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
+                  const char *what)
+{
+	int ncol = sqlite3_column_count(st);
+	int rc = sqlite3_step(st), status = SFS_OK;
+
+	if (rc == SQLITE_ROW) {
+		memset(out, 0, sizeof(*out));
+		out->size = (uint64_t)sqlite3_column_int64(st, 0);
+		out->mtime_ns = sqlite3_column_int64(st, 1);
+		if (ncol > 2)
+			out->deliveries = sqlite3_column_int64(st, 2);
+		if (ncol > 3)
+			out->claim_id = sqlite3_column_int64(st, 3);
+		if (ncol > 4)
+			out->lease_until_ns = sqlite3_column_int64(st, 4);
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, what);
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+static int begin_write(sfs_backend *b, int stamped)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_BEGIN_WRITE, "BEGIN IMMEDIATE",
+	                             &status);
+
+	if (!st)
+		return status;
+	if (b->readonly)
+		return sfs_err(SFS_READONLY, "the store was opened read-only");
+	status = sqlb_run(b, st, "beginning a write transaction");
+	if (status == SFS_OK) {
+		b->in_write = 1;
+		stamp_begin(b, stamped);
+	}
+	return status;
+}
+
+int sqlb_begin_write(sfs_backend *b)
+{
+	return begin_write(b, 0);
+}
+
+int sqlb_begin_stamped(sfs_backend *b)
+{
+	return begin_write(b, 1);
+}
+
+int sqlb_begin_read(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_BEGIN_READ, "BEGIN", &status);
+
+	return st ? sqlb_run(b, st, "beginning a read transaction") : status;
+}
+
+int sqlb_commit(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
+
+	if (st && b->in_write)
+		status = qstat_flush(b);
+	if (st && status == SFS_OK)
+		status = sqlb_run(b, st, "committing");
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	if (b->in_write) {
+		b->commits++;
+		stamp_end(b, 1);
+		qstat_end(b, 1);
+	}
+	b->in_write = 0;
+	if (b->short_of_space)
+		space_check(b);
+	return SFS_OK;
+}
+
+void sqlb_rollback(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st;
+
+	b->in_write = 0;
+	stamp_end(b, 0);
+	qstat_end(b, 0);
+	if (sqlite3_get_autocommit(b->db))
+		return;
+	st = sqlb_stmt(b, ST_ROLLBACK, "ROLLBACK", &status);
+	if (st) {
+		sqlite3_step(st);
+		sqlite3_reset(st);
+	}
+}
+
+int sqlb_end_write(sfs_backend *b, int status)
+{
+	if (status != SFS_OK) {
+		sqlb_rollback(b);
+		return status;
+	}
+	return sqlb_commit(b);
+}
+
+int sqlb_end_write_if(sfs_backend *b, int status, int changed)
+{
+	if (status == SFS_OK && !changed) {
+		sqlb_rollback(b); /* nothing to commit, nor to count */
+		return SFS_OK;
+	}
+	return sqlb_end_write(b, status);
+}
+
+/* What is at path before SQLite touches it: 0 new or empty, 1 a plaintext
+ * SQLite database, 2 something else (encrypted, or not a database). */
+static int peek_kind(const char *path)
+{
+	static const char magic[16] = "SQLite format 3";
+	char hdr[16];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	if (n <= 0)
+		return 0;
+	return n == (ssize_t)sizeof(hdr) && !memcmp(hdr, magic, sizeof(hdr))
+	       ? 1 : 2;
+}
+
+/* Checks or creates the file before SQLite opens it: SQLite would create a
+ * missing file with mode 0644, and state is private, so a new store is
+ * created here with 0600 (its -wal and -shm files inherit that mode).
+ * An empty file is a store not made yet (a first run that died, `touch`)
+ * unless its write-ahead log holds something: SQLite writes page 1 before
+ * the first frame, so that log belongs to a store whose file was cut, and
+ * making a new store would overwrite it. */
+static int prepare_file(const sfs_backend_cfg *cfg, int *created)
+{
+	char wal[4096];
+	struct stat sb, wb;
+	int fd, rc;
+
+	*created = 0;
+	if (stat(cfg->db, &sb) == 0) {
+		if ((cfg->flags & SFS_OPEN_CREATE) && (cfg->flags & SFS_OPEN_EXCL))
+			return sfs_err(SFS_EXISTS, "%s exists", cfg->db);
+		if (!S_ISREG(sb.st_mode))
+			return sfs_err(SFS_FORMAT, "%s is not a regular file",
+			               cfg->db);
+		if (sb.st_size == 0 &&
+		    (size_t)snprintf(wal, sizeof(wal), "%s-wal", cfg->db) <
+		    sizeof(wal) && stat(wal, &wb) == 0 && wb.st_size > 0)
+			return sfs_err(SFS_FORMAT, "%s is empty but its "
+			               "write-ahead log %s is not: the store was "
+			               "cut short; refusing to make a new store "
+			               "over what is left", cfg->db, wal);
+		return SFS_OK;
+	}
+	if (errno != ENOENT)
+		return sfs_err(SFS_IO, "stat %s: %s", cfg->db, strerror(errno));
+	if (!(cfg->flags & SFS_OPEN_CREATE))
+		return sfs_err(SFS_NOTFOUND, "%s does not exist", cfg->db);
+	rc = util_mkparents(cfg->db, 0700);
+	if (rc != SFS_OK)
+		return rc;
+	fd = open(cfg->db, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* Another process created it between our stat and open. */
+		if (errno == EEXIST && !(cfg->flags & SFS_OPEN_EXCL))
+			return SFS_OK;
+		return sfs_err(errno == EEXIST ? SFS_EXISTS : SFS_IO,
+		               "create %s: %s", cfg->db, strerror(errno));
+	}
+	close(fd);
+	*created = 1;
+	return SFS_OK;
+}
+
+/* Classifies a file opened without a key: SQLite would call an encrypted
+ * store "not a database"; the encryption layer can say "needs a key". */
+static int check_plain(const char *path)
+{
+	crypt_kind kind;
+	int rc;
+
+	if (peek_kind(path) != 2)
+		return SFS_OK;
+	rc = crypt_preflight(path, NULL, &kind);
+	if (rc == SFS_NOKEY || rc == SFS_FORMAT || rc == SFS_CORRUPT)
+		return rc;
+	return sfs_err(SFS_FORMAT, "%s is not a SQLite database", path);
+}
+
+static int set_pragmas(sfs_backend *b, int busy_ms)
+{
+	int rc;
+
+	sqlite3_extended_result_codes(b->db, 1);
+	rc = sqlite3_busy_timeout(b->db, busy_ms);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "setting the busy timeout");
+	/* NORMAL: a commit is durable against a process crash at once, against
+	 * power loss after the next checkpoint or sfs_store_sync. */
+	return sqlb_exec(b,
+	                 "PRAGMA synchronous=NORMAL;"
+	                 "PRAGMA temp_store=MEMORY;"
+	                 "PRAGMA cache_size=-65536;",
+	                 "setting connection pragmas");
+}
+
+/* WAL mode, after the schema: a new store gets its tables in one
+ * rollback-journal transaction first, so that no other process ever finds
+ * a file with content and no tables, which is what a store that lost its
+ * tables looks like (sqlb_schema_init refuses those). The busy timeout is
+ * set before: the switch takes an exclusive lock. */
+static int set_wal(sfs_backend *b)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (b->memory || b->readonly)
+		return SFS_OK;
+	rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW &&
+	    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal")) {
+		sqlite3_finalize(st);
+		return sfs_err(SFS_IO, "%s: cannot switch to WAL mode", b->path);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "switching to WAL");
+	return SFS_OK;
+}
+
+/* ---- a full disk ---------------------------------------------------------
+ *
+ * Even a delete needs disk space in WAL mode: its pages are appended to
+ * the log before anything is freed. So a store keeps a reserve, a file of
+ * RESERVE_BYTES beside it (PATH-reserve, made at a read-write open when the
+ * disk can spare twice that), and a delete that fails on a full disk gives
+ * it back and runs again (CALL_DELETE in store_i.h). From then on, until
+ * the disk has room for the reserve again, the connection is "short of
+ * space": deletes do not zero the pages they free (secure_delete=FAST:
+ * zeroing a 1 MiB value writes 1 MiB more of log) and no automatic
+ * checkpoint runs (a checkpoint that must grow the store file would eat
+ * the space the reserve gave back, and fail halfway). Pages a delete frees
+ * go to SQLite's free list, not to the disk: later writes reuse them, so
+ * what a user deletes makes room for what comes next. After every commit
+ * while short, the disk is looked at again; with room for the reserve
+ * twice over the reserve is taken back and both settings restored. */
+
+#define RESERVE_BYTES (1 << 20)
+
+static int reserve_path(const sfs_backend *b, char *out, size_t n)
+{
+	return (size_t)snprintf(out, n, "%s-reserve", b->path) < n ? 0 : -1;
+}
+
+/* Makes the reserve if it is missing and the disk can spare room for it
+ * and as much again: 1 when there is a reserve afterwards. */
+static int reserve_take(sfs_backend *b)
+{
+	char path[4096];
+	struct statvfs sv;
+	int fd, ok;
+
+	if (reserve_path(b, path, sizeof(path)))
+		return 0;
+	if (access(path, F_OK) == 0)
+		return 1;
+	if (statvfs(path, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < 2ull * RESERVE_BYTES)
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EEXIST; /* another process made it */
+	ok = posix_fallocate(fd, 0, RESERVE_BYTES) == 0;
+	if (!ok)
+		unlink(path);
+	close(fd);
+	return ok;
+}
+
+/* In or out of being short of space (see above). */
+static void set_short(sfs_backend *b, int on)
+{
+	b->short_of_space = on;
+	sqlite3_exec(b->db, on ? "PRAGMA secure_delete=FAST" :
+	             "PRAGMA secure_delete=ON", NULL, NULL, NULL);
+	sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
+}
+
+static int sqlb_free_reserve(sfs_backend *b)
+{
+	char path[4096];
+
+	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)) ||
+	    unlink(path) != 0)
+		return SFS_FULL; /* none, or given back already */
+	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
+	        "reserve so that deletes go through", b->path);
+	set_short(b, 1);
+	return SFS_OK;
+}
+
+/* After a commit while short of space: has the disk room again? */
+static void space_check(sfs_backend *b)
+{
+	if (reserve_take(b)) {
+		sfs_log(LOG_NOTICE, "%s: the disk has room again; the store "
+		        "keeps its reserve", b->path);
+		set_short(b, 0);
+	}
+}
+
+void sqlb_close(sfs_backend *b)
+{
+	if (!b)
+		return;
+	if (b->db)
+		qstat_close(b);
+	for (int i = 0; i < ST_MAX; i++)
+		sqlite3_finalize(b->st[i]);
+	if (b->db)
+		sqlite3_close(b->db);
+	if (b->vfs)
+		crypt_vfs_close(b->vfs);
+	stamp_free(b);
+	free(b->path);
+	free(b);
+}
+
+static int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
+{
+	sfs_backend *b = calloc(1, sizeof(*b));
+	const char *vfsname = NULL;
+	crypt_kind kind;
+	int flags, rc, status, created = 0;
+
+	if (!b || !(b->path = strdup(cfg->db))) {
+		free(b);
+		return sfs_err(SFS_NOMEM, "allocating a store");
+	}
+	b->memory = strcmp(cfg->db, ":memory:") == 0;
+	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
+	if (!b->memory) {
+		status = prepare_file(cfg, &created);
+		if (status != SFS_OK)
+			goto fail;
+		if (cfg->key) {
+			status = crypt_preflight(cfg->db, cfg->key, &kind);
+			if (status != SFS_OK)
+				goto fail;
+			status = crypt_vfs_open(cfg->key, &b->vfs);
+			if (status != SFS_OK)
+				goto fail;
+			vfsname = crypt_vfs_name(b->vfs);
+		} else {
+			status = check_plain(cfg->db);
+			if (status != SFS_OK)
+				goto fail;
+		}
+	}
+	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
+	        (b->readonly ? SQLITE_OPEN_READONLY
+	                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	rc = sqlite3_open_v2(cfg->db, &b->db, flags, vfsname);
+	if (rc != SQLITE_OK) {
+		status = sqlb_fail(b, rc, cfg->db);
+		goto fail;
+	}
+	if (b->vfs) {
+		status = crypt_db_setup(b->db);
+		if (status != SFS_OK)
+			goto fail;
+	}
+	status = set_pragmas(b, cfg->busy_timeout_ms);
+	if (status != SFS_OK)
+		goto fail;
+	status = sqlb_schema_init(b);
+	if (status == SFS_OK)
+		status = set_wal(b);
+	if (status != SFS_OK)
+		goto fail;
+	if (!b->memory && !b->readonly)
+		reserve_take(b);
+	*out = b;
+	return SFS_OK;
+fail:
+	/* What could not be opened is left exactly as it was: no checkpoint
+	 * at close, which would also delete the write-ahead log. */
+	if (b->db)
+		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+		                  (int *)NULL);
+	sqlb_close(b);
+	/* A file this call created and could not make a store of goes. */
+	if (created) {
+		char aux[4096];
+
+		unlink(cfg->db);
+		snprintf(aux, sizeof(aux), "%s-wal", cfg->db);
+		unlink(aux);
+		snprintf(aux, sizeof(aux), "%s-shm", cfg->db);
+		unlink(aux);
+	}
+	return status;
+}
+
+/* sfs_store_sync: in WAL mode with synchronous=NORMAL a commit is appended
+ * to the -wal file without fsync. One fsync of the -wal file makes every
+ * commit in it durable; frames already checkpointed were fsynced in the main
+ * file by the checkpoint. The main file and its directory are synced too,
+ * for a store that was just created. */
+static int sqlb_sync(sfs_backend *b)
+{
+	sqlite3_file *f = NULL;
+	int rc;
+
+	if (b->memory)
+		return SFS_OK;
+	rc = sqlite3_file_control(b->db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+	                          &f);
+	if (rc == SQLITE_OK && f && f->pMethods) {
+		rc = f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+		if (rc != SQLITE_OK)
+			return sqlb_fail(b, rc, "syncing the write-ahead log");
+	}
+	f = NULL;
+	rc = sqlite3_file_control(b->db, "main", SQLITE_FCNTL_FILE_POINTER, &f);
+	if (rc == SQLITE_OK && f && f->pMethods) {
+		rc = f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+		if (rc != SQLITE_OK)
+			return sqlb_fail(b, rc, "syncing the store");
+	}
+	return util_fsync_parent(b->path);
+}
+
+/* PRAGMA data_version changes when another connection commits and stays put
+ * for our own commits, which b->commits counts: the sum changes on every
+ * commit by anyone and never goes back. */
+static int sqlb_version(sfs_backend *b, uint64_t *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_DATA_VERSION, "PRAGMA data_version",
+	                             &status);
+	int rc;
+	uint64_t dv;
+
+	if (!st)
+		return status;
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return sqlb_fail(b, rc, "reading the data version");
+	}
+	dv = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	*out = dv + b->commits;
+	return SFS_OK;
+}
+
+/* Every name is a file path (or ":memory:"): SQLite is the backend of
+ * last resort, asked after every other. */
+static int sqlb_accepts(const char *db)
+{
+	(void)db;
+	return 1;
+}
+
+static int sqlb_probe(const char *db, be_kind *kind)
+{
+	crypt_kind k;
+	int rc;
+
+	if (strcmp(db, ":memory:") == 0) {
+		*kind = BE_KIND_NEW;
+		return SFS_OK;
+	}
+	rc = crypt_preflight(db, NULL, &k);
+	if (rc == SFS_NOKEY) {
+		sfs_err_clear();
+		*kind = BE_KIND_ENCRYPTED;
+		return SFS_OK;
+	}
+	if (rc == SFS_OK)
+		*kind = k == CRYPT_KIND_NEW ? BE_KIND_NEW : k == CRYPT_KIND_PLAIN
+		        ? BE_KIND_PLAIN : BE_KIND_ENCRYPTED;
+	return rc;
+}
+
+/* The page cache (cache_size, 64 MiB at most) is for the pages calls
+ * come back to: indexes, small rows, a listing's pages. A call that moved
+ * more pages than SQLB_BULK_PAGES through it (a large value written, read
+ * or deleted, an export, a verify) filled it with pages nobody needs
+ * again and leaves it empty, so a long-lived process (the daemon) does
+ * not keep 64 MiB of a value it wrote once. Listings go a page of names
+ * per call and keep their pages. The freed pages are small blocks spread
+ * over the allocator's arenas, which glibc keeps as free space unless
+ * asked (a daemon that wrote and deleted a hundred 16 MiB values stayed
+ * at 94 MiB without malloc_trim, 8 with it): after such a call the free
+ * pages go back to the system too. */
+#define SQLB_BULK_PAGES 256
+
+static void sqlb_settle(sfs_backend *b)
+{
+	int miss = 0, written = 0, high;
+
+	if (!b || !b->db)
+		return;
+	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &high, 1);
+	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_WRITE, &written, &high,
+	                  1);
+	if (miss + written <= SQLB_BULK_PAGES)
+		return;
+	sqlite3_db_release_memory(b->db);
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
+const sfs_backend_ops sqlb_ops = {
+	.name = "sqlite",
+	.accepts = sqlb_accepts,
+	.open = sqlb_open,
+	.probe = sqlb_probe,
+	.rekey = sqlb_rekey,
+	.close = sqlb_close,
+	.sync = sqlb_sync,
+	.version = sqlb_version,
+	.settle = sqlb_settle,
+	.kv_put_many = sqlb_kv_put_many,
+	.kv_get = sqlb_kv_get,
+	.kv_get_many = sqlb_kv_get_many,
+	.kv_stat = sqlb_kv_stat,
+	.kv_delete = sqlb_kv_delete,
+	.kv_edit = sqlb_kv_edit,
+	.kv_read = sqlb_kv_read,
+	.kv_scan = sqlb_kv_scan,
+	.kv_delete_range = sqlb_kv_delete_range,
+	.kv_drain = sqlb_kv_drain,
+	.kv_rename = sqlb_kv_rename,
+	.dir_list = sqlb_dir_list,
+	.dir_exists = sqlb_dir_exists,
+	.dir_create = sqlb_dir_create,
+	.dir_remove = sqlb_dir_remove,
+	.dir_rename = sqlb_dir_rename,
+	.counter_get = sqlb_counter_get,
+	.counter_add = sqlb_counter_add,
+	.counter_set = sqlb_counter_set,
+	.counter_delete = sqlb_counter_delete,
+	.counter_scan = sqlb_counter_scan,
+	.log_append = sqlb_log_append,
+	.log_scan = sqlb_log_scan,
+	.log_get = sqlb_log_get,
+	.log_stat = sqlb_log_stat,
+	.log_delete = sqlb_log_delete,
+	.log_clear = sqlb_log_clear,
+	.queue_push = sqlb_queue_push,
+	.queue_pop = sqlb_queue_pop,
+	.item_count = sqlb_item_count,
+	.item_scan = sqlb_item_scan,
+	.item_get = sqlb_item_get,
+	.item_stat = sqlb_item_stat,
+	.item_delete = sqlb_item_delete,
+	.item_clear = sqlb_item_clear,
+	.claim = sqlb_claim,
+	.claim_item = sqlb_claim_item,
+	.kv_claim = sqlb_kv_claim,
+	.claim_items = sqlb_claim_items,
+	.claim_heartbeat = sqlb_claim_heartbeat,
+	.claim_settle = sqlb_claim_settle,
+	.item_settle = sqlb_item_settle,
+	.item_heartbeat = sqlb_item_heartbeat,
+	.item_requeue = sqlb_item_requeue,
+	.policy_set = sqlb_policy_set,
+	.policy_get = sqlb_policy_get,
+	.queue_gc = sqlb_queue_gc,
+	.exec_clear = sqlb_exec_clear,
+	.checkpoint = sqlb_checkpoint,
+	.restore = sqlb_restore,
+	.info = sqlb_info,
+	.stats = sqlb_stats,
+	.verify = sqlb_verify,
+	.free_reserve = sqlb_free_reserve,
+	.export_rows = sqlb_export,
+	.import_rows = sqlb_import,
+};

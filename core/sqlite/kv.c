@@ -1,0 +1,569 @@
+/*
+ * kv.c - scoped key/value state (function_state) and counters
+ * (function_counter) over SQLite.
+ *
+ * Every write also maintains the row's last write time in statefs_kv_time or
+ * statefs_counter_time, inside the same BEGIN IMMEDIATE transaction, so a
+ * reader never sees a value without its time or the other way round. The
+ * time tables share the data tables' key order, so range deletes apply the
+ * same bounds to both without a join. Times have one-second resolution
+ * (util_i.h), and the time upsert's conflict branch only updates when the
+ * stored second is older than the current one: a key rewritten many times
+ * in one second dirties its time page once, and the upsert that changes
+ * nothing dirties no page at all; when the connection knows the row is
+ * current (stamp.c), the upsert is not even run. A clock stepped back
+ * leaves the later time in place until the clock catches up (times of a
+ * key never go backwards).
+ *
+ * Counter overflow: SQLite turns an integer overflow into a REAL, which the
+ * SDK would then store. The add statement instead carries the bounds
+ * (computed in C, where they cannot overflow) between which the old value
+ * may be for old + delta to fit; outside them the update does not happen,
+ * RETURNING yields no row, and the transaction is rolled back.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sqlite_i.h"
+#include "util_i.h"
+
+/* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
+ * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3), bit 4
+ * the start bound is exclusive. Its columns are sqlb_rows': id (0),
+ * value, size, mtime, counter, key. */
+static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
+                               int *status)
+{
+	int slot = (counters ? ST_CTR_SCAN : ST_KV_SCAN) + v;
+	const char *table = counters ? "function_counter" : "function_state";
+	const char *ttable = counters ? "statefs_counter_time"
+	                              : "statefs_kv_time";
+	const char *cols = counters ? "NULL, 0, t.mtime_ns, f.n"
+	                 : (v & 8) ? "NULL, length(f.value), t.mtime_ns, 0"
+	                           : "f.value, length(f.value), t.mtime_ns, 0";
+	char sql[512];
+
+	if (b->st[slot])
+		return b->st[slot];
+	snprintf(sql, sizeof(sql),
+	         "SELECT 0, %s, f.key FROM %s f LEFT JOIN %s t"
+	         " ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
+	         " WHERE f.scope_id=?1 AND f.ns=?2%s%s ORDER BY f.key%s LIMIT ?5",
+	         cols, table, ttable,
+	         (v & 1) ? ((v & 16) ? " AND f.key>?3" : " AND f.key>=?3") : "",
+	         (v & 2) ? " AND f.key<?4" : "", (v & 4) ? " DESC" : "");
+	return sqlb_stmt(b, slot, sql, status);
+}
+
+static void bind_range(sqlite3_stmt *st, sfs_slice start, sfs_slice end)
+{
+	if (start.ptr)
+		sqlb_bind(st, 3, start);
+	if (end.ptr)
+		sqlb_bind(st, 4, end);
+}
+
+static int scan(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
+                const sfs_scan_opts *o, sfs_list *out)
+{
+	int v = (o->start.ptr ? 1 : 0) | (o->end.ptr ? 2 : 0) |
+	        (o->reverse ? 4 : 0) | (!counters && o->keys_only ? 8 : 0) |
+	        (o->start.ptr && o->start_after ? 16 : 0);
+	int status = SFS_OK;
+	sqlite3_stmt *st = scan_stmt(b, counters, v, &status);
+
+	if (!st)
+		return status;
+	sqlb_bind(st, 1, scope);
+	sqlb_bind(st, 2, ns);
+	bind_range(st, o->start, o->end);
+	sqlite3_bind_int64(st, 5, o->limit > 0 ? o->limit : -1);
+	return sqlb_rows(b, st, out, "scanning");
+}
+
+int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 const sfs_scan_opts *o, sfs_list *out)
+{
+	return scan(b, 0, scope, ns, o, out);
+}
+
+int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_scan_opts *o, sfs_list *out)
+{
+	return scan(b, 1, scope, ns, o, out);
+}
+
+#define KV_TIME_SQL                                                        \
+	"INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"         \
+	" VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"           \
+	" DO UPDATE SET mtime_ns=excluded.mtime_ns"                          \
+	" WHERE mtime_ns<excluded.mtime_ns"
+
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *tput = sqlb_stmt(b, ST_KV_PUT_TIME, KV_TIME_SQL, &status);
+
+	if (!tput || stamp_key(b, 0, scope, ns, key, now))
+		return status;
+	sqlb_bind_key(tput, scope, ns, key);
+	sqlite3_bind_int64(tput, 4, now);
+	return sqlb_run(b, tput, "writing a value's time");
+}
+
+/* Writes one value and its time; inside a write transaction. */
+static int put_one(sfs_backend *b, sqlite3_stmt *put, sfs_slice scope,
+                   sfs_slice ns, sfs_slice key, sfs_slice value, int64_t now)
+{
+	int status;
+
+	sqlb_bind_key(put, scope, ns, key);
+	sqlb_bind(put, 4, value);
+	status = sqlb_run(b, put, "writing a value");
+	return status == SFS_OK ? sqlb_kv_time(b, scope, ns, key, now) : status;
+}
+
+static sqlite3_stmt *put_stmt(sfs_backend *b, int *status)
+{
+	/* An upsert updates the row in place; INSERT OR REPLACE (the SDK's
+	 * statement, same result) deletes and re-inserts it under a new rowid,
+	 * touching more pages. */
+	return sqlb_stmt(b, ST_KV_PUT,
+	        "INSERT INTO function_state (scope_id, ns, key, value)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET value=excluded.value", status);
+}
+
+static int put_many_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                       const sfs_slice *keys, const sfs_slice *values,
+                       size_t n)
+{
+	int64_t now = sfs_clock_mtime_ns();
+	int status = SFS_OK;
+	sqlite3_stmt *put = put_stmt(b, &status);
+
+	for (size_t i = 0; put && i < n && status == SFS_OK; i++)
+		status = put_one(b, put, scope, ns, keys[i], values[i], now);
+	return status;
+}
+
+static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
+{
+	return sqlb_stmt(b, ST_KV_GET,
+	        "SELECT value FROM function_state WHERE " SQLB_KEYEQ, status);
+}
+
+int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                sfs_buf *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = get_stmt(b, &status);
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	return sqlb_one_blob(b, st, out, "reading a value");
+}
+
+int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, size_t n, sfs_list *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = get_stmt(b, &status);
+	listb lb = LISTB_INIT;
+	const void *p;
+	size_t len;
+	int rc = SQLITE_DONE;
+
+	if (!st)
+		return status;
+	status = sqlb_begin_read(b); /* one snapshot for all keys */
+	if (status != SFS_OK)
+		return status;
+	for (size_t i = 0; i < n; i++) {
+		if (!listb_push(&lb))
+			break;
+		listb_key(&lb, keys[i].ptr, keys[i].len);
+		sqlb_bind_key(st, scope, ns, keys[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			p = sqlb_col(st, 0, &len);
+			listb_value(&lb, p, len);
+			lb.items[lb.n - 1].st.size = len;
+			rc = SQLITE_DONE;
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			break;
+	}
+	if (rc != SQLITE_DONE) {
+		status = sqlb_fail(b, rc, "reading values");
+		sqlb_rollback(b);
+		listb_discard(&lb);
+		return status;
+	}
+	status = sqlb_commit(b);
+	if (status != SFS_OK) {
+		listb_discard(&lb);
+		return status;
+	}
+	return listb_finish(&lb, out);
+}
+
+int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 sfs_stat *out)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_STAT,
+	        "SELECT length(f.value), t.mtime_ns FROM function_state f"
+	        " LEFT JOIN statefs_kv_time t ON t.scope_id=f.scope_id"
+	        " AND t.ns=f.ns AND t.key=f.key"
+	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	return sqlb_one_stat(b, st, out, "reading a value's size");
+}
+
+/* Deletes one row of a data table and its time row, in an open write
+ * transaction. SFS_NOTFOUND when there was no data row. */
+static int delete_one(sfs_backend *b, int slot, const char *sql, int tslot,
+                      const char *tsql, sfs_slice scope, sfs_slice ns,
+                      sfs_slice key)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
+	sqlite3_stmt *tst = st ? sqlb_stmt(b, tslot, tsql, &status) : NULL;
+
+	if (!tst)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	status = sqlb_run(b, st, "deleting");
+	if (status != SFS_OK)
+		return status;
+	if (sqlite3_changes(b->db) == 0)
+		return SFS_NOTFOUND;
+	sqlb_bind_key(tst, scope, ns, key);
+	return sqlb_run(b, tst, "deleting a time");
+}
+
+static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key)
+{
+	return delete_one(b, ST_KV_DEL,
+	                  "DELETE FROM function_state WHERE " SQLB_KEYEQ,
+	                  ST_KV_DEL_TIME,
+	                  "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ,
+	                  scope, ns, key);
+}
+
+int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key)
+{
+	IN_WRITE_TX(b, kv_delete_tx(b, scope, ns, key));
+}
+
+/* Deletes [start, end) of (scope, ns) with its times; count may be NULL. */
+static int delete_range_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                           sfs_slice start, sfs_slice end, uint64_t *count)
+{
+	int v = (start.ptr ? 1 : 0) | (end.ptr ? 2 : 0);
+	const char *lo = (v & 1) ? " AND key>=?3" : "";
+	const char *hi = (v & 2) ? " AND key<?4" : "";
+	int status = SFS_OK;
+	sqlite3_stmt *st, *tst;
+	char sql[256];
+
+	if (!(tst = b->st[ST_KV_DELRANGE_TIME + v])) {
+		snprintf(sql, sizeof(sql), "DELETE FROM statefs_kv_time"
+		         " WHERE scope_id=?1 AND ns=?2%s%s", lo, hi);
+		if (!(tst = sqlb_stmt(b, ST_KV_DELRANGE_TIME + v, sql, &status)))
+			return status;
+	}
+	if (!(st = b->st[ST_KV_DELRANGE + v])) {
+		snprintf(sql, sizeof(sql), "DELETE FROM function_state"
+		         " WHERE scope_id=?1 AND ns=?2%s%s", lo, hi);
+		if (!(st = sqlb_stmt(b, ST_KV_DELRANGE + v, sql, &status)))
+			return status;
+	}
+	sqlb_bind(tst, 1, scope);
+	sqlb_bind(tst, 2, ns);
+	bind_range(tst, start, end);
+	status = sqlb_run(b, tst, "deleting times");
+	if (status != SFS_OK)
+		return status;
+	sqlb_bind(st, 1, scope);
+	sqlb_bind(st, 2, ns);
+	bind_range(st, start, end);
+	status = sqlb_run(b, st, "deleting a range");
+	if (status == SFS_OK && count)
+		*count = (uint64_t)sqlite3_changes64(b->db);
+	return status;
+}
+
+int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                         sfs_slice start, sfs_slice end, uint64_t *count)
+{
+	uint64_t c = 0;
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = delete_range_tx(b, scope, ns, start, end, &c);
+	status = sqlb_end_write_if(b, status, c > 0);
+	if (status == SFS_OK && count)
+		*count = c;
+	return status;
+}
+
+/* SFS_PUT_REPLACE (the stream engine's RestoreAll): the namespace empties
+ * first, in the same transaction. A replace deletes time rows, so it is not
+ * a stamped transaction. */
+static int replace_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_slice *keys, const sfs_slice *values,
+                      size_t n)
+{
+	int status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
+
+	return status == SFS_OK ? put_many_tx(b, scope, ns, keys, values, n)
+	                        : status;
+}
+
+int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, const sfs_slice *values, size_t n,
+                     unsigned flags)
+{
+	if (flags & SFS_PUT_REPLACE)
+		IN_WRITE_TX(b, replace_tx(b, scope, ns, keys, values, n));
+	IN_STAMPED_TX(b, put_many_tx(b, scope, ns, keys, values, n));
+}
+
+/* Drain: the read and the delete share one write transaction, which holds
+ * the write lock from its first statement, so no other process can add or
+ * remove a key in between and nothing is lost or returned twice. */
+int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_list *out)
+{
+	sfs_scan_opts all = { .start = SFS_NONE, .end = SFS_NONE };
+	sfs_list l = { NULL, 0 };
+	int status = sqlb_begin_write(b);
+
+	if (status != SFS_OK)
+		return status;
+	status = scan(b, 0, scope, ns, &all, &l);
+	if (status == SFS_OK && l.n)
+		status = delete_range_tx(b, scope, ns, SFS_NONE, SFS_NONE, NULL);
+	status = sqlb_end_write_if(b, status, l.n > 0);
+	if (status != SFS_OK) {
+		sfs_list_free(&l);
+		return status;
+	}
+	*out = l;
+	return SFS_OK;
+}
+
+static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_EXISTS,
+	        "SELECT 1 FROM function_state WHERE " SQLB_KEYEQ, &status);
+	int rc;
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return SFS_OK;
+	return rc == SQLITE_DONE ? SFS_NOTFOUND : sqlb_fail(b, rc, "looking up");
+}
+
+static int same(sfs_slice a, sfs_slice b)
+{
+	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
+}
+
+/* Rename keeps the value's time, as rename(2) keeps a file's mtime. */
+static int kv_rename_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                        sfs_slice to_key, unsigned flags)
+{
+	int status = kv_exists(b, scope, ns, key);
+	sqlite3_stmt *mv, *tmv;
+
+	if (status != SFS_OK)
+		return status;
+	if (same(scope, to_scope) && same(ns, to_ns) && same(key, to_key))
+		return SFS_OK;
+	if (flags & SFS_RENAME_NOREPLACE) {
+		status = kv_exists(b, to_scope, to_ns, to_key);
+		if (status == SFS_OK)
+			return sfs_err(SFS_EXISTS, "the target key exists");
+		if (status != SFS_NOTFOUND)
+			return status;
+	}
+	status = kv_delete_tx(b, to_scope, to_ns, to_key);
+	if (status != SFS_OK && status != SFS_NOTFOUND)
+		return status;
+	mv = sqlb_stmt(b, ST_KV_MOVE,
+	        "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
+	        " WHERE " SQLB_KEYEQ, &status);
+	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME,
+	        "UPDATE statefs_kv_time SET scope_id=?4, ns=?5, key=?6"
+	        " WHERE " SQLB_KEYEQ, &status) : NULL;
+	if (!tmv)
+		return status;
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st = i ? tmv : mv;
+
+		sqlb_bind_key(st, scope, ns, key);
+		sqlb_bind(st, 4, to_scope);
+		sqlb_bind(st, 5, to_ns);
+		sqlb_bind(st, 6, to_key);
+		status = sqlb_run(b, st, "renaming");
+		if (status != SFS_OK)
+			return status;
+	}
+	return SFS_OK;
+}
+
+int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                   sfs_slice to_key, unsigned flags)
+{
+	IN_WRITE_TX(b, kv_rename_tx(b, scope, ns, key, to_scope, to_ns, to_key,
+	                            flags));
+}
+
+/* --- counters ----------------------------------------------------------- */
+
+int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t *value, int64_t *mtime_ns)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_GET,
+	        "SELECT f.n, t.mtime_ns FROM function_counter f"
+	        " LEFT JOIN statefs_counter_time t ON t.scope_id=f.scope_id"
+	        " AND t.ns=f.ns AND t.key=f.key"
+	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
+	int rc;
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*value = sqlite3_column_int64(st, 0);
+		*mtime_ns = sqlite3_column_int64(st, 1);
+		status = SFS_OK;
+	} else if (rc == SQLITE_DONE) {
+		status = SFS_NOTFOUND;
+	} else {
+		status = sqlb_fail(b, rc, "reading a counter");
+	}
+	sqlite3_reset(st);
+	return status;
+}
+
+static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key)
+{
+	int status = SFS_OK;
+	int64_t now = sfs_clock_mtime_ns();
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_TIME,
+	        "INSERT INTO statefs_counter_time (scope_id, ns, key, mtime_ns)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
+	        " WHERE mtime_ns<excluded.mtime_ns", &status);
+
+	if (!st || stamp_key(b, 1, scope, ns, key, now))
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, now);
+	return sqlb_run(b, st, "writing a counter's time");
+}
+
+static int counter_add_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                          sfs_slice key, int64_t delta, int64_t *value)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_ADD,
+	        "INSERT INTO function_counter (scope_id, ns, key, n)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET n=n+excluded.n WHERE n BETWEEN ?5 AND ?6"
+	        " RETURNING n", &status);
+	int64_t lo = delta < 0 ? INT64_MIN - delta : INT64_MIN;
+	int64_t hi = delta > 0 ? INT64_MAX - delta : INT64_MAX;
+	int rc;
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, delta);
+	sqlite3_bind_int64(st, 5, lo);
+	sqlite3_bind_int64(st, 6, hi);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*value = sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
+	} else if (rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		return sfs_err(SFS_OVERFLOW, "adding %lld leaves int64",
+		               (long long)delta);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sqlb_fail(b, rc, "adding to a counter");
+	return counter_time(b, scope, ns, key);
+}
+
+int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t delta, int64_t *value)
+{
+	int64_t v = 0;
+	int status = sqlb_begin_stamped(b);
+
+	if (status == SFS_OK)
+		status = sqlb_end_write(b, counter_add_tx(b, scope, ns, key,
+		                                          delta, &v));
+	if (status == SFS_OK && value)
+		*value = v;
+	return status;
+}
+
+static int counter_set_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                          sfs_slice key, int64_t value)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_SET,
+	        "INSERT INTO function_counter (scope_id, ns, key, n)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        " DO UPDATE SET n=excluded.n", &status);
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, value);
+	status = sqlb_run(b, st, "setting a counter");
+	return status == SFS_OK ? counter_time(b, scope, ns, key) : status;
+}
+
+int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t value)
+{
+	IN_STAMPED_TX(b, counter_set_tx(b, scope, ns, key, value));
+}
+
+int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key)
+{
+	IN_WRITE_TX(b, delete_one(b, ST_CTR_DEL,
+	            "DELETE FROM function_counter WHERE " SQLB_KEYEQ,
+	            ST_CTR_DEL_TIME,
+	            "DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ,
+	            scope, ns, key));
+}

@@ -1,0 +1,466 @@
+/*
+ * sqlite_i.h - the SQLite backend's shared internals (private).
+ *
+ * The backend is split by job: conn.c (connection, statement cache,
+ * transactions, status translation, the ops table), schema.c (DDL and
+ * versions), kv.c (key/value and counters), value.c (parts of a value:
+ * ranged reads and edits), dir.c (scopes, namespaces,
+ * directories, renames), seq.c (logs, queues and pending items), item.c
+ * (the item functions by state), timemap.c (the time maps of log entries
+ * and queue items), claim.c (claims, in-flight items, dead letters,
+ * recovery), stamp.c (the times a connection knows are already written),
+ * whole.c (exec clear, checkpoint, restore, info, verify), export.c, and
+ * beside them the page-encrypting VFS (vfs.c, check.c; vfs_i.h) and
+ * rekey.c. Nothing outside core/sqlite/ includes this header.
+ *
+ * Concurrency rules every file follows (see docs/engine.md):
+ *  - One connection per handle; the caller's lock serialises calls.
+ *  - A write is a transaction opened with BEGIN IMMEDIATE (sqlb_begin_write),
+ *    so it holds the write lock before it reads anything and can never fail
+ *    with SQLITE_BUSY_SNAPSHOT; waiting for the lock is the busy timeout's
+ *    job. Reads of more than one statement run in one deferred transaction
+ *    (sqlb_begin_read) so they see one snapshot.
+ *  - Statements are prepared once per connection (SQLITE_PREPARE_PERSISTENT)
+ *    and reset after each use, also on error paths, so no read transaction
+ *    outlives the call that opened it.
+ */
+#ifndef STATEFS_SQLITE_I_H
+#define STATEFS_SQLITE_I_H
+
+#include <sqlite3.h>
+
+#include "backend_i.h"
+#include "vfs_i.h"
+#include "err_i.h"
+#include "list_i.h"
+
+/* 1: one time row per log entry and queue item. 2: sparse time maps
+ * (timemap.c), whole-second mtimes. 3: claims (claim.c); the
+ * time override table became statefs_queue_pending, with a delivery
+ * count. 4: statefs_queue_stats, the push and take counts (stats.c);
+ * claims on a namespace's entries (statefs_kv_taken); queue markers
+ * (statefs_qmark), so that another program's clear reaches items in
+ * flight. */
+#define SQLB_SCHEMA_VERSION 4
+
+/* The rows of work_queue (alias q) that are items of queue ?1: not the
+ * two marker rows at its tail (statefs_qmark, claim.c). */
+#define SQLB_QLIVE(q)                                                      \
+	q "id<coalesce((SELECT lo FROM statefs_qmark WHERE queue=?1),"     \
+	" 9223372036854775807)"
+/* The same for a row of any queue (a correlated check per row). */
+#define SQLB_QLIVE_ANY(q)                                                  \
+	"NOT EXISTS (SELECT 1 FROM statefs_qmark m WHERE m.queue=" q          \
+	"execution_id AND " q "id>=m.lo)"
+
+/* The statement cache: one row per statement, with the number of variants
+ * it has (optional bounds, direction, keys only: the file that builds it
+ * says which bit is which). SQLB_SLOTS gives each row its first slot,
+ * ST_<name>; variant v (v < the row's count) is slot ST_<name> + v. The
+ * enum is generated from this table, so a statement is added by adding its
+ * row, in the group of the file that prepares it. */
+#define SQLB_STATEMENTS(X)                                                 \
+	/* conn.c: transactions and the change counter */                  \
+	X(BEGIN_WRITE, 1) X(BEGIN_READ, 1) X(COMMIT, 1) X(ROLLBACK, 1)     \
+	X(DATA_VERSION, 1)                                                 \
+	/* kv.c: values (scan: start, end, descending, keys only, start    \
+	 * exclusive) */                                                   \
+	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
+	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32)      \
+	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
+	X(KV_MOVE_TIME, 1)                                                 \
+	/* value.c: parts of a value */                                    \
+	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
+	/* kv.c: counters (scan: start, end, descending, -, start          \
+	 * exclusive) */                                                   \
+	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
+	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 32)                   \
+	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
+	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
+	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
+	X(LOG_CLEAR, 3) X(LOG_CLEAR_RANGE, 3)                              \
+	/* seq.c: queues and pending items */                              \
+	X(Q_PUSH, 1) X(Q_POP, 1) X(Q_DEL, 1) X(Q_CLEAR_OVR, 1)             \
+	X(Q_CLEAR_RANGE, 1) X(Q_CLEAR, 2)                                  \
+	/* item.c: [state - 1] rows (scan: 3 states x keys only) */        \
+	X(ITEM_COUNT, 3) X(ITEM_SCAN, 6) X(ITEM_GET, 3) X(ITEM_STAT, 3)    \
+	/* timemap.c: [tm_which] pairs */                                  \
+	X(TM_NOTE, 2) X(TM_PRUNE_BELOW, 2) X(TM_PRUNE_RANGE, 2)            \
+	X(TM_OVR_SET, 1) X(TM_OVR_DEL, 1)                                  \
+	/* claim.c: claiming and acting on a claim */                      \
+	X(CLAIM_SEQ, 1) X(CLAIM_GET, 1) X(CLAIM_NEW, 1) X(CLAIM_HEAD, 1)   \
+	X(CLAIM_ONE, 1) X(CLAIM_ANY, 1) X(CLAIM_ANY_ONE, 1)                \
+	X(CLAIM_DEL_PEND, 1) X(CLAIM_DEL_Q, 1) X(CLAIM_READ, 1)            \
+	X(CLAIM_BEAT, 1) X(CLAIM_OWNER, 1) X(CLAIM_HOLDS, 1)               \
+	X(CLAIM_KIND, 1) X(CLAIM_HOLD_Q, 1)                                \
+	/* claim.c: a claim's items (queue or namespace x keys only) */    \
+	X(CLAIM_ITEMS, 4)                                                  \
+	/* claim.c: claims on a namespace's entries */                     \
+	X(KVC_ANY, 1) X(KVC_TAKE, 1) X(KVC_DEL, 1) X(KVC_DEL_TIME, 1)      \
+	X(KVC_HOLDS, 1) X(KVC_BACK_TIME, 1) X(KVC_BACK, 1) X(KVC_DONE, 1)  \
+	/* claim.c: queue markers (tidy: every queue, one queue) */        \
+	X(MARK_HAS, 1) X(MARK_ROWS, 1) X(MARK_SET, 1) X(MARK_TIDY_ROWS, 2) \
+	X(MARK_TIDY, 2)                                                    \
+	/* claim.c: settling items */                                      \
+	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
+	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \
+	X(SETTLE_DEL, 1) X(SETTLE_END, 1)                                  \
+	/* claim.c: recovery (pairs: every queue, one queue) */            \
+	X(GC_POLICY, 1) X(GC_POLICIES, 1) X(GC_ANY, 1) X(GC_TTL_Z, 1)      \
+	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \
+	X(GC_EXPIRED, 2) X(GC_DEAD, 2) X(GC_BACK, 2) X(GC_PEND, 2)         \
+	X(GC_DEL_ITEMS, 2) X(GC_DEL_CLAIMS, 2) X(GC_KV_TIME, 2)            \
+	X(GC_KV_BACK, 2) X(GC_KV_DEL, 2)                                   \
+	/* claim.c: dead letters, policies */                              \
+	X(DEAD_REQ, 1) X(DEAD_DEL, 1) X(DEAD_CLEAR, 1) X(POLICY_SET, 1)    \
+	X(POLICY_DEL, 1)                                                   \
+	/* dir.c: [family - 1] rows (next: 4 families x first, next) */    \
+	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
+	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
+	X(DIR_HAS_NS_DIRS, 1)                                              \
+	/* stats.c */                                                      \
+	X(QSTAT_ADD, 1) X(QSTAT_PRUNE, 1) X(STATS_QUEUES, 1)               \
+	X(STATS_SCOPES, 1)
+
+enum {
+#define SQLB_SLOT(name, variants)                                          \
+	ST_##name, ST_##name##_LAST_ = ST_##name + (variants) - 1,
+	SQLB_STATEMENTS(SQLB_SLOT)
+#undef SQLB_SLOT
+	ST_MAX
+};
+
+typedef struct stamp_cache stamp_cache;
+typedef struct qstat qstat;
+
+struct sfs_backend {
+	sqlite3 *db;
+	crypt_vfs *vfs;            /* NULL for plaintext and memory stores */
+	char *path;
+	int memory;
+	int readonly;
+	int short_of_space;        /* gave back its reserve (conn.c) */
+	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
+	uint64_t commits;          /* write commits made on this connection */
+	stamp_cache *stamps;       /* stamp.c; NULL until first used */
+	qstat *qstats;             /* stats.c; NULL until first used */
+	sqlite3_stmt *st[ST_MAX];
+};
+
+/* --- conn.c ------------------------------------------------------ */
+
+/* THE translation of SQLite result codes into sfs_status: every failure of
+ * a SQLite call in the engine goes through here. Sets the thread's detail to
+ * "<what>: <sqlite message>" (or, with encrypted set, the encryption
+ * layer's message for a page that failed authentication) and returns the
+ * status. db may be NULL (before a connection exists). */
+int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what);
+/* sqlb_status for the backend's own connection. */
+int sqlb_fail(sfs_backend *b, int rc, const char *what);
+
+/* The cached statement in slot, prepared from sql on first use; NULL with
+ * the detail set on failure (*status gets the code). */
+sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
+                        int *status);
+
+/* Steps a statement that returns no rows, resets it. SFS_OK or a status. */
+int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
+
+int sqlb_begin_write(sfs_backend *b);
+/* The same for a transaction whose writes only move times forward (put,
+ * counter add and set, log append, queue push and pop): it may use the
+ * stamp cache (stamp.c). */
+int sqlb_begin_stamped(sfs_backend *b);
+int sqlb_begin_read(sfs_backend *b);
+int sqlb_commit(sfs_backend *b);
+void sqlb_rollback(sfs_backend *b);
+
+/* Ends the write transaction sqlb_begin_write opened, after its body
+ * returned status: commits on SFS_OK, else rolls back. Returns status, or
+ * the commit's failure. A write function reads
+ *     status = sqlb_begin_write(b);
+ *     if (status == SFS_OK)
+ *             status = sqlb_end_write(b, body_tx(b, ..., &v));
+ *     if (status == SFS_OK && out)
+ *             *out = v;
+ * so its outputs are set only once the commit succeeded. */
+int sqlb_end_write(sfs_backend *b, int status);
+/* The same for a body that may have changed nothing (a clear, a drain, a
+ * recovery pass): a successful one that did not (changed == 0) is rolled
+ * back, so it counts no commit and sfs_store_version stays. */
+int sqlb_end_write_if(sfs_backend *b, int status, int changed);
+
+/* The body of a write function without outputs: returns expr's status
+ * inside BEGIN IMMEDIATE ... COMMIT, rolled back on any status but
+ * SFS_OK. */
+#define IN_WRITE_TX(b, expr)                                               \
+	do {                                                               \
+		int st_ = sqlb_begin_write(b);                             \
+		return st_ != SFS_OK ? st_ : sqlb_end_write(b, (expr));    \
+	} while (0)
+/* The same in a stamped transaction. */
+#define IN_STAMPED_TX(b, expr)                                             \
+	do {                                                               \
+		int st_ = sqlb_begin_stamped(b);                           \
+		return st_ != SFS_OK ? st_ : sqlb_end_write(b, (expr));    \
+	} while (0)
+
+/* Runs one SQL text that needs no caching (DDL, PRAGMAs). */
+int sqlb_exec(sfs_backend *b, const char *sql, const char *what);
+
+/* Binds a byte string (never NULL: an empty slice binds x''). */
+int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s);
+/* Binds a key's three names to ?1, ?2, ?3, as SQLB_KEYEQ names them. */
+void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key);
+#define SQLB_KEYEQ "scope_id=?1 AND ns=?2 AND key=?3"
+/* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
+const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
+
+/* Steps a bound listing statement to its end into *out, and resets it.
+ * Its columns, as far as it has them, are the sfs_item fields in the order
+ * below (a NULL value, key or reason: none). A failure is
+ * sqlb_fail(what). */
+enum {
+	SQLB_COL_ID, SQLB_COL_VALUE, SQLB_COL_SIZE, SQLB_COL_MTIME,
+	SQLB_COL_COUNTER, SQLB_COL_KEY, SQLB_COL_DELIVERIES, SQLB_COL_CLAIM,
+	SQLB_COL_LEASE, SQLB_COL_REASON,
+};
+int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
+              const char *what);
+
+/* Step a bound statement that returns at most one row, and reset it. No
+ * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
+ * sqlb_one_blob copies the row's first column into *out (malloc'd);
+ * sqlb_one_stat reads the columns size, mtime and, as far as it has them,
+ * deliveries, claim_id and lease_until into *out. */
+int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
+                  const char *what);
+int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
+                  const char *what);
+
+/* --- schema.c ----------------------------------------------------- */
+/* Creates missing tables (or, read-only, shadows our missing tables with
+ * empty temporary ones) and checks the schema version. */
+int sqlb_schema_init(sfs_backend *b);
+/* The tables restore acts on: the SDK's four, then ours (statefs_*
+ * except statefs_meta, and statefs_queue_stats: the live store's counts
+ * only grow), read from sqlite_schema of schema `db` ("main").
+ * *names is malloc'd, NULL-terminated, entries malloc'd. */
+int sqlb_schema_tables(sfs_backend *b, const char *db, char ***names);
+void sqlb_schema_tables_free(char **names);
+
+/* --- timemap.c ---------------------------------------------------- */
+/* Sparse time maps of log entries and queue items (see the file). Every
+ * call runs inside the caller's write transaction. */
+typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
+
+/* The time of a log entry / a pending queue item whose id is the SQL
+ * expression e (a column like "l.id"), as a SQL expression; 0 when
+ * unknown. */
+#define TM_LOG_AT(e)                                                       \
+	"coalesce((SELECT mtime_ns FROM statefs_log_timemap WHERE id<=" e  \
+	" ORDER BY id DESC LIMIT 1), 0)"
+#define TM_QUEUE_AT(e)                                                     \
+	"coalesce((SELECT enqueued_ns FROM statefs_queue_pending"          \
+	" WHERE id=" e "), (SELECT enqueued_ns FROM statefs_queue_timemap"  \
+	" WHERE id<=" e " ORDER BY id DESC LIMIT 1), 0)"
+
+/* After entry id (the first of a batch) was inserted at now (whole
+ * seconds): adds a map row if now is later than the latest row's time. */
+int tm_note(sfs_backend *b, tm_which w, int64_t id, int64_t now);
+/* After entries with ids in [lo, hi] were deleted: drops the map rows
+ * that no longer govern any entry. */
+int tm_prune(sfs_backend *b, tm_which w, int64_t lo, int64_t hi);
+/* Import: entry id, already in its table, gets time t; no other entry's
+ * time changes. */
+int tm_import(sfs_backend *b, tm_which w, int64_t id, int64_t t);
+/* A pending queue item's own time (its wait restarted), and its removal
+ * (a no-op when it has none) when the item leaves the queue. */
+int tm_override_set(sfs_backend *b, int64_t id, int64_t t);
+int tm_override_del(sfs_backend *b, int64_t id);
+/* Fills the maps of main from the version-1 per-entry tables in schema
+ * ("main" when migrating, "ckpt" when restoring an old checkpoint), after
+ * main's log and queue tables hold their final rows. */
+int tm_convert_v1(sfs_backend *b, const char *schema);
+
+/* --- the ops, by file (backend_i.h says what each does) ---------------- */
+/* conn.c */
+void sqlb_close(sfs_backend *b);
+/* kv.c */
+int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, const sfs_slice *values,
+                     size_t n, unsigned flags);
+int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                sfs_buf *out);
+int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     const sfs_slice *keys, size_t n, sfs_list *out);
+int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 sfs_stat *out);
+int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key);
+/* Writes a value's time row (now) in an open stamped write transaction. */
+int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 sfs_slice key, int64_t now);
+int sqlb_kv_edit(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 const sfs_edit *edits, size_t n, unsigned flags,
+                 uint64_t max_value, uint64_t *size);
+int sqlb_kv_read(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 uint64_t off, size_t len, sfs_buf *out, uint64_t *size);
+int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                 const sfs_scan_opts *o, sfs_list *out);
+int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                         sfs_slice start, sfs_slice end, uint64_t *count);
+int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_list *out);
+int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                   sfs_slice to_key, unsigned flags);
+int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t *value, int64_t *mtime_ns);
+int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t delta, int64_t *value);
+int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t value);
+int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key);
+int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      const sfs_scan_opts *o, sfs_list *out);
+/* dir.c */
+int sqlb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                  sfs_slice ns, sfs_slice after, long limit, sfs_list *out);
+int sqlb_dir_exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_create(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_remove(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns);
+int sqlb_dir_rename(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns, sfs_slice to_scope, sfs_slice to_ns,
+                    unsigned flags);
+/* seq.c */
+int sqlb_log_append(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, sfs_slice value, int64_t *id);
+int sqlb_log_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t after_id, long limit, int keys_only,
+                  sfs_list *out);
+int sqlb_log_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                 int64_t id, sfs_buf *out);
+int sqlb_log_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, int64_t id, sfs_stat *out);
+/* The keys of a log namespace holding entries (sfs_dir_list). */
+int sqlb_log_keys(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice after, long limit, sfs_list *out);
+int sqlb_log_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                    sfs_slice key, int64_t id);
+int sqlb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, uint64_t *count);
+int sqlb_queue_push(sfs_backend *b, sfs_slice queue, const sfs_slice *items,
+                    size_t n, int64_t *first_id);
+int sqlb_queue_pop(sfs_backend *b, sfs_slice queue, long max, sfs_list *out);
+/* Pending items leaving the queue: one by id, or all; inside a write
+ * transaction (with their times and time-map rows). */
+int sqlb_pending_delete_tx(sfs_backend *b, sfs_slice queue, int64_t id);
+int sqlb_pending_clear_tx(sfs_backend *b, sfs_slice queue, int64_t upto,
+                          uint64_t *count);
+/* item.c */
+int sqlb_item_count(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                    uint64_t *n);
+int sqlb_item_scan(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   int64_t after_id, long limit, int keys_only,
+                   sfs_list *out);
+int sqlb_item_get(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                  int64_t id, sfs_buf *out);
+int sqlb_item_stat(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                   int64_t id, sfs_stat *out);
+int sqlb_item_delete(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                     int64_t id);
+int sqlb_item_clear(sfs_backend *b, sfs_slice queue, sfs_item_state st,
+                    uint64_t *count);
+/* claim.c */
+int sqlb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
+               int64_t *claim_id, sfs_list *items);
+int sqlb_kv_claim(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  int64_t lease_ns, int64_t *claim_id, uint64_t *count);
+int sqlb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
+                     long limit, int keys_only, sfs_list *out);
+/* Markers for every queue with items in flight that has none (after a
+ * migration, a restore or an import: claim.c). Inside a write
+ * transaction. */
+int sqlb_marks_ensure(sfs_backend *b);
+int sqlb_claim_item(sfs_backend *b, sfs_slice queue, int64_t id,
+                    int64_t lease_ns, int64_t *claim_id);
+int sqlb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
+                         int64_t *lease_until_ns);
+int sqlb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
+                      const sfs_outcome *outcomes, size_t n);
+int sqlb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
+                     sfs_outcome outcome);
+int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
+                        int64_t lease_ns);
+int sqlb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
+                      int64_t *new_id);
+/* Dead letters leaving: one by id, or all of a queue (*count). */
+int sqlb_dead_delete(sfs_backend *b, sfs_slice queue, int64_t id);
+int sqlb_dead_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
+int sqlb_policy_set(sfs_backend *b, sfs_slice queue,
+                    const sfs_queue_policy *p);
+int sqlb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out);
+int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
+                  sfs_gc_stats *out);
+/* whole.c */
+int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count);
+int sqlb_checkpoint(sfs_backend *b, const char *path,
+                    sfs_progress_fn progress, void *ctx);
+int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn progress,
+                 void *ctx);
+int sqlb_info(sfs_backend *b, sfs_info *out);
+/* sqlb_info's figures, inside the caller's read transaction. */
+int sqlb_info_tx(sfs_backend *b, sfs_info *out);
+int sqlb_stats(sfs_backend *b, sfs_stats *out);
+int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
+/* export.c */
+int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
+                void *ctx, sfs_progress_fn progress, void *pctx);
+int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
+                void *ctx);
+/* rekey.c */
+int sqlb_rekey(const char *db, const sfs_key *old_key, const sfs_key *new_key,
+               sfs_progress_fn progress, void *ctx);
+
+/* --- stats.c --------------------------------------------------------- */
+/* Counts items pushed to (or taken from: popped, drained, claimed) a
+ * queue by the current write transaction. A count that cannot be kept
+ * (out of memory) is lost, never the operation. */
+void qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
+                uint64_t taken);
+/* Inside a write transaction, before COMMIT (sqlb_commit): writes the
+ * counts not yet written when the last write is a second old. */
+int qstat_flush(sfs_backend *b);
+/* Whether qstat_flush would write (a recovery pass that changed nothing
+ * still commits then: the daemon's counts reach the store). */
+int qstat_due(sfs_backend *b);
+/* At the transaction's end: its counts join the ones to write, or are
+ * dropped with a rollback; written ones are forgotten. */
+void qstat_end(sfs_backend *b, int committed);
+/* At close: writes what is left in a transaction of its own. */
+void qstat_close(sfs_backend *b);
+
+/* --- stamp.c ------------------------------------------------------ */
+/* Called by the transaction functions of conn.c: after BEGIN
+ * IMMEDIATE (stamped: the transaction may use the cache), and at its end
+ * (committed or rolled back). */
+void stamp_begin(sfs_backend *b, int stamped);
+void stamp_end(sfs_backend *b, int committed);
+void stamp_free(sfs_backend *b);
+/* Inside a stamped transaction, before writing a key's time row
+ * (counters: of function_counter) or a time map's note at now: 1 when the
+ * row is known to hold now or later already (skip the statement); else 0,
+ * and the cache takes the statement the caller now runs as done (if it
+ * fails, the transaction rolls back, and that forgets). Always 0 outside a
+ * stamped transaction. */
+int stamp_key(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
+              sfs_slice key, int64_t now);
+int stamp_map(sfs_backend *b, tm_which w, int64_t now);
+
+#endif /* STATEFS_SQLITE_I_H */

@@ -1,0 +1,1239 @@
+/*
+ * vfs.c - the page-encrypting SQLite VFS shim.
+ *
+ * A VFS instance wraps the default VFS ("unix") and holds one key; every
+ * database file, WAL and rollback journal opened through it is encrypted
+ * page by page (crypt/page.c). It works with the stock libsqlite3: SQLite
+ * never knows, except that it keeps 48 reserved bytes at the end of each
+ * page (crypt_db_setup) which the shim fills with nonce, tag and trailer on
+ * the way down and gives back as zeros on the way up.
+ *
+ * The rules it follows are numbered in docs/encryption.md; the ones that
+ * make or break it:
+ *  - SQLite reads back exactly the bytes it wrote (reserve zero), or its
+ *    WAL checksums fail after a crash and acknowledged commits vanish.
+ *  - WAL page writes often come without their frame header (in-place
+ *    overwrite): the header is then read back from the file.
+ *  - Only frame header bytes 0-7 are stable; salts and checksums are not
+ *    bound into the page.
+ *  - Temporary files are refused (temp_store=MEMORY keeps SQLite from
+ *    asking); io_methods version 2 has no xFetch, so nothing is mmap'd.
+ *  - No holes: a write past the end or a truncate that grows the file fills
+ *    the gap with encrypted zero pages, so a zero page on disk is an error.
+ *
+ * What it deliberately leaves out: other page layouts than the one in
+ * crypt/page_i.h, rollback-journal hardening beyond SQLite's own checksums
+ * (statefs stores run in WAL mode), and any cache: each page operation is
+ * one pread/pwrite plus one AEAD call.
+ *
+ * Threads: SQLite calls one file handle from one thread at a time (the
+ * connection's mutex), and a connection's WAL and journal reach the main
+ * file's keys under that same mutex. The list of open main files is shared
+ * by all connections of the VFS and guarded by crypt_vfs.mu.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+#include <sqlite3.h>
+
+#include "crypt/page_i.h"
+#include "wal_i.h"
+#include "vfs_i.h"
+#include "err_i.h"
+
+struct crypt_vfs {
+	sqlite3_vfs base;          /* first: SQLite sees this */
+	sqlite3_vfs *real;
+	sfs_key *key;              /* our copy, locked memory */
+	char name[48];
+	pthread_mutex_t mu;        /* guards mains */
+	struct cfile *mains;       /* open main database files */
+};
+
+enum cf_type { CF_DB = 1, CF_WAL, CF_JOURNAL, CF_PASS };
+enum salt_state { SALT_NONE, SALT_PROVISIONAL, SALT_KNOWN };
+
+typedef struct cfile {
+	sqlite3_file base;
+	struct crypt_vfs *vfs;
+	sqlite3_file *real;        /* right after this struct */
+	enum cf_type type;
+	const char *zname;
+	unsigned char *buf;        /* work buffer, P + 24 bytes */
+	size_t bufsz;
+
+	/* CF_DB only. */
+	struct cfile *next;        /* in vfs->mains */
+	cp_filekey *fk;            /* keys for the salt below */
+	enum salt_state salt;
+	uint32_t P;                /* page size, 0 until known */
+
+	/* CF_WAL, CF_JOURNAL: the main file. */
+	struct cfile *main;
+
+	/* CF_WAL: the WAL header and the last frame header written. */
+	unsigned char walhdr[CP_WAL_HDR];
+	int walhdr_ok;
+	unsigned char fhdr[CP_FRAME_HDR];
+	sqlite3_int64 fhdr_off;    /* -1: none cached */
+	/* CF_WAL: a recovery scan (frames read whole from frame 1 after the
+	 * header): the frame it reads next (0: none) and the checksum chain
+	 * through the frame before it. Any write ends it. */
+	uint32_t rec_next;
+	uint32_t rec_ck[2];
+
+	/* CF_JOURNAL: the last 4-byte field written or read (page number). */
+	unsigned char jpg[4];
+	sqlite3_int64 jpg_off;     /* -1: none cached */
+} cfile;
+
+/* ---- the message left for the SQL layer ---- */
+
+static _Thread_local char last_error[512];
+
+const char *crypt_last_error(void)
+{
+	return last_error[0] ? last_error : NULL;
+}
+
+void crypt_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
+SFS_PRINTF(2, 3)
+static int fail(int sqlite_rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	sqlite3_log(sqlite_rc, "statefs-crypt: %s", last_error);
+	sfs_log(LOG_ERR, "%s", last_error);
+	return sqlite_rc;
+}
+
+/* ---- keys of a main file ---- */
+
+static int cf_buf(cfile *f, size_t need)
+{
+	if (f->bufsz >= need)
+		return SQLITE_OK;
+	if (f->buf) {
+		sodium_memzero(f->buf, f->bufsz);
+		free(f->buf);
+	}
+	f->buf = malloc(need);
+	f->bufsz = f->buf ? need : 0;
+	return f->buf ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* Derives m->fk for salt and kdf; a key of the wrong type is "wrong key". */
+static int main_derive(cfile *m, const unsigned char *salt, int kdf)
+{
+	int rc;
+
+	if (!m->fk && !(m->fk = cp_filekey_new()))
+		return SQLITE_NOMEM;
+	rc = cp_derive(m->vfs->key, salt, kdf, m->fk);
+	if (rc == SFS_WRONGKEY)
+		return fail(SQLITE_IOERR_DATA, "wrong key for %s (%s)", m->zname,
+		            kdf == CRYPT_KDF_RAW ?
+		            "it was created with a raw key, not a passphrase" :
+		            "it was created with a passphrase, not a raw key");
+	if (rc)
+		return fail(SQLITE_NOMEM, "%s", sfs_errdetail());
+	return SQLITE_OK;
+}
+
+/* Reads the clear start of page 1 from disk. *have is 0 for an empty file.
+ * Refuses a plaintext or foreign file with a sentence. */
+static int main_read_head(cfile *m, unsigned char hdr[24], unsigned char
+                          trailer[8], int *have)
+{
+	sqlite3_int64 size;
+	uint32_t P;
+	int rc;
+
+	*have = 0;
+	rc = m->real->pMethods->xFileSize(m->real, &size);
+	if (rc)
+		return rc;
+	if (size == 0)
+		return SQLITE_OK;
+	rc = m->real->pMethods->xRead(m->real, hdr, 24, 0);
+	if (rc == SQLITE_IOERR_SHORT_READ)
+		return fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
+		            "(%lld bytes)", m->zname, (long long)size);
+	if (rc)
+		return rc;
+	if (memcmp(hdr, "SQLite format 3", 16) == 0)
+		return fail(SQLITE_NOTADB, "%s is not encrypted", m->zname);
+	if (!cp_is_encrypted_header(hdr))
+		return fail(SQLITE_NOTADB, "%s is not an encrypted statefs "
+		            "file", m->zname);
+	P = cp_page_size(hdr);
+	if (size < P)
+		return fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
+		            "(%lld bytes)", m->zname, (long long)size);
+	rc = m->real->pMethods->xRead(m->real, trailer, 8, P - 8);
+	if (rc)
+		return rc == SQLITE_IOERR_SHORT_READ ? SQLITE_IOERR_DATA : rc;
+	/* The format byte is checked when page 1 is opened, which tells
+	 * another format from a damaged byte. */
+	*have = 1;
+	return SQLITE_OK;
+}
+
+/* Makes the main file's keys usable. A new (empty) file gets a provisional
+ * random salt; it becomes final when page 1 is written, unless another
+ * process wrote page 1 first, in which case its salt is adopted. */
+static int main_ready(cfile *m)
+{
+	unsigned char hdr[24], trailer[8], salt[CRYPT_SALT_BYTES];
+	int rc, have;
+
+	if (m->salt == SALT_KNOWN)
+		return SQLITE_OK;
+	rc = main_read_head(m, hdr, trailer, &have);
+	if (rc)
+		return rc;
+	if (have) {
+		/* A raw key ignores the kdf byte, so a damaged kdf byte reads
+		 * as a damaged page 1, not as "wrong key". Whether the key is
+		 * right shows when page 1 is opened. */
+		rc = main_derive(m, hdr,
+		                 crypt_key_is_passphrase(m->vfs->key) ?
+		                 trailer[1] : CRYPT_KDF_RAW);
+		if (rc)
+			return rc;
+		m->P = cp_page_size(hdr);
+		m->salt = SALT_KNOWN;
+		return SQLITE_OK;
+	}
+	if (m->salt == SALT_NONE) {
+		randombytes_buf(salt, sizeof(salt));
+		rc = main_derive(m, salt, crypt_key_kdf(m->vfs->key));
+		sodium_memzero(salt, sizeof(salt));
+		if (rc)
+			return rc;
+		m->salt = SALT_PROVISIONAL;
+	}
+	return SQLITE_OK;
+}
+
+/* ---- main database file ---- */
+
+static int db_page_error(cfile *f, uint32_t pgno, int r)
+{
+	if (pgno == 1 && r == CP_OTHERKEY)
+		return fail(SQLITE_IOERR_DATA, "wrong key for %s (page 1 was "
+		            "encrypted under a different key)", f->zname);
+	if (pgno == 1 && r == CP_BADFMT)
+		return fail(SQLITE_IOERR_DATA, "%s uses another encryption "
+		            "format than %d (a newer statefs wrote it?)",
+		            f->zname, CRYPT_FORMAT);
+	return fail(SQLITE_IOERR_DATA, "page %u of %s %s", pgno, f->zname,
+	            cp_reason(r));
+}
+
+/* Reads and opens page pgno into dst (P bytes). SQLITE_IOERR_SHORT_READ
+ * with dst zeroed when the page lies beyond the end of the file. */
+static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
+{
+	uint32_t P = f->P;
+	int rc, r;
+
+	rc = f->real->pMethods->xRead(f->real, dst, (int)P,
+	                              (sqlite3_int64)(pgno - 1) * P);
+	if (rc == SQLITE_IOERR_SHORT_READ) {
+		if (cp_all_zero(dst, P))
+			return rc;
+		memset(dst, 0, P);
+		return fail(SQLITE_IOERR_DATA, "page %u of %s is incomplete "
+		            "(the file ends inside it)", pgno, f->zname);
+	}
+	if (rc)
+		return rc;
+	r = cp_open(f->fk, CP_DB, pgno, NULL, dst, P);
+	if (r) {
+		memset(dst, 0, P);
+		return db_page_error(f, pgno, r);
+	}
+	return SQLITE_OK;
+}
+
+static int db_read_at(cfile *f, void *out, int amt, sqlite3_int64 off)
+{
+	unsigned char *o = out;
+	uint32_t P;
+	int rc;
+
+	rc = main_ready(f);
+	if (rc)
+		return rc;
+	if (f->salt != SALT_KNOWN) {
+		/* Empty file: nothing to decrypt, SQLite expects zeros. */
+		memset(out, 0, (size_t)amt);
+		return SQLITE_IOERR_SHORT_READ;
+	}
+	P = f->P;
+	if ((uint32_t)amt == P && off % P == 0)
+		return db_read_page(f, (uint32_t)(off / P) + 1, o);
+
+	/* A slice (the 100-byte header, the 16 bytes at 24, or an overflow
+	 * read in SQLite builds with DIRECT_OVERFLOW_READ): whole pages
+	 * through the work buffer. */
+	rc = cf_buf(f, P);
+	if (rc)
+		return rc;
+	while (amt > 0) {
+		uint32_t pgno = (uint32_t)(off / P) + 1;
+		size_t in = (size_t)(off % P);
+		size_t n = P - in < (size_t)amt ? P - in : (size_t)amt;
+
+		rc = db_read_page(f, pgno, f->buf);
+		if (rc) {
+			memset(o, 0, (size_t)amt);
+			return rc;
+		}
+		memcpy(o, f->buf + in, n);
+		o += n;
+		off += (sqlite3_int64)n;
+		amt -= (int)n;
+	}
+	return SQLITE_OK;
+}
+
+/* SQLite reads the first 100 bytes of a database as it opens it, before
+ * any statement and so before anyone could check the key (the engine's
+ * preflight runs earlier, the extension's just after: ext.c). When
+ * page 1 cannot be opened there (wrong key, not encrypted, another format,
+ * damage), that one read answers as for an empty file (zeros, short read),
+ * so that the open completes and the check can say why in a sentence; the
+ * VFS's message stays in crypt_last_error. Every later read of page 1
+ * fails as before: nothing is read or written past it. */
+#define DB_HEADER_BYTES 100
+
+static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
+{
+	int rc = db_read_at(f, out, amt, off);
+
+	if (off == 0 && amt <= DB_HEADER_BYTES &&
+	    (rc == SQLITE_IOERR_DATA || rc == SQLITE_NOTADB)) {
+		memset(out, 0, (size_t)amt);
+		return SQLITE_IOERR_SHORT_READ;
+	}
+	return rc;
+}
+
+/* Writes encrypted zero pages over [from, to) (page-aligned offsets). */
+static int db_fill(cfile *f, sqlite3_int64 from, sqlite3_int64 to)
+{
+	uint32_t P = f->P;
+	int rc;
+
+	rc = cf_buf(f, P);
+	if (rc)
+		return rc;
+	for (sqlite3_int64 o = from; o < to; o += P) {
+		memset(f->buf, 0, P);
+		cp_seal(f->fk, CP_DB, (uint32_t)(o / P) + 1, NULL, f->buf,
+		        f->buf, P);
+		rc = f->real->pMethods->xWrite(f->real, f->buf, (int)P, o);
+		if (rc)
+			return rc;
+	}
+	return SQLITE_OK;
+}
+
+static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
+{
+	const unsigned char *src = in;
+	sqlite3_int64 size;
+	uint32_t P = (uint32_t)amt, pgno;
+	int rc;
+
+	if (amt < CP_MIN_PAGE || amt > CP_MAX_PAGE || (amt & (amt - 1)) ||
+	    off % amt)
+		return fail(SQLITE_IOERR_WRITE, "%s: refusing a write of %d "
+		            "bytes at %lld (only whole pages are encrypted)",
+		            f->zname, amt, (long long)off);
+	pgno = (uint32_t)(off / P) + 1;
+	if (pgno == 1) {
+		if (memcmp(src, "SQLite format 3", 16) != 0 ||
+		    cp_page_size(src) != P || src[20] != CP_RESERVE)
+			return fail(SQLITE_IOERR_WRITE, "%s: page 1 does not "
+			            "reserve %d bytes per page (the connection "
+			            "was not set up for encryption, or a plaintext "
+			            "database is being copied in)", f->zname,
+			            CP_RESERVE);
+	}
+	if (!cp_all_zero(src + P - CP_RESERVE, CP_RESERVE))
+		return fail(SQLITE_IOERR_WRITE, "%s: page %u has data in its "
+		            "reserved bytes (a plaintext database copied in?)",
+		            f->zname, pgno);
+	rc = main_ready(f);
+	if (rc)
+		return rc;
+	if (f->salt == SALT_PROVISIONAL) {
+		/* The first write to an empty file (under SQLite's write
+		 * lock): our salt becomes the file's. It need not be page 1:
+		 * a cache spill (VACUUM INTO) writes pages in any order,
+		 * and page 1 follows before the commit. */
+		f->salt = SALT_KNOWN;
+		f->P = P;
+	}
+	if (P != f->P)
+		return fail(SQLITE_IOERR_WRITE, "%s: page size %u, the file's "
+		            "is %u", f->zname, P, f->P);
+	rc = f->real->pMethods->xFileSize(f->real, &size);
+	if (rc)
+		return rc;
+	if (off > size) {
+		rc = db_fill(f, size / P * P, off);
+		if (rc)
+			return rc;
+	}
+	rc = cf_buf(f, P);
+	if (rc)
+		return rc;
+	cp_seal(f->fk, CP_DB, pgno, NULL, src, f->buf, P);
+	return f->real->pMethods->xWrite(f->real, f->buf, amt, off);
+}
+
+static int db_truncate(cfile *f, sqlite3_int64 size)
+{
+	sqlite3_int64 cur;
+	int rc;
+
+	rc = f->real->pMethods->xFileSize(f->real, &cur);
+	if (rc)
+		return rc;
+	if (size <= cur || f->salt != SALT_KNOWN)
+		return f->real->pMethods->xTruncate(f->real, size);
+	/* A checkpoint may "truncate" the file to a larger size when its
+	 * last pages were never written: fill them instead of leaving a
+	 * hole of zeros. */
+	if (size % f->P)
+		return fail(SQLITE_IOERR_TRUNCATE, "%s: growing to %lld bytes, "
+		            "not a whole number of pages", f->zname,
+		            (long long)size);
+	return db_fill(f, cur / f->P * f->P, size);
+}
+
+/* ---- WAL ---- */
+
+static uint32_t wal_page_size(cfile *w)
+{
+	if (w->main->P)
+		return w->main->P;
+	if (w->walhdr_ok)
+		return cp_get32(w->walhdr + 8);
+	return 0;
+}
+
+/* Frame index (1-based) of a page at off, 0 if off is not a page slot. */
+static uint32_t wal_frame_of_page(uint32_t P, sqlite3_int64 off)
+{
+	sqlite3_int64 rel = off - CP_WAL_HDR - CP_FRAME_HDR;
+
+	if (rel < 0 || rel % (P + CP_FRAME_HDR))
+		return 0;
+	return (uint32_t)(rel / (P + CP_FRAME_HDR)) + 1;
+}
+
+static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
+{
+	const unsigned char *hdr;
+	unsigned char hbuf[CP_FRAME_HDR];
+	uint32_t P, frame;
+	cp_walpos pos;
+	int rc;
+
+	w->rec_next = 0;
+	if (off == 0 && amt == CP_WAL_HDR) {
+		memcpy(w->walhdr, in, CP_WAL_HDR);
+		w->walhdr_ok = 1;
+		return w->real->pMethods->xWrite(w->real, in, amt, off);
+	}
+	P = wal_page_size(w);
+	if (P && amt == CP_FRAME_HDR && off >= CP_WAL_HDR &&
+	    (off - CP_WAL_HDR) % (P + CP_FRAME_HDR) == 0) {
+		memcpy(w->fhdr, in, CP_FRAME_HDR);
+		w->fhdr_off = off;
+		return w->real->pMethods->xWrite(w->real, in, amt, off);
+	}
+	frame = P && (uint32_t)amt == P ? wal_frame_of_page(P, off) : 0;
+	if (!frame)
+		return fail(SQLITE_IOERR_WRITE, "%s: refusing a WAL write of "
+		            "%d bytes at %lld (not a header or a page)", w->zname,
+		            amt, (long long)off);
+	if (!cp_all_zero((const unsigned char *)in + P - CP_RESERVE,
+	                 CP_RESERVE))
+		return fail(SQLITE_IOERR_WRITE, "%s: WAL frame %u has data in "
+		            "its reserved bytes", w->zname, frame);
+	rc = main_ready(w->main);
+	if (rc)
+		return rc;
+	if (w->fhdr_off == off - CP_FRAME_HDR) {
+		hdr = w->fhdr;
+	} else {
+		/* An in-place overwrite of a frame written earlier in this
+		 * transaction: SQLite sends the page alone. */
+		rc = w->real->pMethods->xRead(w->real, hbuf, CP_FRAME_HDR,
+		                              off - CP_FRAME_HDR);
+		if (rc)
+			return fail(SQLITE_IOERR_WRITE, "%s: cannot read the "
+			            "header of WAL frame %u", w->zname, frame);
+		hdr = hbuf;
+	}
+	rc = cf_buf(w, P + CP_FRAME_HDR);
+	if (rc)
+		return rc;
+	pos.frame = frame;
+	pos.hdr8 = hdr;
+	cp_seal(w->main->fk, CP_WAL, cp_get32(hdr), &pos, in, w->buf, P);
+	return w->real->pMethods->xWrite(w->real, w->buf, amt, off);
+}
+
+/* cp_wal_commit_after's reads, below SQLite. */
+static int wal_raw_read(void *ctx, void *buf, size_t n, int64_t off)
+{
+	cfile *w = ctx;
+	return w->real->pMethods->xRead(w->real, buf, (int)n, off);
+}
+
+/* Recovery (or a reader without a wal-index) reads frame k whole, in
+ * order from frame 1, and ends the log at the first frame SQLite rejects.
+ * A log that ends before a commit frame that proves it should not have
+ * (wal.c) was damaged, not torn: fail, naming the frame, rather than
+ * let SQLite drop every commit after it. Otherwise the log ends there, as
+ * without encryption. A frame whose page fails authentication reads as
+ * zeros either way (its checksum then fails too); one that opens is
+ * returned as it is. */
+static int wal_recovery_frame(cfile *w, uint32_t P, uint32_t k,
+                              unsigned char *o)
+{
+	unsigned char *copy = w->buf;
+	uint32_t next[2], after[2], later;
+	int r;
+
+	memcpy(copy, o, P + CP_FRAME_HDR);
+	r = cp_wal_frame(w->main->fk, w->walhdr, P, k, copy, w->rec_ck, next);
+	if (r == CP_OK) {
+		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
+		w->rec_ck[0] = next[0];
+		w->rec_ck[1] = next[1];
+		w->rec_next = k + 1;
+		return SQLITE_OK;
+	}
+	w->rec_next = 0;
+	if (r == CP_WAL_OTHER || r == CP_WAL_CHAIN) {
+		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
+		after[0] = next[0];
+		after[1] = next[1];
+	} else {
+		memset(o + CP_FRAME_HDR, 0, P);
+		after[0] = cp_get32(o + 16);
+		after[1] = cp_get32(o + 20);
+	}
+	later = cp_wal_commit_after(wal_raw_read, w, w->main->fk, w->walhdr, P,
+	                            k, after, copy);
+	sodium_memzero(copy, P + CP_FRAME_HDR);
+	if (later)
+		return fail(SQLITE_IOERR_DATA, "WAL frame %u of %s %s; committed "
+		            "frame %u follows it, so it was damaged or tampered "
+		            "with, not torn by a crash (recovery would drop every "
+		            "commit after it)", k, w->zname, cp_wal_reason(r),
+		            later);
+	if (r != CP_WAL_OTHER && r != CP_WAL_CHAIN)
+		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in WAL frame "
+		            "%u of %s %s; the log ends before it", cp_get32(o), k,
+		            w->zname, cp_reason(r));
+	return SQLITE_OK;
+}
+
+static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
+{
+	unsigned char *o = out;
+	uint32_t P, frame;
+	cp_walpos pos;
+	int rc, r;
+
+	if (off == 0 && amt == CP_WAL_HDR) {
+		rc = w->real->pMethods->xRead(w->real, out, amt, off);
+		w->rec_next = 0;
+		if (rc == SQLITE_OK) {
+			memcpy(w->walhdr, out, CP_WAL_HDR);
+			w->walhdr_ok = 1;
+			/* Recovery starts here; a header SQLite rejects makes
+			 * it ignore the whole log. */
+			P = wal_page_size(w);
+			if (P && cp_wal_header(w->walhdr, P, w->rec_ck))
+				w->rec_next = 1;
+		}
+		return rc;
+	}
+	if (amt <= CP_FRAME_HDR) /* frame headers, checksum fields */
+		return w->real->pMethods->xRead(w->real, out, amt, off);
+	rc = main_ready(w->main);
+	if (rc)
+		return rc;
+	P = wal_page_size(w);
+	if (P && (uint32_t)amt == P && (frame = wal_frame_of_page(P, off))) {
+		/* A page found through the wal-index: it belongs to a
+		 * committed transaction and must be intact. */
+		rc = cf_buf(w, P + CP_FRAME_HDR);
+		if (rc)
+			return rc;
+		rc = w->real->pMethods->xRead(w->real, w->buf,
+		                              (int)P + CP_FRAME_HDR,
+		                              off - CP_FRAME_HDR);
+		if (rc == SQLITE_IOERR_SHORT_READ &&
+		    cp_all_zero(w->buf, P + CP_FRAME_HDR)) {
+			memset(out, 0, (size_t)amt);
+			return rc;
+		}
+		if (rc == SQLITE_IOERR_SHORT_READ)
+			return fail(SQLITE_IOERR_DATA, "WAL frame %u of %s is "
+			            "incomplete", frame, w->zname);
+		if (rc)
+			return rc;
+		pos.frame = frame;
+		pos.hdr8 = w->buf;
+		r = cp_open(w->main->fk, CP_WAL, cp_get32(w->buf), &pos,
+		            w->buf + CP_FRAME_HDR, P);
+		if (r) {
+			memset(out, 0, (size_t)amt);
+			return fail(SQLITE_IOERR_DATA, "page %u in WAL frame %u "
+			            "of %s %s", cp_get32(w->buf), frame,
+			            w->zname, cp_reason(r));
+		}
+		memcpy(out, w->buf + CP_FRAME_HDR, P);
+		return SQLITE_OK;
+	}
+	if (P && (uint32_t)amt == P + CP_FRAME_HDR &&
+	    (frame = wal_frame_of_page(P, off + CP_FRAME_HDR))) {
+		/* Recovery or a checksum rewrite: header and page together. */
+		rc = w->real->pMethods->xRead(w->real, out, amt, off);
+		if (rc)
+			return rc;
+		if (frame == w->rec_next) {
+			rc = cf_buf(w, P + CP_FRAME_HDR);
+			return rc ? rc : wal_recovery_frame(w, P, frame, o);
+		}
+		pos.frame = frame;
+		pos.hdr8 = o;
+		r = cp_open(w->main->fk, CP_WAL, cp_get32(o), &pos,
+		            o + CP_FRAME_HDR, P);
+		if (r != CP_OK) {
+			/* A frame SQLite rewrites the checksum of was written
+			 * in this transaction: it opens. Zeros fail SQLite's
+			 * own checksum. */
+			memset(o + CP_FRAME_HDR, 0, P);
+			sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in "
+			            "WAL frame %u of %s %s", cp_get32(o), frame,
+			            w->zname, cp_reason(r));
+		}
+		return SQLITE_OK;
+	}
+	return fail(SQLITE_IOERR_READ, "%s: refusing a WAL read of %d bytes "
+	            "at %lld (not a header or a page)", w->zname, amt,
+	            (long long)off);
+}
+
+/* ---- rollback journal ---- */
+
+/* A page record is page number (4), page (P), checksum (4) after a
+ * sector-aligned header, so its page sits at an offset = 4 mod 8; header
+ * chunks, which may also be P bytes long, sit at multiples of 512. Returns
+ * 1 for a page, 0 for anything else, or an SQLite error (negated). */
+static int journal_is_page(cfile *j, int amt, sqlite3_int64 off)
+{
+	int rc;
+
+	if (amt < CP_MIN_PAGE || amt > CP_MAX_PAGE || (amt & (amt - 1)) ||
+	    off % 8 != 4)
+		return 0;
+	rc = main_ready(j->main);
+	if (rc)
+		return -rc;
+	if (j->main->P != (uint32_t)amt)
+		return -fail(SQLITE_IOERR, "%s: a journal page of %d bytes, "
+		             "the database's are %u", j->zname, amt,
+		             j->main->P);
+	return 1;
+}
+
+static int journal_pgno(cfile *j, sqlite3_int64 off, uint32_t *pgno)
+{
+	unsigned char b[4];
+	int rc;
+
+	if (j->jpg_off == off - 4) {
+		*pgno = cp_get32(j->jpg);
+		return SQLITE_OK;
+	}
+	rc = j->real->pMethods->xRead(j->real, b, 4, off - 4);
+	if (rc)
+		return rc;
+	*pgno = cp_get32(b);
+	return SQLITE_OK;
+}
+
+static int journal_write(cfile *j, const void *in, int amt,
+                         sqlite3_int64 off)
+{
+	uint32_t pgno, P;
+	int rc;
+
+	if (amt == 4) {
+		memcpy(j->jpg, in, 4);
+		j->jpg_off = off;
+	}
+	rc = journal_is_page(j, amt, off);
+	if (rc < 0)
+		return -rc;
+	if (rc == 0)
+		return j->real->pMethods->xWrite(j->real, in, amt, off);
+	P = j->main->P;
+	if (!cp_all_zero((const unsigned char *)in + P - CP_RESERVE,
+	                 CP_RESERVE))
+		return fail(SQLITE_IOERR_WRITE, "%s: a journal page has data "
+		            "in its reserved bytes", j->zname);
+	rc = journal_pgno(j, off, &pgno);
+	if (rc)
+		return rc;
+	rc = cf_buf(j, P);
+	if (rc)
+		return rc;
+	cp_seal(j->main->fk, CP_JOURNAL, pgno, NULL, in, j->buf, P);
+	return j->real->pMethods->xWrite(j->real, j->buf, amt, off);
+}
+
+static int journal_read(cfile *j, void *out, int amt, sqlite3_int64 off)
+{
+	uint32_t pgno;
+	int rc, r;
+
+	rc = journal_is_page(j, amt, off);
+	if (rc < 0)
+		return -rc;
+	if (rc == 0) {
+		rc = j->real->pMethods->xRead(j->real, out, amt, off);
+		if (rc == SQLITE_OK && amt == 4) {
+			memcpy(j->jpg, out, 4);
+			j->jpg_off = off;
+		}
+		return rc;
+	}
+	rc = journal_pgno(j, off, &pgno);
+	if (rc)
+		return rc;
+	rc = j->real->pMethods->xRead(j->real, out, amt, off);
+	if (rc)
+		return rc;
+	r = cp_open(j->main->fk, CP_JOURNAL, pgno, NULL, out, j->main->P);
+	if (r) {
+		/* As a torn record: the pager's checksum ends the playback. */
+		memset(out, 0, (size_t)amt);
+		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in the "
+		            "journal %s %s", pgno, j->zname, cp_reason(r));
+	}
+	return SQLITE_OK;
+}
+
+/* ---- io methods ---- */
+
+static int cv_close(sqlite3_file *pf)
+{
+	cfile *f = (cfile *)pf;
+	int rc = f->real->pMethods ? f->real->pMethods->xClose(f->real) :
+	         SQLITE_OK;
+
+	if (f->type == CF_DB) {
+		pthread_mutex_lock(&f->vfs->mu);
+		for (cfile **pp = &f->vfs->mains; *pp; pp = &(*pp)->next) {
+			if (*pp == f) {
+				*pp = f->next;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&f->vfs->mu);
+		cp_filekey_free(f->fk);
+		f->fk = NULL;
+	}
+	if (f->buf) {
+		sodium_memzero(f->buf, f->bufsz);
+		free(f->buf);
+		f->buf = NULL;
+	}
+	return rc;
+}
+
+static int cv_read(sqlite3_file *pf, void *out, int amt, sqlite3_int64 off)
+{
+	cfile *f = (cfile *)pf;
+
+	switch (f->type) {
+	case CF_DB:
+		return db_read(f, out, amt, off);
+	case CF_WAL:
+		return wal_read(f, out, amt, off);
+	case CF_JOURNAL:
+		return journal_read(f, out, amt, off);
+	default:
+		return f->real->pMethods->xRead(f->real, out, amt, off);
+	}
+}
+
+static int cv_write(sqlite3_file *pf, const void *in, int amt,
+                    sqlite3_int64 off)
+{
+	cfile *f = (cfile *)pf;
+
+	switch (f->type) {
+	case CF_DB:
+		return db_write(f, in, amt, off);
+	case CF_WAL:
+		return wal_write(f, in, amt, off);
+	case CF_JOURNAL:
+		return journal_write(f, in, amt, off);
+	default:
+		return f->real->pMethods->xWrite(f->real, in, amt, off);
+	}
+}
+
+static int cv_truncate(sqlite3_file *pf, sqlite3_int64 size)
+{
+	cfile *f = (cfile *)pf;
+
+	if (f->type == CF_DB)
+		return db_truncate(f, size);
+	if (f->type == CF_WAL && size == 0)
+		f->walhdr_ok = 0;
+	f->rec_next = 0;
+	f->fhdr_off = -1;
+	f->jpg_off = -1;
+	return f->real->pMethods->xTruncate(f->real, size);
+}
+
+static int cv_sync(sqlite3_file *pf, int flags)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xSync(f->real, flags);
+}
+
+static int cv_file_size(sqlite3_file *pf, sqlite3_int64 *size)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xFileSize(f->real, size);
+}
+
+static int cv_lock(sqlite3_file *pf, int lock)
+{
+	cfile *f = (cfile *)pf;
+
+	/* Rollback-journal mode's start of a transaction (see cv_shm_lock). */
+	if (lock == SQLITE_LOCK_SHARED)
+		last_error[0] = '\0';
+	return f->real->pMethods->xLock(f->real, lock);
+}
+
+static int cv_unlock(sqlite3_file *pf, int lock)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xUnlock(f->real, lock);
+}
+
+static int cv_check_reserved(sqlite3_file *pf, int *out)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xCheckReservedLock(f->real, out);
+}
+
+static int cv_file_control(sqlite3_file *pf, int op, void *arg)
+{
+	cfile *f = (cfile *)pf;
+
+	switch (op) {
+	case SQLITE_FCNTL_MMAP_SIZE:
+		/* Never map: the file holds ciphertext. */
+		*(sqlite3_int64 *)arg = 0;
+		return SQLITE_OK;
+	case SQLITE_FCNTL_CHUNK_SIZE:
+	case SQLITE_FCNTL_SIZE_HINT:
+		/* Both would grow the file with unencrypted zeros. */
+		return SQLITE_OK;
+	default:
+		return f->real->pMethods->xFileControl(f->real, op, arg);
+	}
+}
+
+static int cv_sector_size(sqlite3_file *pf)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xSectorSize(f->real);
+}
+
+static int cv_device_characteristics(sqlite3_file *pf)
+{
+	cfile *f = (cfile *)pf;
+
+	/* Without POWERSAFE_OVERWRITE SQLite pads WAL commits to a sector
+	 * and may write one page in two pieces. */
+	return f->real->pMethods->xDeviceCharacteristics(f->real) |
+	       SQLITE_IOCAP_POWERSAFE_OVERWRITE;
+}
+
+static int cv_shm_map(sqlite3_file *pf, int pg, int pgsz, int extend,
+                      void volatile **pp)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, pp);
+}
+
+static int cv_shm_lock(sqlite3_file *pf, int offset, int n, int flags)
+{
+	cfile *f = (cfile *)pf;
+
+	/* A shared lock on the wal-index starts a read transaction: a new
+	 * operation, so a message left by an earlier failure on this thread
+	 * is stale. A failure inside the transaction (or in the recovery
+	 * before this lock) sets it after this point. */
+	if ((flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_SHARED))
+		last_error[0] = '\0';
+	return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+}
+
+static void cv_shm_barrier(sqlite3_file *pf)
+{
+	cfile *f = (cfile *)pf;
+	f->real->pMethods->xShmBarrier(f->real);
+}
+
+static int cv_shm_unmap(sqlite3_file *pf, int del)
+{
+	cfile *f = (cfile *)pf;
+	return f->real->pMethods->xShmUnmap(f->real, del);
+}
+
+/* Version 2: shared memory for the WAL index (page numbers and checksums,
+ * no page content), but no xFetch/xUnfetch, so SQLite never maps pages. */
+static const sqlite3_io_methods cv_methods = {
+	.iVersion = 2,
+	.xClose = cv_close,
+	.xRead = cv_read,
+	.xWrite = cv_write,
+	.xTruncate = cv_truncate,
+	.xSync = cv_sync,
+	.xFileSize = cv_file_size,
+	.xLock = cv_lock,
+	.xUnlock = cv_unlock,
+	.xCheckReservedLock = cv_check_reserved,
+	.xFileControl = cv_file_control,
+	.xSectorSize = cv_sector_size,
+	.xDeviceCharacteristics = cv_device_characteristics,
+	.xShmMap = cv_shm_map,
+	.xShmLock = cv_shm_lock,
+	.xShmBarrier = cv_shm_barrier,
+	.xShmUnmap = cv_shm_unmap,
+};
+
+/* ---- the VFS ---- */
+
+static cfile *find_main(struct crypt_vfs *v, const char *zname)
+{
+	const char *db = sqlite3_filename_database(zname);
+	cfile *m, *found = NULL;
+
+	pthread_mutex_lock(&v->mu);
+	/* SQLite hands the WAL and journal the main file's own buffer, so
+	 * the pointer identifies the connection; the name is a fallback. */
+	for (m = v->mains; m && !found; m = m->next)
+		if (m->zname == db)
+			found = m;
+	for (m = v->mains; m && !found; m = m->next)
+		if (db && strcmp(m->zname, db) == 0)
+			found = m;
+	pthread_mutex_unlock(&v->mu);
+	return found;
+}
+
+static int cv_open(sqlite3_vfs *pv, const char *zname,
+                   sqlite3_file *pf, int flags, int *out_flags)
+{
+	struct crypt_vfs *v = (struct crypt_vfs *)pv;
+	cfile *f = (cfile *)pf;
+	const int temp = SQLITE_OPEN_TEMP_DB | SQLITE_OPEN_TRANSIENT_DB |
+	                 SQLITE_OPEN_TEMP_JOURNAL | SQLITE_OPEN_SUBJOURNAL;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if (!zname || (flags & temp) || (flags & SQLITE_OPEN_DELETEONCLOSE)) {
+		cp_count(CP_COUNT_TEMP, CP_DB);
+		return fail(SQLITE_CANTOPEN, "refusing a temporary file: it "
+		            "would hold plaintext (use PRAGMA "
+		            "temp_store=MEMORY)");
+	}
+	f->vfs = v;
+	f->real = (sqlite3_file *)(f + 1);
+	f->zname = zname;
+	f->fhdr_off = -1;
+	f->jpg_off = -1;
+	if (flags & SQLITE_OPEN_MAIN_DB) {
+		f->type = CF_DB;
+	} else if (flags & (SQLITE_OPEN_WAL | SQLITE_OPEN_MAIN_JOURNAL)) {
+		f->type = flags & SQLITE_OPEN_WAL ? CF_WAL : CF_JOURNAL;
+		f->main = find_main(v, zname);
+		if (!f->main)
+			return fail(SQLITE_CANTOPEN, "%s: no open database "
+			            "file for it", zname);
+	} else {
+		/* The super-journal holds file names only. */
+		f->type = CF_PASS;
+	}
+	rc = v->real->xOpen(v->real, zname, f->real, flags, out_flags);
+	if (rc) {
+		f->real->pMethods = NULL;
+		return rc;
+	}
+	if (f->type == CF_DB) {
+		pthread_mutex_lock(&v->mu);
+		f->next = v->mains;
+		v->mains = f;
+		pthread_mutex_unlock(&v->mu);
+	}
+	f->base.pMethods = &cv_methods;
+	return SQLITE_OK;
+}
+
+#define REAL(pv) (((struct crypt_vfs *)(pv))->real)
+
+static int cv_delete(sqlite3_vfs *pv, const char *z, int sync_dir)
+{
+	return REAL(pv)->xDelete(REAL(pv), z, sync_dir);
+}
+
+static int cv_access(sqlite3_vfs *pv, const char *z, int flags, int *out)
+{
+	return REAL(pv)->xAccess(REAL(pv), z, flags, out);
+}
+
+static int cv_full_pathname(sqlite3_vfs *pv, const char *z, int n,
+                            char *out)
+{
+	return REAL(pv)->xFullPathname(REAL(pv), z, n, out);
+}
+
+static void *cv_dlopen(sqlite3_vfs *pv, const char *z)
+{
+	return REAL(pv)->xDlOpen(REAL(pv), z);
+}
+
+static void cv_dlerror(sqlite3_vfs *pv, int n, char *out)
+{
+	REAL(pv)->xDlError(REAL(pv), n, out);
+}
+
+static void (*cv_dlsym(sqlite3_vfs *pv, void *h, const char *z))(void)
+{
+	return REAL(pv)->xDlSym(REAL(pv), h, z);
+}
+
+static void cv_dlclose(sqlite3_vfs *pv, void *h)
+{
+	REAL(pv)->xDlClose(REAL(pv), h);
+}
+
+static int cv_randomness(sqlite3_vfs *pv, int n, char *out)
+{
+	return REAL(pv)->xRandomness(REAL(pv), n, out);
+}
+
+static int cv_sleep(sqlite3_vfs *pv, int us)
+{
+	return REAL(pv)->xSleep(REAL(pv), us);
+}
+
+static int cv_current_time(sqlite3_vfs *pv, double *out)
+{
+	return REAL(pv)->xCurrentTime(REAL(pv), out);
+}
+
+static int cv_get_last_error(sqlite3_vfs *pv, int n, char *out)
+{
+	return REAL(pv)->xGetLastError(REAL(pv), n, out);
+}
+
+static int cv_current_time64(sqlite3_vfs *pv, sqlite3_int64 *out)
+{
+	return REAL(pv)->xCurrentTimeInt64(REAL(pv), out);
+}
+
+static int cv_set_syscall(sqlite3_vfs *pv, const char *z,
+                          sqlite3_syscall_ptr p)
+{
+	return REAL(pv)->xSetSystemCall(REAL(pv), z, p);
+}
+
+static sqlite3_syscall_ptr cv_get_syscall(sqlite3_vfs *pv, const char *z)
+{
+	return REAL(pv)->xGetSystemCall(REAL(pv), z);
+}
+
+static const char *cv_next_syscall(sqlite3_vfs *pv, const char *z)
+{
+	return REAL(pv)->xNextSystemCall(REAL(pv), z);
+}
+
+int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
+{
+	return crypt_vfs_register(key, NULL, 0, out);
+}
+
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out)
+{
+	struct crypt_vfs *v;
+	sqlite3_vfs *real;
+	unsigned char r[8];
+	char hex[17];
+	int rc;
+
+	if (!key || !out)
+		return sfs_err(SFS_INVALID, "crypt_vfs_register: NULL argument");
+	if (name && strlen(name) >= sizeof(v->name))
+		return sfs_err(SFS_INVALID, "VFS name '%s' is too long", name);
+	if (sqlite3_initialize() != SQLITE_OK)
+		return sfs_err(SFS_INTERNAL, "sqlite3_initialize failed");
+	real = sqlite3_vfs_find(NULL);
+	if (!real || real->iVersion < 2)
+		return sfs_err(SFS_INTERNAL, "no usable default SQLite VFS");
+	/* The extension (ext.c) may have made an encrypting VFS the
+	 * default: wrap what it wraps, never encrypt twice. */
+	if (crypt_vfs_is(real))
+		real = ((struct crypt_vfs *)real)->real;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return sfs_err(SFS_NOMEM, "out of memory");
+	rc = crypt_key_dup(key, &v->key);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	if (name) {
+		snprintf(v->name, sizeof(v->name), "%s", name);
+	} else {
+		randombytes_buf(r, sizeof(r));
+		sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
+		snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
+	}
+	pthread_mutex_init(&v->mu, NULL);
+	v->real = real;
+	/* The default VFS's version, at most 3 (what we know to forward). */
+	v->base.iVersion = real->iVersion < 3 ? real->iVersion : 3;
+	v->base.szOsFile = (int)sizeof(cfile) + real->szOsFile;
+	v->base.mxPathname = real->mxPathname;
+	v->base.zName = v->name;
+	v->base.pAppData = v;
+	v->base.xOpen = cv_open;
+	v->base.xDelete = cv_delete;
+	v->base.xAccess = cv_access;
+	v->base.xFullPathname = cv_full_pathname;
+	v->base.xDlOpen = cv_dlopen;
+	v->base.xDlError = cv_dlerror;
+	v->base.xDlSym = cv_dlsym;
+	v->base.xDlClose = cv_dlclose;
+	v->base.xRandomness = cv_randomness;
+	v->base.xSleep = cv_sleep;
+	v->base.xCurrentTime = cv_current_time;
+	v->base.xGetLastError = cv_get_last_error;
+	v->base.xCurrentTimeInt64 = cv_current_time64;
+	if (v->base.iVersion >= 3) {
+		v->base.xSetSystemCall = cv_set_syscall;
+		v->base.xGetSystemCall = cv_get_syscall;
+		v->base.xNextSystemCall = cv_next_syscall;
+	}
+	if (sqlite3_vfs_register(&v->base, make_default) != SQLITE_OK) {
+		sfs_key_destroy(v->key);
+		pthread_mutex_destroy(&v->mu);
+		free(v);
+		return sfs_err(SFS_INTERNAL, "cannot register the encrypting "
+		               "VFS");
+	}
+	*out = v;
+	return SFS_OK;
+}
+
+const char *crypt_vfs_name(const crypt_vfs *v)
+{
+	return v ? v->name : NULL;
+}
+
+void crypt_vfs_close(crypt_vfs *v)
+{
+	if (!v)
+		return;
+	sqlite3_vfs_unregister(&v->base);
+	sfs_key_destroy(v->key);
+	pthread_mutex_destroy(&v->mu);
+	free(v);
+}
+
+int crypt_vfs_is(sqlite3_vfs *pv)
+{
+	return pv && pv->xOpen == cv_open;
+}
+
+const sfs_key *crypt_vfs_key(const crypt_vfs *v)
+{
+	return v->key;
+}
+
+void crypt_vfs_describe(const crypt_vfs *v, const char **cipher,
+                        int *format, const char **kdf)
+{
+	if (!v) {
+		*cipher = "none";
+		*format = 0;
+		*kdf = "none";
+		return;
+	}
+	*cipher = "xchacha20poly1305";
+	*format = CRYPT_FORMAT;
+	*kdf = crypt_key_is_passphrase(v->key) ? "argon2id" : "raw";
+}
+
+int crypt_db_setup(sqlite3 *db)
+{
+	sqlite3_vfs *pv = NULL;
+	int n = CP_RESERVE;
+	char *msg = NULL;
+
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_VFS_POINTER, &pv) !=
+	    SQLITE_OK || !crypt_vfs_is(pv))
+		return SFS_OK; /* a plaintext connection: nothing to set */
+	/* Before anything reads or writes: the reserve only takes on a file
+	 * whose page size is not yet fixed (a new one). */
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n) !=
+	    SQLITE_OK)
+		return sfs_err(SFS_INTERNAL, "cannot reserve %d bytes per "
+		               "page", CP_RESERVE);
+	if (sqlite3_exec(db, "PRAGMA page_size=4096; "
+	                 "PRAGMA temp_store=MEMORY;", NULL, NULL, &msg) !=
+	    SQLITE_OK) {
+		int rc = sfs_err(SFS_IO, "setting up the encrypted connection: "
+		                 "%s", crypt_last_error() ? crypt_last_error() :
+		                 msg ? msg : "unknown error");
+		sqlite3_free(msg);
+		return rc;
+	}
+	return SFS_OK;
+}

@@ -1,0 +1,91 @@
+/*
+ * vfs_i.h - the encryption layer as the SQLite backend sees it (private to
+ * core/sqlite/).
+ *
+ * The page-encrypting VFS (vfs.c) is a SQLite VFS shim that encrypts every
+ * page of the main database file, the WAL and the rollback journal with the
+ * page format of core/crypt/ (page_i.h), and refuses temporary files. It
+ * knows nothing of statefs tables. The connection (conn.c) calls it in
+ * this order:
+ *
+ *   crypt_preflight(path, key)       before sqlite3_open_v2: clear errors
+ *   crypt_vfs_open(key, &v)          one VFS instance per key and store
+ *   sqlite3_open_v2(path, ..., crypt_vfs_name(v))
+ *   crypt_db_setup(db)               before the first statement
+ *   ... use the connection ...
+ *   sqlite3_close(db)
+ *   crypt_vfs_close(v)
+ *
+ * Failures return sfs_status codes and set the thread's error detail
+ * (sfs_errdetail). Inside SQLite, an authentication failure surfaces as
+ * SQLITE_IOERR_DATA (or SQLITE_CORRUPT); the backend's one translation
+ * (sqlb_status, conn.c) maps it to SFS_CORRUPT and keeps the detail the VFS
+ * left in crypt_last_error().
+ */
+#ifndef STATEFS_SQLITE_VFS_I_H
+#define STATEFS_SQLITE_VFS_I_H
+
+#include <sqlite3.h>
+
+#include "crypt/crypt_i.h"
+
+typedef struct crypt_vfs crypt_vfs;
+
+/* What a store file is, from its first page, before SQLite reads it. */
+typedef enum crypt_kind {
+	CRYPT_KIND_NEW = 1,     /* missing or empty: will be created */
+	CRYPT_KIND_PLAIN,       /* a plaintext SQLite database */
+	CRYPT_KIND_ENCRYPTED,   /* a statefs encrypted store */
+} crypt_kind;
+
+/* Reads page 1 of path and classifies it (check.c). With key != NULL also
+ * checks the key: SFS_WRONGKEY ("wrong key"), SFS_NOTENCRYPTED (plaintext
+ * store and a key), SFS_CORRUPT (page 1 fails authentication), SFS_FORMAT
+ * (unknown format version, or not a database at all). With key == NULL:
+ * SFS_NOKEY for an encrypted store. *kind is set on SFS_OK. */
+int crypt_preflight(const char *path, const sfs_key *key, crypt_kind *kind);
+
+/* Registers a new, uniquely named VFS that encrypts with key (derived per
+ * file from the file's salt). Key material is copied into locked memory. */
+int crypt_vfs_open(const sfs_key *key, crypt_vfs **out);
+/* The same under a fixed name (NULL: a unique one, as crypt_vfs_open),
+ * and with make_default as the process's default VFS: the loadable
+ * extension (ext.c) registers "statefs" this way. */
+int crypt_vfs_register(const sfs_key *key, const char *name,
+                       int make_default, crypt_vfs **out);
+const char *crypt_vfs_name(const crypt_vfs *v);
+/* Unregisters and wipes. Every connection using it must be closed. */
+void crypt_vfs_close(crypt_vfs *v);
+
+/* Connection settings that must precede every statement: the per-page
+ * reserve, temp_store=MEMORY. Returns an sfs_status. */
+int crypt_db_setup(sqlite3 *db);
+
+/* For sfs_store_info. Static strings. */
+void crypt_vfs_describe(const crypt_vfs *v, const char **cipher,
+                        int *format, const char **kdf);
+
+/* The message the VFS left for the last failure on this thread (page and
+ * file named), or NULL. It is forgotten when this thread starts the next
+ * read transaction through the VFS, so a message is never older than the
+ * operation that failed. Note that sqlite3_open_v2 itself reads page 1 and
+ * can fail with SQLITE_IOERR_DATA and a message ("wrong key") when the
+ * preflight was skipped. */
+const char *crypt_last_error(void);
+
+/* Forgets the message above (call at the start of an operation, so that a
+ * later failure never shows an older message). */
+void crypt_clear_error(void);
+
+/* Authenticates every page of the main file and every frame of the WAL of
+ * the store at path, without SQLite (check.c). SFS_CORRUPT names the first
+ * bad page. progress counts pages. */
+int crypt_verify_file(const char *path, const crypt_vfs *v,
+                      sfs_progress_fn progress, void *ctx);
+
+/* Is pv a VFS made by crypt_vfs_open? */
+int crypt_vfs_is(sqlite3_vfs *pv);
+/* The VFS's copy of its key; borrowed until crypt_vfs_close. */
+const sfs_key *crypt_vfs_key(const crypt_vfs *v);
+
+#endif /* STATEFS_SQLITE_VFS_I_H */

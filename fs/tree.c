@@ -1,0 +1,323 @@
+/*
+ * tree.c - changes to the tree: MKDIR, RMDIR, UNLINK and RENAME (and the
+ * MKNOD, SYMLINK and LINK the store cannot hold), each one or two engine
+ * calls through store.c.
+ *
+ * A rename within one family is one engine call (a key, or a scope or
+ * namespace with everything in it); an item moving between a queue, its
+ * inflight/ and its dead/ under its own name is a claim operation
+ * (claim_move); anything else is EXDEV, so mv falls back to copy and
+ * remove.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+/* MKDIR: sfs_dir_create (scopes and namespaces of every family); a log
+ * key is kept in the inode table until its first entry (store.c). */
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn, *node;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	(void)mode;
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (f->readonly) {
+		err = EROFS;
+	} else if (fs_class_of(dir.kind)->mkdir == FS_NONE) {
+		err = EPERM;
+	} else if ((rc = fs_resolve(f, &dir, name, 1, &child)) != SFS_OK) {
+		err = fs_errno(f, rc, "mkdir"); /* EINVAL: no name of anything */
+	} else if (child.kind != fs_class_of(dir.kind)->mkdir) {
+		err = EEXIST; /* a special file or fixed directory */
+	} else if ((rc = fs_store_mkdir(f, &child)) != SFS_OK) {
+		err = fs_errno(f, rc, "mkdir");
+	}
+	if (err) {
+		fuse_reply_err(req, err);
+	} else {
+		if (child.kind == FS_LOG_KEY) {
+			fs_child_part(&child, &p, &n);
+			node = fs_node_child(f, dn, child.kind, p, n, 0, 0);
+			if (node) {
+				fs_node_set_ephemeral(f, node, 1);
+				fs_node_unref(f, node);
+			}
+		}
+		fs_reply_entry(f, req, dn, &child, 0, 0);
+	}
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* Whether the directory child of dn has a file being created in it. */
+static int holds_pending(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+	fs_node *node;
+
+	fs_child_part(child, &p, &n);
+	node = fs_node_find(f, dn, child->kind, p, n, 0);
+	return node && fs_node_holds_children(f, node);
+}
+
+/* RMDIR: sfs_dir_remove (ENOTEMPTY while it holds anything, also a file
+ * still being created); a log key or queue: refused while it has entries
+ * or items. */
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn, *node;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = fs_resolve(f, &dir, name, 0, &child);
+	if (f->readonly)
+		err = EROFS;
+	else if (rc)
+		err = fs_errno(f, rc, "rmdir");
+	else if (!fs_kind_is_dir(child.kind))
+		err = ENOTDIR;
+	else if (fs_kind_is_fixed(child.kind))
+		err = EBUSY;
+	else if (holds_pending(f, dn, &child))
+		err = ENOTEMPTY; /* a file in it is being created */
+	else if ((rc = fs_store_rmdir(f, &child)) != SFS_OK)
+		err = fs_errno(f, rc, "rmdir");
+	if (!err) {
+		fs_child_part(&child, &p, &n);
+		node = fs_node_find(f, dn, child.kind, p, n, 0);
+		if (node)
+			fs_node_set_ephemeral(f, node, 0);
+		fs_node_unlink(f, dn, child.kind, p, n, 0);
+	}
+	fuse_reply_err(req, err);
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+/* Whether the mount holds child of dir though the store does not: a key
+ * or counter still being created. */
+static int held(fs *f, fs_node *dn, const fs_addr *child)
+{
+	const void *p;
+	size_t n;
+
+	fs_child_part(child, &p, &n);
+	return fs_node_find_held(f, dn, child->kind, p, n, child->id);
+}
+
+/* UNLINK: sfs_kv_delete, sfs_log_delete, sfs_queue_delete or
+ * sfs_counter_delete by kind; special files cannot be removed. A key or
+ * counter still being created is removed from the mount, and its commit
+ * with it (the open file keeps its bytes, which go nowhere). */
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn;
+	const void *p;
+	size_t n;
+	int rc, err;
+
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	rc = fs_resolve(f, &dir, name, 0, &child);
+	if (f->readonly)
+		err = EROFS;
+	else if (rc)
+		err = fs_errno(f, rc, "unlink");
+	else if (fs_kind_is_special(child.kind))
+		err = EPERM;
+	else if (fs_kind_is_dir(child.kind))
+		err = EISDIR;
+	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK &&
+	         !(rc == SFS_NOTFOUND && held(f, dn, &child)))
+		err = fs_errno(f, rc, "unlink");
+	if (!err) {
+		fs_child_part(&child, &p, &n);
+		fs_node_unlink(f, dn, child.kind, p, n, child.id);
+	}
+	fuse_reply_err(req, err);
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
+}
+
+static int same_part(const fs_addr *a, const fs_addr *b)
+{
+	return a->part[0].len == b->part[0].len &&
+	       !memcmp(a->part[0].ptr, b->part[0].ptr, a->part[0].len);
+}
+
+/* An item moving within its queue between the pending items, inflight/
+ * and dead/, under its own name: sfs_claim_item (the Maildir mv: one of
+ * racing claimers wins, the others get ENOENT), sfs_item_settle with
+ * NACK (back at its place) or REJECT, sfs_item_requeue (the tail, under a
+ * new id). *handled is 0 for any other rename of an item, which is left to
+ * the caller (EXDEV: mv copies and removes, also to another queue). */
+static int claim_move(fs *f, const fs_addr *from, const fs_addr *to,
+                      int *handled)
+{
+	fs_kind a = from->kind, b = to->kind;
+
+	*handled = (a == FS_QUEUE_ITEM && b == FS_INFLIGHT_ITEM) ||
+	           (a == FS_INFLIGHT_ITEM && b == FS_QUEUE_ITEM) ||
+	           (a == FS_INFLIGHT_ITEM && b == FS_DEAD_ITEM) ||
+	           (a == FS_DEAD_ITEM && b == FS_QUEUE_ITEM);
+	if (!*handled || !same_part(from, to)) {
+		*handled = 0;
+		return SFS_OK;
+	}
+	if (from->id != to->id)
+		return SFS_INVALID; /* an item keeps its name */
+	if (a == FS_QUEUE_ITEM)
+		return sfs_claim_item(f->store, fs_part(from, 0), from->id,
+		                      f->lease_ms, NULL);
+	if (a == FS_DEAD_ITEM)
+		return sfs_item_requeue(f->store, fs_part(from, 0), from->id, NULL);
+	return sfs_item_settle(f->store, fs_part(from, 0), from->id,
+	                           b == FS_DEAD_ITEM ? SFS_OUTCOME_REJECT
+	                                             : SFS_OUTCOME_NACK);
+}
+
+/* RENAME: sfs_kv_rename for keys, sfs_dir_rename for scopes, namespaces
+ * and queues; claim moves of items (claim_move). Anything else (entries,
+ * items, counters, log keys, across families) is EXDEV, so mv falls back
+ * to copy and remove. */
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      fuse_ino_t newparent, const char *newname,
+                      unsigned int flags)
+{
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, ndir = { 0 }, from = { 0 }, to = { 0 };
+	fs_node *dn, *ndn;
+	const void *p, *np;
+	size_t n, nn;
+	int rc, err;
+
+	if ((err = fs_name_check(name)) || (err = fs_name_check(newname)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir)) ||
+	    (err = fs_node_addr_of(f, newparent, &ndn, &ndir))) {
+		fuse_reply_err(req, err);
+		fs_addr_free(&dir);
+		return;
+	}
+	if (f->readonly) {
+		err = EROFS;
+		goto out;
+	}
+	if (flags & ~(unsigned)RENAME_NOREPLACE) {
+		err = EINVAL; /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+		goto out;
+	}
+	rc = fs_resolve(f, &dir, name, 0, &from);
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0 ||
+	    fs_kind_is_fixed(from.kind)) {
+		err = EPERM; /* special files and the fixed directories */
+		goto out;
+	}
+	if (from.kind == FS_QUEUE_ITEM || from.kind == FS_INFLIGHT_ITEM ||
+	    from.kind == FS_DEAD_ITEM) {
+		int handled = 0;
+
+		rc = fs_resolve(f, &ndir, newname, 1, &to);
+		if (rc == SFS_OK)
+			rc = claim_move(f, &from, &to, &handled);
+		if (rc || handled) {
+			err = fs_errno(f, rc, "rename");
+			if (!err) {
+				fs_node_unlink(f, dn, from.kind, NULL, 0, from.id);
+				if (to.kind == FS_QUEUE_ITEM)
+					fs_wait_kick(f); /* an item is back */
+			}
+			goto out;
+		}
+	}
+	if (fs_class_of(from.kind)->by_id) {
+		err = EXDEV; /* entries and items keep their ids: mv copies */
+		goto out;
+	}
+	rc = fs_resolve(f, &ndir, newname, 1, &to);
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {
+		err = EPERM;
+		goto out;
+	}
+	if (from.kind != to.kind || fs_class_of(from.kind)->by_id ||
+	    from.kind == FS_CNT_KEY || from.kind == FS_LOG_KEY) {
+		err = EXDEV;
+		goto out;
+	}
+	rc = fs_store_rename(f, &from, &to,
+	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
+	fs_child_part(&from, &p, &n);
+	fs_child_part(&to, &np, &nn);
+	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY && held(f, dn, &from))
+		rc = SFS_OK; /* still being created: its commit follows it */
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	fs_node_move(f, dn, from.kind, p, n, ndn, np, nn);
+out:
+	fuse_reply_err(req, err);
+	fs_addr_free(&from);
+	fs_addr_free(&to);
+	fs_addr_free(&dir);
+	fs_addr_free(&ndir);
+}
+
+/* MKNOD, SYMLINK, LINK: the store holds none of these. */
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode, dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                       const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                    const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	fuse_reply_err(req, EPERM);
+}
