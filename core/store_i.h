@@ -111,8 +111,8 @@ static inline void store_unlock(sfs_store *s)
 	} while (0)
 
 /* A write that may share its commit with the writes of other threads
- * (group commit, store.c): a key/value put or delete, a counter's add, set
- * or delete, a log append, a queue push. expr is the backend call; the
+ * (group commit, store.c): a key/value put, edit or delete, a counter's
+ * add, set or delete, a log append, a queue push. expr is the backend call; the
  * calling function returns its status once the write is committed (or
  * failed). Its outputs are only good with SFS_OK. */
 #define GROUP_CALL(s, expr)                                                \
@@ -142,7 +142,7 @@ static inline void store_unlock(sfs_store *s)
 		group_enter(s);                                            \
 		r_ = (expr);                                               \
 		if (r_ == SFS_FULL && (s)->ops->free_reserve) {            \
-			group_cut(s, r_);                                   \
+			group_cut(s, r_);                                  \
 			if ((s)->ops->free_reserve((s)->be) == SFS_OK)     \
 				r_ = (expr);                               \
 		}                                                          \
