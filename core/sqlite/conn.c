@@ -515,8 +515,7 @@ static void sqlb_group_begin(sfs_backend *b)
 
 static int sqlb_group_end(sfs_backend *b)
 {
-	int open = b->group_txn, status = SFS_OK;
-	sqlite3_stmt *st;
+	int open = b->group_txn;
 
 	b->group = b->group_txn = 0;
 	if (!open)
@@ -530,21 +529,8 @@ static int sqlb_group_end(sfs_backend *b)
 		               " shared with others was rolled back by a failed"
 		               " write");
 	}
-	st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
-	if (st)
-		status = qstat_flush(b);
-	if (st && status == SFS_OK)
-		status = sqlb_run(b, st, "committing");
-	if (status != SFS_OK) {
-		sqlb_rollback(b);
-		return status;
-	}
-	b->commits++;
-	stamp_end(b, 1);
-	qstat_end(b, 1);
-	if (b->short_of_space)
-		space_check(b);
-	return SFS_OK;
+	b->in_write = 1; /* the group's transaction, committed as a write */
+	return sqlb_commit(b);
 }
 
 /* What is at path before SQLite touches it: 0 new or empty, 1 a plaintext
