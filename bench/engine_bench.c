@@ -1,12 +1,15 @@
 /*
  * engine_bench.c - the engine against hand-written SQLite, same run.
  *
- * Usage: engine_bench [-n OPS] [-r ROUNDS] [-e] [-d DIR]
+ * Usage: engine_bench [-n OPS] [-r ROUNDS] [-e] [-d DIR] [-o OPERATION]
  *   -n  operations per measurement (default 20000)
  *   -r  rounds; each number is the median over rounds (default 3)
  *   -e  encrypted stores: the engine with a key, the raw statements through
  *       the same encrypting VFS (links the engine's private crypt layer)
  *   -d  directory for the scratch stores (default $TMPDIR or /tmp)
+ *   -o  only this operation (its name in the table, e.g. delete); with
+ *       valgrind --tool=callgrind --toggle-collect=eng_<op> it counts the
+ *       engine's instructions per operation, which load does not change
  *
  * For put, get, log append, counter add and push+pop it times, on fresh
  * stores created by the engine (same schema, same file, same PRAGMAs:
@@ -24,11 +27,17 @@
  *           delete), in one BEGIN IMMEDIATE transaction (what times cost,
  *           without the engine);
  *   engine  the public API.
- * and prints microseconds per operation (median of the rounds) and the
+ * Then group commit: 1, 2, 4 and 8 threads putting into one handle at
+ * once (each its own namespace, ops puts in all), the puts per second,
+ * the speedup over one thread and the puts per commit (the handle's
+ * sfs_store_version counts its commits: how large the groups were).
+ *
+ * It prints microseconds per operation (median of the rounds) and the
  * ratios best/engine (the target: >= 0.9) and same/engine (the engine's own
  * overhead). It asserts nothing: timings on a shared machine are noisy.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +46,7 @@
 
 #include <sqlite3.h>
 
+#include "pagecount.h"
 #include "sqlite/vfs_i.h"
 #include "statefs.h"
 
@@ -44,6 +54,7 @@
 #define VLEN 100
 
 static int ops = 20000, rounds = 3, enc;
+static const char *only;
 static char dir[256];
 static sfs_key *key;
 static unsigned char value[VLEN];
@@ -157,6 +168,12 @@ static void run(raw *r, sqlite3_stmt *st)
 static void keyname(char *k, int i)
 {
 	snprintf(k, 16, "key-%06d", i % KEYS);
+}
+
+/* The i-th of ops distinct keys (delete and list work on that many). */
+static void keyname_all(char *k, int i)
+{
+	snprintf(k, 16, "key-%07d", i);
 }
 
 /* Every write stores different bytes: SQLite skips rewriting a cell whose
@@ -402,6 +419,90 @@ static double raw_pushpop(raw *r, int mode)
 	return t0;
 }
 
+/* One delete per operation, of ops keys that exist. */
+static double raw_delete(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *del = prep(r, "DELETE FROM function_state WHERE"
+	                         " scope_id = ? AND ns = ? AND key = ?");
+	sqlite3_stmt *t = prep(r, "DELETE FROM statefs_kv_time WHERE"
+	                       " scope_id = ? AND ns = ? AND key = ?");
+	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname_all(k, i);
+		if (same)
+			run(r, b);
+		bind_key(del, "ns", k);
+		run(r, del);
+		if (sqlite3_changes(r->db) != 1)
+			die("delete", "no row");
+		if (same) {
+			bind_key(t, "ns", k);
+			run(r, t);
+			run(r, c);
+		}
+	}
+	t0 = now() - t0;
+	sqlite3_finalize(del);
+	sqlite3_finalize(t);
+	sqlite3_finalize(b);
+	sqlite3_finalize(c);
+	return t0;
+}
+
+#define LIST_REPS 5
+
+/* A namespace of ops keys listed LIST_REPS times in pages of PAGE keys
+ * (as the mount's readdir asks), keys and sizes; an operation is one key.
+ * best reads the data table alone; same also each key's time, as a join
+ * (a seek into the time table per key). */
+#define LIST_PAGE 1024
+static double raw_list(raw *r, int mode)
+{
+	int same = mode == SAME;
+	sqlite3_stmt *first = prep(r, same ?
+	        "SELECT f.key, length(f.value), t.mtime_ns FROM function_state"
+	        " f LEFT JOIN statefs_kv_time t ON t.scope_id=f.scope_id AND"
+	        " t.ns=f.ns AND t.key=f.key WHERE f.scope_id=?1 AND f.ns=?2"
+	        " AND f.key>?3 ORDER BY f.key LIMIT ?4" :
+	        "SELECT key, length(value) FROM function_state WHERE"
+	        " scope_id=?1 AND ns=?2 AND key>?3 ORDER BY key LIMIT ?4");
+	static unsigned char last[64];
+	volatile int64_t sum = 0;
+	int n, got = 0;
+	size_t len;
+	double t0 = now();
+
+	for (int rep = 0; rep < LIST_REPS; rep++) {
+		len = 0;
+		do {
+			BIND(first, 1, "scope", 5);
+			BIND(first, 2, "ns", 2);
+			BIND(first, 3, last, len);
+			sqlite3_bind_int(first, 4, LIST_PAGE);
+			n = 0;
+			while (sqlite3_step(first) == SQLITE_ROW) {
+				len = (size_t)sqlite3_column_bytes(first, 0);
+				memcpy(last, sqlite3_column_blob(first, 0), len);
+				sum += sqlite3_column_int64(first, 1);
+				if (same)
+					sum += sqlite3_column_int64(first, 2);
+				n++;
+			}
+			sqlite3_reset(first);
+			got += n;
+		} while (n == LIST_PAGE);
+	}
+	t0 = now() - t0;
+	if (got != ops * LIST_REPS)
+		die("list", "wrong number of keys");
+	sqlite3_finalize(first);
+	return t0 / LIST_REPS;
+}
+
 /* --- the engine --------------------------------------------------------- */
 
 static double eng_put(sfs_store *s)
@@ -476,23 +577,140 @@ static double eng_pushpop(sfs_store *s)
 	return now() - t0;
 }
 
+static double eng_delete(sfs_store *s)
+{
+	char k[16];
+	double t0 = now();
+
+	for (int i = 0; i < ops; i++) {
+		keyname_all(k, i);
+		check(sfs_kv_delete(s, sfs_str("scope"), sfs_str("ns"),
+		                    sfs_str(k)), "delete");
+	}
+	return now() - t0;
+}
+
+static double eng_list(sfs_store *s)
+{
+	sfs_scan_opts o = { .start_after = 1, .limit = LIST_PAGE,
+	                    .keys_only = 1 };
+	static unsigned char last[64];
+	sfs_list l;
+	size_t got = 0;
+	double t0 = now();
+
+	for (int rep = 0; rep < LIST_REPS; rep++) {
+		size_t n;
+
+		o.start = SFS_NONE;
+		do {
+			check(sfs_kv_scan(s, sfs_str("scope"), sfs_str("ns"), &o,
+			                  &l), "list");
+			n = l.n;
+			got += n;
+			if (n) {
+				sfs_item *it = &l.items[n - 1];
+				memcpy(last, it->key.ptr, it->key.len);
+				o.start = sfs_bytes(last, it->key.len);
+			}
+			sfs_list_free(&l);
+		} while (n == LIST_PAGE);
+	}
+	t0 = now() - t0;
+	if (got != (size_t)ops * LIST_REPS)
+		die("list", "wrong number of keys");
+	return t0 / LIST_REPS;
+}
+
 /* --- driver ------------------------------------------------------------- */
 
 typedef struct bench {
 	const char *name;
 	double (*raw)(raw *r, int mode);
 	double (*eng)(sfs_store *s);
-	int needs_data;  /* get: the keys must exist first */
+	int needs_data;  /* FILL_KEYS: the KEYS keys must exist first;
+	                  * FILL_ALL: ops keys (keyname_all) */
 	int best_differs; /* else best is the sdk statement */
 } bench;
 
+enum { FILL_KEYS = 1, FILL_ALL };
+
 static const bench benches[] = {
 	{ "put", raw_put, eng_put, 0, 1 },
-	{ "get", raw_get, eng_get, 1, 0 },
+	{ "get", raw_get, eng_get, FILL_KEYS, 0 },
+	{ "delete", raw_delete, eng_delete, FILL_ALL, 0 },
+	{ "list/key", raw_list, eng_list, FILL_ALL, 0 },
 	{ "append", raw_append, eng_append, 0, 0 },
 	{ "counter add", raw_counter, eng_counter, 0, 0 },
 	{ "push+pop", raw_pushpop, eng_pushpop, 0, 0 },
 };
+
+/* --- group commit ---------------------------------------------------- */
+
+static double median(double *v, int n);
+
+typedef struct putter {
+	sfs_store *s;
+	int idx, n;
+} putter;
+
+static void *put_loop(void *arg)
+{
+	putter *p = arg;
+	char ns[16], k[16];
+
+	snprintf(ns, sizeof(ns), "ns%d", p->idx);
+	for (int i = 0; i < p->n; i++) {
+		keyname(k, i);
+		check(sfs_kv_put(p->s, sfs_str("scope"), sfs_str(ns), sfs_str(k),
+		                 sfs_bytes(val(i), VLEN)), "put");
+	}
+	return NULL;
+}
+
+static void group_bench(void)
+{
+	static const int counts[] = { 1, 2, 4, 8 };
+	double rate[4][16], per[4][16], one = 0;
+	char path[400];
+
+	printf("\ngroup commit: T threads putting at once into one handle, %d"
+	       " puts in all (median of %d rounds)\n", ops, rounds);
+	printf("%-8s %10s %8s %12s\n", "threads", "puts/s", "speedup",
+	       "puts/commit");
+	for (int r = 0; r < rounds; r++) {
+		for (int c = 0; c < 4; c++) {
+			pthread_t th[8];
+			putter p[8];
+			uint64_t v0, v1;
+			sfs_store *s = fresh(path, sizeof(path), "g");
+			double t0;
+
+			check(sfs_store_version(s, &v0), "version");
+			t0 = now();
+			for (int i = 0; i < counts[c]; i++) {
+				p[i] = (putter){ s, i, ops / counts[c] };
+				pthread_create(&th[i], NULL, put_loop, &p[i]);
+			}
+			for (int i = 0; i < counts[c]; i++)
+				pthread_join(th[i], NULL);
+			t0 = now() - t0;
+			check(sfs_store_version(s, &v1), "version");
+			rate[c][r] = ops / counts[c] * counts[c] / t0;
+			per[c][r] = (double)(ops / counts[c] * counts[c]) /
+			            (double)(v1 - v0);
+			sfs_store_close(s);
+		}
+	}
+	for (int c = 0; c < 4; c++) {
+		double x = median(rate[c], rounds);
+
+		if (c == 0)
+			one = x;
+		printf("%-8d %10.0f %8.2f %12.2f\n", counts[c], x, x / one,
+		       median(per[c], rounds));
+	}
+}
 
 static int cmpd(const void *a, const void *b)
 {
@@ -507,14 +725,32 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-static void fill_keys(sfs_store *s)
+static void fill_keys(sfs_store *s, int how)
 {
 	char k[16];
 
-	for (int i = 0; i < KEYS; i++) {
-		keyname(k, i);
-		check(sfs_kv_put(s, sfs_str("scope"), sfs_str("ns"), sfs_str(k),
-		                 sfs_bytes(value, VLEN)), "fill");
+	if (how == FILL_KEYS) {
+		for (int i = 0; i < KEYS; i++) {
+			keyname(k, i);
+			check(sfs_kv_put(s, sfs_str("scope"), sfs_str("ns"),
+			                 sfs_str(k), sfs_bytes(value, VLEN)),
+			      "fill");
+		}
+		return;
+	}
+	/* many keys: in batches, one transaction each */
+	for (int i = 0; i < ops; i += 1000) {
+		static char names[1000][16];
+		sfs_slice keys[1000], vals[1000];
+		int n = ops - i < 1000 ? ops - i : 1000;
+
+		for (int j = 0; j < n; j++) {
+			keyname_all(names[j], i + j);
+			keys[j] = sfs_str(names[j]);
+			vals[j] = sfs_bytes(value, VLEN);
+		}
+		check(sfs_kv_put_many(s, sfs_str("scope"), sfs_str("ns"), keys,
+		                      vals, (size_t)n, 0), "fill");
 	}
 }
 
@@ -525,20 +761,23 @@ int main(int argc, char **argv)
 	char path[400];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:r:ed:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:r:ed:o:")) != -1) {
 		switch (opt) {
 		case 'n': ops = atoi(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'e': enc = 1; break;
 		case 'd': tmp = optarg; break;
+		case 'o': only = optarg; break;
 		default:
 			fprintf(stderr, "usage: engine_bench [-n OPS] [-r ROUNDS]"
-			        " [-e] [-d DIR]\n");
+			        " [-e] [-d DIR] [-o OPERATION]\n");
 			return 2;
 		}
 	}
 	if (ops <= 0 || rounds <= 0 || rounds > 16)
 		die("arguments", "-n > 0, 1 <= -r <= 16");
+	if (pc_install() != 0)
+		die("pagecount", "cannot register the counting VFS");
 	snprintf(dir, sizeof(dir), "%s/statefs-bench-XXXXXX",
 	         tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
@@ -549,16 +788,20 @@ int main(int argc, char **argv)
 		value[i] = (unsigned char)(i * 31);
 	printf("statefs engine_bench: %d ops x %d rounds, %s, %d-byte values,"
 	       " %s\n", ops, rounds, enc ? "encrypted" : "plaintext", VLEN, dir);
-	printf("%-12s %8s %8s %8s %8s %11s %10s\n", "operation", "sdk us",
-	       "best us", "same us", "eng us", "best/engine", "same/eng");
+	printf("%-12s %8s %8s %8s %8s %11s %9s %7s %7s %7s\n", "operation",
+	       "sdk us", "best us", "same us", "eng us", "best/engine",
+	       "same/eng", "best pw", "eng pw", "eng pr");
 	for (size_t bi = 0; bi < sizeof(benches) / sizeof(benches[0]); bi++) {
 		const bench *b = &benches[bi];
-		double sdk, best, same, eng;
+		double sdk, best, same, eng, pw[4][16], pr[4][16];
 
+		if (only && strcmp(only, b->name) != 0)
+			continue;
 		/* Interleaved rounds, each on a fresh store. */
 		for (int r = 0; r < rounds; r++) {
 			for (int mode = SDK; mode <= SAME + 1; mode++) {
 				sfs_store *s;
+				pc_counts a, z, d;
 				raw rw;
 
 				if (mode == BEST && !b->best_differs)
@@ -567,31 +810,49 @@ int main(int argc, char **argv)
 				if (b->needs_data) {
 					/* both sides start from the same
 					 * closed file and a cold cache */
-					fill_keys(s);
+					fill_keys(s, b->needs_data);
 					sfs_store_close(s);
 					s = fresh(path, sizeof(path), NULL);
 				}
-				if (mode == SAME + 1) {
-					t[mode][r] = b->eng(s);
+				if (mode != SAME + 1) {
 					sfs_store_close(s);
-					continue;
+					raw_open(&rw, path);
 				}
-				sfs_store_close(s);
-				raw_open(&rw, path);
-				t[mode][r] = b->raw(&rw, mode);
-				raw_close(&rw);
+				pc_get(&a);
+				t[mode][r] = mode == SAME + 1 ? b->eng(s)
+				                              : b->raw(&rw, mode);
+				pc_get(&z);
+				d = pc_diff(&z, &a);
+				pw[mode][r] = (double)(d.wal_written +
+				                       d.db_written) / ops;
+				pr[mode][r] = (double)(d.wal_read + d.db_read) /
+				              ops;
+				if (mode == SAME + 1)
+					sfs_store_close(s);
+				else
+					raw_close(&rw);
 			}
-			if (!b->best_differs)
+			if (!b->best_differs) {
 				t[BEST][r] = t[SDK][r];
+				pw[BEST][r] = pw[SDK][r];
+			}
 		}
 		sdk = median(t[SDK], rounds) / ops * 1e6;
 		best = median(t[BEST], rounds) / ops * 1e6;
 		same = median(t[SAME], rounds) / ops * 1e6;
 		eng = median(t[SAME + 1], rounds) / ops * 1e6;
-		printf("%-12s %8.2f %8.2f %8.2f %8.2f %11.2f %10.2f\n", b->name,
-		       sdk, best, same, eng, best / eng, same / eng);
+		printf("%-12s %8.2f %8.2f %8.2f %8.2f %11.2f %9.2f %7.2f %7.2f"
+		       " %7.2f\n", b->name, sdk, best, same, eng, best / eng,
+		       same / eng, median(pw[BEST], rounds),
+		       median(pw[SAME + 1], rounds),
+		       median(pr[SAME + 1], rounds));
 		fflush(stdout);
 	}
+	printf("pw, pr: pages written and read per operation (WAL frames,"
+	       " checkpoint writes; cache misses, WAL and checkpoint reads),"
+	       " counted below the encryption.\n");
+	if (!only || strcmp(only, "group") == 0)
+		group_bench();
 	{
 		char cmd[400];
 

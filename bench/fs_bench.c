@@ -16,6 +16,11 @@
  *   fs_bench list DIR REPS
  *       lists DIR (opendir/readdir, no stat) REPS times; prints
  *       "list <entries> <median milliseconds>"
+ *   fs_bench writers DIR K N SIZE
+ *       K processes at once, each creating N files of SIZE bytes
+ *       (create+write+close) in a directory of its own, DIR/w<i>; prints
+ *       "writers <K> <files per second, all writers together>"; then
+ *       removes the files (not timed).
  *   fs_bench fill NS N
  *       puts keys k0000000..k<N-1> (100-byte values) into scope "bench",
  *       namespace NS of the store named by STATEFS_DB (plaintext if
@@ -24,6 +29,8 @@
  * Exit: 0, or 1 with a sentence on stderr.
  */
 #include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -156,6 +163,78 @@ static int cmd_list(const char *dir, int reps)
 	return 0;
 }
 
+/* One writer: waits for the start signal (a byte on fd), then creates its
+ * files. Exits 0, or 1 with a sentence. */
+static void writer(const char *dir, int fd, long n, const char *buf,
+                   size_t size)
+{
+	char path[4096], c;
+
+	if (read(fd, &c, 1) != 1)
+		die("start signal", dir);
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/f%07ld", dir, i);
+		int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (f < 0)
+			die("create", path);
+		if (write(f, buf, size) != (ssize_t)size)
+			die("write", path);
+		if (close(f) < 0)
+			die("close", path);
+	}
+	_exit(0);
+}
+
+static int cmd_writers(const char *dir, int k, long n, size_t size)
+{
+	char sub[64][2048], path[4096], *buf = malloc(size + 1);
+	int go[2], status, failed = 0;
+	pid_t pids[64];
+	double t0, t;
+
+	if (!buf || k < 1 || k > 64 || n < 1 || pipe(go) < 0)
+		return 1;
+	memset(buf, 'w', size);
+	if (strlen(dir) > 1024)
+		return 1;
+	for (int i = 0; i < k; i++) {
+		snprintf(sub[i], sizeof(sub[i]), "%.1024s/w%d", dir, i);
+		if (mkdir(sub[i], 0755) < 0 && errno != EEXIST)
+			die("mkdir", sub[i]);
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork", dir);
+		if (pids[i] == 0) {
+			close(go[1]);
+			writer(sub[i], go[0], n, buf, size);
+		}
+	}
+	close(go[0]);
+	t0 = now_us();
+	for (int i = 0; i < k; i++) /* one byte each: all start now */
+		if (write(go[1], "g", 1) != 1)
+			die("start signal", dir);
+	for (int i = 0; i < k; i++)
+		if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			failed = 1;
+	t = now_us() - t0;
+	close(go[1]);
+	if (failed) {
+		fprintf(stderr, "fs_bench: a writer failed\n");
+		return 1;
+	}
+	printf("writers %d %.1f\n", k, (double)k * n / (t / 1e6));
+	for (int i = 0; i < k; i++)
+		for (long j = 0; j < n; j++) {
+			snprintf(path, sizeof(path), "%.2000s/f%07ld", sub[i], j);
+			if (unlink(path) < 0)
+				die("unlink", path);
+		}
+	free(buf);
+	return 0;
+}
+
 static int cmd_fill(const char *ns, long n)
 {
 	sfs_config cfg = { 0 };
@@ -196,7 +275,10 @@ int main(int argc, char **argv)
 		return cmd_list(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "fill") == 0)
 		return cmd_fill(argv[2], atol(argv[3]));
+	if (argc == 6 && strcmp(argv[1], "writers") == 0)
+		return cmd_writers(argv[2], atoi(argv[3]), atol(argv[4]),
+		                   (size_t)atol(argv[5]));
 	fprintf(stderr, "usage: fs_bench ops DIR N SIZE REPS | list DIR REPS | "
-	                "fill NS N\n");
+	                "writers DIR K N SIZE | fill NS N\n");
 	return 1;
 }

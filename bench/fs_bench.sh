@@ -5,7 +5,12 @@
 #      low-level passthrough over a tmpfs (passthrough_ll.c: the FUSE floor
 #      on this machine), rounds alternating between the three mounts,
 #      printed as ratios of rates (statefs / floor);
-#   2. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
+#   2. writer scaling: 1, 2, 4 and 8 processes at once, each creating
+#      small files in a directory of its own, on the same three mounts in
+#      interleaved rounds; the files per second of all writers together and
+#      each mount's speedup over one writer (group commit: concurrent
+#      FLUSHes share a commit);
+#   3. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
 #      per listing, time per key, and the daemon's resident memory, to show
 #      that time grows linearly and memory does not.
 # It measures and prints; it never asserts (timings on a shared machine are
@@ -14,7 +19,8 @@
 # Usage: bench/fs_bench.sh [STATEFS PASSTHROUGH_LL FS_BENCH]
 #   (paths of the built programs; default: those in build/)
 # Environment: FS_BENCH_N (files per round, 10000), FS_BENCH_REPS (3),
-#   FS_BENCH_BIG (100000), FS_BENCH_SIZE (bytes per file, 100).
+#   FS_BENCH_BIG (100000), FS_BENCH_SIZE (bytes per file, 100),
+#   FS_BENCH_WN (files per writer in part 2, 1000).
 # Needs /dev/fuse and a tmpfs at /dev/shm (the stores live there too, so
 # the disk is not measured).
 # Exit: 0; 77 without /dev/fuse; 1 when a mount does not come up or a
@@ -28,6 +34,7 @@ n=${FS_BENCH_N:-10000}
 reps=${FS_BENCH_REPS:-3}
 big=${FS_BENCH_BIG:-100000}
 size=${FS_BENCH_SIZE:-100}
+wn=${FS_BENCH_WN:-1000}
 
 [ -c /dev/fuse ] || { echo "fs_bench: no /dev/fuse: skipped"; exit 77; }
 w=$(mktemp -d /dev/shm/fs_bench.XXXXXX)
@@ -106,6 +113,26 @@ for _ in $(seq "$reps"); do
   run_round plain "$w/m-plain/bench/small"
   run_round encrypted "$w/m-encrypted/bench/small"
 done
+
+# Writer scaling: for each number of writers, rounds alternate between the
+# mounts as above.
+wdir() { # label
+  case $1 in
+    floor) echo "$w/pt/writers" ;;
+    *) echo "$w/m-$1/bench" ;;
+  esac
+}
+mkdir -p "$w/pt/writers"
+declare -A wrate
+for k in 1 2 4 8; do
+  for _ in $(seq "$reps"); do
+    for m in floor plain encrypted; do
+      out=$("$fsb" writers "$(wdir $m)" "$k" "$wn" "$size")
+      wrate[$m.$k]="${wrate[$m.$k]:-} ${out##* }"
+    done
+  done
+done
+
 stop "$w/pt"
 stop "$w/m-plain"
 stop "$w/m-encrypted"
@@ -114,14 +141,37 @@ for k in "${!all[@]}"; do
   us[$k]=$(median ${all[$k]})
 done
 
-printf '\n%-9s %14s %14s %7s %14s %7s\n' operation "floor us/file" \
-  "plain us/file" ratio "encr. us/file" ratio
+printf '\n%-9s %14s %14s %7s %14s %7s %11s\n' operation "floor us/file" \
+  "plain us/file" ratio "encr. us/file" ratio "encr./plain"
 for op in create read readdir unlink; do
   f=${us[floor.$op]} p=${us[plain.$op]} e=${us[encrypted.$op]}
   awk -v op="$op" -v f="$f" -v p="$p" -v e="$e" 'BEGIN {
-    printf "%-9s %14.1f %14.1f %7.2f %14.1f %7.2f\n", op, f, p, f / p, e, f / e }'
+    printf "%-9s %14.1f %14.1f %7.2f %14.1f %7.2f %11.2f\n", op, f, p, f / p,
+      e, f / e, e / p }'
 done
-echo "(ratio: statefs's rate over the floor's; targets: create >= 0.5, read >= 0.7)"
+echo "(ratio: statefs's rate over the floor's; encr./plain: the encrypted"
+echo " store's time over the plaintext one's; target: every ratio >= 0.9,"
+echo " encr./plain <= 1.10)"
+
+printf '\n%d files of %d bytes per writer, each writer in its own directory,' \
+  "$wn" "$size"
+printf ' median of %s rounds:\n' "$reps"
+printf '%-8s %12s %8s %12s %8s %12s %8s %8s %8s\n' writers "floor f/s" \
+  speedup "plain f/s" speedup "encr. f/s" speedup "plain/fl" "encr./fl"
+for k in 1 2 4 8; do
+  # shellcheck disable=SC2086
+  f=$(median ${wrate[floor.$k]}) f1=$(median ${wrate[floor.1]})
+  # shellcheck disable=SC2086
+  p=$(median ${wrate[plain.$k]}) p1=$(median ${wrate[plain.1]})
+  # shellcheck disable=SC2086
+  e=$(median ${wrate[encrypted.$k]}) e1=$(median ${wrate[encrypted.1]})
+  awk -v k="$k" -v f="$f" -v f1="$f1" -v p="$p" -v p1="$p1" -v e="$e" \
+      -v e1="$e1" 'BEGIN {
+    printf "%-8d %12.0f %8.2f %12.0f %8.2f %12.0f %8.2f %8.2f %8.2f\n", k,
+      f, f / f1, p, p / p1, e, e / e1, (p / p1) / (f / f1), (e / e1) / (f / f1) }'
+done
+echo "(speedup: over one writer on the same mount; plain/fl, encr./fl: statefs's"
+echo " speedup over the floor's; target: >= 1.0 at every step)"
 
 # Namespaces of growing size, filled through the engine, listed through
 # the mount (opendir + readdir, as ls -f). The daemon's memory is read

@@ -12,7 +12,8 @@ int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
-	CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1, 0));
+	GROUP_CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1,
+	                                  0));
 }
 
 int sfs_kv_put_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -27,7 +28,8 @@ int sfs_kv_put_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
 		return sfs_err(SFS_INVALID, "unknown put flags 0x%x", flags);
 	if (n == 0 && !(flags & SFS_PUT_REPLACE))
 		return SFS_OK;
-	CALL(s, s->ops->kv_put_many(s->be, scope, ns, keys, values, n, flags));
+	GROUP_CALL(s, s->ops->kv_put_many(s->be, scope, ns, keys, values, n,
+	                                  flags));
 }
 
 int sfs_kv_get(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -74,7 +76,7 @@ int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key)
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL_DELETE(s, s->ops->kv_delete(s->be, scope, ns, key));
+	GROUP_CALL_DELETE(s, s->ops->kv_delete(s->be, scope, ns, key));
 }
 
 /* The edits as far as they can be checked without the value: ops, bytes,
@@ -123,8 +125,9 @@ int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_edits(s, edits, n, flags));
-	CALL(s, s->ops->kv_edit(s->be, scope, ns, key, edits, n, flags,
-	                        s->max_value, size));
+	GROUP_CALL_OUT(s, uint64_t, size,
+	               s->ops->kv_edit(s->be, scope, ns, key, edits, n, flags,
+	                               s->max_value, size ? &v_ : NULL));
 }
 
 int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -281,7 +284,8 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->counter_add(s->be, scope, ns, key, delta, value));
+	GROUP_CALL_OUT(s, int64_t, value,
+	               s->ops->counter_add(s->be, scope, ns, key, delta, &v_));
 }
 
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -290,7 +294,7 @@ int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL(s, s->ops->counter_set(s->be, scope, ns, key, value));
+	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value));
 }
 
 int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
@@ -299,7 +303,7 @@ int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CALL_DELETE(s, s->ops->counter_delete(s->be, scope, ns, key));
+	GROUP_CALL_DELETE(s, s->ops->counter_delete(s->be, scope, ns, key));
 }
 
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,

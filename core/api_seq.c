@@ -11,7 +11,8 @@ int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
-	CALL(s, s->ops->log_append(s->be, scope, ns, key, value, id));
+	GROUP_CALL_OUT(s, int64_t, id,
+	               s->ops->log_append(s->be, scope, ns, key, value, &v_));
 }
 
 int sfs_log_scan(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -81,7 +82,8 @@ int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
 		CHECK(chk_value(s, items[i], "item"));
 	if (n == 0)
 		return SFS_OK; /* no registration: nothing to do */
-	CALL(s, s->ops->queue_push(s->be, queue, items, n, first_id));
+	GROUP_CALL_OUT(s, int64_t, first_id,
+	               s->ops->queue_push(s->be, queue, items, n, &v_));
 }
 
 int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out)

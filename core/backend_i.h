@@ -84,6 +84,16 @@ typedef struct sfs_backend_ops {
 	void (*close)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
+	/* Group commit (store.c). After group_begin, a write that succeeds
+	 * leaves its transaction open instead of committing it, and the
+	 * writes after it join that transaction, each undoing only its own
+	 * changes if it fails; group_end commits them all at once (SFS_OK
+	 * when none left anything to commit) and ends the group. A write
+	 * whose failure took the whole transaction with it makes group_end
+	 * fail. Both may be NULL: each write commits on its own. A concurrent
+	 * backend has neither (store.c). */
+	void (*group_begin)(sfs_backend *b);
+	int (*group_end)(sfs_backend *b);
 	/* Called at the end of every call on the handle, under its lock
 	 * (may be NULL): memory the call left behind for speed only may be
 	 * given back here. */

@@ -10,6 +10,7 @@
  * key are config.c's.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +160,146 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
 	return SFS_OK;
 }
 
+/* --- group commit -------------------------------------------------------- */
+
+/*
+ * Writes from many threads (a mount's FLUSHes of different files, pushes,
+ * counter adds) share a transaction and its commit: one WAL append of the
+ * pages they changed, one round of locks, instead of one per write.
+ *
+ * A writer takes the lock as any call does, opening a group if none is
+ * open, and makes its change in the group's transaction (the backend gives
+ * it a savepoint of its own, so a failure undoes only its own change and it
+ * returns its error at once). If other writers are waiting for the lock by
+ * then, it leaves its change uncommitted and waits; the last writer of the
+ * group, the one that finds no writer waiting (or the GROUP_MAX-th), commits
+ * for all and wakes them, and each returns the commit's status. So a writer
+ * is answered only after its change is committed, as durable as a commit
+ * of its own; a lone writer commits at once, as before. Any other call
+ * taking the lock ends the open group first (store_lock), so nothing reads
+ * or writes beside a change that is not committed: it lets the writers
+ * already lined up finish the group (a mount's LOOKUPs would otherwise cut
+ * every group short), then commits it if it is still open.
+ *
+ * Only a backend serialised by the handle's lock has groups (SQLite: one
+ * connection, one transaction at a time). A concurrent backend
+ * (PostgreSQL: a connection per call from a pool) takes no lock here and
+ * each of its writes commits on its own, as its threads run at once.
+ */
+#define GROUP_MAX 64
+
+/* A writer waiting for its group's commit (group_wait). */
+struct group_waiter {
+	struct group_waiter *next;
+	int done, status;
+	char detail[256];
+};
+
+int group_close(sfs_store *s)
+{
+	int r = s->ops->group_end(s->be);
+
+	for (struct group_waiter *w = s->g_waiters; w; w = w->next) {
+		w->status = r;
+		snprintf(w->detail, sizeof(w->detail), "%s",
+		         r == SFS_OK ? "" : sfs_errdetail());
+		w->done = 1;
+	}
+	s->g_waiters = NULL;
+	s->g_open = 0;
+	s->g_members = 0;
+	s->g_gen++;
+	pthread_cond_broadcast(&s->g_done);
+	return r;
+}
+
+void store_lock(sfs_store *s)
+{
+	uint64_t gen;
+
+	if (s->ops->concurrent)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (!s->g_open)
+		return;
+	/* Writers lined up for the lock join the open group before this
+	 * call runs, and the last of them commits it; this call waits for
+	 * that group only, not for the ones after it. */
+	gen = s->g_gen;
+	while (s->g_open && s->g_gen == gen &&
+	       __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0)
+		pthread_cond_wait(&s->g_done, &s->mu);
+	if (s->g_open) {
+		group_close(s);
+		sfs_err_clear(); /* the writers of the group got the news */
+	}
+}
+
+void group_enter(sfs_store *s)
+{
+	if (s->ops->concurrent)
+		return;
+	__atomic_add_fetch(&s->g_waiting, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&s->mu);
+	__atomic_sub_fetch(&s->g_waiting, 1, __ATOMIC_SEQ_CST);
+	if (!s->g_open && s->ops->group_begin) {
+		s->ops->group_begin(s->be);
+		s->g_open = 1;
+	}
+}
+
+/* Waits for the end of the open group, which holds this writer's change,
+ * and returns its status (with its detail). mu held. A thread waits for
+ * one group at a time: its entry in the group's list is its own. */
+static int group_wait(sfs_store *s)
+{
+	static __thread struct group_waiter me;
+
+	memset(&me, 0, sizeof(me));
+	me.next = s->g_waiters;
+	s->g_waiters = &me;
+	while (!me.done)
+		pthread_cond_wait(&s->g_done, &s->mu);
+	if (me.status != SFS_OK)
+		sfs_err(me.status, "%s", me.detail);
+	return me.status;
+}
+
+int group_leave(sfs_store *s, int status)
+{
+	if (s->ops->concurrent)
+		return status;
+	if (!s->g_open) {
+		/* a backend without groups, or a group cut short before this
+		 * write (group_cut): the write committed itself */
+	} else if (status != SFS_OK) {
+		/* Its own change is undone. The group ends now, so that no
+		 * later writer joins a transaction this failure may have
+		 * ended; the others get the commit's status. */
+		group_cut(s, status);
+	} else if (++s->g_members < GROUP_MAX &&
+	           __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0) {
+		/* Its group's end is its answer, even if the next group has
+		 * ended too by the time it runs again. */
+		status = group_wait(s);
+	} else {
+		status = group_close(s);
+	}
+	store_unlock(s);
+	return status;
+}
+
+void group_cut(sfs_store *s, int status)
+{
+	char own[256];
+
+	if (!s->g_open)
+		return;
+	snprintf(own, sizeof(own), "%s", sfs_errdetail());
+	group_close(s);
+	sfs_err(status, "%s", own);
+}
+
 /* --- the backends ------------------------------------------------------ */
 
 /* In order: the first that accepts a store's name serves it. SQLite, last,
@@ -222,6 +363,7 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 		return sfs_err(SFS_NOMEM, "copying the store's name");
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->g_done, NULL);
 	s->flags = p->flags;
 	s->max_value = c->max_value ? c->max_value : SFS_DEFAULT_MAX_VALUE;
 	s->lease_ms = c->lease_ms ? c->lease_ms : 10 * 60 * 1000;
@@ -232,6 +374,7 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	bc.max_value = s->max_value;
 	status = s->ops->open(&bc, &s->be);
 	if (status != SFS_OK) {
+		pthread_cond_destroy(&s->g_done);
 		pthread_mutex_destroy(&s->mu);
 		free(s->path);
 		free(s);
@@ -278,7 +421,10 @@ void sfs_store_close(sfs_store *s)
 {
 	if (!s)
 		return;
+	if (s->g_open)
+		group_close(s);
 	s->ops->close(s->be);
+	pthread_cond_destroy(&s->g_done);
 	pthread_mutex_destroy(&s->mu);
 	free(s->path);
 	free(s);

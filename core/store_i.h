@@ -26,6 +26,13 @@ struct sfs_store {
 	unsigned flags;              /* SFS_OPEN_*, immutable */
 	uint64_t max_value;          /* immutable */
 	int64_t lease_ms;            /* immutable; for claims */
+	/* Group commit (store.c): guarded by mu, but g_waiting */
+	int g_waiting;               /* writers waiting for mu (atomic) */
+	int g_open;                  /* a group is open on be */
+	int g_members;               /* writes that joined it */
+	uint64_t g_gen;              /* moves when a group ends */
+	struct group_waiter *g_waiters; /* writers waiting for its end */
+	pthread_cond_t g_done;       /* a group ended */
 };
 
 /* What sfs_store_open opens, once the rules of config.c have run. */
@@ -49,11 +56,15 @@ void cfg_plan_free(cfg_plan *p);
  * each with the sentence sfs_store_open gives. */
 int cfg_env_key(sfs_key **out);
 
-static inline void store_lock(sfs_store *s)
-{
-	if (!s->ops->concurrent)
-		pthread_mutex_lock(&s->mu);
-}
+/* Ends the open group commit, if any: commits the writes in it and answers
+ * the writers waiting for that (store.c). mu held. */
+int group_close(sfs_store *s);
+
+/* Takes the lock for anything but a write of a group: an open group ends
+ * first, so no call ever sees a write that is not committed yet (store.c
+ * says when it waits for that and when it commits it itself). A concurrent
+ * backend takes no lock here, and has no groups. */
+void store_lock(sfs_store *s);
 
 /* Ends a call: the backend settles what the call left (settle may be
  * NULL), then the lock goes. */
@@ -98,6 +109,50 @@ static inline void store_unlock(sfs_store *s)
 		store_unlock(s);                                           \
 		return r_;                                                 \
 	} while (0)
+
+/* A write that may share its commit with the writes of other threads
+ * (group commit, store.c): a key/value put, edit or delete, a counter's
+ * add, set or delete, a log append, a queue push. expr is the backend call; the
+ * calling function returns its status once the write is committed (or
+ * failed). Its outputs are only good with SFS_OK. */
+#define GROUP_CALL(s, expr)                                                \
+	do {                                                               \
+		group_enter(s);                                            \
+		return group_leave(s, (expr));                             \
+	} while (0)
+/* The same for a write with one output of type `type`: expr writes it
+ * into v_, and *out (out may be NULL) gets it only once the write is
+ * committed. */
+#define GROUP_CALL_OUT(s, type, out, expr)                                 \
+	do {                                                               \
+		type v_ = 0;                                               \
+		int r_;                                                    \
+		group_enter(s);                                            \
+		r_ = group_leave(s, (expr));                               \
+		if (r_ == SFS_OK && (out))                                 \
+			*(out) = v_;                                       \
+		return r_;                                                 \
+	} while (0)
+/* GROUP_CALL for a delete: one that failed on a full disk ends the group
+ * (the others' writes are committed), and is tried once more, on its own,
+ * after the backend gave back its reserve, as CALL_DELETE does. */
+#define GROUP_CALL_DELETE(s, expr)                                         \
+	do {                                                               \
+		int r_;                                                    \
+		group_enter(s);                                            \
+		r_ = (expr);                                               \
+		if (r_ == SFS_FULL && (s)->ops->free_reserve) {            \
+			group_cut(s, r_);                                  \
+			if ((s)->ops->free_reserve((s)->be) == SFS_OK)     \
+				r_ = (expr);                               \
+		}                                                          \
+		return group_leave(s, r_);                                 \
+	} while (0)
+void group_enter(sfs_store *s);
+int group_leave(sfs_store *s, int status);
+/* Ends the open group (if any) after a write of it failed with status,
+ * keeping that failure's detail for the caller. mu held. */
+void group_cut(sfs_store *s, int status);
 
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */

@@ -119,6 +119,24 @@ int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what)
 	return SFS_OK;
 }
 
+int sqlb_write1(sfs_backend *b, sqlite3_stmt *st, const char *what,
+                int *changed)
+{
+	int status;
+
+	*changed = 0;
+	if (b->readonly)
+		return sfs_err(SFS_READONLY, "the store was opened read-only");
+	/* Not a stamped write: what the cache knows may no longer hold. */
+	stamp_forget(b);
+	status = sqlb_run(b, st, what);
+	if (status == SFS_OK)
+		*changed = sqlite3_changes(b->db);
+	if (status == SFS_OK && *changed && !b->in_write && !b->group_txn)
+		b->commits++; /* it was its own transaction */
+	return status;
+}
+
 int sqlb_exec(sfs_backend *b, const char *sql, const char *what)
 {
 	int rc = sqlite3_exec(b->db, sql, NULL, NULL, NULL);
@@ -161,13 +179,62 @@ static void col_bytes(listb *lb, sqlite3_stmt *st, int i,
 	put(lb, p, n);
 }
 
-int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
-              const char *what)
+/* SQLite's order of two values under BINARY collation (numbers before
+ * text before BLOBs; text and BLOBs bytewise, a prefix first): <0, 0, >0. */
+static int col_cmp(sqlite3_stmt *a, int i, sqlite3_stmt *b, int j)
+{
+	static const int rank[] = { [SQLITE_INTEGER] = 1, [SQLITE_FLOAT] = 1,
+	                            [SQLITE_TEXT] = 2, [SQLITE_BLOB] = 3,
+	                            [SQLITE_NULL] = 0 };
+	int ra = rank[sqlite3_column_type(a, i)];
+	int rb = rank[sqlite3_column_type(b, j)];
+	const void *pa, *pb;
+	size_t na, nb;
+	int c;
+
+	if (ra != rb)
+		return ra - rb;
+	if (ra == 1) {
+		double x = sqlite3_column_double(a, i);
+		double y = sqlite3_column_double(b, j);
+
+		return x < y ? -1 : x > y;
+	}
+	if (ra == 0)
+		return 0;
+	pa = sqlb_col(a, i, &na);
+	pb = sqlb_col(b, j, &nb);
+	c = memcmp(pa, pb, na < nb ? na : nb);
+	return c ? c : na < nb ? -1 : na > nb;
+}
+
+/* The time of st's current row from tst (see sqlb_rows_timed): advances
+ * tst past the keys before st's key. *trc is tst's last step result. */
+static int64_t row_time(sqlite3_stmt *st, sqlite3_stmt *tst, int desc,
+                        int *trc)
+{
+	int c;
+
+	while (*trc == SQLITE_ROW) {
+		c = col_cmp(tst, 0, st, SQLB_COL_KEY);
+		if (desc)
+			c = -c;
+		if (c == 0)
+			return sqlite3_column_int64(tst, 1);
+		if (c > 0)
+			return 0;
+		*trc = sqlite3_step(tst);
+	}
+	return 0;
+}
+
+int sqlb_rows_timed(sfs_backend *b, sqlite3_stmt *st, sqlite3_stmt *tst,
+                    int desc, sfs_list *out, const char *what)
 {
 	int ncol = sqlite3_column_count(st);
 	listb lb = LISTB_INIT;
 	sfs_item *it;
-	int rc;
+	int rc, trc = SQLITE_DONE, first = 1;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (!(it = listb_push(&lb)))
@@ -180,6 +247,16 @@ int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
 			                                             SQLB_COL_SIZE);
 		if (ncol > SQLB_COL_MTIME)
 			it->st.mtime_ns = sqlite3_column_int64(st, SQLB_COL_MTIME);
+		if (tst) {
+			if (first)
+				trc = sqlite3_step(tst);
+			first = 0;
+			it->st.mtime_ns = row_time(st, tst, desc, &trc);
+			if (trc != SQLITE_ROW && trc != SQLITE_DONE) {
+				rc = trc;
+				break;
+			}
+		}
 		if (ncol > SQLB_COL_COUNTER)
 			it->st.counter = sqlite3_column_int64(st,
 			                                      SQLB_COL_COUNTER);
@@ -197,11 +274,19 @@ int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
 			col_bytes(&lb, st, SQLB_COL_REASON, listb_reason);
 	}
 	sqlite3_reset(st);
+	if (tst)
+		sqlite3_reset(tst);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		listb_discard(&lb);
 		return sqlb_fail(b, rc, what);
 	}
 	return listb_finish(&lb, out);
+}
+
+int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
+              const char *what)
+{
+	return sqlb_rows_timed(b, st, NULL, 0, out, what);
 }
 
 int sqlb_one_blob(sfs_backend *b, sqlite3_stmt *st, sfs_buf *out,
@@ -248,6 +333,24 @@ int sqlb_one_stat(sfs_backend *b, sqlite3_stmt *st, sfs_stat *out,
 	return status;
 }
 
+/* In a group (sqlb_group_begin), a write after the first joins the open
+ * transaction as a savepoint of its own, so that its failure undoes only
+ * its own changes. */
+static int join_group(sfs_backend *b, int stamped)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_MEMBER_BEGIN,
+	                             "SAVEPOINT statefs_member", &status);
+
+	if (st)
+		status = sqlb_run(b, st, "joining a shared transaction");
+	if (status != SFS_OK)
+		return status;
+	b->in_write = b->in_member = 1;
+	stamp_begin(b, stamped);
+	return SFS_OK;
+}
+
 static int begin_write(sfs_backend *b, int stamped)
 {
 	int status = SFS_OK;
@@ -258,9 +361,14 @@ static int begin_write(sfs_backend *b, int stamped)
 		return status;
 	if (b->readonly)
 		return sfs_err(SFS_READONLY, "the store was opened read-only");
+	if (!stamped)
+		stamp_forget(b); /* it may change what the cache knows */
+	if (b->group_txn)
+		return join_group(b, stamped);
 	status = sqlb_run(b, st, "beginning a write transaction");
 	if (status == SFS_OK) {
 		b->in_write = 1;
+		b->group_txn = b->group;
 		stamp_begin(b, stamped);
 	}
 	return status;
@@ -284,11 +392,38 @@ int sqlb_begin_read(sfs_backend *b)
 	return st ? sqlb_run(b, st, "beginning a read transaction") : status;
 }
 
+/* The end of a write in a group: its savepoint released (a later write
+ * joins, sqlb_group_end commits them all), or nothing to do for the write
+ * that opened the transaction. */
+static int leave_group(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st;
+
+	b->in_write = 0;
+	if (!b->in_member)
+		return SFS_OK;
+	st = sqlb_stmt(b, ST_MEMBER_END, "RELEASE statefs_member", &status);
+	if (st)
+		status = sqlb_run(b, st, "leaving a shared transaction");
+	if (status != SFS_OK) {
+		b->in_write = 1;
+		sqlb_rollback(b);
+		return status;
+	}
+	b->in_member = 0;
+	qstat_member_end(b, 1);
+	return SFS_OK;
+}
+
 int sqlb_commit(sfs_backend *b)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
+	sqlite3_stmt *st;
 
+	if (b->in_write && b->group_txn)
+		return leave_group(b);
+	st = sqlb_stmt(b, ST_COMMIT, "COMMIT", &status);
 	if (st && b->in_write)
 		status = qstat_flush(b);
 	if (st && status == SFS_OK)
@@ -308,12 +443,39 @@ int sqlb_commit(sfs_backend *b)
 	return SFS_OK;
 }
 
+/* Undoes a write in a group: its own savepoint only. */
+static void rollback_member(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_MEMBER_UNDO, "ROLLBACK TO"
+	                             " statefs_member", &status);
+
+	b->in_write = b->in_member = 0;
+	stamp_forget(b);
+	qstat_member_end(b, 0);
+	if (st && !sqlite3_get_autocommit(b->db)) {
+		sqlite3_step(st);
+		sqlite3_reset(st);
+		st = sqlb_stmt(b, ST_MEMBER_END, "RELEASE statefs_member",
+		               &status);
+		if (st) {
+			sqlite3_step(st);
+			sqlite3_reset(st);
+		}
+	}
+}
+
 void sqlb_rollback(sfs_backend *b)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st;
 
+	if (b->in_member) {
+		rollback_member(b);
+		return;
+	}
 	b->in_write = 0;
+	b->group_txn = 0;
 	stamp_end(b, 0);
 	qstat_end(b, 0);
 	if (sqlite3_get_autocommit(b->db))
@@ -341,6 +503,34 @@ int sqlb_end_write_if(sfs_backend *b, int status, int changed)
 		return SFS_OK;
 	}
 	return sqlb_end_write(b, status);
+}
+
+/* Group commit (backend_i.h): the store's lock is held from
+ * sqlb_group_begin to sqlb_group_end except while a writer of the group
+ * waits for it to end; nothing but writes of the group runs in between. */
+static void sqlb_group_begin(sfs_backend *b)
+{
+	b->group = 1;
+}
+
+static int sqlb_group_end(sfs_backend *b)
+{
+	int open = b->group_txn;
+
+	b->group = b->group_txn = 0;
+	if (!open)
+		return SFS_OK;
+	if (sqlite3_get_autocommit(b->db)) {
+		/* A write's failure rolled back the whole transaction
+		 * (SQLite does that for I/O errors, a full disk, no memory). */
+		stamp_end(b, 0);
+		qstat_end(b, 0);
+		return sfs_err(SFS_IO, "not written: the transaction this write"
+		               " shared with others was rolled back by a failed"
+		               " write");
+	}
+	b->in_write = 1; /* the group's transaction, committed as a write */
+	return sqlb_commit(b);
 }
 
 /* What is at path before SQLite touches it: 0 new or empty, 1 a plaintext
@@ -554,8 +744,10 @@ void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
-	if (b->db)
+	if (b->db) {
+		sqlb_untime_close(b);
 		qstat_close(b);
+	}
 	for (int i = 0; i < ST_MAX; i++)
 		sqlite3_finalize(b->st[i]);
 	if (b->db)
@@ -764,6 +956,8 @@ const sfs_backend_ops sqlb_ops = {
 	.close = sqlb_close,
 	.sync = sqlb_sync,
 	.version = sqlb_version,
+	.group_begin = sqlb_group_begin,
+	.group_end = sqlb_group_end,
 	.settle = sqlb_settle,
 	.kv_put_many = sqlb_kv_put_many,
 	.kv_get = sqlb_kv_get,

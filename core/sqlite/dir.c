@@ -374,6 +374,28 @@ static int move(sfs_backend *b, const char *table, const char *scol,
 	return rc == SQLITE_DONE ? SFS_OK : sqlb_fail(b, rc, "renaming");
 }
 
+/* The time rows left in an empty target (of keys deleted there, kv.c):
+ * the moved ones take their place. */
+static int drop_times(sfs_backend *b, const char *ttable, sfs_slice scope,
+                      sfs_slice ns)
+{
+	sqlite3_stmt *st;
+	char sql[256];
+	int rc;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE scope_id=?1%s", ttable,
+	         ns.ptr ? " AND ns=?2" : "");
+	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sqlb_fail(b, rc, "renaming");
+	sqlb_bind(st, 1, scope);
+	if (ns.ptr)
+		sqlb_bind(st, 2, ns);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? SFS_OK : sqlb_fail(b, rc, "renaming");
+}
+
 static int same(sfs_slice a, sfs_slice b)
 {
 	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
@@ -439,6 +461,8 @@ static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 			return status;
 	}
 	status = move(b, d->table, d->scol, "", scope, ns, to_scope, to_ns);
+	if (status == SFS_OK && d->ttable)
+		status = drop_times(b, d->ttable, to_scope, to_ns);
 	if (status == SFS_OK && d->ttable)
 		status = move(b, d->ttable, "scope_id", "", scope, ns, to_scope,
 		              to_ns);

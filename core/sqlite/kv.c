@@ -22,6 +22,7 @@
  * RETURNING yields no row, and the transaction is rolled back.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sqlite_i.h"
@@ -30,28 +31,45 @@
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
  * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3), bit 4
  * the start bound is exclusive. Its columns are sqlb_rows': id (0),
- * value, size, mtime, counter, key. */
+ * value, size, mtime (NULL: the time scan fills it in), counter, key. */
 static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
                                int *status)
 {
 	int slot = (counters ? ST_CTR_SCAN : ST_KV_SCAN) + v;
 	const char *table = counters ? "function_counter" : "function_state";
-	const char *ttable = counters ? "statefs_counter_time"
-	                              : "statefs_kv_time";
-	const char *cols = counters ? "NULL, 0, t.mtime_ns, f.n"
-	                 : (v & 8) ? "NULL, length(f.value), t.mtime_ns, 0"
-	                           : "f.value, length(f.value), t.mtime_ns, 0";
+	const char *cols = counters ? "NULL, 0, NULL, n"
+	                 : (v & 8) ? "NULL, length(value), NULL, 0"
+	                           : "value, length(value), NULL, 0";
 	char sql[512];
 
 	if (b->st[slot])
 		return b->st[slot];
 	snprintf(sql, sizeof(sql),
-	         "SELECT 0, %s, f.key FROM %s f LEFT JOIN %s t"
-	         " ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
-	         " WHERE f.scope_id=?1 AND f.ns=?2%s%s ORDER BY f.key%s LIMIT ?5",
-	         cols, table, ttable,
-	         (v & 1) ? ((v & 16) ? " AND f.key>?3" : " AND f.key>=?3") : "",
-	         (v & 2) ? " AND f.key<?4" : "", (v & 4) ? " DESC" : "");
+	         "SELECT 0, %s, key FROM %s"
+	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s LIMIT ?5",
+	         cols, table,
+	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
+	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
+	return sqlb_stmt(b, slot, sql, status);
+}
+
+/* The time rows of the same range in the same order (key, mtime): a
+ * listing reads them beside the data rows, a merge of two ordered scans,
+ * instead of seeking each key's time row (sqlb_rows_timed). */
+static sqlite3_stmt *scan_time_stmt(sfs_backend *b, int counters, int v,
+                                    int *status)
+{
+	int slot = (counters ? ST_CTR_SCAN_TIME : ST_KV_SCAN_TIME) + (v & ~8);
+	char sql[512];
+
+	if (b->st[slot])
+		return b->st[slot];
+	snprintf(sql, sizeof(sql),
+	         "SELECT key, mtime_ns FROM %s"
+	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s",
+	         counters ? "statefs_counter_time" : "statefs_kv_time",
+	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
+	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -71,14 +89,19 @@ static int scan(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
 	        (o->start.ptr && o->start_after ? 16 : 0);
 	int status = SFS_OK;
 	sqlite3_stmt *st = scan_stmt(b, counters, v, &status);
+	sqlite3_stmt *tst = st ? scan_time_stmt(b, counters, v, &status) : NULL;
 
-	if (!st)
+	if (!tst)
 		return status;
-	sqlb_bind(st, 1, scope);
-	sqlb_bind(st, 2, ns);
-	bind_range(st, o->start, o->end);
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *s = i ? tst : st;
+
+		sqlb_bind(s, 1, scope);
+		sqlb_bind(s, 2, ns);
+		bind_range(s, o->start, o->end);
+	}
 	sqlite3_bind_int64(st, 5, o->limit > 0 ? o->limit : -1);
-	return sqlb_rows(b, st, out, "scanning");
+	return sqlb_rows_timed(b, st, tst, o->reverse, out, "scanning");
 }
 
 int sqlb_kv_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -227,42 +250,163 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	return sqlb_one_stat(b, st, out, "reading a value's size");
 }
 
-/* Deletes one row of a data table and its time row, in an open write
- * transaction. SFS_NOTFOUND when there was no data row. */
-static int delete_one(sfs_backend *b, int slot, const char *sql, int tslot,
-                      const char *tsql, sfs_slice scope, sfs_slice ns,
-                      sfs_slice key)
-{
-	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, slot, sql, &status);
-	sqlite3_stmt *tst = st ? sqlb_stmt(b, tslot, tsql, &status) : NULL;
+/* --- deletes and their time rows ---------------------------------------
+ *
+ * A delete of one key removes the data row only: one statement over one
+ * table and its index. The key's time row stays behind, invisible (every
+ * read is driven by the data rows), and is simply updated if the key is
+ * written again. The connection remembers the keys it deleted, and the
+ * delete that brings them to UNTIME_BATCH removes their time rows in its
+ * own transaction (as does closing the store): one time-table page per
+ * batch of deletes instead of one per delete. That removal is guarded by
+ * the data row's absence, so a key written again meanwhile, by anyone,
+ * keeps its time; a crash leaves at most a batch of time rows behind, as
+ * invisible as those of keys an SDK deleted. A rename deletes its target's
+ * time row at once: the moved time row takes its place. */
+#define UNTIME_BATCH 64
 
-	if (!tst)
-		return status;
-	sqlb_bind_key(st, scope, ns, key);
-	status = sqlb_run(b, st, "deleting");
-	if (status != SFS_OK)
-		return status;
-	if (sqlite3_changes(b->db) == 0)
-		return SFS_NOTFOUND;
-	sqlb_bind_key(tst, scope, ns, key);
-	return sqlb_run(b, tst, "deleting a time");
+struct untimed {
+	size_t n;
+	unsigned char *key[UNTIME_BATCH]; /* counters flag, then three
+	                                   * names with 2-byte lengths */
+};
+
+static sfs_slice part(const unsigned char **p)
+{
+	sfs_slice s = { *p + 2, (size_t)((*p)[0] << 8 | (*p)[1]) };
+
+	*p += 2 + s.len;
+	return s;
 }
 
+/* Removes the remembered keys' time rows whose data row is still gone; in
+ * an open write transaction. The list is empty afterwards either way. */
+static int untime_flush(sfs_backend *b)
+{
+	static const char *const sql[2] = {
+		"DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ " AND NOT"
+		" EXISTS (SELECT 1 FROM function_state WHERE " SQLB_KEYEQ ")",
+		"DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ " AND NOT"
+		" EXISTS (SELECT 1 FROM function_counter WHERE " SQLB_KEYEQ ")",
+	};
+	struct untimed *u = b->untimed;
+	int status = SFS_OK;
+
+	for (size_t i = 0; u && i < u->n; i++) {
+		const unsigned char *p = u->key[i] + 1;
+		int counters = u->key[i][0];
+		sfs_slice scope = part(&p), ns = part(&p), key = part(&p);
+		sqlite3_stmt *st = status == SFS_OK ? sqlb_stmt(b, counters ?
+		        ST_CTR_UNTIME : ST_KV_UNTIME, sql[counters], &status)
+		        : NULL;
+
+		if (st) {
+			sqlb_bind_key(st, scope, ns, key);
+			status = sqlb_run(b, st, "deleting times");
+		}
+		free(u->key[i]);
+	}
+	if (u)
+		u->n = 0;
+	return status;
+}
+
+/* Remembers a deleted key (the caller flushes a full batch). On no
+ * memory the key is forgotten: its time row stays, invisible. */
+static void untime_note(sfs_backend *b, int counters, sfs_slice scope,
+                        sfs_slice ns, sfs_slice key)
+{
+	struct untimed *u = b->untimed;
+	const sfs_slice parts[3] = { scope, ns, key };
+	unsigned char *e, *p;
+
+	if (!u && !(u = b->untimed = calloc(1, sizeof(*u))))
+		return;
+	if (!(e = p = malloc(1 + 6 + scope.len + ns.len + key.len)))
+		return;
+	*p++ = (unsigned char)counters;
+	for (int i = 0; i < 3; i++) {
+		*p++ = (unsigned char)(parts[i].len >> 8);
+		*p++ = (unsigned char)parts[i].len;
+		memcpy(p, parts[i].ptr, parts[i].len);
+		p += parts[i].len;
+	}
+	u->key[u->n++] = e;
+}
+
+void sqlb_untime_close(sfs_backend *b)
+{
+	if (b->untimed && b->untimed->n && !b->readonly &&
+	    sqlb_begin_write(b) == SFS_OK)
+		sqlb_end_write(b, untime_flush(b));
+	else
+		untime_flush(b); /* frees */
+	free(b->untimed);
+	b->untimed = NULL;
+}
+
+/* Deletes one data row: SFS_NOTFOUND when there was none. */
+static int delete_row(sfs_backend *b, int counters, sfs_slice scope,
+                      sfs_slice ns, sfs_slice key)
+{
+	int status = SFS_OK, changed = 0;
+	sqlite3_stmt *st = sqlb_stmt(b, counters ? ST_CTR_DEL : ST_KV_DEL,
+	        counters ? "DELETE FROM function_counter WHERE " SQLB_KEYEQ
+	                 : "DELETE FROM function_state WHERE " SQLB_KEYEQ,
+	        &status);
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	status = sqlb_write1(b, st, "deleting", &changed);
+	return status == SFS_OK && !changed ? SFS_NOTFOUND : status;
+}
+
+static int delete_full_tx(sfs_backend *b, int counters, sfs_slice scope,
+                          sfs_slice ns, sfs_slice key)
+{
+	int status = delete_row(b, counters, scope, ns, key);
+
+	if (status == SFS_OK)
+		untime_note(b, counters, scope, ns, key);
+	return status == SFS_OK ? untime_flush(b) : status;
+}
+
+/* sqlb_kv_delete and sqlb_counter_delete: one statement, its own
+ * transaction (or part of the open one); every UNTIME_BATCH-th also
+ * removes the batch's time rows, in one transaction with it. */
+static int delete_one(sfs_backend *b, int counters, sfs_slice scope,
+                      sfs_slice ns, sfs_slice key)
+{
+	int status;
+
+	if (b->untimed && b->untimed->n + 1 >= UNTIME_BATCH)
+		IN_WRITE_TX(b, delete_full_tx(b, counters, scope, ns, key));
+	status = delete_row(b, counters, scope, ns, key);
+	if (status == SFS_OK)
+		untime_note(b, counters, scope, ns, key);
+	return status;
+}
+
+/* A rename's target: the data row and the time row at once. */
 static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
-	return delete_one(b, ST_KV_DEL,
-	                  "DELETE FROM function_state WHERE " SQLB_KEYEQ,
-	                  ST_KV_DEL_TIME,
-	                  "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ,
-	                  scope, ns, key);
+	int status = SFS_OK;
+	sqlite3_stmt *tst = sqlb_stmt(b, ST_KV_DEL_TIME,
+	        "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ, &status);
+
+	if (!tst)
+		return status;
+	sqlb_bind_key(tst, scope, ns, key);
+	status = sqlb_run(b, tst, "deleting a time");
+	return status == SFS_OK ? delete_row(b, 0, scope, ns, key) : status;
 }
 
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key)
 {
-	IN_WRITE_TX(b, kv_delete_tx(b, scope, ns, key));
+	return delete_one(b, 0, scope, ns, key);
 }
 
 /* Deletes [start, end) of (scope, ns) with its times; count may be NULL. */
@@ -561,9 +705,5 @@ int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key)
 {
-	IN_WRITE_TX(b, delete_one(b, ST_CTR_DEL,
-	            "DELETE FROM function_counter WHERE " SQLB_KEYEQ,
-	            ST_CTR_DEL_TIME,
-	            "DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ,
-	            scope, ns, key));
+	return delete_one(b, 1, scope, ns, key);
 }

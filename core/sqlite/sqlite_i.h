@@ -18,8 +18,13 @@
  *  - A write is a transaction opened with BEGIN IMMEDIATE (sqlb_begin_write),
  *    so it holds the write lock before it reads anything and can never fail
  *    with SQLITE_BUSY_SNAPSHOT; waiting for the lock is the busy timeout's
- *    job. Reads of more than one statement run in one deferred transaction
- *    (sqlb_begin_read) so they see one snapshot.
+ *    job. A write of one statement may instead be its own autocommit
+ *    transaction (sqlb_write1). Reads of more than one statement run in one
+ *    deferred transaction (sqlb_begin_read) so they see one snapshot.
+ *  - In a group commit (sqlb_group_begin .. sqlb_group_end, conn.c) the
+ *    first write's transaction stays open and the next writes join it, each
+ *    in a savepoint; the same functions do that, so a write function does
+ *    not know whether it is grouped.
  *  - Statements are prepared once per connection (SQLITE_PREPARE_PERSISTENT)
  *    and reset after each use, also on error paths, so no read transaction
  *    outlives the call that opened it.
@@ -62,11 +67,13 @@
 #define SQLB_STATEMENTS(X)                                                 \
 	/* conn.c: transactions and the change counter */                  \
 	X(BEGIN_WRITE, 1) X(BEGIN_READ, 1) X(COMMIT, 1) X(ROLLBACK, 1)     \
-	X(DATA_VERSION, 1)                                                 \
+	X(DATA_VERSION, 1) X(MEMBER_BEGIN, 1) X(MEMBER_END, 1)             \
+	X(MEMBER_UNDO, 1)                                                  \
 	/* kv.c: values (scan: start, end, descending, keys only, start    \
 	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_EXISTS, 1) X(KV_SCAN, 32)      \
+	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_UNTIME, 1) X(KV_EXISTS, 1)     \
+	X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)                                 \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
 	X(KV_MOVE_TIME, 1)                                                 \
 	/* value.c: parts of a value */                                    \
@@ -74,7 +81,8 @@
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
 	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
-	X(CTR_DEL, 1) X(CTR_DEL_TIME, 1) X(CTR_SCAN, 32)                   \
+	X(CTR_DEL, 1) X(CTR_UNTIME, 1) X(CTR_SCAN, 32)                     \
+	X(CTR_SCAN_TIME, 32)                                               \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
 	X(LOG_APPEND, 1) X(LOG_SCAN, 2) X(LOG_GET, 1) X(LOG_STAT, 1)       \
 	X(LOG_KEY_FIRST, 1) X(LOG_KEY_NEXT, 1) X(LOG_DEL, 1)               \
@@ -131,6 +139,7 @@ enum {
 };
 
 typedef struct stamp_cache stamp_cache;
+struct untimed;
 typedef struct qstat qstat;
 
 struct sfs_backend {
@@ -141,8 +150,14 @@ struct sfs_backend {
 	int readonly;
 	int short_of_space;        /* gave back its reserve (conn.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
+	int group;                 /* group commit: a write's commit waits
+	                            * for sqlb_group_end (conn.c) */
+	int group_txn;             /* the group's transaction is open */
+	int in_member;             /* inside a write's savepoint in it */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
+	struct untimed *untimed;   /* deleted keys whose time rows are to go
+	                            * (kv.c); NULL until the first delete */
 	qstat *qstats;             /* stats.c; NULL until first used */
 	sqlite3_stmt *st[ST_MAX];
 };
@@ -165,6 +180,12 @@ sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
 
 /* Steps a statement that returns no rows, resets it. SFS_OK or a status. */
 int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
+/* sqlb_run for a write that is one statement: outside a write transaction
+ * it is its own (SQLite's autocommit takes the write lock as the statement
+ * starts, waiting through the busy timeout, and commits as it ends), inside
+ * one it is part of it. *changed: the rows it changed (not its triggers'). */
+int sqlb_write1(sfs_backend *b, sqlite3_stmt *st, const char *what,
+                int *changed);
 
 int sqlb_begin_write(sfs_backend *b);
 /* The same for a transaction whose writes only move times forward (put,
@@ -228,6 +249,13 @@ enum {
 };
 int sqlb_rows(sfs_backend *b, sqlite3_stmt *st, sfs_list *out,
               const char *what);
+/* sqlb_rows for a listing by key whose times are in another table of the
+ * same key order: tst, bound to the same range and direction (desc), yields
+ * (key, mtime_ns) and is read beside st, each row's mtime taken from the
+ * time row of an equal key (0 without one). One pass over each table, no
+ * seek per row; both statements are reset. */
+int sqlb_rows_timed(sfs_backend *b, sqlite3_stmt *st, sqlite3_stmt *tst,
+                    int desc, sfs_list *out, const char *what);
 
 /* Step a bound statement that returns at most one row, and reset it. No
  * row is SFS_NOTFOUND (without a detail); a failure is sqlb_fail(what).
@@ -283,6 +311,11 @@ int tm_override_del(sfs_backend *b, int64_t id);
  * ("main" when migrating, "ckpt" when restoring an old checkpoint), after
  * main's log and queue tables hold their final rows. */
 int tm_convert_v1(sfs_backend *b, const char *schema);
+
+/* --- kv.c --------------------------------------------------------- */
+/* At close: removes the time rows of the keys deleted since the last batch
+ * (kv.c explains) and frees the list. */
+void sqlb_untime_close(sfs_backend *b);
 
 /* --- the ops, by file (backend_i.h says what each does) ---------------- */
 /* conn.c */
@@ -443,6 +476,9 @@ int qstat_due(sfs_backend *b);
 /* At the transaction's end: its counts join the ones to write, or are
  * dropped with a rollback; written ones are forgotten. */
 void qstat_end(sfs_backend *b, int committed);
+/* At the end of a write's savepoint in a group commit (conn.c): its
+ * counts join the transaction's (kept) or are dropped. */
+void qstat_member_end(sfs_backend *b, int kept);
 /* At close: writes what is left in a transaction of its own. */
 void qstat_close(sfs_backend *b);
 
@@ -452,6 +488,9 @@ void qstat_close(sfs_backend *b);
  * (committed or rolled back). */
 void stamp_begin(sfs_backend *b, int stamped);
 void stamp_end(sfs_backend *b, int committed);
+/* Forgets everything now: a write that is not stamped (a delete) ran or
+ * is about to run, inside or outside a transaction. */
+void stamp_forget(sfs_backend *b);
 void stamp_free(sfs_backend *b);
 /* Inside a stamped transaction, before writing a key's time row
  * (counters: of function_counter) or a time map's note at now: 1 when the

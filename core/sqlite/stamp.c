@@ -106,6 +106,16 @@ void stamp_end(sfs_backend *b, int committed)
 	c->in_tx = 0;
 }
 
+void stamp_forget(sfs_backend *b)
+{
+	stamp_cache *c = b->stamps;
+
+	if (c) {
+		forget(c);
+		c->valid = 0;
+	}
+}
+
 void stamp_free(sfs_backend *b)
 {
 	free(b->stamps);

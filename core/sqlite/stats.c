@@ -38,11 +38,13 @@
 #define PRUNE_IDLE_NS (86400 * NS_PER_S) /* a queue's counts kept idle */
 
 /* One queue's counts: [0] committed and not yet written, [1] of the
- * current transaction. */
+ * current transaction, [2] of the current write of a group commit (its
+ * savepoint in the shared transaction, conn.c), which joins [1] when the
+ * savepoint is released and is dropped when it is undone. */
 typedef struct qcount {
 	unsigned char *queue;
 	size_t len;
-	uint64_t pushed[2], taken[2];
+	uint64_t pushed[3], taken[3];
 } qcount;
 
 struct qstat {
@@ -92,8 +94,23 @@ void qstat_note(sfs_backend *b, sfs_slice queue, uint64_t pushed,
 		c->len = queue.len;
 		q->n++;
 	}
-	c->pushed[1] += pushed;
-	c->taken[1] += taken;
+	c->pushed[b->in_member ? 2 : 1] += pushed;
+	c->taken[b->in_member ? 2 : 1] += taken;
+}
+
+void qstat_member_end(sfs_backend *b, int kept)
+{
+	qstat *q = b->qstats;
+
+	for (size_t i = 0; q && i < q->n; i++) {
+		qcount *c = &q->v[i];
+
+		if (kept) {
+			c->pushed[1] += c->pushed[2];
+			c->taken[1] += c->taken[2];
+		}
+		c->pushed[2] = c->taken[2] = 0;
+	}
 }
 
 int qstat_due(sfs_backend *b)
@@ -181,6 +198,7 @@ void qstat_end(sfs_backend *b, int committed)
 				c->taken[0] += c->taken[1];
 			}
 			c->pushed[1] = c->taken[1] = 0;
+			c->pushed[2] = c->taken[2] = 0;
 		}
 	}
 	q->writing = 0;

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -930,10 +932,90 @@ static void test_page_binding(void **state)
 	cp_filekey_free(fk2);
 }
 
+/* Nonces come from a pool per thread (crypt/page.c): every seal has its
+ * own, across pool refills, threads, and a fork (a child that inherited a
+ * pool half used must not seal with the nonces its parent seals with
+ * next). */
+#define NONCES 600   /* more than four pools' worth */
+
+static void seal_nonces(unsigned char (*out)[24], int n)
+{
+	static unsigned char plain[P];
+	unsigned char page[P];
+	cp_filekey *fk = cp_filekey_new();
+
+	assert_non_null(fk);
+	assert_int_equal(cp_derive(key_a, (const unsigned char *)"0123456789abcdef",
+	                           CRYPT_KDF_RAW, fk), SFS_OK);
+	for (int i = 0; i < n; i++) {
+		cp_seal(fk, CP_DB, 2, NULL, plain, page, P);
+		memcpy(out[i], page + P - CP_RESERVE, 24);
+	}
+	cp_filekey_free(fk);
+}
+
+static void *seal_thread(void *arg)
+{
+	seal_nonces(arg, NONCES);
+	return NULL;
+}
+
+static int cmp24(const void *a, const void *b)
+{
+	return memcmp(a, b, 24);
+}
+
+static void test_nonces_unique(void **state)
+{
+	/* [0] this thread, [1] another, [2] a forked child, [3] this thread
+	 * after the fork */
+	unsigned char (*n)[24] = calloc(4 * NONCES, 24);
+	pthread_t th;
+	int fds[2], status;
+	pid_t pid;
+	(void)state;
+
+	assert_non_null(n);
+	seal_nonces(n, NONCES / 2 + 7); /* a pool left half used */
+	assert_int_equal(pthread_create(&th, NULL, seal_thread, n + NONCES),
+	                 0);
+	pthread_join(th, NULL);
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		seal_nonces(n + 2 * NONCES, NONCES);
+		_exit(write(fds[1], n + 2 * NONCES, NONCES * 24) ==
+		      NONCES * 24 ? 0 : 1);
+	}
+	close(fds[1]);
+	seal_nonces(n + 3 * NONCES, NONCES);
+	for (size_t got = 0; got < NONCES * 24;) {
+		ssize_t r = read(fds[0], (unsigned char *)(n + 2 * NONCES) + got,
+		                 NONCES * 24 - got);
+		assert_true(r > 0);
+		got += (size_t)r;
+	}
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* the first call sealed NONCES / 2 + 7; the rest of [0] is zeros */
+	memmove(n + NONCES / 2 + 7, n + NONCES, 3 * NONCES * 24);
+	{
+		size_t total = NONCES / 2 + 7 + 3 * NONCES;
+
+		qsort(n, total, 24, cmp24);
+		for (size_t i = 1; i < total; i++)
+			assert_memory_not_equal(n[i - 1], n[i], 24);
+	}
+	free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page_binding),
+		cmocka_unit_test(test_nonces_unique),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_wrong_key_and_kinds),
 		cmocka_unit_test(test_passphrase),

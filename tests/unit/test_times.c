@@ -629,6 +629,162 @@ static void test_stamps_follow_changes(void **state)
 	sfs_store_close(b);
 }
 
+/* Runs SQL on the file with sqlite3 directly (plaintext stores only). */
+static void raw_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	char *err = NULL;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
+	                                 NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err);
+	sqlite3_close(db);
+}
+
+/* One scan's keys and times against the expected "key:second" list. */
+static void scan_is(sfs_store *s, int counters, const sfs_scan_opts *o,
+                    const char *const *want, size_t n)
+{
+	sfs_list l;
+	char got[64];
+
+	if (counters)
+		OK(sfs_counter_scan(s, SC, S("c"), o, &l));
+	else
+		OK(sfs_kv_scan(s, SC, S("ns"), o, &l));
+	assert_int_equal(l.n, n);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(got, sizeof(got), "%.*s:%lld",
+		         (int)l.items[i].key.len, (const char *)l.items[i].key.ptr,
+		         (long long)(l.items[i].st.mtime_ns / SEC));
+		assert_string_equal(got, want[i]);
+	}
+	sfs_list_free(&l);
+}
+
+/* A listing reads the time rows beside the data rows (one ordered pass
+ * over each table): keys without a time row (the SDK wrote them) read 0,
+ * time rows without a key (the SDK deleted it) are skipped, in both
+ * directions, with bounds and limits, keys only or not; a delete takes its
+ * key's time row along. */
+static void test_scan_merges_times(void **state)
+{
+	tfx *t = *state;
+	static const char *const all[] = { "t:0", "a:0", "b:1000", "c:1005",
+		"cc:0", "d:1000", "e:1005", "f:1000", "g:0" };
+	static const char *const rev[] = { "g:0", "f:1000", "e:1005", "d:1000",
+		"cc:0", "c:1005", "b:1000", "a:0", "t:0" };
+	static const char *const page[] = { "cc:0", "d:1000", "e:1005" };
+	static const char *const down[] = { "d:1000", "cc:0", "c:1005" };
+	static const char *const ctr[] = { "x:1000", "y:0", "z:1005" };
+	sfs_scan_opts o = { .start = S("c"), .start_after = 1, .limit = 3,
+	                    .keys_only = 1 };
+	int plain = !tfx_encrypted() && !tfx_postgres(); /* a raw SQLite file */
+
+	tfx_now = 1000 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("b"), S("1")));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("d"), S("1")));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("f"), S("1")));
+	OK(sfs_counter_add(t->s, SC, S("c"), S("x"), 1, NULL));
+	tfx_now = 1005 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("c"), S("1")));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("e"), S("1")));
+	OK(sfs_counter_add(t->s, SC, S("c"), S("z"), 1, NULL));
+	if (plain) {
+		/* As an SDK would: rows without times (one with a TEXT key,
+		 * which sorts before every BLOB), times without rows. */
+		raw_sql(t->path,
+		        "INSERT INTO function_state VALUES (x'65786563',"
+		        " x'6e73', x'61', x'31'), (x'65786563', x'6e73',"
+		        " x'6363', x'31'), (x'65786563', x'6e73', x'67', x'31'),"
+		        " (x'65786563', x'6e73', 't', x'31');"
+		        "INSERT INTO statefs_kv_time VALUES (x'65786563',"
+		        " x'6e73', x'6262', 7000000000000), (x'65786563', x'6e73',"
+		        " x'7a', 7000000000000), (x'65786563', x'6e73', x'', 1);"
+		        "INSERT INTO function_counter VALUES (x'65786563', x'63',"
+		        " x'79', 5);");
+		scan_is(t->s, 0, NULL, all, 9);
+		scan_is(t->s, 0, &(sfs_scan_opts){ .reverse = 1 }, rev, 9);
+		scan_is(t->s, 0, &o, page, 3);
+		o.keys_only = 0;
+		scan_is(t->s, 0, &o, page, 3);
+		scan_is(t->s, 0, &(sfs_scan_opts){ .start = S("c"),
+		        .end = S("e"), .reverse = 1 }, down, 3);
+		scan_is(t->s, 1, NULL, ctr, 3);
+	} else {
+		static const char *const few[] = { "b:1000", "c:1005", "d:1000",
+			"e:1005", "f:1000" };
+		static const char *const c2[] = { "x:1000", "z:1005" };
+
+		scan_is(t->s, 0, NULL, few, 5);
+		scan_is(t->s, 0, &(sfs_scan_opts){ .start = S("c"),
+		        .start_after = 1, .limit = 2, .reverse = 1,
+		        .keys_only = 1 },
+		        (const char *const[]){ "f:1000", "e:1005" }, 2);
+		scan_is(t->s, 0, &(sfs_scan_opts){ .end = S("e"),
+		        .reverse = 1, .limit = 2 },
+		        (const char *const[]){ "d:1000", "c:1005" }, 2);
+		scan_is(t->s, 1, NULL, c2, 2);
+	}
+	OK(sfs_kv_delete(t->s, SC, S("ns"), S("d")));
+	OK(sfs_counter_delete(t->s, SC, S("c"), S("x")));
+	OK(sfs_kv_delete(t->s, SC, S("ns"), S("f")));
+	/* put again in a later second: the new time, not the old one */
+	tfx_now = 1010 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("d"), S("2")));
+	assert_int_equal(kv_mtime(t->s, "d"), 1010 * SEC);
+	if (plain) /* the deletes' time rows wait for their batch */
+		assert_int_equal(rows_of(t->path, "statefs_kv_time"), 8);
+	tfx_reopen(t); /* closing removes them, but d's: d is back */
+	if (plain) {
+		/* 5 puts and 3 raw time rows, less f's */
+		assert_int_equal(rows_of(t->path, "statefs_kv_time"), 7);
+		assert_int_equal(rows_of(t->path, "statefs_counter_time"), 1);
+	}
+	assert_int_equal(kv_mtime(t->s, "d"), 1010 * SEC);
+}
+
+/* A delete leaves its time row for a batch (core/sqlite/kv.c): a batch of
+ * deletes removes them in one go; a key deleted, then renamed onto, or a
+ * namespace emptied, then renamed onto, takes the moved time, not the
+ * left one. */
+static void test_delete_batches_times(void **state)
+{
+	tfx *t = *state;
+	char k[16];
+	int plain = !tfx_encrypted() && !tfx_postgres(); /* a raw SQLite file */
+
+	tfx_now = 1000 * SEC;
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%03d", i);
+		OK(sfs_kv_put(t->s, SC, S("ns"), S(k), S("v")));
+	}
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%03d", i);
+		OK(sfs_kv_delete(t->s, SC, S("ns"), S(k)));
+	}
+	if (plain) /* one batch of 64 went with the 64th delete */
+		assert_int_equal(rows_of(t->path, "statefs_kv_time"), 36);
+	/* rename onto a deleted key: the source's time */
+	tfx_now = 2000 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("src"), S("v")));
+	OK(sfs_kv_rename(t->s, SC, S("ns"), S("src"), SC, S("ns"), S("k099"),
+	                 0));
+	assert_int_equal(kv_mtime(t->s, "k099"), 2000 * SEC);
+	/* a namespace emptied by deletes, then a rename onto it */
+	OK(sfs_kv_put(t->s, SC, S("other"), S("k098"), S("v")));
+	OK(sfs_kv_delete(t->s, SC, S("ns"), S("k099")));
+	OK(sfs_dir_rename(t->s, SFS_FAM_KV, SC, S("other"), SC, S("ns"), 0));
+	assert_int_equal(kv_mtime(t->s, "k098"), 2000 * SEC);
+	tfx_reopen(t);
+	if (plain)
+		assert_int_equal(rows_of(t->path, "statefs_kv_time"), 1);
+}
+
+
+
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
@@ -641,6 +797,8 @@ int main(void)
 		T(test_import_interleaved_log),
 		T(test_import_interleaved_queue),
 		T(test_stamps_follow_changes),
+		T(test_scan_merges_times),
+		T(test_delete_batches_times),
 		T(test_v1_migrates),
 		T(test_v1_checkpoint_restores),
 		T(test_v2_migrates),

@@ -1,0 +1,392 @@
+/*
+ * test_group.c - group commit (core/store.c): writes of several threads
+ * that share one transaction and one commit.
+ *
+ * White-box where it must be: the test holds the handle's lock while the
+ * writer threads line up behind it (it waits until all of them are
+ * waiting, a state, not a time), so that they form one group whatever the
+ * schedule; it injects failures with TEMP triggers on the engine's own
+ * connection (so they work on encrypted stores too). What it checks holds
+ * under any schedule: every write answered SFS_OK is in the store after it
+ * is closed and reopened, every write answered with an error left nothing,
+ * and a writer's failure costs the others nothing but, when it took the
+ * whole transaction with it, an honest error.
+ *
+ * Groups are the SQLite backend's (one connection per handle): on
+ * PostgreSQL the white-box tests are skipped, and the others check that
+ * the same calls, made at once without groups, lose nothing either.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "sqlite/sqlite_i.h"
+#include "store_i.h"
+
+#define WRITERS 6
+#define GROUPS_SQLITE "group commit is the SQLite backend's (a PostgreSQL" \
+	" store's writes run at once, each in its own transaction)"
+
+typedef struct writer {
+	sfs_store *s;
+	char key[16];
+	int many;          /* put_many of key/1 and key/2 instead of a put */
+	int status;
+} writer;
+
+static void *write_one(void *arg)
+{
+	writer *w = arg;
+	char k1[24], k2[24];
+
+	if (w->many) {
+		snprintf(k1, sizeof(k1), "%s/1", w->key);
+		snprintf(k2, sizeof(k2), "%s/2", w->key);
+		sfs_slice keys[2] = { S(k1), S(k2) }, vals[2] = { S("a"), S("b") };
+		w->status = sfs_kv_put_many(w->s, S("g"), S("ns"), keys, vals, 2,
+		                            0);
+	} else {
+		w->status = sfs_kv_put(w->s, S("g"), S("ns"), S(w->key),
+		                       S(w->key));
+	}
+	return NULL;
+}
+
+/* SQL on the engine's own connection (the caller holds the lock). */
+static void conn_sql(sfs_store *s, const char *sql)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(s->be->db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err);
+}
+
+/* Starts the writers while the test holds the lock, waits until every one
+ * of them waits for it (the count is atomic: read without the lock), and
+ * lets them go: they form one group, or, after a failure, end it and start
+ * the next. Returns how many groups ended. */
+static uint64_t run_lined_up(sfs_store *s, writer *w, int n)
+{
+	pthread_t th[WRITERS];
+	uint64_t gen;
+
+	pthread_mutex_lock(&s->mu);
+	gen = s->g_gen;
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, write_one, &w[i]),
+		                 0);
+	while (__atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) < n)
+		sched_yield();
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return s->g_gen - gen;
+}
+
+static void init_writers(tfx *t, writer *w, int n, const char *prefix)
+{
+	for (int i = 0; i < n; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].s = t->s;
+		snprintf(w[i].key, sizeof(w[i].key), "%s%d", prefix, i);
+	}
+}
+
+static int present(sfs_store *s, const char *key)
+{
+	sfs_buf b;
+	int r = sfs_kv_get(s, S("g"), S("ns"), S(key), &b);
+
+	if (r == SFS_OK)
+		sfs_buf_free(&b);
+	else if (r != SFS_NOTFOUND)
+		fail_msg("get %s: %s", key, sfs_errdetail());
+	return r == SFS_OK;
+}
+
+/* What each writer was told is what the store holds after a reopen. */
+static void told_is_stored(tfx *t, writer *w, int n)
+{
+	char k[24];
+
+	tfx_reopen(t);
+	for (int i = 0; i < n; i++) {
+		if (!w[i].many) {
+			if (present(t->s, w[i].key) != (w[i].status == SFS_OK))
+				fail_msg("%s: answered %d, stored %d", w[i].key,
+				         w[i].status, w[i].status != SFS_OK);
+			continue;
+		}
+		for (int j = 1; j <= 2; j++) {
+			snprintf(k, sizeof(k), "%s/%d", w[i].key, j);
+			if (present(t->s, k) != (w[i].status == SFS_OK))
+				fail_msg("%s: answered %d", k, w[i].status);
+		}
+	}
+}
+
+/* Six writers lined up behind the lock share one commit, and each is
+ * answered only once it is committed. */
+static void test_group_one_commit(void **state)
+{
+	tfx *t = *state;
+	writer w[WRITERS];
+	uint64_t v0, v1, groups;
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	init_writers(t, w, WRITERS, "k");
+	OK(sfs_store_version(t->s, &v0));
+	groups = run_lined_up(t->s, w, WRITERS);
+	for (int i = 0; i < WRITERS; i++)
+		assert_int_equal(w[i].status, SFS_OK);
+	assert_int_equal(groups, 1); /* one commit for all six */
+	OK(sfs_store_version(t->s, &v1));
+	assert_true(v1 > v0);
+	told_is_stored(t, w, WRITERS);
+}
+
+/* A writer whose second row fails (a trigger aborts the statement) undoes
+ * its first row too and says so; the others' writes are committed. */
+static void test_group_member_fails(void **state)
+{
+	tfx *t = *state;
+	writer w[WRITERS];
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	init_writers(t, w, WRITERS, "m");
+	w[2].many = 1;
+	pthread_mutex_lock(&t->s->mu);
+	conn_sql(t->s, "CREATE TEMP TRIGGER fail_m2 BEFORE INSERT ON"
+	         " main.function_state WHEN NEW.key = CAST('m2/2' AS BLOB)"
+	         " BEGIN SELECT RAISE(ABORT, 'injected'); END");
+	pthread_mutex_unlock(&t->s->mu);
+	run_lined_up(t->s, w, WRITERS);
+	for (int i = 0; i < WRITERS; i++)
+		if ((w[i].status == SFS_OK) != (i != 2))
+			fail_msg("writer %d: status %d", i, w[i].status);
+	told_is_stored(t, w, WRITERS);
+	assert_false(present(t->s, "m2/1"));
+}
+
+/* A writer whose failure rolls back the whole transaction (as SQLite does
+ * on an I/O error or a full disk; here RAISE(ROLLBACK)): the writers that
+ * shared it are told their write failed, never that it succeeded. */
+static void test_group_member_kills_transaction(void **state)
+{
+	tfx *t = *state;
+	writer w[WRITERS];
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	init_writers(t, w, WRITERS, "r");
+	w[3].many = 1;
+	pthread_mutex_lock(&t->s->mu);
+	conn_sql(t->s, "CREATE TEMP TRIGGER fail_r3 BEFORE INSERT ON"
+	         " main.function_state WHEN NEW.key = CAST('r3/2' AS BLOB)"
+	         " BEGIN SELECT RAISE(ROLLBACK, 'injected'); END");
+	pthread_mutex_unlock(&t->s->mu);
+	run_lined_up(t->s, w, WRITERS);
+	assert_int_not_equal(w[3].status, SFS_OK);
+	told_is_stored(t, w, WRITERS);
+	/* the store works on: the next write commits */
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("after"), S("x")));
+	tfx_reopen(t);
+	assert_true(present(t->s, "after"));
+}
+
+/* Many threads writing at once through every grouped call, with readers
+ * between them (a read ends the open group first): every write is there
+ * after a reopen, counters exact, ids distinct. */
+#define THREADS 8
+#define ROUNDS 150
+
+typedef struct mixer {
+	sfs_store *s;
+	int idx, failures;
+	int64_t ids[ROUNDS];
+} mixer;
+
+static void *mix(void *arg)
+{
+	mixer *m = arg;
+	sfs_slice item;
+	char k[32];
+	sfs_list l;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		snprintf(k, sizeof(k), "t%d-%d", m->idx, i);
+		m->failures += sfs_kv_put(m->s, S("g"), S("mix"), S(k), S(k)) !=
+		               SFS_OK;
+		m->failures += sfs_counter_add(m->s, S("g"), S("c"), S("n"), 1,
+		                               NULL) != SFS_OK;
+		m->failures += sfs_log_append(m->s, S("g"), S("log"), S("l"),
+		                              S(k), &m->ids[i]) != SFS_OK;
+		item = S(k);
+		m->failures += sfs_queue_push(m->s, S("q"), &item, 1, NULL) !=
+		               SFS_OK;
+		if (i % 10 == 0) {
+			m->failures += sfs_kv_scan(m->s, S("g"), S("mix"), NULL,
+			                           &l) != SFS_OK;
+			sfs_list_free(&l);
+		}
+		if (i % 3 == 0) {
+			m->failures += sfs_kv_delete(m->s, S("g"), S("mix"),
+			                             S(k)) != SFS_OK;
+			m->failures += sfs_counter_set(m->s, S("g"), S("c"),
+			                               S(k), i) != SFS_OK;
+		}
+	}
+	return NULL;
+}
+
+static void test_group_concurrent(void **state)
+{
+	tfx *t = *state;
+	pthread_t th[THREADS];
+	mixer m[THREADS];
+	int64_t v = 0;
+	uint64_t n = 0;
+	sfs_list l;
+
+	for (int i = 0; i < THREADS; i++) {
+		memset(&m[i], 0, sizeof(m[i]));
+		m[i].s = t->s;
+		m[i].idx = i;
+		assert_int_equal(pthread_create(&th[i], NULL, mix, &m[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(m[i].failures, 0);
+	}
+	if (tfx_postgres()) /* no group ever formed: the writes ran at once */
+		assert_int_equal(t->s->g_gen, 0);
+	tfx_reopen(t);
+	OK(sfs_kv_scan(t->s, S("g"), S("mix"), NULL, &l));
+	assert_int_equal(l.n, THREADS * (ROUNDS - (ROUNDS + 2) / 3));
+	for (size_t i = 0; i < l.n; i++)
+		assert_true(l.items[i].st.mtime_ns > 0);
+	sfs_list_free(&l);
+	OK(sfs_counter_get(t->s, S("g"), S("c"), S("n"), &v, NULL));
+	assert_int_equal(v, THREADS * ROUNDS);
+	OK(sfs_counter_scan(t->s, S("g"), S("c"), NULL, &l));
+	assert_int_equal(l.n, 1 + THREADS * ((ROUNDS + 2) / 3));
+	sfs_list_free(&l);
+	OK(sfs_log_scan(t->s, S("g"), S("log"), S("l"), -1, 0, 1, &l));
+	assert_int_equal(l.n, THREADS * ROUNDS);
+	for (size_t i = 0; i < l.n; i++) { /* the ids the writers were told */
+		int found = 0;
+
+		for (int j = 0; j < THREADS && !found; j++)
+			for (int r = 0; r < ROUNDS && !found; r++)
+				found = m[j].ids[r] == l.items[i].id;
+		assert_true(found);
+	}
+	sfs_list_free(&l);
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, THREADS * ROUNDS);
+}
+
+/* Durable as a commit of its own: a process whose writer threads share
+ * commits is killed with SIGKILL at some point; every write it reported as
+ * answered SFS_OK (on a pipe, after the call returned) is in the store. */
+#define KILL_THREADS 4
+#define KILL_ACKS 300
+
+typedef struct acker {
+	sfs_store *s;
+	int idx, fd;
+} acker;
+
+static void *ack_writes(void *arg)
+{
+	acker *a = arg;
+	char k[32];
+	uint32_t rec;
+
+	for (uint32_t i = 0;; i++) {
+		snprintf(k, sizeof(k), "t%d-%u", a->idx, i);
+		if (sfs_kv_put(a->s, S("g"), S("kill"), S(k), S(k)) != SFS_OK)
+			_exit(3);
+		rec = (uint32_t)a->idx << 24 | i;
+		if (write(a->fd, &rec, sizeof(rec)) != sizeof(rec))
+			_exit(4);
+	}
+	return NULL;
+}
+
+static void test_group_kill9(void **state)
+{
+	tfx *t = *state;
+	uint32_t rec, *acks = calloc(1 << 16, sizeof(*acks));
+	size_t n = 0;
+	int fds[2], status;
+	pid_t pid;
+	char k[32];
+
+	assert_non_null(acks);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th[KILL_THREADS];
+		acker a[KILL_THREADS];
+		sfs_store *s;
+
+		close(fds[0]);
+		if (tfx_open(t->path, 0, &s) != SFS_OK)
+			_exit(2);
+		for (int i = 0; i < KILL_THREADS; i++) {
+			a[i] = (acker){ s, i, fds[1] };
+			pthread_create(&th[i], NULL, ack_writes, &a[i]);
+		}
+		pthread_join(th[0], NULL); /* never returns */
+		_exit(5);
+	}
+	close(fds[1]);
+	while (n < KILL_ACKS && read(fds[0], &rec, sizeof(rec)) == sizeof(rec))
+		acks[n++] = rec;
+	kill(pid, SIGKILL);
+	/* acks written before the kill are still in the pipe */
+	while (n < (1 << 16) && read(fds[0], &rec, sizeof(rec)) == sizeof(rec))
+		acks[n++] = rec;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_true(n >= KILL_ACKS);
+	OK(tfx_open(t->path, 0, &t->s));
+	for (size_t i = 0; i < n; i++) {
+		sfs_buf b;
+
+		snprintf(k, sizeof(k), "t%u-%u", acks[i] >> 24,
+		         acks[i] & 0xffffff);
+		OK(sfs_kv_get(t->s, S("g"), S("kill"), S(k), &b));
+		sfs_buf_free(&b);
+	}
+	free(acks);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_group_one_commit, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_group_member_fails,
+		                                tfx_setup, tfx_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_group_member_kills_transaction, tfx_setup,
+			tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_group_concurrent, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_group_kill9, tfx_setup,
+		                                tfx_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
