@@ -197,6 +197,7 @@ typedef struct handoff {
 	void *pctx;
 	const sfs_row *row;      /* offered, not yet taken */
 	int taken;               /* the import has copied *row */
+	int holding;             /* the import has a row it has not finished */
 	int done;                /* the export returned */
 	int stop;                /* the import gave up */
 	int status;              /* the export's */
@@ -243,7 +244,11 @@ static int take_row(sfs_row *row, void *ctx)
 	int st;
 
 	pthread_mutex_lock(&h->mu);
-	if (h->row && !h->taken) { /* the previous row is imported */
+	/* The row this side took last time is imported now. Not "the row on
+	 * offer": on the first call, the export may already have offered its
+	 * first row, which is not imported yet. */
+	if (h->holding) {
+		h->holding = 0;
 		h->taken = 1;
 		pthread_cond_broadcast(&h->cond);
 	}
@@ -251,6 +256,7 @@ static int take_row(sfs_row *row, void *ctx)
 		pthread_cond_wait(&h->cond, &h->mu);
 	if (h->row && !h->taken) {
 		*row = *h->row;
+		h->holding = 1;
 		st = SFS_OK;
 	} else {
 		st = h->status == SFS_OK ? SFS_NOTFOUND
