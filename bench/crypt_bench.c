@@ -308,18 +308,19 @@ static sfs_store *fresh(const sfs_key *key, int round)
 
 static void drop(sfs_store *s)
 {
-	char path[400];
+	static const char *const sfx[] = { "", "-wal", "-shm", "-reserve" };
+	char base[400], path[420];
 	sfs_info in;
 
 	check(sfs_store_info(s, &in), "info");
-	snprintf(path, sizeof(path), "%s", in.path);
+	snprintf(base, sizeof(base), "%s", in.path); /* borrowed from s */
 	sfs_store_close(s);
-	unlink(path);
-	strncat(path, "-wal", sizeof(path) - strlen(path) - 1);
-	unlink(path);
-	path[strlen(path) - 4] = '\0';
-	strncat(path, "-shm", sizeof(path) - strlen(path) - 1);
-	unlink(path);
+	/* the store, its WAL and index, and the room kept for deletes on a
+	 * full disk (core/sqlite/: the reserve file beside the store) */
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", base, sfx[i]);
+		unlink(path);
+	}
 }
 
 static double run_op(sfs_store *s, int op)
