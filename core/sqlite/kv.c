@@ -28,6 +28,24 @@
 #include "sqlite_i.h"
 #include "util_i.h"
 
+/* The WHERE and ORDER BY parts of a scan variant v (bits below), shared by
+ * the data scan and the time scan beside it so the two read one range in
+ * one order. */
+static const char *range_lo(int v)
+{
+	return (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "";
+}
+
+static const char *range_hi(int v)
+{
+	return (v & 2) ? " AND key<?4" : "";
+}
+
+static const char *range_dir(int v)
+{
+	return (v & 4) ? " DESC" : "";
+}
+
 /* Builds the scan statement for variant v: bit 0 start bound, bit 1 end
  * bound, bit 2 descending, bit 3 keys only (counters ignore bit 3), bit 4
  * the start bound is exclusive. Its columns are sqlb_rows': id (0),
@@ -48,8 +66,7 @@ static sqlite3_stmt *scan_stmt(sfs_backend *b, int counters, int v,
 	         "SELECT 0, %s, key FROM %s"
 	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s LIMIT ?5",
 	         cols, table,
-	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
-	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
+	         range_lo(v), range_hi(v), range_dir(v));
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -68,8 +85,7 @@ static sqlite3_stmt *scan_time_stmt(sfs_backend *b, int counters, int v,
 	         "SELECT key, mtime_ns FROM %s"
 	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s",
 	         counters ? "statefs_counter_time" : "statefs_kv_time",
-	         (v & 1) ? ((v & 16) ? " AND key>?3" : " AND key>=?3") : "",
-	         (v & 2) ? " AND key<?4" : "", (v & 4) ? " DESC" : "");
+	         range_lo(v), range_hi(v), range_dir(v));
 	return sqlb_stmt(b, slot, sql, status);
 }
 
