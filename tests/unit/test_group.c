@@ -151,6 +151,20 @@ static void test_group_one_commit(void **state)
 	told_is_stored(t, w, WRITERS);
 }
 
+/* Makes the insert of key fail with RAISE(action) (a TEMP trigger of the
+ * handle's connection). */
+static void fail_insert_of(tfx *t, const char *key, const char *action)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "CREATE TEMP TRIGGER fail_ins BEFORE INSERT"
+	         " ON main.function_state WHEN NEW.key = CAST('%s' AS BLOB)"
+	         " BEGIN SELECT RAISE(%s, 'injected'); END", key, action);
+	pthread_mutex_lock(&t->s->mu);
+	conn_sql(t->s, sql);
+	pthread_mutex_unlock(&t->s->mu);
+}
+
 /* A writer whose second row fails (a trigger aborts the statement) undoes
  * its first row too and says so; the others' writes are committed. */
 static void test_group_member_fails(void **state)
@@ -161,11 +175,7 @@ static void test_group_member_fails(void **state)
 	tfx_sqlite_only(GROUPS_SQLITE);
 	init_writers(t, w, WRITERS, "m");
 	w[2].many = 1;
-	pthread_mutex_lock(&t->s->mu);
-	conn_sql(t->s, "CREATE TEMP TRIGGER fail_m2 BEFORE INSERT ON"
-	         " main.function_state WHEN NEW.key = CAST('m2/2' AS BLOB)"
-	         " BEGIN SELECT RAISE(ABORT, 'injected'); END");
-	pthread_mutex_unlock(&t->s->mu);
+	fail_insert_of(t, "m2/2", "ABORT");
 	run_lined_up(t->s, w, WRITERS);
 	for (int i = 0; i < WRITERS; i++)
 		if ((w[i].status == SFS_OK) != (i != 2))
@@ -185,11 +195,7 @@ static void test_group_member_kills_transaction(void **state)
 	tfx_sqlite_only(GROUPS_SQLITE);
 	init_writers(t, w, WRITERS, "r");
 	w[3].many = 1;
-	pthread_mutex_lock(&t->s->mu);
-	conn_sql(t->s, "CREATE TEMP TRIGGER fail_r3 BEFORE INSERT ON"
-	         " main.function_state WHEN NEW.key = CAST('r3/2' AS BLOB)"
-	         " BEGIN SELECT RAISE(ROLLBACK, 'injected'); END");
-	pthread_mutex_unlock(&t->s->mu);
+	fail_insert_of(t, "r3/2", "ROLLBACK");
 	run_lined_up(t->s, w, WRITERS);
 	assert_int_not_equal(w[3].status, SFS_OK);
 	told_is_stored(t, w, WRITERS);
