@@ -55,7 +55,7 @@ median() { # mode op
 
 best() { # mode op
   awk -v m="$1" -v o="$2" '$1 == m && $2 == o { print $3 }' "$work/times" |
-    sort -g | head -n 1
+    sort -g | sed -n 1p
 }
 
 echo "== Small files through the mount: $n files of $size bytes, $rounds rounds =="

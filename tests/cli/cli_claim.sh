@@ -16,7 +16,7 @@ sc queue push jobs a b c d >/dev/null
 
 # --- claim: the claim id, then "ID<TAB>VALUE" per item
 expect_exit 0 sc queue claim jobs --max 2
-c1=$(printf '%s\n' "$out" | head -n1)
+c1=${out%%$'\n'*}
 expect_eq "$(printf '%s\n' "$out" | tail -n +2)" $'1\ta\n2\tb' "claimed items"
 expect_eq "$(sc queue len jobs)" 2 "in-flight items are not pending"
 expect_eq "$(sc queue scan jobs --keys-only)" $'3\n4' "pending ids"
@@ -138,9 +138,10 @@ expect_exit 0 sc queue ack "$c5" 3:reject 4:reject "$newid:reject"
 expect_exit 0 sc --json queue requeue jobs --all
 jqe "$out" '(.ids | length) == 3'
 expect_exit 0 sc queue claim jobs --max 3
-c6=$(printf '%s\n' "$out" | head -n1)
+c6=${out%%$'\n'*}
 sc queue ack "$c6" $(printf '%s\n' "$out" | tail -n +2 | cut -f1 | sed 's/$/:reject/')
-expect_exit 0 sc queue dead jobs --delete "$(sc queue dead jobs --keys-only | head -n1 | cut -f1)"
+dead=$(sc queue dead jobs --keys-only)
+expect_exit 0 sc queue dead jobs --delete "$(cut -f1 <<<"${dead%%$'\n'*}")"
 expect_eq "$out" 1 "one deleted"
 expect_exit 0 sc --json queue dead jobs --delete --all
 jqe "$out" '.queue == "jobs" and .count == 2'
@@ -176,7 +177,7 @@ expect_exit 2 sc queue dead jobs --delete
 expect_exit 2 sc queue claim jobs --ttl 1s
 expect_exit 0 "$STATECTL" --list-commands queue
 for cmd in claim heartbeat ack nack inflight dead requeue gc policy; do
-	printf '%s\n' "$out" | grep -qx "$cmd" || fail "completion lacks queue $cmd"
+	grep -qx "$cmd" <<<"$out" || fail "completion lacks queue $cmd"
 done
 expect_exit 0 "$STATECTL" queue --help
 expect_match "$out" "claim QUEUE" "help lists claim"

@@ -34,9 +34,9 @@ pc=$D$(abs "$libdir")/pkgconfig/statefs.pc
 want "$(abs "$libdir")/pkgconfig/statefs.pc"
 want "$(abs "$mandir")/man1/statectl.1"
 want "$(abs "$mandir")/man1/statefs.1"
-comp=$(find "$D" -path '*bash-completion/completions/statectl' | head -n1)
+comp=$(find "$D" -path '*bash-completion/completions/statectl' | sed -n 1p)
 [ -n "$comp" ] || fail "bash completion not installed"
-units=$(find "$D" -path '*systemd/user/statefs@.service' | head -n1)
+units=$(find "$D" -path '*systemd/user/statefs@.service' | sed -n 1p)
 [ -n "$units" ] || fail "systemd user unit template not installed"
 [ -e "$(dirname "$units")/statefs.service" ] || fail "statefs.service not installed"
 grep -q "^ExecStart=$(abs "$bindir")/statefs -f %f$" "$units" || fail "the unit runs the installed daemon"

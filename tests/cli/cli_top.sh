@@ -98,10 +98,10 @@ expect_eq "$(cat "$T/top.exit" 2>/dev/null)" exit=0 "q exits 0"
 for _ in $(seq 600); do [ -s "$T/stty.out" ] && break; sleep 0.1; done
 grep -Eq '(^| )icanon( |$)' "$T/stty.out" && grep -Eq '(^| )echo( |$)' "$T/stty.out" ||
 	fail "canonical mode and echo are back: $(cat "$T/stty.out")"
-tm capture-pane -p -t top | grep -q "statefs top" && fail "the frame stays on the screen after q"
+tm capture-pane -p -t top | grep "statefs top" >/dev/null && fail "the frame stays on the screen after q"
 # SIGTERM ends it cleanly too
 tm respawn-pane -k -t top "LANG=C.UTF-8 sh -c 'echo \$\$ >$T/top.pid; exec $cmd'; echo exit=\$? >$T/top.exit2; sleep 600"
-for _ in $(seq 600); do tm capture-pane -p -t top | grep -q "q quit" && break; sleep 0.1; done
+for _ in $(seq 600); do tm capture-pane -p -t top | grep "q quit" >/dev/null && break; sleep 0.1; done
 kill -TERM "$(cat "$T/top.pid")" || fail "no statectl top to signal"
 for _ in $(seq 600); do [ -s "$T/top.exit2" ] && break; sleep 0.1; done
 expect_eq "$(cat "$T/top.exit2" 2>/dev/null)" exit=0 "SIGTERM exits 0"

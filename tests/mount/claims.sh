@@ -45,7 +45,7 @@ await() { # WHAT COMMAND...
 expect_eq "$(ls -a $q | grep -c -e inflight -e dead -e '^\.claim$')" 0 \
   "inflight/, dead/ and .claim are not listed"
 for i in 1 2 3; do echo "job $i" > $q/new; done
-first=$(ls $q | head -n1)
+first=$(ls $q | sed -n 1p)
 : < $q/.claim
 expect_eq "$(helper qinflight jobs)" 0 ": < .claim claims nothing"
 t0=$(now)
@@ -118,7 +118,7 @@ if [ -e $q/$target ]; then
   rm $q/$target
 fi
 expect_eq "$(ls $q/inflight)" "" "nothing else in flight"
-expect_op EINVAL rename $q/$(ls $q | head -n1) $q/inflight/0000000000000000042
+expect_op EINVAL rename $q/$(ls $q | sed -n 1p) $q/inflight/0000000000000000042
 ok "mv item inflight/ claims, one winner"
 
 # --- touch heartbeats: a worker that touches keeps its item past the lease -
@@ -189,7 +189,7 @@ await "the killed worker's item back" test -e $q/$n
 back=$(now_ns)
 [ "$back" -ge $((tstart + L)) ] || fail "back at $back, before the lease ($tstart + $lease s)"
 expect_eq "$(ls $q/inflight)" "" "no longer in flight"
-expect_eq "$(ls $q | head -n1)" "$n" "back at its place"
+expect_eq "$(ls $q | sed -n 1p)" "$n" "back at its place"
 expect_op ENOENT unlink $q/inflight/$n   # the worker's late rm
 ok "kill -9: redelivered after the lease"
 

@@ -79,7 +79,7 @@ ok "a follower sees a queue's pushes and takes nothing"
 rc=0
 timeout -s INT 1 cat "$log/.follow" > /dev/null || rc=$?
 expect_eq "$rc" 124 "an interrupted follower"
-ls -a "$log" | grep -q follow && fail ".follow is listed"
+ls -a "$log" | grep follow >/dev/null && fail ".follow is listed"
 timeout 60 grep -rq fourth "$mnt/exec" || fail "grep -r did not find the entry"
 expect_eq "$(timeout 60 find "$mnt" -name '.follow' | wc -l)" 0 "find sees no .follow"
 ok "an interrupted follower stops; grep -r and find never touch .follow"

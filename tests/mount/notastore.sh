@@ -53,7 +53,7 @@ fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
 : > "$STATEFS_DB"
 before=$(sums)
 refused
-echo "$out" | grep -q "write-ahead log" || fail "no sentence about the log: $out"
+grep -q "write-ahead log" <<<"$out" || fail "no sentence about the log: $out"
 expect_eq "$(sums)" "$before" "the store's files after the refusal"
 ok "a store cut short is refused and left as it is"
 
@@ -72,7 +72,7 @@ if [ "$mode" = plain ]; then
   printf '\377' | dd of="$STATEFS_DB-wal" bs=1 seek=17 conv=notrunc 2>/dev/null
   before=$(sums)
   refused
-  echo "$out" | grep -q "no tables" || fail "no sentence about the tables: $out"
+  grep -q "no tables" <<<"$out" || fail "no sentence about the tables: $out"
   expect_eq "$(sums)" "$before" "the lost store's files after the refusal"
   ok "a store that lost its tables is refused, its log kept"
 
@@ -80,13 +80,13 @@ if [ "$mode" = plain ]; then
   sqlite3 "$STATEFS_DB" 'PRAGMA user_version=7'
   before=$(sums)
   refused
-  echo "$out" | grep -q "no tables" || fail "no sentence: $out"
+  grep -q "no tables" <<<"$out" || fail "no sentence: $out"
   expect_eq "$(sums)" "$before" "a database without tables"
   rm -f "$STATEFS_DB"*
   sqlite3 "$STATEFS_DB" 'CREATE TABLE mine(x); INSERT INTO mine VALUES (1)'
   before=$(sums)
   refused
-  echo "$out" | grep -q "not a statefs" || fail "no sentence: $out"
+  grep -q "not a statefs" <<<"$out" || fail "no sentence: $out"
   expect_eq "$(sums)" "$before" "someone else's database"
   ok "databases that are not stores are refused and left as they are"
 fi

@@ -94,5 +94,5 @@ mount_fs
 denied "stat the mount" "stat '$mnt/app' > /dev/null"
 unmount_fs
 out=$("$STATEFS_BIN" -f "${mode_opts[@]}" -o umask=999 "$mnt" 2>&1) && fail "umask=999 accepted"
-echo "$out" | grep -q "octal" || fail "no sentence for umask=999: $out"
+grep -q "octal" <<<"$out" || fail "no sentence for umask=999: $out"
 ok "no allow_other: nobody gets in; a bad umask is refused"

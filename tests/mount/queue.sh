@@ -21,10 +21,10 @@ expect_eq "$(helper qlen jobs)" 4 "four pushes"
 expect_eq "$(ls queue)" jobs "a queue with items is listed"
 expect_eq "$(cat $q/* | tr '\n' ,)" "job 1,job 2,job 3," "cat * in FIFO order"
 expect_eq "$(helper qlen jobs)" 4 "peeking pops nothing"
-first=$(ls $q | head -n1)
+first=$(ls $q | sed -n 1p)
 [[ $first =~ ^[0-9]{19}$ ]] || fail "item name $first"
 expect_eq "$(ls $q | sort -c && echo sorted)" sorted "ls order is id order"
-ls -a $q | grep -q '^\.' && [ "$(ls -a $q | grep -c '^\.[a-z]')" -ne 0 ] &&
+ls -a $q | grep '^\.' >/dev/null && [ "$(ls -a $q | grep -c '^\.[a-z]')" -ne 0 ] &&
   fail "special files are listed"
 ok "push, list, peek"
 

@@ -30,7 +30,7 @@ grep -r "value" . > /dev/null
 grep -rl "nothing matches this" . && fail "grep found something"
 find . -type f -exec cat {} + > /dev/null
 find . -type f -print0 | xargs -0 cat > /dev/null
-find . -name '.*' -type f | grep -q . && fail "find lists a special file"
+find . -name '.*' -type f | grep . >/dev/null && fail "find lists a special file"
 ls -laR > /dev/null
 du -a > /dev/null
 tar -cf "$work/all.tar" .
