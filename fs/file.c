@@ -59,7 +59,8 @@ static fs_file *file_of(struct fuse_file_info *fi)
 	return (fs_file *)(uintptr_t)fi->fh;
 }
 
-fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags)
+fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags,
+                     pid_t opener)
 {
 	fs_file *h = calloc(1, sizeof(*h));
 
@@ -69,6 +70,7 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags)
 	h->node = n;
 	h->kind = kind;
 	h->flags = flags;
+	h->opener = opener;
 	fs_node_ref(f, n);
 	fs_node_file_add(f, n, h);
 	fs_link_add(f, &f->files, &h->link);
@@ -431,7 +433,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, err);
 		return;
 	}
-	h = fs_file_new(f, n, n->kind, fi->flags);
+	h = fs_file_new(f, n, n->kind, fi->flags, fuse_req_ctx(req)->pid);
 	if (!h) {
 		fs_addr_free(&a);
 		fuse_reply_err(req, ENOMEM);
@@ -502,7 +504,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (kind == FS_LOG_NEW || kind == FS_QUEUE_NEW) {
 		n = fs_node_anon(f, dn, kind);
-		if (!n || !(h = fs_file_new(f, n, kind, fi->flags))) {
+		if (!n || !(h = fs_file_new(f, n, kind, fi->flags,
+		                               fuse_req_ctx(req)->pid))) {
 			err = ENOMEM;
 			goto fail;
 		}
@@ -532,7 +535,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if ((err = fs_entry_fill(f, dn, &child, size, mtime ? mtime : fs_now_ns(),
 	                         &e, &n)))
 		goto fail;
-	h = fs_file_new(f, n, kind, fi->flags);
+	h = fs_file_new(f, n, kind, fi->flags, fuse_req_ctx(req)->pid);
 	if (!h) {
 		fs_node_forget(f, n, 1);
 		err = ENOMEM;
@@ -979,7 +982,9 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
-	switch (has_work(h) ? fs_caller_close(pid, h->node->ino)
+	switch (has_work(h) ? fs_caller_close(pid, h->opener,
+	                                      fs_node_writers(f, h->node) > 1,
+	                                      h->node->ino)
 	                    : FS_CLOSE_UNKNOWN) {
 	case FS_CLOSE_KILLED:
 		cancel(f, h, pid);

@@ -231,6 +231,8 @@ void fs_node_pending(fs *f, fs_node *n, int delta);
 /* Whether lookup should find a node the store does not hold (a pending
  * create or an ephemeral directory). */
 int fs_node_held(fs *f, fs_node *n);
+/* How many open handles have the node open for writing. */
+int fs_node_writers(fs *f, fs_node *n);
 /* Counts one more pending create; with excl, only if there is none yet
  * (O_EXCL). Returns whether it counted. */
 int fs_node_pending_claim(fs *f, fs_node *n, int excl);
@@ -504,6 +506,7 @@ typedef struct fs_file {
 	fs_node *node;             /* a reference for the life of the handle */
 	fs_kind kind;
 	int flags;                 /* open flags */
+	pid_t opener;              /* the task that opened it (OPEN, CREATE) */
 	pthread_mutex_t lock;      /* guards what follows */
 	unsigned char *buf;        /* a snapshot, popped bytes, or a new entry's
 	                              or item's bytes */
@@ -545,7 +548,8 @@ typedef struct fs_file {
 	struct fs_stream *stream;  /* drains, .follow (special.c) */
 } fs_file;
 
-fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags);
+fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags,
+                     pid_t opener);
 void fs_file_free(fs *f, fs_file *h);
 /* At fs_destroy: the handles no RELEASE came for (nodes are gone too). */
 void fs_files_free_all(fs *f);
@@ -599,7 +603,8 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 /* SETATTR's size change on an open handle (ftruncate). 0 or an errno. */
 int fs_file_truncate(fs *f, fs_file *h, off_t size);
 /* What a FLUSH from task pid (fuse_req_ctx: a thread id) is for a file of
- * inode ino that it had open for writing (caller.c). */
+ * inode ino that it had open for writing (caller.c), opened by task
+ * opener; shared: another handle has the file open for writing too. */
 typedef enum fs_close_kind {
 	FS_CLOSE_UNKNOWN = 0, /* cannot tell: taken as a close */
 	FS_CLOSE_LAST,        /* its last descriptor of the file for writing,
@@ -610,7 +615,8 @@ typedef enum fs_close_kind {
 	                         shell's dup2, `exec 3>k` in a script) */
 	FS_CLOSE_KILLED,      /* the process is dying of a signal */
 } fs_close_kind;
-fs_close_kind fs_caller_close(pid_t pid, uint64_t ino);
+fs_close_kind fs_caller_close(pid_t pid, pid_t opener, int shared,
+                              uint64_t ino);
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -21,6 +21,7 @@
  * and every field of every node except the immutable ino and kind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -650,6 +651,17 @@ int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out)
 	}
 	*out = l;
 	return 0;
+}
+
+int fs_node_writers(fs *f, fs_node *n)
+{
+	int count = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (fs_file *x = n->files; x; x = x->node_next)
+		count += (x->flags & O_ACCMODE) != O_RDONLY;
+	pthread_mutex_unlock(&f->lock);
+	return count;
 }
 
 void fs_node_file_add(fs *f, fs_node *n, fs_file *h)

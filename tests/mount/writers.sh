@@ -7,7 +7,9 @@
 # from a close (docs/filesystem.md, "Killed writers": a handled SIGTERM
 # that exits, _exit after a partial write). Killed here: single-threaded
 # shells (the issue's repro, word for word), a process with five threads,
-# abort(), an unhandled SIGTERM.
+# abort(), an unhandled SIGTERM. Closes that are not the last (a parent's
+# or the shell's descriptor still holds the file) push one queue item or
+# log entry per redirection.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 : "${STATEFS_FILEOPS:?}"
@@ -108,6 +110,21 @@ start_writer sh -c "trap 'exit 0' TERM; exec 3>$mnt/s/n/k; printf handled >&3
 killed TERM
 expect_eq "$(value k)" handled "a handled SIGTERM (cannot be told apart)"
 ok "normal exits commit"
+
+# Closes that are not the last, each a queue item's or a log entry's
+# split: the commands of `(a; b) > new` and of a script under `exec 3>new`
+# exit holding their parent's descriptor (only the parent's fdinfo tells),
+# the shell's own dup of fd 3 closes while fd 3 holds the file. One item
+# or entry per redirection, whole, pushed at the shell's last close.
+(/usr/bin/printf a; /usr/bin/printf b) > queue/held/new
+sh -c "exec 3>$mnt/queue/held/new; /usr/bin/printf x >&3; printf y >&3
+  /usr/bin/printf z >&3; exec 3>&-"
+(/usr/bin/printf e1; printf e2) > exec/s/n/k/new
+expect_eq "$(helper qlen held)" 2 "one item per redirection"
+expect_eq "$(cat queue/held/* | tr -d '\n')" abxyz "the items, whole"
+expect_eq "$(ls exec/s/n/k | wc -l)" 1 "one log entry"
+expect_eq "$(cat exec/s/n/k/*)" e1e2 "the entry, whole"
+ok "closes while a parent or the shell holds the file"
 
 # The mount is still fine, and the store intact.
 echo after > s/n/k
