@@ -167,6 +167,7 @@ static void publish(fs *f, fs_file *h)
 	int unsaved = h->image && h->dirty && !h->cancelled;
 
 	pthread_mutex_lock(&f->lock);
+	h->pub_cancelled = h->cancelled;
 	h->pub_size = h->image ? h->img.size : h->len;
 	if (unsaved) {
 		h->pub_seq = ++f->file_seq;
@@ -320,8 +321,8 @@ static void cancel(fs *f, fs_file *h, pid_t pid)
 	fs_log(f, LOG_NOTICE, "a %s was not stored: the process writing it "
 	       "(%d) was killed by a signal", fs_class_of(h->kind)->what,
 	       (int)pid);
-	drop(f, h);
 	h->cancelled = 1;
+	drop(f, h); /* publishes the cancellation */
 }
 
 /* Fills a fresh handle for kind from the store, per the open flags.

@@ -248,7 +248,8 @@ void fs_node_file_del(fs *f, fs_node *n, struct fs_file *h);
  * one handle (h), or without one the most recently changed handle with
  * unsaved changes. */
 typedef struct fs_view {
-	int files;         /* the node has open files (h: that one counts) */
+	int files;         /* the node has open files (h: that one counts;
+	                      without h, a cancelled one does not) */
 	int unsaved;       /* size and mtime are an unsaved image's */
 	uint64_t size;     /* h's, the unsaved image's, else an open file's */
 	int64_t mtime_ns;
@@ -545,6 +546,8 @@ typedef struct fs_file {
 	int64_t pub_mtime;         /* when its image last changed */
 	uint64_t pub_seq;          /* fs.file_seq at that change; 0: nothing
 	                              unsaved */
+	int pub_cancelled;         /* cancelled (a killed writer's): it shows
+	                              nothing of the file to others */
 	struct fs_stream *stream;  /* drains, .follow (special.c) */
 } fs_file;
 

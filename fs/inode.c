@@ -695,8 +695,12 @@ void fs_node_view(fs *f, fs_node *n, fs_file *h, fs_view *out)
 		for (fs_file *x = n->files; x; x = x->node_next)
 			if (x->pub_seq && (!best || x->pub_seq > best->pub_seq))
 				best = x;
-		if (!best)
-			best = n->files;
+		/* Not a killed writer's handle waiting for its RELEASE: what
+		 * it created was not made, and a stat by path between the
+		 * kill and the RELEASE must not find it. */
+		for (fs_file *x = n->files; !best && x; x = x->node_next)
+			if (!x->pub_cancelled)
+				best = x;
 	}
 	if (best) {
 		out->files = 1;

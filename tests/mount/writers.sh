@@ -72,6 +72,20 @@ killed 9
 for _ in $(seq 600); do [ -e "$work/eio" ] && break; sleep 0.05; done
 [ -e "$work/eio" ] || fail "the survivor's write after the kill did not fail"
 expect_eq "$(value k)" OLD "a value shared with a survivor"
+# A killed writer's create while a survivor still holds the file (so no
+# RELEASE yet): not there, by path or in the listing, before or after.
+start_writer sh -c "exec 3>$mnt/s/n/made; printf x >&3
+  sleep 30 & echo \$! > $work/survivor
+  : > $work/ready; exec sleep 30"
+survivor=$(cat "$work/survivor")
+victims+=("$survivor")
+killed 9
+[ ! -e s/n/made ] || fail "a killed writer's create shows while a survivor holds it"
+case " $(ls s/n | tr '\n' ' ') " in *" made "*) fail "a killed writer's create is listed";; esac
+kill -9 "$survivor"
+for _ in $(seq 600); do kill -0 "$survivor" 2>/dev/null || break; sleep 0.05; done
+[ ! -e s/n/made ] || fail "a killed writer's create shows after its survivor"
+helper get s n made >/dev/null 2>&1 && fail "a killed writer's create is in the store"
 ok "a killed writer's file shared with a survivor"
 
 # Counters, queue items, log entries.
