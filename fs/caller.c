@@ -76,11 +76,10 @@ static int proc_file(pid_t pid, const char *file, int flags)
 	return open(path, flags | O_CLOEXEC);
 }
 
-/* Reads a small /proc file (path relative to the directory dir, or
- * absolute) into buf, NUL-terminated; its length, or -1. */
-static ssize_t slurp(int dir, const char *path, char *buf, size_t size)
+/* Reads a small /proc file open on fd (closed here) into buf,
+ * NUL-terminated; its length, or -1. */
+static ssize_t slurp(int fd, char *buf, size_t size)
 {
-	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
@@ -98,10 +97,9 @@ static ssize_t slurp(int dir, const char *path, char *buf, size_t size)
  * parent. 0, or -1 when it cannot be read. */
 static int status_of(pid_t pid, int *exiting, pid_t *ppid)
 {
-	char path[48], buf[2048], *p;
+	char buf[2048], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (slurp(AT_FDCWD, path, buf, sizeof(buf)) <= 0 ||
+	if (slurp(proc_file(pid, "status", O_RDONLY), buf, sizeof(buf)) <= 0 ||
 	    !(p = strstr(buf, "\nPPid:")))
 		return -1;
 	*ppid = (pid_t)strtol(p + 6, NULL, 10);
@@ -118,13 +116,12 @@ static int status_of(pid_t pid, int *exiting, pid_t *ppid)
  * a FLUSH that waits for us. */
 static int killed_by_signal(pid_t pid)
 {
-	char path[48], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long flags = 0;
 	long long code = 0;
 	int field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (slurp(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
+	if (slurp(proc_file(pid, "stat", O_RDONLY), buf, sizeof(buf)) <= 0)
 		return 0;
 	/* The command name (field 2) may hold spaces and parentheses: the
 	 * fields that follow start after the last ')'. */
@@ -183,7 +180,8 @@ static int holds_for_writing(pid_t pid, uint64_t ino, int *fds)
 
 			at += de->d_reclen;
 			if (de->d_name[0] == '.' ||
-			    slurp(dir, de->d_name, info, sizeof(info)) <= 0)
+			    slurp(openat(dir, de->d_name, O_RDONLY | O_CLOEXEC),
+			          info, sizeof(info)) <= 0)
 				continue; /* closed meanwhile */
 			++*fds;
 			found = fdinfo_writes(info, ino, &seen_ino);
