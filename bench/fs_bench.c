@@ -197,7 +197,7 @@ static void writer(const char *dir, int fd, long n, const char *buf,
 static double proc_cpu_us(pid_t pid)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long ut, st;
+	unsigned long long ut = 0, st = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
