@@ -198,9 +198,9 @@ for k in 1 2 4 8; do
   done
   printf '\n'
 done
-echo "(idle 0: the CPUs were the limit, and the files per second are about"
-echo " $(nproc) CPUs over daemon + writer time per file; the kernel's FUSE work"
-echo " is in both columns)"
+echo "(idle 0: no CPU was free, for this run or anything else; files per second"
+echo " are then at most $(nproc) CPUs over daemon + writer time per file. Each side's"
+echo " share of the kernel's FUSE work is in its own column)"
 
 # Namespaces of growing size, filled through the engine, listed through
 # the mount (opendir + readdir, as ls -f). The daemon's memory is read
