@@ -25,7 +25,7 @@
  *       were made: "<daemon us/file> <writers us/file> <idle CPUs>", the
  *       daemon's user and system time from /proc/PID/stat, the writers'
  *       from their rusage, and the machine's idle time from /proc/stat
- *       divided by the run's time (0: both CPUs busy throughout, with
+ *       divided by the run's time (0: every CPU busy throughout, with
  *       this run or anything else).
  *   fs_bench fill NS N
  *       puts keys k0000000..k<N-1> (100-byte values) into scope "bench",
