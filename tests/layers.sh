@@ -55,6 +55,10 @@ includes() { grep -Hn '^[[:space:]]*#[[:space:]]*include' "$@" 2>/dev/null || tr
 backends=$(find core -mindepth 1 -maxdepth 1 -type d ! -name crypt \
              -printf '%f\n' | sort)
 [ -n "$backends" ] || fail "no backend folder under core/"
+declare -A backend_headers # backend -> its headers' names (found once)
+for b in $backends; do
+	backend_headers[$b]=$(find "core/$b" -name '*.h' -printf '%f\n')
+done
 private=$(find core -name '*_i.h' -printf '%f\n' | sort -u)
 [ -n "$private" ] || fail "no private header under core/"
 
@@ -102,7 +106,7 @@ while IFS= read -r line; do
 		case $line in
 		*\"$b/*) fail "only core/$b/ includes its own headers: $line" ;;
 		esac
-		for h in $(find "core/$b" -name '*.h' -printf '%f\n'); do
+		for h in ${backend_headers[$b]}; do
 			case $line in
 			*\"$h\"*) fail "only core/$b/ includes $h: $line" ;;
 			esac

@@ -16,6 +16,12 @@
 #   reap_traps          makes SIGTERM, SIGINT and SIGHUP (meson's timeout,
 #                       a Ctrl-C) exit through the EXIT trap, so its
 #                       cleanup runs then too.
+#   nap SECONDS         sleeps without a process: a read with a timeout on
+#                       a FIFO nobody writes ($nap_fifo, which the sourcing
+#                       library makes in its temporary directory). A fork
+#                       and exec of sleep cost about 10 ms of CPU on CI's
+#                       loaded two-CPU virtual machine, and the suites' polls
+#                       ran thousands of them.
 
 # The pids below this shell, but not the subshell computing them.
 reap_descendants() {
@@ -49,4 +55,8 @@ reap_traps() {
   trap 'exit 143' TERM
   trap 'exit 130' INT
   trap 'exit 129' HUP
+}
+
+nap() { # SECONDS
+  read -r -t "$1" _ <> "$nap_fifo" || :
 }

@@ -177,7 +177,7 @@ if [ "$mode" = encrypted ] && command -v script >/dev/null; then
 			n=$((n + 1))
 			for i in $(seq 1200); do
 				[ "$(grep -o -E '(assphrase|Again): ' "$T/.out" | wc -l)" -ge "$n" ] && break
-				sleep 0.05
+				nap 0.05
 			done
 			printf '%s\n' "$p" >&7
 		done
@@ -228,7 +228,7 @@ if [ "$mode" = encrypted ]; then
 	cleanup_hooks+=('touch "$T/stop-busy"; wait "$hpid" 2>/dev/null || true')
 	for _ in $(seq 1200); do
 		[ "$("$STATECTL" --db "$DB" --key-file "$T/k4" counter get ck w9 n)" -gt 0 ] && break
-		sleep 0.05
+		nap 0.05
 	done
 	[ "$("$STATECTL" --db "$DB" --key-file "$T/k4" counter get ck w9 n)" -gt 0 ] ||
 		fail "the writer made no progress in 60 s"

@@ -50,7 +50,7 @@ check_invariant() { # FILE of "w L C Q" lines, WHAT
 for _ in $(seq 1 1200); do  # 60 s: a hang, not a slow machine
 	n=$(sc --json ls --family queue | jq '.entries | length')
 	[ "$n" -eq 4 ] && break
-	sleep 0.05
+	nap 0.05
 done
 [ "$n" -eq 4 ] || fail "the writers did not start"
 for i in 1 2 3; do

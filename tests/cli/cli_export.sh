@@ -154,7 +154,7 @@ rm -f "$T/fifo"; mkfifo "$T/fifo"
 pid=$!
 exec 8>"$T/fifo"
 cat "$T/e1" >&8
-for _ in $(seq 1200); do grep -q 'import \[' "$T/.err" && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -q 'import \[' "$T/.err" && break; nap 0.05; done
 grep -q 'import \[' "$T/.err" || fail "the import did not start in 60 s"
 # meanwhile: a process holding a key in memory has core dumps off
 grep -Eq '^Max core file size +0 +0 ' "/proc/$pid/limits" || fail "core dumps are not disabled"

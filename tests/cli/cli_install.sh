@@ -114,7 +114,7 @@ if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
 	LD_LIBRARY_PATH=$D$(abs "$libdir") "${start[@]}" 2>"$T/daemon.err" &
 	dpid=$!
 	cleanup_hooks+=('fusermount3 -u -z "$mnt" 2>/dev/null; [ -z "$dpid" ] || { kill "$dpid"; wait "$dpid"; } 2>/dev/null')
-	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.05; done
+	for _ in $(seq 100); do mountpoint -q "$mnt" && break; nap 0.05; done
 	mountpoint -q "$mnt" || { cat "$T/daemon.err" >&2; fail "the unit's command did not mount"; }
 	mkdir -p "$mnt/unit/ns" && echo from-mount >"$mnt/unit/ns/k"
 	expect_eq "$("$STATECTL" get unit ns k)" from-mount "statectl reads the default store the unit mounted"

@@ -62,7 +62,7 @@ while [ "$SECONDS" -lt "$deadline" ]; do
 	   grep -Eq '^app +5 +3 +2' <<<"$frame" && [ -n "$pushed" ] && [ -n "$popped" ]; then
 		break
 	fi
-	sleep 0.1
+	nap 0.1
 done
 printf '%s\n' "$frame" >"$T/frame"
 grep -Eq '^jobs +4 +2 +1 +1 +0 ' "$T/frame" || { cat "$T/frame" >&2; fail "the jobs row"; }
@@ -82,7 +82,7 @@ tm resize-window -t top -x 44 -y 14
 for _ in $(seq 600); do
 	frame=$(tm capture-pane -p -t top)
 	grep -q DEPTH <<<"$frame" || break
-	sleep 0.1
+	nap 0.1
 done
 printf '%s\n' "$frame" >"$T/narrow"
 grep -q DEPTH "$T/narrow" && { cat "$T/narrow" >&2; fail "the trend stays in 44 columns"; }
@@ -93,17 +93,17 @@ expect_eq "$(wc -l <"$T/narrow")" 14 "the frame fills the window"
 
 # q: exit 0, the terminal as it was
 tm send-keys -t top q
-for _ in $(seq 600); do [ -s "$T/top.exit" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/top.exit" ] && break; nap 0.1; done
 expect_eq "$(cat "$T/top.exit" 2>/dev/null)" exit=0 "q exits 0"
-for _ in $(seq 600); do [ -s "$T/stty.out" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/stty.out" ] && break; nap 0.1; done
 grep -Eq '(^| )icanon( |$)' "$T/stty.out" && grep -Eq '(^| )echo( |$)' "$T/stty.out" ||
 	fail "canonical mode and echo are back: $(cat "$T/stty.out")"
 tm capture-pane -p -t top | grep "statefs top" >/dev/null && fail "the frame stays on the screen after q"
 # SIGTERM ends it cleanly too
 tm respawn-pane -k -t top "LANG=C.UTF-8 sh -c 'echo \$\$ >$T/top.pid; exec $cmd'; echo exit=\$? >$T/top.exit2; sleep 600"
-for _ in $(seq 600); do tm capture-pane -p -t top | grep "q quit" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 600); do tm capture-pane -p -t top | grep "q quit" >/dev/null && break; nap 0.1; done
 kill -TERM "$(cat "$T/top.pid")" || fail "no statectl top to signal"
-for _ in $(seq 600); do [ -s "$T/top.exit2" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$T/top.exit2" ] && break; nap 0.1; done
 expect_eq "$(cat "$T/top.exit2" 2>/dev/null)" exit=0 "SIGTERM exits 0"
 
 # --- frames when not on a terminal
@@ -120,7 +120,7 @@ jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && ech
 "$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 200ms >"$T/frames" &
 tpid=$!
 frames() { grep -c '^statefs top ' "$T/frames" || true; }
-for _ in $(seq 1200); do [ "$(frames)" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1200); do [ "$(frames)" -ge 2 ] && break; nap 0.1; done
 [ "$(frames)" -ge 2 ] || fail "several frames when piped (in 120 s)"
 kill -TERM "$tpid"
 got=0

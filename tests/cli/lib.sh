@@ -51,6 +51,8 @@ reap_traps
 export HOME=$T/home XDG_STATE_HOME=$T/home/.local/state \
 	XDG_CONFIG_HOME=$T/home/.config
 mkdir -p "$HOME"
+nap_fifo=$T/.nap
+mkfifo "$nap_fifo"
 unset STATEFS_DB STATEFS_KEY STATEFS_KEY_FILE
 
 fail() {

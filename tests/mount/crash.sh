@@ -47,7 +47,7 @@ acked() { # FILE N: at least N writes acknowledged
 for _ in $(seq 1200); do
   acked "$work/acked.values" 20 && acked "$work/acked.adds" 20 &&
     acked "$work/acked.items" 20 && break
-  sleep 0.05
+  nap 0.05
 done
 acked "$work/acked.values" 20 && acked "$work/acked.adds" 20 &&
   acked "$work/acked.items" 20 || fail "the writers made no progress in 60 s"

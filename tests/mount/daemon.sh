@@ -18,7 +18,7 @@ daemon_of() {
 wait_gone() { # 60 s: a hang, not a slow exit
   for _ in $(seq 1200); do
     kill -0 "$1" 2>/dev/null || return 0
-    sleep 0.05
+    nap 0.05
   done
   fail "pid $1 still running"
 }

@@ -68,7 +68,7 @@ unset STATEFS_TEST_DELIVER_DELAY_MS
 for i in 1 2 3; do echo "value $i" > "$ns/d$i"; done
 tdrain=$(now_ns)
 cat "$ns/.drain" > /dev/null 2>&1 & reader=$!
-for _ in $(seq 1200); do [ -z "$(ls "$ns")" ] && break; sleep 0.05; done
+for _ in $(seq 1200); do [ -z "$(ls "$ns")" ] && break; nap 0.05; done
 expect_eq "$(ls "$ns" | wc -l)" 0 "the drain took every entry"
 kill -9 "$daemon_pid"
 wait "$daemon_pid" 2>/dev/null || true
@@ -76,7 +76,7 @@ daemon_pid=
 wait "$reader" 2>/dev/null || true
 fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
 mount_fs -o lease=2s
-for _ in $(seq 600); do [ "$(ls "$ns" | wc -l)" = 3 ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ "$(ls "$ns" | wc -l)" = 3 ] && break; nap 0.1; done
 [ "$(now_ns)" -ge $((tdrain + 2000000000)) ] || fail "back before the lease ended"
 expect_eq "$(ls "$ns" | tr '\n' ' ')" "d1 d2 d3 " "every entry is back"
 expect_eq "$(cat "$ns/d2")" "value 2" "whole"

@@ -32,7 +32,7 @@ hold() {
   fileops hold "$2" "$3" "$work/go.$1" > "$work/hold.$1" &
   bg+=($!)
   eval "held_$1=$!"
-  for _ in $(seq 600); do [ -s "$work/hold.$1" ] && return 0; sleep 0.05; done
+  for _ in $(seq 600); do [ -s "$work/hold.$1" ] && return 0; nap 0.05; done
   fail "fileops hold $2 said nothing"
 }
 release() { # NAME

@@ -22,7 +22,7 @@ stop_followers() {
 until_lines() {
   for _ in $(seq 600); do
     [ "$(wc -l < "$1")" -ge "$2" ] && return 0
-    sleep 0.1
+    nap 0.1
   done
   fail "$1 has $(wc -l < "$1") lines, want $2: $(cat "$1")"
 }

@@ -52,6 +52,8 @@ esac
 work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-mount.XXXXXX")
 mnt=$work/mnt
 mkdir -p "$mnt" "$work/store"
+nap_fifo=$work/.nap
+mkfifo "$nap_fifo"
 export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 export STATEFS_DB=$work/store/state.db STATEFS_TEST_MODE=$mode
 if [ -n "$pg" ]; then
@@ -119,14 +121,15 @@ expect_op() {
 # the kernel hands requests over in order, so the READ is the daemon's.
 # 60 s without that is a hang, not slowness.
 fuse_blocked() { # PID FLAG
+  local wchan
   for _ in $(seq 1200); do
-    if [ -e "$2" ] &&
-       grep -Eq 'request_wait_answer|fuse' "/proc/$1/wchan" 2>/dev/null; then
+    if [ -e "$2" ] && { wchan=$(< "/proc/$1/wchan"); } 2>/dev/null &&
+       [[ $wchan =~ request_wait_answer|fuse ]]; then
       stat -f "$mnt" >/dev/null
       return 0
     fi
     kill -0 "$1" 2>/dev/null || fail "process $1 ended before it blocked on the mount"
-    sleep 0.05
+    nap 0.05
   done
   fail "process $1 did not block on the mount in 60 s"
 }
@@ -159,18 +162,24 @@ measured_lease() { # MIN (the mount is up)
   echo $((s > $1 ? s : $1))
 }
 
+# DIR is a mountpoint in this namespace and its daemon answers a stat of it
+# (mountpoint -q and stat without their two processes: polls run often).
+is_mounted() { # DIR
+  [[ $(< /proc/self/mountinfo) == *" $1 "* ]] && [ -d "$1/." ]
+}
+
 # Waits until the mount answers (the daemon runs in the foreground); 60 s
 # is a hang, not a slow start.
 wait_mounted() {
   for _ in $(seq 1200); do
-    if mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1; then
+    if is_mounted "$mnt"; then
       return 0
     fi
     if [ -n "$daemon_pid" ] && ! kill -0 "$daemon_pid" 2>/dev/null; then
       cat "$work/daemon.err" >&2
       fail "the daemon exited before the mount was up"
     fi
-    sleep 0.05
+    nap 0.05
   done
   fail "not mounted after 60 s"
 }
@@ -197,9 +206,9 @@ mount_other() { # DIR [daemon options...]
   other_mnts+=("$dir")
   other_pids+=("$other_pid")
   for i in $(seq 200); do
-    mountpoint -q "$dir" && stat "$dir" >/dev/null 2>&1 && return 0
+    is_mounted "$dir" && return 0
     kill -0 "$other_pid" 2>/dev/null || fail "the daemon on $dir exited"
-    sleep 0.05
+    nap 0.05
   done
   fail "$dir not mounted after 10 s"
 }

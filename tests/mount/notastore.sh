@@ -20,7 +20,7 @@ refused() {
       fail "mounted anyway"
     fi
     kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
+    nap 0.05
   done
   kill -0 "$pid" 2>/dev/null && fail "the daemon neither mounted nor exited in 60 s"
   wait "$pid" || rc=$?

@@ -140,7 +140,7 @@ mkdir -p "$mnt/queue/w"
 cat "$mnt/queue/w/.wait" > "$work/woken" & waiter=$!
 sleep 0.5
 helper qpush w after-restart
-for _ in $(seq 200); do kill -0 "$waiter" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 200); do kill -0 "$waiter" 2>/dev/null || break; nap 0.1; done
 wait "$waiter" || fail "the .wait failed"
 expect_eq "$(cat "$work/woken")" after-restart "a .wait after the restart"
 unmount_fs

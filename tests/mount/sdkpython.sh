@@ -161,7 +161,7 @@ cpid=$!
 for _ in $(seq 1200); do
   [ "$(grep -c '^[0-9]' "$work/crash.out")" -ge 300 ] && break
   kill -0 "$cpid" 2>/dev/null || fail "the crash worker died: $(cat "$work/crash.out" "$work/worker.err")"
-  sleep 0.1
+  nap 0.1
 done
 kill -9 "$cpid"
 wait "$cpid" 2>/dev/null || true

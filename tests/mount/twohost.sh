@@ -128,7 +128,7 @@ fi
 kill -0 "$waiter" 2>/dev/null || fail "the .wait returned before anything was pushed"
 t0=$(date +%s%N)
 echo ping > "$mnt/queue/w/new"
-for _ in $(seq 200); do kill -0 "$waiter" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 200); do kill -0 "$waiter" 2>/dev/null || break; nap 0.05; done
 wait "$waiter" || fail "the .wait failed"
 t1=$(date +%s%N)
 expect_eq "$(cat "$work/waited")" ping "B's .wait got A's push"
@@ -138,9 +138,9 @@ ok "a .wait in B woke $(( (t1 - t0) / 1000000 )) ms after a push through A"
 mkdir -p "$mnt/exec/run/log/events"
 echo first > "$mnt/exec/run/log/events/new"
 cat "$b/exec/run/log/events/.follow" > "$work/followed" & follower=$!
-for _ in $(seq 200); do [ -s "$work/followed" ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -s "$work/followed" ] && break; nap 0.05; done
 echo second > "$mnt/exec/run/log/events/new"
-for _ in $(seq 200); do [ "$(grep -c '' "$work/followed")" -ge 2 ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ "$(grep -c '' "$work/followed")" -ge 2 ] && break; nap 0.05; done
 kill "$follower" 2>/dev/null; wait "$follower" 2>/dev/null || true
 expect_eq "$(jq -r '.value | rtrimstr("\n")' "$work/followed" | tr '\n' ' ')" \
   "first second " \
@@ -190,7 +190,7 @@ done
 # After it: back, through B's periodic recovery, under their names.
 for _ in $(seq 300); do
   [ "$(ls "$b/queue/jobs" | tr '\n' ' ')" = "$n1 $n2 " ] && break
-  sleep 0.1
+  nap 0.1
 done
 expect_eq "$(ls "$b/queue/jobs" | tr '\n' ' ')" "$n1 $n2 " "A's items after their lease"
 expect_eq "$(cat "$b/queue/jobs/.pop")" "job 1" "and B takes them, in order"

@@ -74,7 +74,7 @@ while kill -0 "$pool_pid" 2>/dev/null; do
   else
     progress=$now still=0
   fi
-  sleep 0.1
+  nap 0.1
 done
 rc=0
 wait "$pool_pid" || rc=$?

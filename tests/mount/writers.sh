@@ -32,7 +32,7 @@ start_writer() { # command...
   for _ in $(seq 600); do
     [ -e "$work/ready" ] || grep -q ready "$work/ready.out" 2>/dev/null && return 0
     kill -0 "$victim" 2>/dev/null || break
-    sleep 0.05
+    nap 0.05
   done
   cat "$work/ready.out" >&2
   fail "the writer did not get ready: $*"
@@ -69,7 +69,7 @@ start_writer sh -c "exec 3>$mnt/s/n/k; printf half >&3
   : > $work/ready; exec sleep 30"
 killed 9
 : > "$work/go"
-for _ in $(seq 600); do [ -e "$work/eio" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -e "$work/eio" ] && break; nap 0.05; done
 [ -e "$work/eio" ] || fail "the survivor's write after the kill did not fail"
 expect_eq "$(value k)" OLD "a value shared with a survivor"
 # A killed writer's create while a survivor still holds the file (so no
@@ -83,7 +83,7 @@ killed 9
 [ ! -e s/n/made ] || fail "a killed writer's create shows while a survivor holds it"
 case " $(ls s/n | tr '\n' ' ') " in *" made "*) fail "a killed writer's create is listed";; esac
 kill -9 "$survivor"
-for _ in $(seq 600); do kill -0 "$survivor" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 600); do kill -0 "$survivor" 2>/dev/null || break; nap 0.05; done
 [ ! -e s/n/made ] || fail "a killed writer's create shows after its survivor"
 helper get s n made >/dev/null 2>&1 && fail "a killed writer's create is in the store"
 ok "a killed writer's file shared with a survivor"
