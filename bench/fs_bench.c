@@ -16,11 +16,17 @@
  *   fs_bench list DIR REPS
  *       lists DIR (opendir/readdir, no stat) REPS times; prints
  *       "list <entries> <median milliseconds>"
- *   fs_bench writers DIR K N SIZE
+ *   fs_bench writers DIR K N SIZE [PID]
  *       K processes at once, each creating N files of SIZE bytes
  *       (create+write+close) in a directory of its own, DIR/w<i>; prints
  *       "writers <K> <files per second, all writers together>"; then
- *       removes the files (not timed).
+ *       removes the files (not timed). With PID (the daemon serving DIR)
+ *       the line goes on with what the files cost in CPU time while they
+ *       were made: "<daemon us/file> <writers us/file> <idle CPUs>", the
+ *       daemon's user and system time from /proc/PID/stat, the writers'
+ *       from their rusage, and the machine's idle time from /proc/stat
+ *       divided by the run's time (0: every CPU busy throughout, with
+ *       this run or anything else).
  *   fs_bench fill NS N
  *       puts keys k0000000..k<N-1> (100-byte values) into scope "bench",
  *       namespace NS of the store named by STATEFS_DB (plaintext if
@@ -29,6 +35,7 @@
  * Exit: 0, or 1 with a sentence on stderr.
  */
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
@@ -185,8 +192,54 @@ static void writer(const char *dir, int fd, long n, const char *buf,
 	_exit(0);
 }
 
-static int cmd_writers(const char *dir, int k, long n, size_t size)
+/* A process's user + system time in microseconds (/proc/PID/stat,
+ * fields 14 and 15, in clock ticks; its exited threads included). */
+static double proc_cpu_us(pid_t pid)
 {
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "r")))
+		die("open", path);
+	if (!fgets(buf, sizeof(buf), f))
+		die("read", path);
+	fclose(f);
+	/* after the command's name, which may hold spaces: state is field 3 */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+	           &ut, &st) != 2)
+		die("parse", path);
+	return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double tv_us(struct timeval tv)
+{
+	return tv.tv_sec * 1e6 + tv.tv_usec;
+}
+
+/* The machine's idle time (idle + iowait of the "cpu" line of /proc/stat)
+ * in microseconds, all CPUs together. */
+static double idle_us(void)
+{
+	unsigned long long v[5];
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		die("open", "/proc/stat");
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+	           &v[3], &v[4]) != 5)
+		die("parse", "/proc/stat");
+	fclose(f);
+	return (double)(v[3] + v[4]) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int cmd_writers(const char *dir, int k, long n, size_t size,
+                       pid_t daemon)
+{
+	double d0 = 0, i0 = 0, dcpu = 0, idle = 0;
+	struct rusage ru;
 	char sub[64][2048], path[4096], *buf = malloc(size + 1);
 	int go[2], status, failed = 0;
 	pid_t pids[64];
@@ -210,6 +263,10 @@ static int cmd_writers(const char *dir, int k, long n, size_t size)
 		}
 	}
 	close(go[0]);
+	if (daemon) {
+		d0 = proc_cpu_us(daemon);
+		i0 = idle_us();
+	}
 	t0 = now_us();
 	for (int i = 0; i < k; i++) /* one byte each: all start now */
 		if (write(go[1], "g", 1) != 1)
@@ -219,12 +276,21 @@ static int cmd_writers(const char *dir, int k, long n, size_t size)
 		    WEXITSTATUS(status) != 0)
 			failed = 1;
 	t = now_us() - t0;
+	if (daemon) { /* what the run cost, read before anything else runs */
+		getrusage(RUSAGE_CHILDREN, &ru);
+		dcpu = (proc_cpu_us(daemon) - d0) / (k * n);
+		idle = (idle_us() - i0) / t;
+	}
 	close(go[1]);
 	if (failed) {
 		fprintf(stderr, "fs_bench: a writer failed\n");
 		return 1;
 	}
-	printf("writers %d %.1f\n", k, (double)k * n / (t / 1e6));
+	printf("writers %d %.1f", k, (double)k * n / (t / 1e6));
+	if (daemon)
+		printf(" %.1f %.1f %.2f", dcpu,
+		       (tv_us(ru.ru_utime) + tv_us(ru.ru_stime)) / (k * n), idle);
+	printf("\n");
 	for (int i = 0; i < k; i++)
 		for (long j = 0; j < n; j++) {
 			snprintf(path, sizeof(path), "%.2000s/f%07ld", sub[i], j);
@@ -275,10 +341,11 @@ int main(int argc, char **argv)
 		return cmd_list(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "fill") == 0)
 		return cmd_fill(argv[2], atol(argv[3]));
-	if (argc == 6 && strcmp(argv[1], "writers") == 0)
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "writers") == 0)
 		return cmd_writers(argv[2], atoi(argv[3]), atol(argv[4]),
-		                   (size_t)atol(argv[5]));
+		                   (size_t)atol(argv[5]),
+		                   argc == 7 ? (pid_t)atol(argv[6]) : 0);
 	fprintf(stderr, "usage: fs_bench ops DIR N SIZE REPS | list DIR REPS | "
-	                "writers DIR K N SIZE | fill NS N\n");
+	                "writers DIR K N SIZE [PID] | fill NS N\n");
 	return 1;
 }

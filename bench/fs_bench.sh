@@ -9,7 +9,10 @@
 #      small files in a directory of its own, on the same three mounts in
 #      interleaved rounds; the files per second of all writers together and
 #      each mount's speedup over one writer (group commit: concurrent
-#      FLUSHes share a commit);
+#      FLUSHes share a commit); and what each file cost in CPU time while
+#      they ran (the daemon's, the writers' own) with the machine's idle
+#      CPUs: where the CPUs are all busy, the files per second are the
+#      CPUs over the CPU time per file, whatever serialises inside;
 #   3. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
 #      per listing, time per key, and the daemon's resident memory, to show
 #      that time grows linearly and memory does not.
@@ -40,6 +43,7 @@ wn=${FS_BENCH_WN:-1000}
 w=$(mktemp -d /dev/shm/fs_bench.XXXXXX)
 pids=()
 mounts=()
+declare -A dpid # the daemon of each mount: floor, plain, encrypted
 cleanup() {
   set +e
   for m in "${mounts[@]}"; do
@@ -72,6 +76,7 @@ start_statefs() { # mode mountpoint
   HOME=$d XDG_CONFIG_HOME=$d/config XDG_STATE_HOME=$d/state \
     STATEFS_DB=$d/state.db "$statefs" -f "${opts[@]}" "$2" 2>>"$w/$1.err" &
   sfs_pid=$!
+  dpid[$1]=$sfs_pid
   pids+=("$sfs_pid")
   mounts+=("$2")
   wait_mount "$2" "$sfs_pid"
@@ -102,6 +107,7 @@ echo "fs_bench: $n files of $size bytes, median of $reps rounds, $(nproc) CPUs"
 mkdir -p "$w/src" "$w/pt"
 "$ptll" -f -o source="$w/src" "$w/pt" 2>>"$w/pt.err" &
 pids+=($!)
+dpid[floor]=$!
 mounts+=("$w/pt")
 wait_mount "$w/pt" "$!"
 for mode in plain encrypted; do
@@ -123,12 +129,16 @@ wdir() { # label
   esac
 }
 mkdir -p "$w/pt/writers"
-declare -A wrate
+declare -A wrate wdcpu wccpu widle
 for k in 1 2 4 8; do
   for _ in $(seq "$reps"); do
     for m in floor plain encrypted; do
-      out=$("$fsb" writers "$(wdir $m)" "$k" "$wn" "$size")
-      wrate[$m.$k]="${wrate[$m.$k]:-} ${out##* }"
+      out=$("$fsb" writers "$(wdir $m)" "$k" "$wn" "$size" "${dpid[$m]}")
+      read -r _ _ rate dcpu ccpu idle <<<"$out"
+      wrate[$m.$k]="${wrate[$m.$k]:-} $rate"
+      wdcpu[$m.$k]="${wdcpu[$m.$k]:-} $dcpu"
+      wccpu[$m.$k]="${wccpu[$m.$k]:-} $ccpu"
+      widle[$m.$k]="${widle[$m.$k]:-} $idle"
     done
   done
 done
@@ -172,6 +182,25 @@ for k in 1 2 4 8; do
 done
 echo "(speedup: over one writer on the same mount; plain/fl, encr./fl: statefs's"
 echo " speedup over the floor's; target: >= 1.0 at every step)"
+
+printf '\nCPU time per file while the writers ran (us; daemon, the writers'
+printf ' themselves) and\nthe idle CPUs of the machine meanwhile, medians:\n'
+printf '%-8s %21s %21s %21s\n' "" "floor" "plaintext" "encrypted"
+printf '%-8s' writers
+for _ in 1 2 3; do printf ' %7s %7s %5s' daemon writer idle; done
+printf '\n'
+for k in 1 2 4 8; do
+  printf '%-8d' "$k"
+  for m in floor plain encrypted; do
+    # shellcheck disable=SC2086
+    printf ' %7.1f %7.1f %5.2f' "$(median ${wdcpu[$m.$k]})" \
+      "$(median ${wccpu[$m.$k]})" "$(median ${widle[$m.$k]})"
+  done
+  printf '\n'
+done
+echo "(idle 0: no CPU was free, for this run or anything else; files per second"
+echo " are then at most $(nproc) CPUs over daemon + writer time per file. Each side's"
+echo " share of the kernel's FUSE work is in its own column)"
 
 # Namespaces of growing size, filled through the engine, listed through
 # the mount (opendir + readdir, as ls -f). The daemon's memory is read
