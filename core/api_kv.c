@@ -190,8 +190,9 @@ int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 /* --- directories -------------------------------------------------------- */
 
-int sfs_dir_list(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
-                 sfs_slice after, long limit, sfs_list *out)
+static int dir_list(sfs_store *s, sfs_family fam, sfs_slice scope,
+                    sfs_slice ns, sfs_slice after, long limit, int names,
+                    sfs_list *out)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
@@ -203,7 +204,20 @@ int sfs_dir_list(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
 		return sfs_err(SFS_INVALID, "queues have no namespaces");
 	CHECK(chk_opt_name(after, "after"));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->dir_list(s->be, fam, scope, ns, after, limit, out));
+	CALL(s, s->ops->dir_list(s->be, fam, scope, ns, after, limit, names,
+	                         out));
+}
+
+int sfs_dir_list(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
+                 sfs_slice after, long limit, sfs_list *out)
+{
+	return dir_list(s, fam, scope, ns, after, limit, 0, out);
+}
+
+int sfs_dir_names(sfs_store *s, sfs_family fam, sfs_slice scope, sfs_slice ns,
+                  sfs_slice after, long limit, sfs_list *out)
+{
+	return dir_list(s, fam, scope, ns, after, limit, 1, out);
 }
 
 int sfs_dir_exists(sfs_store *s, sfs_family fam, sfs_slice scope,

@@ -131,9 +131,10 @@ typedef struct sfs_backend_ops {
 	                 sfs_slice to_key, unsigned flags);
 
 	/* Directories. family is SFS_FAM_KV .. SFS_FAM_QUEUE; dir_list gets
-	 * ns only with a scope, and never for queues. */
+	 * ns only with a scope, and never for queues; names: item.key is all
+	 * the caller reads (sfs_dir_names), st may be left zero. */
 	int (*dir_list)(sfs_backend *b, sfs_family fam, sfs_slice scope,
-	                sfs_slice ns, sfs_slice after, long limit,
+	                sfs_slice ns, sfs_slice after, long limit, int names,
 	                sfs_list *out);
 	int (*dir_exists)(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	                  sfs_slice ns);

@@ -155,15 +155,17 @@ int listb_finish(listb *lb, sfs_list *out)
 		out->n = 0;
 		return SFS_OK;
 	}
-	block = malloc(head + lb->len);
+	/* The item array becomes the block (in place when it has the room,
+	 * as it mostly has): only the bytes are copied behind it. */
+	block = realloc(lb->items, head + lb->len);
 	if (!block) {
 		listb_discard(lb);
 		return sfs_err(SFS_NOMEM, "allocating a list of %zu bytes",
 		               head + lb->len);
 	}
+	lb->items = NULL;
 	items = (sfs_item *)block;
 	bytes = block + head;
-	memcpy(items, lb->items, head);
 	if (lb->len)
 		memcpy(bytes, lb->bytes, lb->len);
 	for (size_t i = 0; i < lb->n; i++) {

@@ -2,17 +2,22 @@
  * dir.c - directory handles: OPENDIR, READDIR, READDIRPLUS, RELEASEDIR.
  *
  * A listing pages through the store with a cursor (the last name or id
- * returned), never by position, so the daemon holds one page at a time
- * (memory stays flat on a namespace of any size) and entries added or
- * removed while a listing runs neither repeat nor hide the others. The
- * kernel's directory offset is our entry count; an offset other than the
- * one we are at (seekdir, rewinddir) restarts the listing and skips.
+ * returned), never by position, so the daemon holds only the pages read
+ * since the kernel's last request (memory stays flat on a namespace of
+ * any size) and entries added or removed while a listing runs neither
+ * repeat nor hide the others. The kernel's directory offset is our entry
+ * count. It asks again from an earlier offset when the reader's buffer
+ * took fewer entries than our reply held (getdents with less than the
+ * kernel's 4 KiB): that offset is in the pages kept, which answer it as
+ * before. Any other offset (seekdir, rewinddir) restarts the listing and
+ * skips.
  *
  * Special files (.drain, .pop, .wait) are never listed: a tool that walks
  * the tree must not pop or drain anything. READDIRPLUS gives each entry's
- * attributes with FS_TTL_LIST, so `ls -l` costs no GETATTR per entry; plain
- * READDIR makes no nodes at all and reports the inode number a lookup
- * would give.
+ * attributes with FS_TTL_LIST, so `ls -l` costs no GETATTR per entry, and
+ * reads no more of them than its reply holds; plain READDIR reads names
+ * only (sfs_dir_names: no sizes, no times), makes no nodes at all and
+ * reports the inode number a lookup would give.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,7 +25,15 @@
 
 #include "fs_i.h"
 
-#define PAGE 1024
+/* Names read from the store at a time for READDIR: a page of 256 items
+ * is about 27 KiB, which glibc keeps in its arena (the daemon fixes the
+ * trim threshold at 128 KiB, mountd/main.c), where pages of 1,024 were
+ * trimmed and faulted in again at every page (madvise, a TLB shootdown
+ * here). */
+#define PAGE 256
+/* Pages kept for a kernel that asks again from an entry of an earlier
+ * page: a reply of up to 1 MiB of names. */
+#define WINDOW 32
 
 enum stage { ST_DOT, ST_DOTDOT, ST_FIXED, ST_EPHEMERAL, ST_STORE, ST_END };
 
@@ -35,10 +48,19 @@ typedef struct fs_dir {
 	enum stage stage;
 	size_t idx;              /* position within ST_FIXED / ST_EPHEMERAL */
 	fs_names eph;            /* ephemeral children, taken at OPENDIR */
-	sfs_list page;           /* the current page of ST_STORE */
-	size_t page_pos;
-	int page_last;           /* the store has nothing after this page */
-	fs_cursor cur;           /* where the next page starts */
+	fs_name_kind nk;         /* how its children's names are spelled */
+	/* ST_STORE: the pages read since the kernel's last request, in
+	 * order, each starting where the one before ended. */
+	struct dir_page {
+		sfs_list l;
+		off_t base;          /* the offset of its first entry */
+		int names;           /* names only (READDIR) */
+	} win[WINDOW];
+	size_t nwin;
+	size_t cur;              /* the page in use */
+	size_t page_pos;         /* the next entry in it */
+	int page_last;           /* the store has nothing after win[nwin-1] */
+	fs_cursor after;         /* where win[0] (or the next page) starts */
 } fs_dir;
 
 static void dir_release_memory(fs_dir *d);
@@ -53,20 +75,97 @@ typedef struct entry {
 	uint64_t ino;       /* for ".", ".." and the fixed directories */
 } entry;
 
+/* Drops the window's first k pages; d->after moves past them. */
+static int win_drop_front(fs_dir *d, size_t k)
+{
+	int rc = SFS_OK;
+
+	if (k == 0)
+		return SFS_OK;
+	if (d->win[k - 1].l.n) {
+		fs_dent last;
+
+		fs_store_dent(&d->addr, &d->win[k - 1].l,
+		              d->win[k - 1].l.n - 1, &last);
+		rc = fs_cursor_set(&d->after, &last);
+	}
+	for (size_t i = 0; i < k; i++)
+		sfs_list_free(&d->win[i].l);
+	memmove(d->win, d->win + k, (d->nwin - k) * sizeof(d->win[0]));
+	d->nwin -= k;
+	d->cur = d->cur >= k ? d->cur - k : 0;
+	return rc;
+}
+
+/* Drops the window's pages from the current position on (to read them
+ * again with attributes). */
+static void win_cut(fs_dir *d)
+{
+	struct dir_page *pg = &d->win[d->cur];
+	size_t keep = d->cur + (d->page_pos > 0);
+
+	pg->l.n = d->page_pos; /* the block is freed whole all the same */
+	for (size_t i = keep; i < d->nwin; i++)
+		sfs_list_free(&d->win[i].l);
+	d->nwin = keep;
+	d->cur = keep ? keep - 1 : 0;
+	d->page_pos = keep ? d->win[d->cur].l.n : 0; /* at its end */
+	d->page_last = 0;
+}
+
 static void dir_reset(fs_dir *d)
 {
 	d->pos = 0;
 	d->stage = ST_DOT;
 	d->idx = 0;
-	sfs_list_free(&d->page);
-	d->page_pos = 0;
+	for (size_t i = 0; i < d->nwin; i++)
+		sfs_list_free(&d->win[i].l);
+	d->nwin = d->cur = d->page_pos = 0;
 	d->page_last = 0;
-	fs_cursor_free(&d->cur);
+	fs_cursor_free(&d->after);
+}
+
+/* Reads the page after the window's last into the window and makes it
+ * the current page. */
+static int win_read(fs *f, fs_dir *d, int attrs, long limit)
+{
+	fs_cursor c = { 0 };
+	const fs_cursor *from = &d->after;
+	struct dir_page *pg;
+	int rc;
+
+	if (d->nwin == WINDOW && (rc = win_drop_front(d, 1)))
+		return rc;
+	if (d->nwin) {
+		fs_dent last;
+		struct dir_page *lp = &d->win[d->nwin - 1];
+
+		fs_store_dent(&d->addr, &lp->l, lp->l.n - 1, &last);
+		c.set = 1; /* borrowed from the page */
+		c.key.ptr = (void *)(uintptr_t)last.p;
+		c.key.len = last.n;
+		c.id = last.id;
+		from = &c;
+	}
+	pg = &d->win[d->nwin];
+	rc = fs_store_list(f, &d->addr, from, limit, !attrs, &pg->l);
+	if (rc)
+		return rc;
+	d->page_last = pg->l.n < (size_t)limit;
+	if (pg->l.n == 0)
+		return SFS_OK;
+	pg->base = d->pos;
+	pg->names = !attrs;
+	d->cur = d->nwin++;
+	d->page_pos = 0;
+	return SFS_OK;
 }
 
 /* Fills *e with the entry at the current position without consuming it.
- * SFS_OK, SFS_NOTFOUND at the end, or an engine status. */
-static int dir_peek(fs *f, fs_dir *d, entry *e)
+ * With attrs, the store's entries come with their sizes and times
+ * (READDIRPLUS), read limit at a time; without, names only, PAGE at a
+ * time. SFS_OK, SFS_NOTFOUND at the end, or an engine status. */
+static int dir_peek(fs *f, fs_dir *d, entry *e, int attrs, long limit)
 {
 	int rc;
 
@@ -107,30 +206,33 @@ static int dir_peek(fs *f, fs_dir *d, entry *e)
 			e->d.n = d->eph.v[d->idx].len;
 			break;
 		case ST_STORE:
-			if (d->page_pos == d->page.n) {
-				if (d->page.n) {
-					fs_dent last;
-					fs_store_dent(&d->addr, &d->page, d->page.n - 1,
-					              &last);
-					if ((rc = fs_cursor_set(&d->cur, &last)))
-						return rc;
-				}
-				sfs_list_free(&d->page);
+			if (attrs && d->nwin && d->win[d->cur].names &&
+			    d->page_pos < d->win[d->cur].l.n)
+				/* READDIRPLUS after READDIR: the rest of a
+				 * page of names is read again, with attributes */
+				win_cut(d);
+			if (d->nwin && d->page_pos == d->win[d->cur].l.n &&
+			    d->cur + 1 < d->nwin) {
+				/* read already: the kernel asked again */
+				d->cur++;
 				d->page_pos = 0;
+			}
+			if (!d->nwin || d->page_pos == d->win[d->cur].l.n) {
 				if (d->page_last) {
 					d->stage = ST_END;
 					continue;
 				}
-				rc = fs_store_list(f, &d->addr, &d->cur, PAGE, &d->page);
-				if (rc)
+				if ((rc = win_read(f, d, attrs,
+				                   attrs ? limit : PAGE)))
 					return rc;
-				d->page_last = d->page.n < PAGE;
-				if (d->page.n == 0) {
+				if (d->page_last && (!d->nwin ||
+				    d->page_pos == d->win[d->cur].l.n)) {
 					d->stage = ST_END;
 					continue;
 				}
 			}
-			fs_store_dent(&d->addr, &d->page, d->page_pos, &e->d);
+			fs_store_dent(&d->addr, &d->win[d->cur].l, d->page_pos,
+			              &e->d);
 			break;
 		case ST_END:
 		default:
@@ -141,8 +243,7 @@ static int dir_peek(fs *f, fs_dir *d, entry *e)
 			fs_id_name(e->d.id, e->name);
 			return SFS_OK;
 		}
-		rc = fs_name_encode(sfs_bytes(e->d.p, e->d.n),
-		                     fs_names_of(&d->addr, e->d.kind), e->name,
+		rc = fs_name_encode(sfs_bytes(e->d.p, e->d.n), d->nk, e->name,
 		                     NULL);
 		return rc;
 	}
@@ -180,18 +281,37 @@ static void dir_release_memory(fs_dir *d)
 	free(d);
 }
 
-/* Brings the listing to offset off (a fresh start and a skip unless we
- * are there already). */
+/* Brings the listing to offset off: where we are, back within the pages
+ * read since the last request, or else a fresh start and a skip. Pages
+ * before off are dropped: the kernel asks for them again only after a
+ * seekdir, which starts afresh. */
 static int dir_seek(fs *f, fs_dir *d, off_t off)
 {
 	entry e;
 	int rc;
 
+	if (d->nwin && (d->stage == ST_STORE || d->stage == ST_END) &&
+	    off >= d->win[0].base && off <= d->pos) {
+		/* Where we are, or, for a reader whose buffer took fewer
+		 * entries than the last reply held (getdents with less than
+		 * the kernel's page), the first entry it dropped. */
+		size_t i = d->nwin - 1;
+
+		while (d->win[i].base > off)
+			i--;
+		if (off < d->pos) {
+			d->stage = ST_STORE;
+			d->cur = i;
+			d->page_pos = (size_t)(off - d->win[i].base);
+			d->pos = off;
+		}
+		return win_drop_front(d, d->cur);
+	}
 	if (off == d->pos)
 		return SFS_OK;
 	dir_reset(d);
 	while (d->pos < off) {
-		rc = dir_peek(f, d, &e);
+		rc = dir_peek(f, d, &e, 0, PAGE);
 		if (rc == SFS_NOTFOUND)
 			return SFS_OK;
 		if (rc)
@@ -240,6 +360,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_node_ref(f, n);
 	d->node = n;
 	d->ihash = fs_node_ihash(f, n);
+	d->nk = fs_names_of(&d->addr, fs_class_of(d->addr.kind)->child);
 	d->parent_ino = fs_node_parent_ino(f, n);
 	dir_reset(d);
 	fi->fh = (uintptr_t)d;
@@ -271,6 +392,11 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	fs_dir *d = (fs_dir *)(uintptr_t)fi->fh;
 	char *buf = malloc(size), *p = buf;
 	size_t rem = size, need;
+	/* READDIRPLUS reads no more entries with attributes than the
+	 * reply can hold, each at least an entry with an empty name. */
+	long limit = plus ? (long)(size / fuse_add_direntry_plus(req, NULL, 0,
+	                                                         "", NULL, 0)) + 1
+	                  : PAGE;
 	entry e;
 	int rc = SFS_OK;
 
@@ -284,7 +410,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		struct fuse_entry_param ep;
 		int dots = d->stage == ST_DOT || d->stage == ST_DOTDOT;
 
-		rc = dir_peek(f, d, &e);
+		rc = dir_peek(f, d, &e, plus, limit < PAGE ? limit : PAGE);
 		if (rc)
 			break;
 		memset(&ep, 0, sizeof(ep));

@@ -407,9 +407,10 @@ typedef struct fs_cursor {
 } fs_cursor;
 
 /* A page of at most limit children of dir after the cursor, into *out;
- * fs_store_dent() reads item i of it. */
+ * fs_store_dent() reads item i of it. names: only the children's names
+ * are read (sfs_dir_names), their sizes and times may be 0. */
 int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
-                  long limit, sfs_list *out);
+                  long limit, int names, sfs_list *out);
 void fs_store_dent(const fs_addr *dir, const sfs_list *page, size_t i,
                    fs_dent *out);
 int fs_cursor_set(fs_cursor *c, const fs_dent *d);

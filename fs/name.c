@@ -128,8 +128,11 @@ static int is_decimal(const unsigned char *p, size_t n)
 
 static int in_list(const char *const *list, const void *p, size_t n)
 {
+	if (n == 0) /* no list holds "" */
+		return 0;
 	for (; *list; list++)
-		if (strlen(*list) == n && memcmp(*list, p, n) == 0)
+		if ((*list)[0] == *(const char *)p && strlen(*list) == n &&
+		    memcmp(*list, p, n) == 0)
 			return 1;
 	return 0;
 }
@@ -234,6 +237,16 @@ static void encode_hex(enc *e, const unsigned char *p, size_t n)
 	}
 }
 
+/* Whether the text form of p is p itself: printable ASCII other than the
+ * escaped '/' and '%' (cp_escaped). */
+static int plain_text(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] > 0x7E || p[i] == '/' || p[i] == '%')
+			return 0;
+	return 1;
+}
+
 /* How many bytes the text form escapes. */
 static size_t text_escapes(const unsigned char *p, size_t n)
 {
@@ -257,8 +270,10 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 	const unsigned char *p = bytes.ptr;
 	size_t n = bytes.len, tlen, hlen;
 	unsigned char hash[HASH_BYTES];
+	char space[3 * FS_NAME_MAX + 8];
 	enc e = { NULL, 0, 0 };
 	int64_t id;
+	int first;
 
 	if (!out || !bytes.ptr ||
 	    (kind != FS_NAME_KEY && kind != FS_NAME_SCOPE &&
@@ -271,17 +286,26 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 		goto done;
 	}
 
+	first = n > 0 && (in_list(reserved_all, p, n) ||
+	                  (kind == FS_NAME_SCOPE &&
+	                   in_list(reserved_scope, p, n)) ||
+	                  (is_id_kind(kind) && is_decimal(p, n)));
+	if (n > 0 && n <= FS_NAME_MAX && !first && plain_text(p, n)) {
+		/* Its own text form (the common case, and what the forms
+		 * below would give): no escapes, short enough. */
+		memcpy(out, p, n);
+		tlen = n;
+		out[tlen] = '\0';
+		goto done;
+	}
 	tlen = n + 2 * text_escapes(p, n);
 	hlen = 2 + 2 * n;
 	/* Worst case: the text form escapes every byte (3n), plus the
 	 * escaped first byte; the hex form is 2n + 2. */
-	e.p = malloc(3 * n + 8);
+	e.p = 3 * n + 8 <= sizeof(space) ? space : malloc(3 * n + 8);
 	if (!e.p)
 		return SFS_NOMEM;
 	if (n > 0 && tlen <= hlen) {
-		int first = in_list(reserved_all, p, n) ||
-		            (kind == FS_NAME_SCOPE && in_list(reserved_scope, p, n)) ||
-		            (is_id_kind(kind) && is_decimal(p, n));
 		encode_text(&e, p, n, first);
 	} else {
 		encode_hex(&e, p, n);
@@ -304,7 +328,8 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 		}
 	}
 	out[tlen] = '\0';
-	free(e.p);
+	if (e.p != space)
+		free(e.p);
 done:
 	if (len)
 		*len = tlen;

@@ -109,7 +109,7 @@ int fs_store_stat(fs *f, const fs_addr *a, uint64_t *size, int64_t *mtime)
 }
 
 int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
-                  long limit, sfs_list *out)
+                  long limit, int names, sfs_list *out)
 {
 	const fs_class *c = fs_class_of(dir->kind);
 	sfs_slice cur = after->set ? sfs_bytes(after->key.ptr, after->key.len)
@@ -131,8 +131,8 @@ int fs_store_list(fs *f, const fs_addr *dir, const fs_cursor *after,
 	case FS_KV_NS:
 	case FS_LOG_NS:
 	case FS_CNT_NS:
-		return sfs_dir_list(f->store, c->fam, fs_part(dir, 0),
-		                    fs_part(dir, 1), cur, limit, out);
+		return (names ? sfs_dir_names : sfs_dir_list)(f->store, c->fam,
+		        fs_part(dir, 0), fs_part(dir, 1), cur, limit, out);
 	case FS_LOG_KEY:
 		return sfs_log_scan(f->store, fs_part(dir, 0), fs_part(dir, 1),
 		                    fs_part(dir, 2), id, limit, 1, out);
@@ -214,7 +214,7 @@ int fs_store_resolve(fs *f, const fs_addr *dir, fs_kind kind,
 	 * which is short and so never a long name. */
 	rc = SFS_NOTFOUND;
 	for (;;) {
-		int r = fs_store_list(f, dir, &cur, 256, &page), stop = 0;
+		int r = fs_store_list(f, dir, &cur, 256, 1, &page), stop = 0;
 
 		if (r || page.n == 0) {
 			rc = r ? r : rc;

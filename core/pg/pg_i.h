@@ -363,7 +363,8 @@ int pgb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_scan_opts *o, sfs_list *out);
 
 int pgb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
-                 sfs_slice ns, sfs_slice after, long limit, sfs_list *out);
+                 sfs_slice ns, sfs_slice after, long limit, int names,
+                 sfs_list *out);
 int pgb_scope_list(sfs_backend *b, sfs_family fam, sfs_slice after,
                    long limit, sfs_list *out);
 int pgb_ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,

@@ -154,6 +154,49 @@ static int ns_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	return walk(b, first, next, &scope, after, limit, out);
 }
 
+/* The keys of a value or counter namespace, names only (sfs_dir_names):
+ * one statement reading the primary key's index alone, which holds the
+ * keys in order, so neither the rows (for the value's size) nor the time
+ * table are visited. */
+static int key_names(sfs_backend *b, sfs_family fam, sfs_slice scope,
+                     sfs_slice ns, sfs_slice after, long limit, sfs_list *out)
+{
+	int nx = after.ptr != NULL;
+	int slot = ST_DIR_KEYS + (fam - 1) * 2 + nx;
+	sqlite3_stmt *st = b->st[slot];
+	listb lb = LISTB_INIT;
+	int status = SFS_OK, rc;
+	char sql[256];
+
+	if (!st) {
+		snprintf(sql, sizeof(sql), "SELECT key FROM %s WHERE scope_id=?1"
+		         " AND ns=?2%s ORDER BY key LIMIT ?4", FAM(fam)->table,
+		         nx ? " AND key>?3" : "");
+		if (!(st = sqlb_stmt(b, slot, sql, &status)))
+			return status;
+	}
+	sqlb_bind(st, 1, scope);
+	sqlb_bind(st, 2, ns);
+	if (nx)
+		sqlb_bind(st, 3, after);
+	sqlite3_bind_int64(st, 4, limit > 0 ? limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const void *p;
+		size_t n;
+
+		if (!listb_push(&lb))
+			break;
+		p = sqlb_col(st, 0, &n);
+		listb_key(&lb, p, n);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		listb_discard(&lb);
+		return sqlb_fail(b, rc, "listing");
+	}
+	return listb_finish(&lb, out);
+}
+
 /* The keys of a namespace: a log's distinct keys, or the values' and
  * counters' keys (with their sizes and times) from their scans. */
 static int key_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
@@ -169,12 +212,15 @@ static int key_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
 }
 
 int sqlb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
-                  sfs_slice ns, sfs_slice after, long limit, sfs_list *out)
+                  sfs_slice ns, sfs_slice after, long limit, int names,
+                  sfs_list *out)
 {
 	if (!scope.ptr)
 		return scope_list(b, fam, after, limit, out);
 	if (!ns.ptr)
 		return ns_list(b, fam, scope, after, limit, out);
+	if (names && (fam == SFS_FAM_KV || fam == SFS_FAM_COUNTER))
+		return key_names(b, fam, scope, ns, after, limit, out);
 	return key_list(b, fam, scope, ns, after, limit, out);
 }
 

@@ -126,6 +126,8 @@
 	X(DIR_NEXT_SCOPE, 8) X(DIR_NEXT_NS, 8) X(DIR_HAS_SCOPE, 4)         \
 	X(DIR_HAS_NS, 4) X(DIR_INSERT, 1) X(DIR_DELETE, 1)                 \
 	X(DIR_HAS_NS_DIRS, 1)                                              \
+	/* dir.c: key names ([family - 1] x first, after) */                \
+	X(DIR_KEYS, 4)                                                     \
 	/* stats.c */                                                      \
 	X(QSTAT_ADD, 1) X(QSTAT_PRUNE, 1) X(STATS_QUEUES, 1)               \
 	X(STATS_SCOPES, 1)
@@ -361,7 +363,8 @@ int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                       const sfs_scan_opts *o, sfs_list *out);
 /* dir.c */
 int sqlb_dir_list(sfs_backend *b, sfs_family fam, sfs_slice scope,
-                  sfs_slice ns, sfs_slice after, long limit, sfs_list *out);
+                  sfs_slice ns, sfs_slice after, long limit, int names,
+                  sfs_list *out);
 int sqlb_dir_exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
                     sfs_slice ns);
 int sqlb_dir_create(sfs_backend *b, sfs_family fam, sfs_slice scope,

@@ -34,12 +34,28 @@
  *                      does not exist yet; prints the opens and writes
  *                      that failed and the first errno, and the rounds
  *                      whose counter is not K
+ *   listing DIR N U    creates DIR/s00000.. (N files), then lists DIR by
+ *                      getdents64 into a 1,000-byte buffer (fewer entries
+ *                      than the kernel's reply holds) while, between
+ *                      calls, it creates DIR/cI, removes DIR/c(I-3) and
+ *                      every 5th call stats the next of DIR/u00000..
+ *                      (U files the caller made through the engine: the
+ *                      kernel has no entry for them, so a LOOKUP, and its
+ *                      next call is a READDIRPLUS); prints the entries
+ *                      listed, fails unless each sNNNNN and uNNNNN, "."
+ *                      and ".." came exactly once and no name twice.
+ *                      Then, with nothing changing,
+ *                      lists DIR again noting each entry's offset, and
+ *                      seeks back (lseek, as seekdir) to 20 of them: each
+ *                      must list the entries that followed it; prints
+ *                      "seeks 20"
  *   die PATH DATA HOW  opens PATH O_WRONLY|O_CREAT|O_TRUNC, writes DATA,
  *                      prints "ready" and then: kill (waits to be killed),
  *                      threads (starts 4 threads, waits to be killed),
  *                      abort, _exit (exits 0 without closing)
  * Exit: 0; 1 on a failed call; 2 on a bad command line.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -316,6 +333,133 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+/* One getdents64 into 1,000 bytes: the entries' count, their names into
+ * names[] (NAME_LEN each, 64 at most) and offsets into offs[]. */
+#define NAME_LEN 32
+static int dents(int fd, char (*names)[NAME_LEN], off_t *offs)
+{
+	char buf[1000];
+	long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	int k = 0;
+
+	if (n < 0)
+		die_errno("getdents64");
+	for (long at = 0; at < n; k++) {
+		struct dirent64 *e = (struct dirent64 *)(buf + at);
+
+		size_t len = strnlen(e->d_name, NAME_LEN - 1);
+
+		memcpy(names[k], e->d_name, len);
+		names[k][len] = '\0';
+		offs[k] = e->d_off;
+		at += e->d_reclen;
+	}
+	return k;
+}
+
+static int op_listing(const char *dir, int n, int u)
+{
+	char path[4096], names[64][NAME_LEN], (*all)[NAME_LEN];
+	off_t offs[64], *alloffs;
+	unsigned char *seen = calloc((size_t)n, 1);
+	unsigned char *useen = calloc((size_t)u + 1, 1);
+	unsigned char *cseen = calloc((size_t)n * 4, 1);
+	int fd, k, calls = 0, total = 0, dots = 0, bad = 0;
+
+	all = malloc(sizeof(*all) * (size_t)(n + 2));
+	alloffs = malloc(sizeof(*alloffs) * (size_t)(n + 2));
+	if (!seen || !useen || !cseen || !all || !alloffs || n < 1 || u < 0)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/s%05d", dir, i);
+		close(open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC));
+	}
+	fd = open_or_die(dir, O_RDONLY | O_DIRECTORY);
+	while ((k = dents(fd, names, offs)) > 0) {
+		for (int j = 0; j < k; j++, total++) {
+			int i;
+
+			if (!strcmp(names[j], ".") || !strcmp(names[j], "..")) {
+				dots++;
+			} else if (names[j][0] == 's' &&
+			           sscanf(names[j] + 1, "%d", &i) == 1 &&
+			           i >= 0 && i < n) {
+				if (seen[i]++)
+					printf("twice %s\n", names[j]), bad = 1;
+			} else if (names[j][0] == 'u' &&
+			           sscanf(names[j] + 1, "%d", &i) == 1 &&
+			           i >= 0 && i < u) {
+				if (useen[i]++)
+					printf("twice %s\n", names[j]), bad = 1;
+			} else if (names[j][0] == 'c' &&
+			           sscanf(names[j] + 1, "%d", &i) == 1 &&
+			           i >= 0 && i < 4 * n) {
+				if (cseen[i]++)
+					printf("twice %s\n", names[j]), bad = 1;
+			} else {
+				printf("unknown %s\n", names[j]), bad = 1;
+			}
+		}
+		snprintf(path, sizeof(path), "%s/c%05d", dir, calls);
+		close(open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC));
+		if (calls >= 3) {
+			snprintf(path, sizeof(path), "%s/c%05d", dir, calls - 3);
+			if (unlink(path))
+				die_errno("unlink");
+		}
+		if (calls % 5 == 0 && calls / 5 < u) {
+			struct stat st;
+
+			snprintf(path, sizeof(path), "%s/u%05d", dir, calls / 5);
+			if (stat(path, &st))
+				die_errno("stat");
+		}
+		calls++;
+	}
+	if (k < 0)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (seen[i] != 1)
+			printf("s%05d listed %d times\n", i, seen[i]), bad = 1;
+	for (int i = 0; i < u; i++)
+		if (useen[i] != 1)
+			printf("u%05d listed %d times\n", i, useen[i]), bad = 1;
+	if (dots != 2)
+		printf("dots %d\n", dots), bad = 1;
+	printf("listed %d\n", total);
+
+	/* seekdir: the same entries from an offset of a quiet listing */
+	lseek(fd, 0, SEEK_SET);
+	total = 0;
+	while ((k = dents(fd, names, offs)) > 0)
+		for (int j = 0; j < k && total < n + 2; j++, total++) {
+			memcpy(all[total], names[j], NAME_LEN);
+			alloffs[total] = offs[j];
+		}
+	for (int r = 0; r < 20; r++) {
+		int at = (int)((long)r * 7919 % total);
+
+		if (at + 1 >= total)
+			continue;
+		if (lseek(fd, alloffs[at], SEEK_SET) != alloffs[at])
+			die_errno("lseek");
+		k = dents(fd, names, offs);
+		for (int j = 0; j < k && at + 1 + j < total; j++)
+			if (strcmp(names[j], all[at + 1 + j]))
+				printf("seek to %lld: %s, not %s\n",
+				       (long long)alloffs[at], names[j],
+				       all[at + 1 + j]), bad = 1;
+	}
+	printf("seeks 20\n");
+	close(fd);
+	free(seen);
+	free(useen);
+	free(cseen);
+	free(all);
+	free(alloffs);
+	return bad;
+}
+
 static int op_die(const char *path, const char *data, const char *how)
 {
 	int fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
@@ -362,6 +506,8 @@ int main(int argc, char **argv)
 		return op_hold(argv[2], atol(argv[3]), argv[4]);
 	if (!strcmp(op, "race") && argc == 5)
 		return op_race(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (!strcmp(op, "listing") && argc == 5)
+		return op_listing(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(op, "die") && argc == 5)
 		return op_die(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: see fileops.c\n");

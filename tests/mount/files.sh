@@ -15,7 +15,11 @@
 #   - two shells appending (>>) to one new key: every line lands, whole;
 #   - tail -f on a value follows appends through the mount and by another
 #     process;
-#   - truncate(1) racing puts by another process never loses a put.
+#   - truncate(1) racing puts by another process never loses a put;
+#   - a listing longer than the kernel's replies, read with a small
+#     getdents buffer while files come and go and LOOKUPs turn READDIR into
+#     READDIRPLUS, lists every file present throughout exactly once, and
+#     seekdir to a telldir offset lists the same entries again.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 : "${STATEFS_FILEOPS:?}"
@@ -171,6 +175,18 @@ release w3
 expect_eq "$(stat -c %s s/n/b1)" 1048576 "b1 committed"
 expect_op OK write s/n/b3 x
 ok "the bound on buffered bytes: ENOBUFS"
+
+# A listing of 1,500 files (several pages of the daemon, 4 KiB replies of
+# which the reader takes 1,000 bytes at a time: the kernel asks again from
+# the first entry it dropped), with files created and removed between the
+# calls (their names sort first, where a count would shift) and a LOOKUP
+# of a name the kernel has not seen every 5th call (its next call is a
+# READDIRPLUS, in the middle of a page read as names only).
+mkdir -p list/n
+for i in $(seq 0 9); do helper put list n "u0000$i" x; done
+out=$(fileops listing list/n 1500 10) || fail "listing under changes: $out"
+expect_eq "$(echo "$out" | field seeks)" 20 "seekdir"
+ok "a listing under changes: $(echo "$out" | field listed) entries, each once"
 
 cd /
 unmount_fs

@@ -782,6 +782,67 @@ static void test_dir_keys(void **state)
 	                             SFS_NONE, 0, &l));
 }
 
+/* The same names from sfs_dir_names as from sfs_dir_list, item by item
+ * (bytes, order, cursor, limit); the two lists' keys compared. */
+static void same_names(sfs_store *s, sfs_family fam, sfs_slice scope,
+                       sfs_slice ns, sfs_slice after, long limit, size_t n)
+{
+	sfs_list a, b;
+
+	OK(sfs_dir_list(s, fam, scope, ns, after, limit, &a));
+	OK(sfs_dir_names(s, fam, scope, ns, after, limit, &b));
+	assert_int_equal(a.n, n);
+	assert_int_equal(b.n, n);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(a.items[i].key.len, b.items[i].key.len);
+		assert_memory_equal(a.items[i].key.ptr, b.items[i].key.ptr,
+		                    a.items[i].key.len + 1);
+	}
+	sfs_list_free(&a);
+	sfs_list_free(&b);
+}
+
+/* sfs_dir_names: what sfs_dir_list names, at every level of every
+ * family, the successor of a key ("b\0") and the empty key included,
+ * strictly after a cursor and up to a limit; the same errors. */
+static void test_dir_names(void **state)
+{
+	tfx *t = *state;
+	sfs_list l;
+
+	put(t->s, "a", "1");
+	put(t->s, "b", "22");
+	OK(sfs_kv_put(t->s, SC, NS_, sfs_bytes("b\0", 2), S("333")));
+	OK(sfs_kv_put(t->s, SC, NS_, sfs_bytes("", 0), S("e")));
+	put(t->s, "c", "4444");
+	OK(sfs_kv_put(t->s, SC, S("other"), S("z"), S("x")));
+	OK(sfs_counter_set(t->s, SC, S("c"), S("x"), 5));
+	OK(sfs_counter_set(t->s, SC, S("c"), S("y"), -6));
+	OK(sfs_log_append(t->s, SC, S("l"), S("k1"), S("v"), NULL));
+	OK(sfs_log_append(t->s, SC, S("l"), S("k2"), S("v"), NULL));
+	same_names(t->s, SFS_FAM_KV, SC, NS_, SFS_NONE, 0, 5);
+	same_names(t->s, SFS_FAM_KV, SC, NS_, S("b"), 0, 2);
+	same_names(t->s, SFS_FAM_KV, SC, NS_, S("b"), 1, 1);
+	same_names(t->s, SFS_FAM_KV, SC, NS_, sfs_bytes("", 0), 0, 4);
+	same_names(t->s, SFS_FAM_KV, SC, NS_, S("c"), 0, 0);
+	same_names(t->s, SFS_FAM_KV, SC, S("none"), SFS_NONE, 0, 0);
+	same_names(t->s, SFS_FAM_COUNTER, SC, S("c"), SFS_NONE, 0, 2);
+	same_names(t->s, SFS_FAM_COUNTER, SC, S("c"), S("x"), 5, 1);
+	same_names(t->s, SFS_FAM_LOG, SC, S("l"), SFS_NONE, 0, 2);
+	same_names(t->s, SFS_FAM_LOG, SC, S("l"), S("k1"), 0, 1);
+	same_names(t->s, SFS_FAM_KV, SC, SFS_NONE, SFS_NONE, 0, 2);
+	same_names(t->s, SFS_FAM_KV, SFS_NONE, SFS_NONE, SFS_NONE, 0, 1);
+	OK(sfs_dir_names(t->s, SFS_FAM_KV, SC, NS_, S("a"), 2, &l));
+	assert_int_equal(l.items[0].key.len, 1);
+	tfx_buf(&l.items[0].key, "b");
+	assert_int_equal(l.items[1].key.len, 2); /* "b\0" */
+	sfs_list_free(&l);
+	IS(SFS_INVALID, sfs_dir_names(t->s, SFS_FAM_QUEUE, S("q"), SFS_NONE,
+	                              SFS_NONE, 0, &l));
+	IS(SFS_INVALID, sfs_dir_names(t->s, SFS_FAM_KV, SFS_NONE, NS_,
+	                              SFS_NONE, 0, &l));
+}
+
 /* A counter's time comes with its value (the primitive the mount's
  * counter files need): its last write, in whole seconds. */
 static void test_counter_time(void **state)
@@ -831,6 +892,7 @@ int main(void)
 		T(test_dirs_every_family),
 		T(test_dir_rename),
 		T(test_dir_keys),
+		T(test_dir_names),
 		T(test_counter_time),
 	};
 
