@@ -14,6 +14,9 @@
  *    WAL checksums fail after a crash and acknowledged commits vanish.
  *  - WAL page writes often come without their frame header (in-place
  *    overwrite): the header is then read back from the file.
+ *  - A frame header SQLite appends is held back and written with its page
+ *    as one write (wal_write); any other call on the WAL, or on its main
+ *    file, writes a held header first.
  *  - Only frame header bytes 0-7 are stable; salts and checksums are not
  *    bound into the page.
  *  - Temporary files are refused (temp_store=MEMORY keeps SQLite from
@@ -68,6 +71,7 @@ typedef struct cfile {
 
 	/* CF_DB only. */
 	struct cfile *next;        /* in vfs->mains */
+	struct cfile *wal;         /* this connection's WAL, while open */
 	cp_filekey *fk;            /* keys for the salt below */
 	enum salt_state salt;
 	uint32_t P;                /* page size, 0 until known */
@@ -80,6 +84,9 @@ typedef struct cfile {
 	int walhdr_ok;
 	unsigned char fhdr[CP_FRAME_HDR];
 	sqlite3_int64 fhdr_off;    /* -1: none cached */
+	int fhdr_held;             /* fhdr is not on disk yet (wal_write) */
+	sqlite3_int64 frame_rd;    /* the last call read a whole frame at
+	                            * this offset; -1: it did not */
 	/* CF_WAL: a recovery scan (frames read whole from frame 1 after the
 	 * header): the frame it reads next (0: none) and the checksum chain
 	 * through the frame before it. Any write ends it. */
@@ -448,25 +455,80 @@ static uint32_t wal_frame_of_page(uint32_t P, sqlite3_int64 off)
 	return (uint32_t)(rel / (P + CP_FRAME_HDR)) + 1;
 }
 
+/* Writes the frame header wal_write held back, if there is one: before
+ * any other call on the WAL (so that nothing reads, syncs, sizes or
+ * truncates the file without it, and the order of writes to the file is
+ * SQLite's) and before the main file's locks and shared memory calls (so
+ * that no frame is published in the wal-index without its header). A
+ * header that fails to go down stays held, for the next call to try. */
+static int wal_flush(cfile *w)
+{
+	int rc;
+
+	if (!w || !w->fhdr_held)
+		return SQLITE_OK;
+	rc = w->real->pMethods->xWrite(w->real, w->fhdr, CP_FRAME_HDR,
+	                               w->fhdr_off);
+	if (rc == SQLITE_OK)
+		w->fhdr_held = 0;
+	return rc;
+}
+
+/* The held header of f's WAL (f a WAL, or a main file whose connection has
+ * one open) goes to disk. */
+static int cf_flush(cfile *f)
+{
+	return wal_flush(f->type == CF_WAL ? f : f->type == CF_DB ? f->wal :
+	                 NULL);
+}
+
+/* SQLite appends a frame as two writes, its 24-byte header and then its
+ * page right after it (walWriteOneFrame), with no other call between.
+ * The header is held back and goes down with the sealed page as one
+ * write of P + 24 bytes: one system call a frame instead of two.
+ *
+ * The one header no page follows is walRewriteChecksums's: at a commit
+ * it reads frames whole and rewrites their headers, the commit frame's
+ * last. Such a header (one at the offset of the frame just read whole) is
+ * written at once, so that its failure fails the commit as it does
+ * without the shim. Any other header no page follows would go down at
+ * the next call on the WAL or on the main file (wal_flush), and SQLite
+ * makes one on the main file before a commit returns: the shared-memory
+ * barrier before the wal-index header that publishes frames, and
+ * SQLITE_FCNTL_COMMIT_PHASETWO, the one call left in an exclusive-locking
+ * connection. So a header is held only while the WAL is linked to its
+ * connection's main file. */
 static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
 {
 	const unsigned char *hdr;
-	unsigned char hbuf[CP_FRAME_HDR];
 	uint32_t P, frame;
 	cp_walpos pos;
-	int rc;
+	int rc, whole = 0, rewrite = w->frame_rd == off;
 
 	w->rec_next = 0;
-	if (off == 0 && amt == CP_WAL_HDR) {
-		memcpy(w->walhdr, in, CP_WAL_HDR);
-		w->walhdr_ok = 1;
-		return w->real->pMethods->xWrite(w->real, in, amt, off);
-	}
+	w->frame_rd = -1;
 	P = wal_page_size(w);
 	if (P && amt == CP_FRAME_HDR && off >= CP_WAL_HDR &&
 	    (off - CP_WAL_HDR) % (P + CP_FRAME_HDR) == 0) {
+		rc = wal_flush(w);
+		if (rc)
+			return rc;
 		memcpy(w->fhdr, in, CP_FRAME_HDR);
 		w->fhdr_off = off;
+		if (rewrite || w->main->wal != w)
+			return w->real->pMethods->xWrite(w->real, in, amt, off);
+		w->fhdr_held = 1;
+		return SQLITE_OK;
+	}
+	if (w->fhdr_held && (off != w->fhdr_off + CP_FRAME_HDR ||
+	                     (uint32_t)amt != P)) {
+		rc = wal_flush(w);
+		if (rc)
+			return rc;
+	}
+	if (off == 0 && amt == CP_WAL_HDR) {
+		memcpy(w->walhdr, in, CP_WAL_HDR);
+		w->walhdr_ok = 1;
 		return w->real->pMethods->xWrite(w->real, in, amt, off);
 	}
 	frame = P && (uint32_t)amt == P ? wal_frame_of_page(P, off) : 0;
@@ -479,27 +541,39 @@ static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
 		return fail(SQLITE_IOERR_WRITE, "%s: WAL frame %u has data in "
 		            "its reserved bytes", w->zname, frame);
 	rc = main_ready(w->main);
-	if (rc)
+	if (!rc)
+		rc = cf_buf(w, P + CP_FRAME_HDR);
+	if (rc) {
+		w->fhdr_held = 0;
+		w->fhdr_off = -1;
 		return rc;
+	}
 	if (w->fhdr_off == off - CP_FRAME_HDR) {
-		hdr = w->fhdr;
+		whole = w->fhdr_held;
+		w->fhdr_held = 0;
+		memcpy(w->buf, w->fhdr, CP_FRAME_HDR);
 	} else {
 		/* An in-place overwrite of a frame written earlier in this
 		 * transaction: SQLite sends the page alone. */
-		rc = w->real->pMethods->xRead(w->real, hbuf, CP_FRAME_HDR,
+		rc = w->real->pMethods->xRead(w->real, w->buf, CP_FRAME_HDR,
 		                              off - CP_FRAME_HDR);
 		if (rc)
 			return fail(SQLITE_IOERR_WRITE, "%s: cannot read the "
 			            "header of WAL frame %u", w->zname, frame);
-		hdr = hbuf;
 	}
-	rc = cf_buf(w, P + CP_FRAME_HDR);
-	if (rc)
-		return rc;
+	hdr = w->buf;
 	pos.frame = frame;
 	pos.hdr8 = hdr;
-	cp_seal(w->main->fk, CP_WAL, cp_get32(hdr), &pos, in, w->buf, P);
-	return w->real->pMethods->xWrite(w->real, w->buf, amt, off);
+	cp_seal(w->main->fk, CP_WAL, cp_get32(hdr), &pos, in,
+	        w->buf + CP_FRAME_HDR, P);
+	if (!whole)
+		return w->real->pMethods->xWrite(w->real, w->buf + CP_FRAME_HDR,
+		                                 amt, off);
+	rc = w->real->pMethods->xWrite(w->real, w->buf, amt + CP_FRAME_HDR,
+	                               off - CP_FRAME_HDR);
+	if (rc)
+		w->fhdr_off = -1;
+	return rc;
 }
 
 /* cp_wal_commit_after's reads, below SQLite. */
@@ -566,6 +640,10 @@ static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
 	cp_walpos pos;
 	int rc, r;
 
+	rc = wal_flush(w);
+	if (rc)
+		return rc;
+	w->frame_rd = -1;
 	if (off == 0 && amt == CP_WAL_HDR) {
 		rc = w->real->pMethods->xRead(w->real, out, amt, off);
 		w->rec_next = 0;
@@ -624,6 +702,7 @@ static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
 		rc = w->real->pMethods->xRead(w->real, out, amt, off);
 		if (rc)
 			return rc;
+		w->frame_rd = off;
 		if (frame == w->rec_next) {
 			rc = cf_buf(w, P + CP_FRAME_HDR);
 			return rc ? rc : wal_recovery_frame(w, P, frame, o);
@@ -754,9 +833,14 @@ static int journal_read(cfile *j, void *out, int amt, sqlite3_int64 off)
 static int cv_close(sqlite3_file *pf)
 {
 	cfile *f = (cfile *)pf;
-	int rc = f->real->pMethods ? f->real->pMethods->xClose(f->real) :
-	         SQLITE_OK;
+	int rc = f->real->pMethods ? cf_flush(f) : SQLITE_OK;
+	int rc2 = f->real->pMethods ? f->real->pMethods->xClose(f->real) :
+	          SQLITE_OK;
 
+	if (!rc)
+		rc = rc2;
+	if (f->type == CF_WAL && f->main && f->main->wal == f)
+		f->main->wal = NULL;
 	if (f->type == CF_DB) {
 		pthread_mutex_lock(&f->vfs->mu);
 		for (cfile **pp = &f->vfs->mains; *pp; pp = &(*pp)->next) {
@@ -780,10 +864,12 @@ static int cv_close(sqlite3_file *pf)
 static int cv_read(sqlite3_file *pf, void *out, int amt, sqlite3_int64 off)
 {
 	cfile *f = (cfile *)pf;
+	int rc;
 
 	switch (f->type) {
 	case CF_DB:
-		return db_read(f, out, amt, off);
+		rc = wal_flush(f->wal);
+		return rc ? rc : db_read(f, out, amt, off);
 	case CF_WAL:
 		return wal_read(f, out, amt, off);
 	case CF_JOURNAL:
@@ -797,10 +883,12 @@ static int cv_write(sqlite3_file *pf, const void *in, int amt,
                     sqlite3_int64 off)
 {
 	cfile *f = (cfile *)pf;
+	int rc;
 
 	switch (f->type) {
 	case CF_DB:
-		return db_write(f, in, amt, off);
+		rc = wal_flush(f->wal);
+		return rc ? rc : db_write(f, in, amt, off);
 	case CF_WAL:
 		return wal_write(f, in, amt, off);
 	case CF_JOURNAL:
@@ -813,13 +901,17 @@ static int cv_write(sqlite3_file *pf, const void *in, int amt,
 static int cv_truncate(sqlite3_file *pf, sqlite3_int64 size)
 {
 	cfile *f = (cfile *)pf;
+	int rc = cf_flush(f);
 
+	if (rc)
+		return rc;
 	if (f->type == CF_DB)
 		return db_truncate(f, size);
 	if (f->type == CF_WAL && size == 0)
 		f->walhdr_ok = 0;
 	f->rec_next = 0;
 	f->fhdr_off = -1;
+	f->frame_rd = -1;
 	f->jpg_off = -1;
 	return f->real->pMethods->xTruncate(f->real, size);
 }
@@ -827,19 +919,24 @@ static int cv_truncate(sqlite3_file *pf, sqlite3_int64 size)
 static int cv_sync(sqlite3_file *pf, int flags)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xSync(f->real, flags);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xSync(f->real, flags);
 }
 
 static int cv_file_size(sqlite3_file *pf, sqlite3_int64 *size)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xFileSize(f->real, size);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xFileSize(f->real, size);
 }
 
 static int cv_lock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
+	int rc = cf_flush(f);
 
+	if (rc)
+		return rc;
 	/* Rollback-journal mode's start of a transaction (see cv_shm_lock). */
 	if (lock == SQLITE_LOCK_SHARED)
 		last_error[0] = '\0';
@@ -849,19 +946,24 @@ static int cv_lock(sqlite3_file *pf, int lock)
 static int cv_unlock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xUnlock(f->real, lock);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xUnlock(f->real, lock);
 }
 
 static int cv_check_reserved(sqlite3_file *pf, int *out)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xCheckReservedLock(f->real, out);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xCheckReservedLock(f->real, out);
 }
 
 static int cv_file_control(sqlite3_file *pf, int op, void *arg)
 {
 	cfile *f = (cfile *)pf;
+	int rc = cf_flush(f);
 
+	if (rc)
+		return rc;
 	switch (op) {
 	case SQLITE_FCNTL_MMAP_SIZE:
 		/* Never map: the file holds ciphertext. */
@@ -896,12 +998,18 @@ static int cv_shm_map(sqlite3_file *pf, int pg, int pgsz, int extend,
                       void volatile **pp)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, pp);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xShmMap(f->real, pg, pgsz, extend,
+	                                           pp);
 }
 
 static int cv_shm_lock(sqlite3_file *pf, int offset, int n, int flags)
 {
 	cfile *f = (cfile *)pf;
+	int rc = cf_flush(f);
+
+	if (rc)
+		return rc;
 
 	/* A shared lock on the wal-index starts a read transaction: a new
 	 * operation, so a message left by an earlier failure on this thread
@@ -915,13 +1023,18 @@ static int cv_shm_lock(sqlite3_file *pf, int offset, int n, int flags)
 static void cv_shm_barrier(sqlite3_file *pf)
 {
 	cfile *f = (cfile *)pf;
+
+	/* No failure to return here: the header stays held and the next
+	 * call tries again and returns it. */
+	(void)cf_flush(f);
 	f->real->pMethods->xShmBarrier(f->real);
 }
 
 static int cv_shm_unmap(sqlite3_file *pf, int del)
 {
 	cfile *f = (cfile *)pf;
-	return f->real->pMethods->xShmUnmap(f->real, del);
+	int rc = cf_flush(f);
+	return rc ? rc : f->real->pMethods->xShmUnmap(f->real, del);
 }
 
 /* Version 2: shared memory for the WAL index (page numbers and checksums,
@@ -986,6 +1099,7 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 	f->real = (sqlite3_file *)(f + 1);
 	f->zname = zname;
 	f->fhdr_off = -1;
+	f->frame_rd = -1;
 	f->jpg_off = -1;
 	if (flags & SQLITE_OPEN_MAIN_DB) {
 		f->type = CF_DB;
@@ -1010,6 +1124,12 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 		v->mains = f;
 		pthread_mutex_unlock(&v->mu);
 	}
+	/* The main file flushes a held frame header (wal_flush) of its own
+	 * connection's WAL only: one found by name may be another
+	 * connection's, used from another thread. */
+	if (f->type == CF_WAL && f->main->zname ==
+	    sqlite3_filename_database(zname))
+		f->main->wal = f;
 	f->base.pMethods = &cv_methods;
 	return SQLITE_OK;
 }

@@ -21,9 +21,18 @@ static struct {
 static sqlite3_vfs *real_vfs;   /* the default when registered */
 static sqlite3_vfs fault_vfs;
 
+/* WAL writes by size since faultvfs_count_reset: a few sizes occur
+ * (header, frame header, page, frame, a torn write's half). */
+#define NSIZES 16
+static struct {
+	int amt[NSIZES];
+	long n[NSIZES];
+} W;
+
 typedef struct ffile {
 	sqlite3_file base;
 	sqlite3_file *real;    /* follows this struct */
+	int wal;               /* opened as a WAL */
 } ffile;
 
 #define REAL(pf) (((ffile *)(pf))->real)
@@ -44,6 +53,31 @@ void faultvfs_disarm(void)
 int faultvfs_fired(void)
 {
 	return F.fired;
+}
+
+void faultvfs_count_reset(void)
+{
+	memset(&W, 0, sizeof(W));
+}
+
+long faultvfs_wal_writes(int amt)
+{
+	for (int i = 0; i < NSIZES && W.amt[i]; i++)
+		if (W.amt[i] == amt)
+			return W.n[i];
+	return 0;
+}
+
+static void count_write(int amt)
+{
+	int i;
+
+	for (i = 0; i < NSIZES && W.amt[i] && W.amt[i] != amt; i++)
+		;
+	if (i == NSIZES)
+		return;
+	W.amt[i] = amt;
+	W.n[i]++;
 }
 
 /* 0: go ahead; else the SQLite error the call returns (ioerr, the
@@ -81,6 +115,9 @@ static int f_write(sqlite3_file *pf, const void *b, int n, sqlite3_int64 o)
 {
 	fault_kind kind = F.kind;
 	int rc = fault(FAULT_WRITE, SQLITE_IOERR_WRITE);
+
+	if (((ffile *)pf)->wal)
+		count_write(n);
 
 	if (rc && kind == FAULT_TORN && n > 1)
 		REAL(pf)->pMethods->xWrite(REAL(pf), b, n / 2, o);
@@ -175,6 +212,7 @@ static int f_open(sqlite3_vfs *v, const char *name, sqlite3_file *pf,
 
 	(void)v;
 	f->real = (sqlite3_file *)(f + 1);
+	f->wal = !!(flags & SQLITE_OPEN_WAL);
 	rc = real_vfs->xOpen(real_vfs, name, f->real, flags, out);
 	f->base.pMethods = rc == SQLITE_OK && f->real->pMethods ? &f_methods
 	                                                        : NULL;

@@ -7,7 +7,8 @@
  * afterwards sits on it: a plaintext store directly, an encrypted one under
  * the encrypting VFS (which wraps whatever is the default). Until it is
  * armed every call passes through unchanged; armed, the Nth read, write or
- * sync (counting only the operations armed) fails as the kind says. Its io
+ * sync (counting only the operations armed) fails as the kind says. It also
+ * counts the writes to WAL files by size (faultvfs_wal_writes). Its io
  * methods are version 2 (no xFetch), so every page goes through xRead and
  * xWrite.
  *
@@ -42,5 +43,11 @@ void faultvfs_arm(int ops, fault_kind kind, long nth);
 void faultvfs_disarm(void);
 /* How many calls failed since the last faultvfs_arm. */
 int faultvfs_fired(void);
+
+/* Counting, armed or not: how many writes of amt bytes reached WAL files
+ * since the last faultvfs_count_reset (so a test sees the system calls an
+ * encrypting VFS above makes, not the calls SQLite makes to it). */
+void faultvfs_count_reset(void);
+long faultvfs_wal_writes(int amt);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "sqlite/vfs_i.h"
 #include "crypt/page_i.h"
+#include "faultvfs.h"
 #include "fixture.h"
 #include "statefs.h"
 
@@ -820,6 +821,93 @@ static void test_wal_legit_ends(void **state)
 	crypt_vfs_close(v);
 }
 
+/* The spilling transaction of test_wal_legit_ends on w: SQLite writes
+ * pages in place and then rewrites the checksums of the frames after them
+ * at COMMIT, header by header, no page following. */
+static void rewrite_txn(sqlite3 *w, int base)
+{
+	char sql[256];
+
+	xexec(w, "PRAGMA cache_size=5");
+	xexec(w, "BEGIN");
+	snprintf(sql, sizeof(sql), "WITH RECURSIVE c(x) AS (SELECT 1 UNION "
+	         "ALL SELECT x+1 FROM c WHERE x<300) INSERT INTO t SELECT "
+	         "%d+x, randomblob(600) FROM c", base);
+	xexec(w, sql);
+	snprintf(sql, sizeof(sql), "UPDATE t SET v = randomblob(610) WHERE "
+	         "k > %d", base);
+	xexec(w, sql);
+	xexec(w, "COMMIT");
+	xexec(w, "PRAGMA cache_size=-2000");
+}
+
+/* A frame SQLite appends (a 24-byte header, then its page) reaches the
+ * file as one write of P + 24 bytes (vfs.c wal_write), counted below the
+ * encrypting VFS; and every acknowledged commit is on disk when SQLite
+ * returns, including a commit whose last write is a rewritten header, in
+ * an exclusive-locking connection without syncs at commit (no shared
+ * memory, no sync: only the main file's COMMIT_PHASETWO file control
+ * flushes it): a copy of the files taken right after the commit recovers
+ * it. */
+static void test_wal_frames_whole(void **state)
+{
+	char path[128], wal[140], copy[128], sql[128];
+	const off_t fsz = P + 24;
+	crypt_vfs *v;
+	sqlite3 *w;
+	long frames;
+	(void)state;
+
+	assert_int_equal(faultvfs_register(), 0);
+	assert_int_equal(crypt_vfs_open(key_a, &v), SFS_OK);
+	faultvfs_unregister(); /* v keeps wrapping it */
+	newpath(path, sizeof(path));
+	newpath(copy, sizeof(copy));
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	make_store(path, v, 50); /* closed: no WAL left */
+
+	/* Twenty commits of one row: each frame one write. */
+	w = xopen(path, v);
+	xexec(w, "PRAGMA wal_autocheckpoint=0; PRAGMA synchronous=NORMAL");
+	faultvfs_count_reset();
+	for (int i = 0; i < 20; i++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO t VALUES(%d, "
+		         "randomblob(100))", 100 + i);
+		xexec(w, sql);
+	}
+	frames = (long)((file_size(wal) - 32) / fsz);
+	assert_true(frames >= 20);
+	assert_int_equal(faultvfs_wal_writes(32), 1);
+	assert_int_equal(faultvfs_wal_writes(P + 24), frames);
+	assert_int_equal(faultvfs_wal_writes(24), 0);
+	assert_int_equal(faultvfs_wal_writes(P), 0);
+	assert_int_equal(recovered_rows(path, copy, v, 0), 70);
+
+	/* In-place page writes and rewritten headers still go down alone. */
+	faultvfs_count_reset();
+	rewrite_txn(w, 1000);
+	assert_true(faultvfs_wal_writes(P) > 0);
+	assert_true(faultvfs_wal_writes(24) > 0);
+	assert_true(faultvfs_wal_writes(P + 24) > 0);
+	assert_int_equal(zeroed_frames(wal), 0);
+	assert_int_equal(recovered_rows(path, copy, v, 0), 370);
+	sqlite3_close(w);
+
+	/* Exclusive locking mode from the start: the wal-index lives in
+	 * heap memory and nothing follows the last header of a commit. */
+	w = xopen(path, v);
+	xexec(w, "PRAGMA locking_mode=EXCLUSIVE");
+	xexec(w, "PRAGMA wal_autocheckpoint=0; PRAGMA synchronous=NORMAL");
+	xexec(w, "INSERT INTO t VALUES(2000, randomblob(100))");
+	assert_int_equal(recovered_rows(path, copy, v, 0), 371);
+	rewrite_txn(w, 3000);
+	assert_int_equal(recovered_rows(path, copy, v, 0), 671);
+	xexec(w, "INSERT INTO t VALUES(4000, randomblob(100))");
+	assert_int_equal(recovered_rows(path, copy, v, 0), 672);
+	sqlite3_close(w);
+	crypt_vfs_close(v);
+}
+
 /* What the format does not detect, by design (docs/encryption.md). */
 static void test_documented_negatives(void **state)
 {
@@ -1027,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_read_slices),
 		cmocka_unit_test(test_wal_tamper),
 		cmocka_unit_test(test_wal_legit_ends),
+		cmocka_unit_test(test_wal_frames_whole),
 		cmocka_unit_test(test_documented_negatives),
 	};
 
