@@ -844,11 +844,12 @@ static void rewrite_txn(sqlite3 *w, int base)
 /* A frame SQLite appends (a 24-byte header, then its page) reaches the
  * file as one write of P + 24 bytes (vfs.c wal_write), counted below the
  * encrypting VFS; and every acknowledged commit is on disk when SQLite
- * returns, including a commit whose last write is a rewritten header, in
- * an exclusive-locking connection without syncs at commit (no shared
- * memory, no sync: only the main file's COMMIT_PHASETWO file control
- * flushes it): a copy of the files taken right after the commit recovers
- * it. */
+ * returns: a copy of the files taken right after the commit recovers it.
+ * That includes a commit whose last write is a rewritten header, in an
+ * exclusive-locking connection without syncs at commit, where no shared
+ * memory call and no sync follows it: only writing such headers at once,
+ * or the main file's COMMIT_PHASETWO file control flushing a held one,
+ * puts it down (each alone passes; without both, the commit is lost). */
 static void test_wal_frames_whole(void **state)
 {
 	char path[128], wal[140], copy[128], sql[128];
@@ -894,7 +895,7 @@ static void test_wal_frames_whole(void **state)
 	sqlite3_close(w);
 
 	/* Exclusive locking mode from the start: the wal-index lives in
-	 * heap memory and nothing follows the last header of a commit. */
+	 * heap memory, no barrier or shared-memory lock follows a commit. */
 	w = xopen(path, v);
 	xexec(w, "PRAGMA locking_mode=EXCLUSIVE");
 	xexec(w, "PRAGMA wal_autocheckpoint=0; PRAGMA synchronous=NORMAL");
