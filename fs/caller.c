@@ -28,6 +28,14 @@
  * `(a; b) > k` (it exits holding the script's descriptor), a child whose
  * copy of a close-on-exec descriptor closes when it execs.
  *
+ * Not read: the links in /proc/<tid>/fd (which would tell the mount's
+ * files by name for a third of fdinfo's cost) and /proc/<tid>/ns: since
+ * the stable fix "proc: protect ptrace_may_access() with exec_update_lock
+ * (FD links)" (6.18.40) reading them waits for the exec lock too, and the
+ * daemon hung on a FLUSH from execve (docs/performance.md, "The FLUSH
+ * check by name"). Should a kernel lock fdinfo the same way, this check
+ * must leave /proc.
+ *
  * What is read, cheapest first (every /proc read costs a few system
  * calls, and this is on the path of every create): the task's fdinfo
  * directory; its status only when it has no descriptors left (it exits)
