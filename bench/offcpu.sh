@@ -21,38 +21,24 @@ mode=${1:-plain}; k=${2:-8}; n=${3:-250}
 statefs=${4:-$top/build/mountd/statefs}; fsb=${5:-$top/build/bench/fs_bench}
 command -v perf >/dev/null || { echo "offcpu: no perf: skipped"; exit 77; }
 [ -c /dev/fuse ] || { echo "offcpu: no /dev/fuse: skipped"; exit 77; }
-w=$(mktemp -d /dev/shm/offcpu.XXXXXX)
-pid= rec=
-cleanup() {
-  set +e
-  [ -n "$rec" ] && kill -INT "$rec" 2>/dev/null && wait "$rec" 2>/dev/null
-  mountpoint -q "$w/m" && fusermount3 -u -z "$w/m"
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$w"
-}
-trap cleanup EXIT
-mkdir -p "$w/d" "$w/m"
+bin=$statefs
+export TMPDIR=/dev/shm # the stores in memory: the disk is not measured
+. "$top/bench/mounts.sh"
 opts=(); [ "$mode" = plain ] && opts=(-o plaintext)
-HOME=$w/d XDG_CONFIG_HOME=$w/d/config XDG_STATE_HOME=$w/d/state \
-  STATEFS_DB=$w/d/state.db "$statefs" -f "${opts[@]}" "$w/m" 2>"$w/err" &
-pid=$!
-for _ in $(seq 200); do
-  mountpoint -q "$w/m" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$w/err" >&2; exit 1; }
-  sleep 0.05
-done
-mountpoint -q "$w/m" || { echo "offcpu: the mount did not come up" >&2; exit 1; }
-mkdir -p "$w/m/bench"
-"$fsb" writers "$w/m/bench" "$k" 100 100 >/dev/null # warm
+mount_one m "${opts[@]}"
+pid=${pids[-1]}
+mkdir -p "$work/m/bench"
+"$fsb" writers "$work/m/bench" "$k" 100 100 >/dev/null # warm
 perf record -q -e sched:sched_switch --call-graph dwarf,8192 -p "$pid" \
-  -o "$w/perf.data" 2>"$w/perf.err" &
+  -o "$work/perf.data" 2>"$work/perf.err" &
 rec=$!
+pids+=("$rec") # mounts.sh's cleanup stops it on an early exit
 sleep 1
-out=$("$fsb" writers "$w/m/bench" "$k" "$n" 100 "$pid")
-kill -INT "$rec"; wait "$rec" || true; rec=
+out=$("$fsb" writers "$work/m/bench" "$k" "$n" 100 "$pid")
+kill -INT "$rec"; wait "$rec" || true
 echo "offcpu: $mode store, $k writers x $n files: $out"
 echo "(writers K files/s daemon-us/file writer-us/file idle-CPUs)"
-perf script -i "$w/perf.data" 2>/dev/null | awk -v files=$((k * n)) '
+perf script -i "$work/perf.data" 2>/dev/null | awk -v files=$((k * n)) '
   # One event: a header line, then one frame per line, then a blank line.
   function flush() {
     if (hdr ~ /prev_state=S/ && where != "") {
