@@ -943,11 +943,15 @@ static int cv_lock(sqlite3_file *pf, int lock)
 	return f->real->pMethods->xLock(f->real, lock);
 }
 
+/* Releases (an unlock, an unmap, like a close) happen even when a held
+ * header fails to go down first; the first failure is returned. */
 static int cv_unlock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
 	int rc = cf_flush(f);
-	return rc ? rc : f->real->pMethods->xUnlock(f->real, lock);
+	int rc2 = f->real->pMethods->xUnlock(f->real, lock);
+
+	return rc ? rc : rc2;
 }
 
 static int cv_check_reserved(sqlite3_file *pf, int *out)
@@ -1034,7 +1038,9 @@ static int cv_shm_unmap(sqlite3_file *pf, int del)
 {
 	cfile *f = (cfile *)pf;
 	int rc = cf_flush(f);
-	return rc ? rc : f->real->pMethods->xShmUnmap(f->real, del);
+	int rc2 = f->real->pMethods->xShmUnmap(f->real, del);
+
+	return rc ? rc : rc2;
 }
 
 /* Version 2: shared memory for the WAL index (page numbers and checksums,
