@@ -3,6 +3,7 @@
  * unit tests (see fixture.h).
  */
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,12 @@ void tfx_sqlite_only(const char *why)
 
 /* --- PostgreSQL: a schema per store path --------------------------------- */
 
-static char *schemas[64];   /* created by this process, dropped at teardown */
+/* Created by this process, dropped at teardown.  Tests open stores from
+ * several threads at once (test_pg's create race), so the list has a lock:
+ * without it two threads could claim one slot and lose a name. */
+static char *schemas[64];
 static int nschemas;
+static pthread_mutex_t schemas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *server(void)
 {
@@ -79,18 +84,20 @@ static void schema_of(const char *path, char out[40])
 char *tfx_db(const char *path)
 {
 	char sc[40], *db;
+	int known = 0;
 
 	if (!tfx_postgres()) {
 		db = strdup(path);
 	} else {
+		pthread_mutex_lock(&schemas_lock);
 		schema_of(path, sc);
 		if (asprintf(&db, "%s schema=%s", server(), sc) < 0)
 			db = NULL;
-		for (int i = 0; db && i < nschemas; i++)
-			if (!strcmp(schemas[i], sc))
-				return db;
-		if (db && nschemas < 64)
+		for (int i = 0; db && i < nschemas && !known; i++)
+			known = !strcmp(schemas[i], sc);
+		if (db && !known && nschemas < 64)
 			schemas[nschemas++] = strdup(sc);
+		pthread_mutex_unlock(&schemas_lock);
 	}
 	assert_non_null(db);
 	return db;
