@@ -125,9 +125,17 @@ static void drop_schemas(void)
 
 const sfs_key *tfx_key(void)
 {
+	static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
+	int st = SFS_OK;
+
 	if (!tfx_encrypted())
 		return NULL;
-	if (!key && sfs_key_generate(&key) != SFS_OK) {
+	/* the first open may come from several threads at once */
+	pthread_mutex_lock(&key_lock);
+	if (!key)
+		st = sfs_key_generate(&key);
+	pthread_mutex_unlock(&key_lock);
+	if (st != SFS_OK) {
 		fprintf(stderr, "sfs_key_generate: %s\n", sfs_errdetail());
 		abort();
 	}
