@@ -1,8 +1,8 @@
 /*
  * page.c - seal and open one page (layout in page_i.h).
  *
- * The cipher is XChaCha20-Poly1305-IETF in detached mode with a fresh
- * random 24-byte nonce for every write: random nonces of that size never
+ * The cipher is XChaCha20-Poly1305-IETF in detached mode (aead.c) with a
+ * fresh random 24-byte nonce for every write: random nonces of that size never
  * collide in practice, so no counter has to survive crashes, restores or
  * several processes writing one file (docs/encryption.md has the choice and
  * the measurements against AES-256-GCM). The nonces come from a pool per
@@ -192,9 +192,8 @@ void cp_seal(const cp_filekey *fk, int kind, uint32_t pgno,
 	next_nonce(nonce);
 	adlen = cp_ad(fk, kind, pgno, kind == CP_WAL ? wal : NULL, trailer,
 	              first ? dst + 16 : NULL, ad);
-	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
-		dst + off, tag, NULL, src + off, P - CP_RESERVE - off, ad, adlen,
-		NULL, nonce, fk->page_key);
+	cp_aead_seal(dst + off, tag, src + off, P - CP_RESERVE - off, ad, adlen,
+	             nonce, fk->page_key);
 	cp_count(CP_COUNT_ENC, kind);
 }
 
@@ -234,9 +233,8 @@ int cp_open(const cp_filekey *fk, int kind, uint32_t pgno,
 		off = 24;
 	adlen = cp_ad(fk, kind, pgno, kind == CP_WAL ? wal : NULL, trailer,
 	              first ? page + 16 : NULL, ad);
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-		    page + off, NULL, page + off, P - CP_RESERVE - off, tag, ad,
-		    adlen, nonce, fk->page_key) != 0) {
+	if (cp_aead_open(page + off, page + off, P - CP_RESERVE - off, tag, ad,
+	                 adlen, nonce, fk->page_key) != 0) {
 		cp_count(CP_COUNT_FAIL, kind);
 		return CP_AUTH;
 	}

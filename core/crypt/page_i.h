@@ -69,6 +69,23 @@ void cp_seal(const cp_filekey *fk, int kind, uint32_t pgno,
              const cp_walpos *wal, const unsigned char *src,
              unsigned char *dst, uint32_t P);
 
+/* XChaCha20-Poly1305-IETF, detached (aead.c): libsodium's
+ * crypto_aead_xchacha20poly1305_ietf_{en,de}crypt_detached byte for byte,
+ * computed by libcrypto where it can. m and c may be the same buffer.
+ * cp_aead_open returns 0, or -1 when the tag does not match (m is then
+ * all zeros, as libsodium leaves it). */
+void cp_aead_seal(unsigned char *c, unsigned char *tag, const unsigned char *m,
+                  size_t n, const unsigned char *ad, size_t adlen,
+                  const unsigned char nonce[24], const unsigned char *key);
+int cp_aead_open(unsigned char *m, const unsigned char *c, size_t n,
+                 const unsigned char *tag, const unsigned char *ad,
+                 size_t adlen, const unsigned char nonce[24],
+                 const unsigned char *key);
+/* For tests and benchmarks: on 0 every call takes libsodium's path, on 1
+ * libcrypto's where it has the cipher (the default), on -1 nothing
+ * changes. Returns whether libcrypto has the cipher. */
+int cp_aead_libcrypto(int on);
+
 /* Results of cp_open. */
 enum {
 	CP_OK = 0,

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
 #include <sqlite3.h>
 
 #include "sqlite/vfs_i.h"
@@ -1021,6 +1022,74 @@ static void test_page_binding(void **state)
 	cp_filekey_free(fk2);
 }
 
+
+/* The page cipher (crypt/aead.c) is libsodium's XChaCha20-Poly1305-IETF
+ * byte for byte, whether libcrypto or libsodium computes it: stores written
+ * before libcrypto did the work, or by a build whose libcrypto lacks the
+ * cipher, open; and a failed open hands out zeros, not unauthenticated
+ * plaintext (libcrypto decrypts before it checks the tag). */
+#define SAME(a, b, n) do { if (n) assert_memory_equal(a, b, n); } while (0)
+
+static void aead_case(size_t n, size_t adlen, int seal_lc, int open_lc)
+{
+	static unsigned char m[65536], c1[65536], c2[65536], ad[64],
+		zeros[65536];
+	unsigned char key[32], nonce[24], t1[16], t2[16];
+
+	randombytes_buf(key, sizeof(key));
+	randombytes_buf(nonce, sizeof(nonce));
+	randombytes_buf(ad, adlen);
+	randombytes_buf(m, n);
+	crypto_aead_xchacha20poly1305_ietf_encrypt_detached(
+		c1, t1, NULL, m, n, ad, adlen, NULL, nonce, key);
+
+	cp_aead_libcrypto(seal_lc);
+	cp_aead_seal(c2, t2, m, n, ad, adlen, nonce, key);
+	SAME(c1, c2, n);
+	assert_memory_equal(t1, t2, 16);
+	memcpy(c2, m, n);                        /* in place */
+	cp_aead_seal(c2, t2, c2, n, ad, adlen, nonce, key);
+	SAME(c1, c2, n);
+	assert_memory_equal(t1, t2, 16);
+
+	cp_aead_libcrypto(open_lc);
+	assert_int_equal(cp_aead_open(c2, c2, n, t2, ad, adlen, nonce, key), 0);
+	SAME(c2, m, n);
+	/* one flipped bit anywhere authenticated: refused, zeros out */
+	for (int what = 0; what < 3; what++) {
+		unsigned char *b = what == 0 ? c1 : what == 1 ? t1 : ad;
+		size_t len = what == 0 ? n : what == 1 ? 16 : adlen;
+		size_t at;
+
+		if (!len)
+			continue;
+		at = randombytes_uniform((uint32_t)len);
+		b[at] ^= 0x10;
+		memcpy(c2, c1, n);
+		assert_int_equal(cp_aead_open(c2, c2, n, t1, ad, adlen, nonce,
+		                              key), -1);
+		SAME(c2, zeros, n);
+		b[at] ^= 0x10;
+	}
+	cp_aead_libcrypto(1);
+}
+#undef SAME
+
+static void test_aead_same_bytes(void **state)
+{
+	static const size_t ns[] = { 0, 1, 63, 64, 65, 1000, 1024 - 48,
+	                             4096 - 48 - 24, 4096 - 48, 65536 - 48 };
+	static const size_t ads[] = { 0, 13, 64 };
+
+	(void)state;
+	/* Debian's OpenSSL has the cipher: the fast path is the one taken */
+	assert_int_equal(cp_aead_libcrypto(-1), 1);
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		for (size_t j = 0; j < sizeof(ads) / sizeof(ads[0]); j++)
+			for (int mode = 0; mode < 4; mode++)
+				aead_case(ns[i], ads[j], mode & 1, mode >> 1);
+}
+
 /* Nonces come from a pool per thread (crypt/page.c): every seal has its
  * own, across pool refills, threads, and a fork (a child that inherited a
  * pool half used must not seal with the nonces its parent seals with
@@ -1104,6 +1173,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page_binding),
+		cmocka_unit_test(test_aead_same_bytes),
 		cmocka_unit_test(test_nonces_unique),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_wrong_key_and_kinds),
