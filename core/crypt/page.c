@@ -2,9 +2,9 @@
  * page.c - seal and open one page (layout in page_i.h).
  *
  * The cipher is XChaCha20-Poly1305-IETF in detached mode (aead.c) with a
- * fresh random 24-byte nonce for every write: random nonces of that size never
- * collide in practice, so no counter has to survive crashes, restores or
- * several processes writing one file (docs/encryption.md has the choice and
+ * fresh random 24-byte nonce for every write: random nonces of that size
+ * never collide in practice, so no counter has to survive crashes, restores
+ * or several processes writing one file (docs/encryption.md has the choice and
  * the measurements against AES-256-GCM). The nonces come from a pool per
  * thread (next_nonce), not from one getrandom per page.
  *

@@ -1022,7 +1022,6 @@ static void test_page_binding(void **state)
 	cp_filekey_free(fk2);
 }
 
-
 /* The page cipher (crypt/aead.c) is libsodium's XChaCha20-Poly1305-IETF
  * byte for byte, whether libcrypto or libsodium computes it: stores written
  * before libcrypto did the work, or by a build whose libcrypto lacks the
