@@ -131,19 +131,19 @@ int cp_aead_open(unsigned char *m, const unsigned char *c, size_t n,
 	const EVP_CIPHER *lc = libcrypto_cipher();
 	unsigned char sub[SUBKEY_BYTES], n12[12];
 	unsigned char t[crypto_aead_xchacha20poly1305_ietf_ABYTES];
-	int r;
+	int r = -1;
 
-	if (!lc)
-		return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-			m, NULL, c, n, tag, ad, adlen, nonce, key) == 0 ? 0 : -1;
-	inner(nonce, key, sub, n12);
-	memcpy(t, tag, sizeof(t));   /* libcrypto_pass's tag is writable */
-	r = libcrypto_pass(lc, 0, m, c, n, t, ad, adlen, sub, n12);
-	sodium_memzero(sub, sizeof(sub));
-	if (r == 0)   /* not authentic: nothing of it is handed out */
-		sodium_memzero(m, n);
-	if (r < 0)   /* libcrypto failed; nothing written */
-		return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
-			m, NULL, c, n, t, ad, adlen, nonce, key) == 0 ? 0 : -1;
-	return r == 1 ? 0 : -1;
+	if (lc) {
+		inner(nonce, key, sub, n12);
+		memcpy(t, tag, sizeof(t));   /* libcrypto_pass's is writable */
+		r = libcrypto_pass(lc, 0, m, c, n, t, ad, adlen, sub, n12);
+		sodium_memzero(sub, sizeof(sub));
+		if (r == 0)   /* not authentic: nothing of it is handed out */
+			sodium_memzero(m, n);
+		if (r >= 0)
+			return r == 1 ? 0 : -1;
+	}
+	/* libsodium: checks the tag first, zeroes m when it does not match */
+	return crypto_aead_xchacha20poly1305_ietf_decrypt_detached(
+		m, NULL, c, n, tag, ad, adlen, nonce, key) == 0 ? 0 : -1;
 }
