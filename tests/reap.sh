@@ -16,6 +16,15 @@
 #   reap_traps          makes SIGTERM, SIGINT and SIGHUP (meson's timeout,
 #                       a Ctrl-C) exit through the EXIT trap, so its
 #                       cleanup runs then too.
+#   watch_deadline DIR  when STATEFS_TEST_TIMEOUT (the test's meson timeout,
+#                       from meson.build) is set: 30 s before it, prints
+#                       where the script's processes and the threads of
+#                       every statefs daemon whose command line names DIR
+#                       wait (hang_report), then ends the script through its
+#                       traps and kills what it waits for, daemons aside
+#                       (its cleanup unmounts and stops them). Meson's own
+#                       timeout signals the whole group, daemons included,
+#                       and the evidence goes with them. Needs nap.
 #   nap SECONDS         sleeps without a process: a read with a timeout on
 #                       a FIFO nobody writes ($nap_fifo, which the sourcing
 #                       library makes in its temporary directory). A fork
@@ -59,4 +68,39 @@ reap_traps() {
 
 nap() { # SECONDS
   read -r -t "$1" _ <> "$nap_fifo" || :
+}
+
+# Where everything waits, for a test that passed its deadline: the
+# script's processes with their wait channels, and every thread of each
+# statefs daemon whose command line names DIR with its kernel stack (root
+# reads them; a stack that cannot be had in 2 s is skipped).
+hang_report() { # DIR
+  local p t
+  echo "--- no end after ${deadline}s: where this test's processes wait" >&2
+  ps -o pid=,ppid=,stat=,wchan:32=,args= \
+    -p "$(reap_descendants | tr '\n' ',')$$" >&2 2>/dev/null || true
+  for p in $(pgrep -f -- "$1" || true); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = statefs ] || continue
+    echo "--- daemon $p, its threads:" >&2
+    for t in /proc/"$p"/task/*; do
+      echo "${t##*/} $(cat "$t/comm" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
+      timeout 2 cat "$t/stack" 2>/dev/null | sed 's/^/    /' >&2 || true
+    done
+  done
+}
+
+watch_deadline() { # DIR
+  [ -n "${STATEFS_TEST_TIMEOUT:-}" ] || return 0
+  deadline=$((STATEFS_TEST_TIMEOUT > 60 ? STATEFS_TEST_TIMEOUT - 30
+                                          : STATEFS_TEST_TIMEOUT / 2))
+  (
+    me=$BASHPID
+    nap "$deadline"
+    hang_report "$1"
+    kill -TERM $$ 2>/dev/null || exit 0
+    for p in $(reap_descendants); do
+      [ "$p" = "$me" ] || [ "$(cat "/proc/$p/comm" 2>/dev/null)" = statefs ] ||
+        kill -KILL "$p" 2>/dev/null || true
+    done
+  ) &
 }

@@ -53,6 +53,7 @@ export HOME=$T/home XDG_STATE_HOME=$T/home/.local/state \
 mkdir -p "$HOME"
 nap_fifo=$T/.nap
 mkfifo "$nap_fifo"
+watch_deadline "$T/"   # a hang reports where it waits (tests/reap.sh)
 unset STATEFS_DB STATEFS_KEY STATEFS_KEY_FILE
 
 fail() {

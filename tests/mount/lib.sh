@@ -26,7 +26,7 @@
 # or a Ctrl-C) unmounts, stops the daemon and SIGKILLs every other process
 # the script started (tests/reap.sh): a failure fails at once. A test still
 # running 30 s before its timeout (STATEFS_TEST_TIMEOUT) prints where its
-# processes and the daemon's threads wait, then fails (hang_report).
+# processes and the daemon's threads wait, then fails (watch_deadline).
 # The real $HOME is never touched: HOME and the XDG directories point into
 # $work, so the default store and key of a first run land there too.
 # Exit: 77 when /dev/fuse is missing; 1 at the first failed check, with the
@@ -283,42 +283,6 @@ cleanup() {
 trap cleanup EXIT
 reap_traps
 
-# Where everything waits, for a test that passed its deadline: the
-# script's processes with their wait channels, and every thread of each
-# daemon on this test's store with its kernel stack (root reads them; a
-# stack that cannot be had in 2 s is skipped).
-hang_report() {
-  local p t
-  echo "--- no end after ${deadline}s: where this test's processes wait" >&2
-  ps -o pid=,ppid=,stat=,wchan:32=,args= \
-    -p "$(reap_descendants | tr '\n' ',')$$" >&2 2>/dev/null || true
-  for p in $(pgrep -f -- "$work/" || true); do
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = statefs ] || continue
-    echo "--- daemon $p, its threads:" >&2
-    for t in /proc/"$p"/task/*; do
-      echo "${t##*/} $(cat "$t/comm" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
-      timeout 2 cat "$t/stack" 2>/dev/null | sed 's/^/    /' >&2 || true
-    done
-  done
-}
-
-# A hang reports itself before meson's timeout kills the script (and with
-# it the daemon, which would take the evidence along): 30 s before the
-# test's timeout (STATEFS_TEST_TIMEOUT, from meson.build) a watchdog
-# prints hang_report, ends the script through its traps (cleanup then
-# unmounts and reaps as on any failure) and kills what the script waits
-# for, but not the daemons, which cleanup stops.
-if [ -n "${STATEFS_TEST_TIMEOUT:-}" ]; then
-  deadline=$((STATEFS_TEST_TIMEOUT > 60 ? STATEFS_TEST_TIMEOUT - 30
-                                          : STATEFS_TEST_TIMEOUT / 2))
-  (
-    me=$BASHPID
-    nap "$deadline"
-    hang_report
-    kill -TERM $$ 2>/dev/null || exit 0
-    for p in $(reap_descendants); do
-      [ "$p" = "$me" ] || [ "$(cat "/proc/$p/comm" 2>/dev/null)" = statefs ] ||
-        kill -KILL "$p" 2>/dev/null || true
-    done
-  ) &
-fi
+# A test still running 30 s before its timeout reports where it waits
+# (tests/reap.sh).
+watch_deadline "$work/"
