@@ -11,6 +11,9 @@
  *                (the common case: the child's own fdinfo only)
  *   full         the check for any other close (the child's fdinfo, its
  *                status, and its parent's fdinfo: this process's)
+ *   ... kept     the same two checks with the daemon's cache of /proc
+ *                files kept open (fs_procs), as a daemon makes them
+ *                for a task that closed a file before
  * and prints microseconds per call, the median of the rounds, and each as
  * a number of getppid calls measured in the same rounds: that ratio is
  * what to compare between machines and between versions of the check.
@@ -30,9 +33,11 @@
 
 #include "fs_i.h"
 
-enum { OP_GETPPID, OP_PROC, OP_OPENER, OP_FULL, OPS };
+enum { OP_GETPPID, OP_PROC, OP_OPENER, OP_FULL, OP_OPENER_KEPT,
+       OP_FULL_KEPT, OPS };
 static const char *const op_names[OPS] = {
 	"getppid", "/proc read", "check, opener's close", "check, other close",
+	"opener's close, kept", "other close, kept",
 };
 
 static double now_us(void)
@@ -51,7 +56,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One call of op about task pid. */
-static void call(int op, pid_t pid, volatile long *sink)
+static void call(int op, pid_t pid, fs_procs *kept, volatile long *sink)
 {
 	char path[48], buf[2048];
 	int fd;
@@ -68,10 +73,16 @@ static void call(int op, pid_t pid, volatile long *sink)
 		}
 		break;
 	case OP_OPENER: /* inode 1: held by no descriptor, every one read */
-		*sink += fs_caller_close(pid, pid, 0, 1);
+		*sink += fs_caller_close(NULL, pid, pid, 0, 1);
+		break;
+	case OP_FULL:
+		*sink += fs_caller_close(NULL, pid, pid + 1, 0, 1);
+		break;
+	case OP_OPENER_KEPT:
+		*sink += fs_caller_close(kept, pid, pid, 0, 1);
 		break;
 	default:
-		*sink += fs_caller_close(pid, pid + 1, 0, 1);
+		*sink += fs_caller_close(kept, pid, pid + 1, 0, 1);
 		break;
 	}
 }
@@ -92,6 +103,7 @@ int main(int argc, char **argv)
 	int n = 2000, rounds = 5, fds = 4, opt, op, r, i;
 	double *t[OPS], med[OPS];
 	volatile long sink = 0;
+	fs_procs *kept;
 	int ready[2];
 	pid_t child;
 	char c;
@@ -135,8 +147,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	close(ready[0]);
+	kept = fs_procs_new();
 	for (op = 0; op < OPS; op++)
-		if (!(t[op] = calloc((size_t)rounds, sizeof(double)))) {
+		if (!kept || !(t[op] = calloc((size_t)rounds, sizeof(double)))) {
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
 			fprintf(stderr, "caller_bench: out of memory\n");
@@ -147,11 +160,12 @@ int main(int argc, char **argv)
 			double t0 = now_us();
 
 			for (i = 0; i < n; i++)
-				call(op, child, &sink);
+				call(op, child, kept, &sink);
 			t[op][r] = (now_us() - t0) / n;
 		}
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	fs_procs_free(kept);
 
 	printf("caller_bench: %d calls, median of %d rounds, a child with %d "
 	       "descriptors besides its standard three\n", n, rounds, fds);
@@ -163,7 +177,10 @@ int main(int argc, char **argv)
 		       med[op] / med[OP_GETPPID]);
 		free(t[op]);
 	}
-	printf("(check, other close / check, opener's close: %.2f)\n",
-	       med[OP_FULL] / med[OP_OPENER]);
+	printf("(check, other close / check, opener's close: %.2f; kept / "
+	       "afresh: opener's close %.2f, other close %.2f)\n",
+	       med[OP_FULL] / med[OP_OPENER],
+	       med[OP_OPENER_KEPT] / med[OP_OPENER],
+	       med[OP_FULL_KEPT] / med[OP_FULL]);
 	return sink == -1; /* never: keeps the calls */
 }

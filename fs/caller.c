@@ -43,7 +43,9 @@
  * could hold the file: the closing task is not the one that opened it (a
  * command of a script, a child), or another handle has the file open for
  * writing. A close by the task that opened the file, the common case,
- * reads one directory (docs/performance.md).
+ * reads one directory (docs/performance.md). The fdinfo files of the
+ * tasks that closed files lately stay open between checks (fs_procs,
+ * below): a task's next close reads them again instead of opening them.
  *
  * Checked on this project's kernel (6.18) for SIGKILL, SIGTERM, abort(),
  * exit() and _exit() with files left open, exit_group() from a second
@@ -64,6 +66,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,40 +171,232 @@ static int fdinfo_writes(const char *info, uint64_t ino, int *seen_ino)
 	       (flags & O_ACCMODE) != O_RDONLY;
 }
 
+/*
+ * The /proc files of the tasks that closed files lately, kept open.
+ * Opening a /proc file is most of what reading it costs (a path walk and
+ * an inode made for it: 6-9 us here against 2 us for a pread of one kept
+ * open; docs/performance.md, "The FLUSH check's /proc files kept open"),
+ * and a program or a shell loop that writes many files closes them from
+ * one task. Each read is still live: a kept fdinfo/<n> shows whatever
+ * descriptor n is at the time of the read (the kernel looks n up in the
+ * task's table on every read from offset 0), and the kept directory
+ * lists the descriptors the task has now. The files of a task that is
+ * gone fail to be read (ENOENT, also when its pid was given to a new
+ * process: they name the old one); the task is then read afresh.
+ *
+ * At most PROCS_TASKS tasks, the least recently used replaced, and of
+ * each the fdinfo of PROCS_FDS of its descriptors (the standard three, a
+ * shell's 255 and a few more; beyond them each read opens its file):
+ * 8 x 17 descriptors in all. An entry serves one thread at a time; a
+ * check that finds its task's entry in use reads /proc afresh.
+ */
+#define PROCS_TASKS 8
+#define PROCS_FDS 16
+
+typedef struct proc_task {
+	pid_t pid;          /* 0: a free entry */
+	pid_t files_of;     /* the task dir and info[] were opened for */
+	int busy;
+	unsigned long used; /* LRU clock */
+	int dir;            /* /proc/<pid>/fdinfo, or -1 */
+	int nfds;           /* kept: info[i] is fdinfo/<fd[i]> */
+	int fd[PROCS_FDS], info[PROCS_FDS];
+	unsigned char seen[PROCS_FDS]; /* listed by the read under way */
+} proc_task;
+
+struct fs_procs {
+	pthread_mutex_t lock;
+	unsigned long clock;
+	proc_task task[PROCS_TASKS];
+};
+
+fs_procs *fs_procs_new(void)
+{
+	fs_procs *c = calloc(1, sizeof(*c));
+	int i;
+
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	for (i = 0; i < PROCS_TASKS; i++)
+		c->task[i].dir = -1;
+	return c;
+}
+
+/* Forgets kept descriptor i of t (its owner only). */
+static void task_drop_fd(proc_task *t, int i)
+{
+	close(t->info[i]);
+	t->nfds--;
+	t->fd[i] = t->fd[t->nfds];
+	t->info[i] = t->info[t->nfds];
+	t->seen[i] = t->seen[t->nfds];
+}
+
+/* Closes every file t keeps (its owner only). */
+static void task_close(proc_task *t)
+{
+	if (t->dir >= 0)
+		close(t->dir);
+	t->dir = -1;
+	while (t->nfds > 0)
+		task_drop_fd(t, t->nfds - 1);
+}
+
+void fs_procs_free(fs_procs *c)
+{
+	int i;
+
+	if (!c)
+		return;
+	for (i = 0; i < PROCS_TASKS; i++)
+		task_close(&c->task[i]);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* The entry for pid, taken for this thread's use: the task's own, or the
+ * least recently used free one (what it kept is closed by its new user).
+ * NULL when there is no cache or the task's entry is in use. */
+static proc_task *task_take(fs_procs *c, pid_t pid)
+{
+	proc_task *t = NULL;
+	int i;
+
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < PROCS_TASKS; i++) {
+		proc_task *e = &c->task[i];
+
+		if (e->pid == pid) {
+			t = e->busy ? NULL : e;
+			goto out;
+		}
+		if (!e->busy && (!t || e->used < t->used))
+			t = e;
+	}
+	if (t)
+		t->pid = pid;
+out:
+	if (t)
+		t->busy = 1;
+	pthread_mutex_unlock(&c->lock);
+	if (t && t->files_of != pid) {
+		task_close(t);
+		t->files_of = pid;
+	}
+	return t;
+}
+
+/* Gives t back; keep 0 forgets the task (its files are closed). */
+static void task_give(fs_procs *c, proc_task *t, int keep)
+{
+	if (!keep)
+		task_close(t);
+	pthread_mutex_lock(&c->lock);
+	t->busy = 0;
+	t->used = ++c->clock;
+	if (!keep)
+		t->pid = t->files_of = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Reads the fdinfo of descriptor name (an entry of dir, the task's fdinfo
+ * directory) into info, through the file t keeps for it when there is
+ * one or room for one; its length, or -1 when the descriptor is gone. */
+static ssize_t fdinfo_read(proc_task *t, int dir, const char *name,
+                           char *info, size_t size)
+{
+	char *end;
+	long n = strtol(name, &end, 10);
+	ssize_t got;
+	int i = 0;
+
+	if (t && !*end)
+		for (i = 0; i < t->nfds && t->fd[i] != n; i++)
+			;
+	if (!t || *end || (i == t->nfds && i == PROCS_FDS))
+		return slurp(openat(dir, name, O_RDONLY | O_CLOEXEC), info, size);
+	if (i == t->nfds) {
+		if ((t->info[i] = openat(dir, name, O_RDONLY | O_CLOEXEC)) < 0)
+			return -1;
+		t->fd[i] = (int)n;
+		t->nfds++;
+	}
+	if ((got = pread(t->info[i], info, size - 1, 0)) <= 0) {
+		task_drop_fd(t, i); /* descriptor n was closed meanwhile */
+		return -1;
+	}
+	t->seen[i] = 1;
+	info[got] = '\0';
+	return got;
+}
+
 /* Whether the process holds a descriptor open for writing on inode ino:
  * 1, 0, or -1 when its descriptors cannot be read; *fds counts those it
  * has (up to the one found). The directory is read with getdents64 and
- * each entry with openat on it: the fewest system calls, and each one
- * counts on the path of every create. */
-static int holds_for_writing(pid_t pid, uint64_t ino, int *fds)
+ * each entry with openat on it, or through the files kept in c (above):
+ * the fewest system calls, and each one counts on the path of every
+ * create. */
+static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 {
 	char dents[4096], info[512];
-	int dir, found = 0, seen_ino = 0;
-	ssize_t n, at;
+	proc_task *t = task_take(c, pid);
+	int dir, found = 0, seen_ino = 0, i;
+	ssize_t n = -1, at;
 
 	*fds = 0;
-	if ((dir = proc_file(pid, "fdinfo", O_RDONLY | O_DIRECTORY)) < 0)
-		return -1;
-	while (!found && (n = getdents64(dir, dents, sizeof(dents))) > 0) {
+	/* A kept directory of a task that is gone cannot be read: the task
+	 * is read afresh. */
+	if (t && t->dir >= 0 &&
+	    (lseek(t->dir, 0, SEEK_SET) != 0 ||
+	     (n = getdents64(t->dir, dents, sizeof(dents))) < 0))
+		task_close(t);
+	if (t && t->dir >= 0) {
+		dir = t->dir;
+	} else {
+		if ((dir = proc_file(pid, "fdinfo", O_RDONLY | O_DIRECTORY)) < 0) {
+			if (t)
+				task_give(c, t, 0);
+			return -1;
+		}
+		if (t)
+			t->dir = dir;
+		n = getdents64(dir, dents, sizeof(dents));
+	}
+	if (t)
+		memset(t->seen, 0, sizeof(t->seen));
+	while (n > 0) {
 		for (at = 0; !found && at < n;) {
 			struct dirent64 *de = (struct dirent64 *)(dents + at);
 
 			at += de->d_reclen;
 			if (de->d_name[0] == '.' ||
-			    slurp(openat(dir, de->d_name, O_RDONLY | O_CLOEXEC),
-			          info, sizeof(info)) <= 0)
+			    fdinfo_read(t, dir, de->d_name, info, sizeof(info)) <= 0)
 				continue; /* closed meanwhile */
 			++*fds;
 			found = fdinfo_writes(info, ino, &seen_ino);
 		}
+		if (found)
+			break;
+		n = getdents64(dir, dents, sizeof(dents));
 	}
-	close(dir);
+	if (!t) {
+		close(dir);
+	} else {
+		/* Descriptors the whole listing did not show are closed. */
+		for (i = t->nfds - 1; n == 0 && i >= 0; i--)
+			if (!t->seen[i])
+				task_drop_fd(t, i);
+		task_give(c, t, n >= 0);
+	}
 	/* A kernel without ino in fdinfo (before 5.14) cannot say. */
 	return found ? 1 : seen_ino ? 0 : -1;
 }
 
-fs_close_kind fs_caller_close(pid_t pid, pid_t opener, int shared,
-                              uint64_t ino)
+fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
+                              int shared, uint64_t ino)
 {
 	int exiting = 0, own, fds, parent_fds;
 	pid_t ppid = 0;
@@ -211,7 +406,7 @@ fs_close_kind fs_caller_close(pid_t pid, pid_t opener, int shared,
 	/* Its own other descriptors first. A task that has any is not
 	 * exiting: do_exit detaches the file table before it closes the
 	 * files, so an exiting task's FLUSH finds none. */
-	if ((own = holds_for_writing(pid, ino, &fds)) == 1)
+	if ((own = holds_for_writing(c, pid, ino, &fds)) == 1)
 		return FS_CLOSE_HELD;
 	/* A live task that opened the file itself, with no other handle
 	 * open for writing on it: its parent cannot hold it (short of being
@@ -228,7 +423,7 @@ fs_close_kind fs_caller_close(pid_t pid, pid_t opener, int shared,
 	 * child that inherited a close-on-exec descriptor closes it when it
 	 * execs, while the parent still writes to the file. */
 	if ((pid != opener || shared) && ppid > 0 &&
-	    holds_for_writing(ppid, ino, &parent_fds) == 1)
+	    holds_for_writing(c, ppid, ino, &parent_fds) == 1)
 		return FS_CLOSE_HELD;
 	return own < 0 && !exiting ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
 }

@@ -983,7 +983,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
-	switch (has_work(h) ? fs_caller_close(pid, h->opener,
+	switch (has_work(h) ? fs_caller_close(f->procs, pid, h->opener,
 	                                      fs_node_writers(f, h->node) > 1,
 	                                      h->node->ino)
 	                    : FS_CLOSE_UNKNOWN) {

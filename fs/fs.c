@@ -185,6 +185,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	pthread_mutex_init(&f->lock, NULL);
 	f->files.next = f->files.prev = &f->files;
 	f->dirs.next = f->dirs.prev = &f->dirs;
+	f->procs = fs_procs_new(); /* none: FLUSH reads /proc afresh */
 	if ((err = fs_inodes_init(f))) {
 		fs_destroy(f);
 		return err;
@@ -211,6 +212,7 @@ void fs_destroy(fs *f)
 	fs_files_free_all(f);
 	fs_dirs_free_all(f);
 	fs_inodes_free(f);
+	fs_procs_free(f->procs);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }

@@ -280,6 +280,7 @@ uint64_t fs_ino_hash(uint64_t dir_ihash, fs_kind kind, const void *p,
  * The filesystem.
  */
 struct fs_waitq;
+typedef struct fs_procs fs_procs;
 
 /* Open handles are linked into the fs (under fs.lock): after a forced
  * unmount the kernel sends no RELEASE, and fs_destroy frees what is left. */
@@ -321,6 +322,8 @@ struct fs {
 	                              lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
+	fs_procs *procs;           /* FLUSH's /proc files (caller.c); may be
+	                              NULL */
 };
 
 void fs_log(fs *f, int level, const char *fmt, ...)
@@ -619,8 +622,13 @@ typedef enum fs_close_kind {
 	                         shell's dup2, `exec 3>k` in a script) */
 	FS_CLOSE_KILLED,      /* the process is dying of a signal */
 } fs_close_kind;
-fs_close_kind fs_caller_close(pid_t pid, pid_t opener, int shared,
-                              uint64_t ino);
+fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
+                              int shared, uint64_t ino);
+/* The /proc files of the tasks that closed files lately, kept open for
+ * fs_caller_close (caller.c); NULL (as from a failed fs_procs_new) reads
+ * /proc afresh every time. */
+fs_procs *fs_procs_new(void);
+void fs_procs_free(fs_procs *c);
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
