@@ -340,6 +340,13 @@ int sfs_store_sync(sfs_store *s);
  * drop caches and to wake waiters. Errors: the common ones. */
 int sfs_store_version(sfs_store *s, uint64_t *out);
 
+/* Whether calls on the handle run at once: 1 for a backend that gives
+ * each call a connection of its own (PostgreSQL), 0 for one that runs
+ * them one at a time on the handle's connection (SQLite), where more
+ * threads calling only wait for each other. A program that calls from
+ * many threads (the mount) sizes its pool by it. 0 for NULL. */
+int sfs_store_concurrent(const sfs_store *s);
+
 /* Whether the store db names exists, creating nothing. Errors:
  * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:
  * the file cannot be read, the server cannot be reached). */

@@ -473,6 +473,11 @@ int sfs_store_name(const char *db, char **out)
 	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
 }
 
+int sfs_store_concurrent(const sfs_store *s)
+{
+	return s && s->ops->concurrent;
+}
+
 int sfs_store_version(sfs_store *s, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -27,6 +27,9 @@ typedef struct mountd_opts {
 	uint64_t max_buffered;    /* parsed; 0: fs_default_max_buffered */
 	char *umask_text;
 	unsigned umask;           /* parsed from umask_text; default 077 */
+	char *threads_text;
+	unsigned threads;         /* parsed from threads_text; 0: by the
+	                             store's backend (main.c) */
 	int allow_other;          /* -o allow_other (kept for libfuse) */
 	int default_permissions;  /* given, or added with allow_other */
 	/* general options */

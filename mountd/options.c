@@ -22,6 +22,9 @@
  * 953M; 1G is more. */
 #define MAX_VALUE_CEILING 1000000000ull
 
+/* Most threads -o threads= may ask for. */
+#define MAX_THREADS 64
+
 enum {
 	KEY_HELP,
 	KEY_VERSION,
@@ -40,6 +43,7 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("lease=%s", lease_text, 0),
 	MOUNTD_OPT("max_buffered=%s", max_buffered_text, 0),
 	MOUNTD_OPT("umask=%s", umask_text, 0),
+	MOUNTD_OPT("threads=%s", threads_text, 0),
 	MOUNTD_OPT("allow_other", allow_other, 1),
 	MOUNTD_OPT("default_permissions", default_permissions, 1),
 	MOUNTD_OPT("-f", foreground, 1),
@@ -254,6 +258,21 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		}
 		o->umask = (unsigned)m;
 	}
+	if (o->threads_text) {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(o->threads_text, &end, 10);
+		if (errno || end == o->threads_text || *end || n < 1 ||
+		    n > MAX_THREADS || o->threads_text[0] == '-') {
+			fprintf(stderr, "%s: -o threads=%s is not a number of "
+			        "threads from 1 to %d; see -h\n", prog,
+			        o->threads_text, MAX_THREADS);
+			return -1;
+		}
+		o->threads = (unsigned)n;
+	}
 	/* With allow_other every local user reaches the daemon, which acts
 	 * as the store's owner: without default_permissions nothing would
 	 * check the modes the mount shows (docs/filesystem.md, "Other
@@ -280,6 +299,7 @@ void mountd_opts_free(mountd_opts *o)
 	free(o->lease_text);
 	free(o->max_buffered_text);
 	free(o->umask_text);
+	free(o->threads_text);
 	for (int i = 0; i < 3; i++)
 		free(o->args[i]);
 	memset(o, 0, sizeof(*o));
@@ -313,6 +333,10 @@ void mountd_usage(const char *prog)
 	       "    -o umask=MASK          octal mask of the modes files and\n"
 	       "                           directories show (default 077: the\n"
 	       "                           owner only; 022 lets others read)\n"
+	       "    -o threads=N           requests served at once (default 2\n"
+	       "                           on a SQLite store, whose calls run\n"
+	       "                           one at a time; 10 on PostgreSQL;\n"
+	       "                           at most %d)\n"
 	       "    -o allow_other         let other users in; always with\n"
 	       "                           default_permissions, so the kernel\n"
 	       "                           enforces the modes shown\n"
@@ -324,7 +348,7 @@ void mountd_usage(const char *prog)
 	       "    -d   -o debug          foreground, every request logged\n"
 	       "    -s                     single-threaded\n"
 	       "\n"
-	       "FUSE options:\n", prog);
+	       "FUSE options:\n", prog, MAX_THREADS);
 	fflush(stdout);
 	fuse_lowlevel_help();
 }

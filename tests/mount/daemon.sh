@@ -29,7 +29,8 @@ grep -q 'max_value=SIZE' <<<"$help" || fail "-h lists the options"
 grep -q 'allow_other' <<<"$help" || fail "-h lists the FUSE options"
 grep -q '^statefs [0-9]' <<<"$("$bin" -V)" || fail "-V"
 for args in "" "-o plaintext,keyfile=/k $mnt" "-o max_value=12Q $mnt" \
-            "-o max_value=0 $mnt" "a b c" "-o db=/a /b $mnt"; do
+            "-o max_value=0 $mnt" "a b c" "-o db=/a /b $mnt" \
+            "-o threads=0 $mnt" "-o threads=65 $mnt" "-o threads=two $mnt"; do
   rc=0
   out=$("$bin" $args 2>&1) || rc=$?
   expect_eq "$rc" 1 "exit of statefs $args"
@@ -56,6 +57,38 @@ done
 mount_fs -o max_value=953M
 unmount_fs
 ok "-h, -V and bad command lines"
+
+# -o threads=N: at most N threads serve requests (counted after eight
+# writers at once, against a one-thread mount after the same), and one
+# thread answers while a .wait reader waits, then gives it its item.
+eight_writers() {
+  local i j pids=()
+  for i in 1 2 3 4 5 6 7 8; do
+    mkdir -p "$mnt/s/w$i"
+    (for j in $(seq 25); do echo "$j" > "$mnt/s/w$i/k$j" || exit 1; done) &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || fail "a writer failed"; done
+}
+mount_fs -o threads=1
+eight_writers
+one=$(ls /proc/$daemon_pid/task | wc -l)
+cat "$mnt/queue/jobs/.wait" > "$work/waited" &
+w=$!
+mkdir -p "$mnt/s/n"
+echo v > "$mnt/s/n/k"
+expect_eq "$(cat "$mnt/s/n/k")" v "one thread answers while a reader waits"
+echo item > "$mnt/queue/jobs/new"
+wait $w || fail "the waiting reader failed"
+expect_eq "$(cat "$work/waited")" item "the waiting reader got the item"
+unmount_fs
+mount_fs -o threads=3
+eight_writers
+n=$(ls /proc/$daemon_pid/task | wc -l)
+(( n <= one + 3 )) || fail "-o threads=3: $n threads (one thread: $one)"
+expect_eq "$(cat "$mnt/s/w8/k25")" 25 "the writers' last file"
+unmount_fs
+ok "-o threads"
 
 # Signals in the foreground: a clean unmount and status 0.
 for sig in TERM INT HUP; do

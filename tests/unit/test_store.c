@@ -185,6 +185,15 @@ static void test_readonly(void **state)
 	sfs_store_close(ro);
 }
 
+/* Whether calls run at once: PostgreSQL's do, SQLite's one at a time. */
+static void test_concurrent(void **state)
+{
+	tfx *t = *state;
+
+	assert_int_equal(sfs_store_concurrent(t->s), tfx_postgres());
+	assert_int_equal(sfs_store_concurrent(NULL), 0);
+}
+
 static void test_version(void **state)
 {
 	tfx *t = *state;
@@ -728,6 +737,7 @@ int main(void)
 		T(test_open_keys),
 		T(test_memory_store),
 		T(test_readonly),
+		T(test_concurrent),
 		T(test_version),
 		T(test_default_path),
 		T(test_commit_survives_crash),
