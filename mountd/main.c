@@ -152,11 +152,13 @@ int main(int argc, char *argv[])
 	/* A SQLite store runs one call at a time: more threads than this
 	 * machine's two CPUs only wait for each other on its lock, and each
 	 * wait and wake costs more here than the work it lets overlap (eight
-	 * writers made 40-55 % more files a second with one or two threads
-	 * than with libfuse's ten: docs/performance.md, "How many threads").
-	 * Two, so that an interrupt or a short request is read while one
-	 * thread is busy. PostgreSQL gives each call a connection of its
-	 * own, and threads overlap its round trips: libfuse's ten. */
+	 * writers: about 5,000 files a second with libfuse's ten threads,
+	 * 7,000 with two, 7,700 with one; docs/performance.md, "How many
+	 * threads"). Two, not one, so that the kernel's INTERRUPT of a
+	 * .pop, .claim or .drain reader is read while another thread is
+	 * answering it, and the item goes back (fs/special.c). PostgreSQL
+	 * gives each call a connection of its own, and threads overlap its
+	 * round trips: libfuse's ten. */
 	threads = o.threads ? o.threads : sfs_store_concurrent(store) ? 10 : 2;
 	if (o.singlethread || threads == 1) {
 		rc = fuse_session_loop(se);
