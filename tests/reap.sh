@@ -79,6 +79,12 @@ hang_report() { # DIR
   echo "--- no end after ${deadline}s: where this test's processes wait" >&2
   ps -o pid=,ppid=,stat=,wchan:32=,args= \
     -p "$(reap_descendants | tr '\n' ',')$$" >&2 2>/dev/null || true
+  # Their signals: pending, blocked, ignored, caught (a victim that does
+  # not die of the signal it was sent shows why here).
+  for p in $(reap_descendants) $$; do
+    t=$(grep -E '^(SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt):' "/proc/$p/status" \
+      2>/dev/null | tr -s '\t\n' '  ') && echo "$p $t" >&2
+  done
   for p in $(pgrep -f -- "$1" || true); do
     [ "$(cat "/proc/$p/comm" 2>/dev/null)" = statefs ] || continue
     echo "--- daemon $p, its threads:" >&2
