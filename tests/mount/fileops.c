@@ -52,10 +52,7 @@
  *   die PATH DATA HOW  opens PATH O_WRONLY|O_CREAT|O_TRUNC, writes DATA,
  *                      prints "ready" and then: kill (waits to be killed),
  *                      threads (starts 4 threads, waits to be killed),
- *                      abort, _exit (exits 0 without closing); it
- *                      first takes every signal's default action and
- *                      blocks none, whatever it inherited, so that the
- *                      signal a test sends is the one it dies of
+ *                      abort, _exit (exits 0 without closing)
  * Exit: 0; 1 on a failed call; 2 on a bad command line.
  */
 #include <dirent.h>
@@ -465,18 +462,9 @@ static int op_listing(const char *dir, int n, int u)
 
 static int op_die(const char *path, const char *data, const char *how)
 {
-	sigset_t none;
+	int fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
 	pthread_t t;
-	int fd;
 
-	/* A shell may start a background job with SIGTERM blocked or
-	 * ignored (it blocks it around fork); a victim that inherits that
-	 * would not die of the SIGTERM the test sends. */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
 	write_or_die(fd, data, strlen(data), "write");
 	printf("ready\n");
 	fflush(stdout);

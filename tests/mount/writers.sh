@@ -25,7 +25,11 @@ trap 'rc_=$?; set +e; kill_victims; (exit $rc_); cleanup' EXIT
 # Runs a writer in the background and waits until it has written: the
 # command creates $work/ready (or fileops prints "ready" there).
 start_writer() { # command...
-  rm -f "$work/ready"
+  # ready.out too: the child truncates it only once it runs, and the
+  # previous writer's "ready" read before that would send the signal to
+  # a bash child not yet exec'd, which ignores a signal its parent traps
+  # (TERM): the writer then never dies (CI hung here twice).
+  rm -f "$work/ready" "$work/ready.out"
   "$@" > "$work/ready.out" 2>&1 &
   victim=$!
   victims+=("$victim")
@@ -38,7 +42,20 @@ start_writer() { # command...
   fail "the writer did not get ready: $*"
 }
 killed() { # SIGNAL: kills the writer and waits for it
+  local state=
   kill -"$1" "$victim"
+  # Until it is gone or a zombie (its exit waits for the FLUSH answer): a
+  # writer that outlives the signal fails here, saying why, instead of
+  # hanging the test in `wait` (see start_writer).
+  for _ in $(seq 2400); do
+    state=$(awk '/^State:/ { print $2 }' "/proc/$victim/status" 2>/dev/null) || state=
+    [ -z "$state" ] || [ "$state" = Z ] && break
+    nap 0.05
+  done
+  if [ -n "$state" ] && [ "$state" != Z ]; then
+    grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt):' "/proc/$victim/status" >&2
+    fail "the writer ($victim) did not die of SIG$1"
+  fi
   wait "$victim" 2>/dev/null || true
 }
 value() { cat "s/n/$1"; }
