@@ -152,9 +152,9 @@ int main(int argc, char *argv[])
 	/* A SQLite store runs one call at a time: more threads than this
 	 * machine's two CPUs only wait for each other on its lock, and each
 	 * wait and wake costs more here than the work it lets overlap (eight
-	 * writers: about 5,000 files a second with libfuse's ten threads,
-	 * 7,000 with two, 7,700 with one; docs/performance.md, "How many
-	 * threads"). Two, not one, so that the kernel's INTERRUPT of a
+	 * writers: 4,200-5,600 files a second with libfuse's ten threads,
+	 * 5,100-7,000 with two, 7,500-7,700 with one; docs/performance.md,
+	 * "How many threads"). Two, not one, so that the kernel's INTERRUPT of a
 	 * .pop, .claim or .drain reader is read while another thread is
 	 * answering it, and the item goes back (fs/special.c). PostgreSQL
 	 * gives each call a connection of its own, and threads overlap its
