@@ -103,6 +103,14 @@ typedef enum sfs_status {
  * string, never NULL, also for unknown codes. Any thread. Never fails. */
 const char *sfs_strerror(int status);
 
+/* A 128-bit BLAKE2b digest (no key) of the n bytes at p: the same bytes on
+ * every host and version, for names made from data (the mount shows a name
+ * too long for the kernel as a prefix and this digest, fs/name.c). Not a
+ * MAC: nothing secret goes in. Any thread, before sfs_store_open too.
+ * Never fails. */
+#define SFS_DIGEST_BYTES 16
+void sfs_digest(const void *p, size_t n, unsigned char out[SFS_DIGEST_BYTES]);
+
 /* The detail of the last failure on this thread, or "" when there is none.
  * Never contains key material. Borrowed: valid until the next sfs_* call on
  * this thread. Never fails. */

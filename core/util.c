@@ -1,6 +1,6 @@
 /*
- * util.c - the clock, the default store path, and file-system helpers for
- * creating stores and writing checkpoints durably.
+ * util.c - the clock, the default store path, file-system helpers for
+ * creating stores and writing checkpoints durably, and sfs_digest.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "err_i.h"
 #include "util_i.h"
@@ -136,4 +138,11 @@ char *util_tmp_beside(const char *path, const char *prefix)
 	             (long)getpid(), r) < 0)
 		return NULL;
 	return out;
+}
+
+void sfs_digest(const void *p, size_t n, unsigned char out[SFS_DIGEST_BYTES])
+{
+	/* crypto_generichash needs no sodium_init(): before it the portable
+	 * BLAKE2b implementation is used. */
+	crypto_generichash(out, SFS_DIGEST_BYTES, p, n, NULL, 0);
 }

@@ -23,8 +23,8 @@
  * What it leaves out: Unicode normalisation (names are bytes, as in Linux)
  * and escaping of merely confusable characters (bidi controls, spaces).
  *
- * This is the one file of fs/ that includes sodium.h, for BLAKE2b as the
- * hash of long names: no key and no secret passes through it.
+ * The hash is the engine's sfs_digest: no key and no secret passes
+ * through it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,12 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "text.h"
 
-#define HASH_BYTES 16
-#define HASH_SUFFIX (2 + 2 * HASH_BYTES)       /* "%~" + 32 hex digits */
+#define HASH_SUFFIX (2 + 2 * SFS_DIGEST_BYTES) /* "%~" + 32 hex digits */
 #define CUT_MAX (FS_NAME_MAX - HASH_SUFFIX)  /* longest prefix of a long name */
 
 static const char hex_lower[] = "0123456789abcdef";
@@ -269,7 +266,7 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 {
 	const unsigned char *p = bytes.ptr;
 	size_t n = bytes.len, tlen, hlen;
-	unsigned char hash[HASH_BYTES];
+	unsigned char hash[SFS_DIGEST_BYTES];
 	char space[3 * FS_NAME_MAX + 8];
 	enc e = { NULL, 0, 0 };
 	int64_t id;
@@ -315,9 +312,7 @@ int fs_name_encode(sfs_slice bytes, fs_name_kind kind,
 		memcpy(out, e.p, e.len);
 		tlen = e.len;
 	} else {
-		/* crypto_generichash needs no sodium_init(): before it the
-		 * portable BLAKE2b implementation is used. */
-		crypto_generichash(hash, sizeof(hash), p, n, NULL, 0);
+		sfs_digest(p, n, hash);
 		memcpy(out, e.p, e.cut);
 		tlen = e.cut;
 		out[tlen++] = '%';
@@ -392,7 +387,7 @@ int fs_name_decode(const char *name, size_t len, fs_name_kind kind,
 
 	if (len > HASH_SUFFIX && name[len - HASH_SUFFIX] == '%' &&
 	    name[len - HASH_SUFFIX + 1] == '~') {
-		for (size_t i = len - 2 * HASH_BYTES; i < len; i++)
+		for (size_t i = len - 2 * SFS_DIGEST_BYTES; i < len; i++)
 			if (hexval(name[i], hex_lower) < 0)
 				goto invalid;
 		is_hashed = 1;
