@@ -194,8 +194,7 @@ static int fdinfo_writes(const char *info, uint64_t ino, int *seen_ino)
 #define PROCS_FDS 16
 
 typedef struct proc_task {
-	pid_t pid;          /* 0: a free entry */
-	pid_t files_of;     /* the task dir and info[] were opened for */
+	pid_t pid;          /* 0: a free entry; the task the files are of */
 	int busy;
 	unsigned long used; /* LRU clock */
 	int dir;            /* /proc/<pid>/fdinfo, or -1 */
@@ -261,7 +260,7 @@ void fs_procs_free(fs_procs *c)
 static proc_task *task_take(fs_procs *c, pid_t pid)
 {
 	proc_task *t = NULL;
-	int i;
+	int i, other = 0;
 
 	if (!c)
 		return NULL;
@@ -276,16 +275,16 @@ static proc_task *task_take(fs_procs *c, pid_t pid)
 		if (!e->busy && (!t || e->used < t->used))
 			t = e;
 	}
-	if (t)
+	if (t) {
+		other = 1;
 		t->pid = pid;
+	}
 out:
 	if (t)
 		t->busy = 1;
 	pthread_mutex_unlock(&c->lock);
-	if (t && t->files_of != pid) {
-		task_close(t);
-		t->files_of = pid;
-	}
+	if (other)
+		task_close(t); /* another task's files */
 	return t;
 }
 
@@ -298,7 +297,7 @@ static void task_give(fs_procs *c, proc_task *t, int keep)
 	t->busy = 0;
 	t->used = ++c->clock;
 	if (!keep)
-		t->pid = t->files_of = 0;
+		t->pid = 0;
 	pthread_mutex_unlock(&c->lock);
 }
 
