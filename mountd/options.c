@@ -108,6 +108,21 @@ void mountd_wipe_argv_keys(int argc, char **argv)
 	}
 }
 
+/* A whole number in base from lo to hi into *out: 0, or -1. */
+static int parse_unsigned(const char *s, int base, unsigned long lo,
+                          unsigned long hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* "64M" -> 67108864; 0 when it is not a size. */
 static uint64_t parse_size(const char *s)
 {
@@ -244,34 +259,18 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		return -1;
 	}
 	o->umask = 077;
-	if (o->umask_text) {
-		char *end;
-		unsigned long m;
-
-		errno = 0;
-		m = strtoul(o->umask_text, &end, 8);
-		if (errno || end == o->umask_text || *end || m > 0777) {
-			fprintf(stderr, "%s: -o umask=%s is not an octal mode "
-			        "mask from 0 to 777; see -h\n", prog,
-			        o->umask_text);
-			return -1;
-		}
-		o->umask = (unsigned)m;
+	if (o->umask_text &&
+	    parse_unsigned(o->umask_text, 8, 0, 0777, &o->umask) != 0) {
+		fprintf(stderr, "%s: -o umask=%s is not an octal mode mask from "
+		        "0 to 777; see -h\n", prog, o->umask_text);
+		return -1;
 	}
-	if (o->threads_text) {
-		char *end;
-		unsigned long n;
-
-		errno = 0;
-		n = strtoul(o->threads_text, &end, 10);
-		if (errno || end == o->threads_text || *end || n < 1 ||
-		    n > MAX_THREADS || o->threads_text[0] == '-') {
-			fprintf(stderr, "%s: -o threads=%s is not a number of "
-			        "threads from 1 to %d; see -h\n", prog,
-			        o->threads_text, MAX_THREADS);
-			return -1;
-		}
-		o->threads = (unsigned)n;
+	if (o->threads_text &&
+	    parse_unsigned(o->threads_text, 10, 1, MAX_THREADS, &o->threads)) {
+		fprintf(stderr, "%s: -o threads=%s is not a number of threads "
+		        "from 1 to %d; see -h\n", prog, o->threads_text,
+		        MAX_THREADS);
+		return -1;
 	}
 	/* With allow_other every local user reaches the daemon, which acts
 	 * as the store's owner: without default_permissions nothing would
