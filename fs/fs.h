@@ -56,6 +56,15 @@ void fs_set_store(fs *f, sfs_store *store);
  * Static; valid for the life of the process. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
 
+/* Serves the session until it ends (fuse_session_exit, which the session's
+ * signal handlers call; an unmount) with a pool of threads threads (2 or
+ * more) of which one reads the device at a time, and one is kept reading
+ * while a handler must hear an interrupt (loop.c): for a store that runs
+ * one call at a time, where libfuse's pool of readers only hands each
+ * request from thread to thread. The caller's thread waits; only it takes SIGINT,
+ * SIGTERM and SIGHUP meanwhile. Returns 0 or a negative errno. */
+int fs_loop(fs *f, struct fuse_session *se, unsigned threads);
+
 /* Answers every request the fs keeps (blocked .wait reads get ENOTCONN)
  * and stops its thread. Call when the session loop has returned, before
  * fuse_session_unmount closes the device the answers go to. (The session's

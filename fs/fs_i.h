@@ -324,6 +324,8 @@ struct fs {
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
 	fs_procs *procs;           /* FLUSH's /proc files (caller.c); may be
 	                              NULL */
+	struct fs_loop *loop;      /* the pool serving the session (loop.c),
+	                              while fs_loop runs; else NULL */
 };
 
 void fs_log(fs *f, int level, const char *fmt, ...)
@@ -664,6 +666,13 @@ void fs_stream_free(struct fs_stream *s);
 /* The .wait readers (wait.c). */
 int fs_wait_start(fs *f);
 void fs_wait_stop(fs *f);
+/* From taking an item for a reader to answering it: while any handler is
+ * in between, fs_loop keeps a thread reading the device, so the kernel's
+ * INTERRUPT of that reader is heard (loop.c). No-ops outside fs_loop (one
+ * thread: nothing can hear it; libfuse's pool: every idle thread reads). */
+void fs_hear_begin(fs *f);
+void fs_hear_end(fs *f);
+
 /* Keeps req until an item of queue arrives or the reader is interrupted. */
 void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                  size_t size, off_t off);

@@ -571,8 +571,8 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 	pthread_mutex_unlock(&h->lock);
 }
 
-void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
-                     off_t off)
+static void special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                         off_t off)
 {
 	fs_addr a = { 0 };
 	int rc, err;
@@ -602,4 +602,12 @@ void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	else
 		fuse_reply_err(req, fs_errno(f, rc, "pop"));
 	fs_addr_free(&a);
+}
+
+void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                     off_t off)
+{
+	fs_hear_begin(f);
+	special_read(f, req, h, size, off);
+	fs_hear_end(f);
 }

@@ -91,7 +91,7 @@ int main(int argc, char *argv[])
 	mountd_opts o;
 	fs_config fcfg;
 	fs *f = NULL;
-	int ret = 1, detaching = 0, rc;
+	int ret = 1, detaching = 0, concurrent, rc;
 	unsigned threads;
 
 	harden();
@@ -149,19 +149,20 @@ int main(int argc, char *argv[])
 		detaching = 0;
 	}
 
-	/* A SQLite store runs one call at a time: more threads than this
-	 * machine's two CPUs only wait for each other on its lock, and each
-	 * wait and wake costs more here than the work it lets overlap (eight
-	 * writers: 4,200-5,600 files a second with libfuse's ten threads,
-	 * 5,100-7,000 with two, 7,500-7,700 with one; docs/performance.md,
-	 * "How many threads"). Two, not one, so that the kernel's INTERRUPT of a
-	 * .pop, .claim or .drain reader is read while another thread is
-	 * answering it, and the item goes back (fs/special.c). PostgreSQL
+	/* A SQLite store runs one call at a time: fs_loop's pool, where one
+	 * thread reads the device and answers in turn (libfuse's pool, where
+	 * every idle thread reads, hands each request from thread to thread:
+	 * docs/performance.md, "How many threads" and "One reader at a
+	 * time"), with spare threads that read only while a .pop, .claim or
+	 * .drain reader must be heard if interrupted (fs/loop.c). PostgreSQL
 	 * gives each call a connection of its own, and threads overlap its
-	 * round trips: libfuse's ten. */
-	threads = o.threads ? o.threads : sfs_store_concurrent(store) ? 10 : 2;
+	 * round trips: libfuse's pool of ten. */
+	concurrent = sfs_store_concurrent(store);
+	threads = o.threads ? o.threads : concurrent ? 10 : 4;
 	if (o.singlethread || threads == 1) {
 		rc = fuse_session_loop(se);
+	} else if (!concurrent) {
+		rc = fs_loop(f, se, threads);
 	} else {
 		loop = fuse_loop_cfg_create();
 		if (!loop) {

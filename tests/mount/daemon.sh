@@ -3,6 +3,7 @@
 # "see -h"), SIGTERM/SIGINT/SIGHUP and fusermount3 -u (clean unmount,
 # exit 0), detaching only once mounted (and failing loudly when the store
 # will not open), mount(8) with -t fuse.statefs and an fstab line, -o ro,
+# -o threads (the bound; on SQLite one thread reads /dev/fuse at a time),
 # the default store and key made on first use, keys never in argv, the
 # environment or the log, no core dumps. Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
@@ -89,6 +90,36 @@ n=$(ls /proc/$daemon_pid/task | wc -l)
 expect_eq "$(cat "$mnt/s/w8/k25")" 25 "the writers' last file"
 unmount_fs
 ok "-o threads"
+
+# On a SQLite store the pool's threads read /dev/fuse one at a time
+# (fs/loop.c): after eight writers, and at every look while the mount
+# idles, at most one thread is in read(2) on the device, and one is.
+# (libfuse's pool, PostgreSQL's, has every idle thread there.)
+readers_of_fuse() { # FD: the daemon's threads in read(2) on it now
+  local t nr arg n=0
+  for t in /proc/$daemon_pid/task/*; do
+    read -r nr arg _ < "$t/syscall" 2>/dev/null || continue
+    [ "$nr" = 0 ] && [ "$arg" = "$1" ] && n=$((n + 1))
+  done
+  echo $n
+}
+if [ -z "$pg" ]; then
+  mount_fs
+  fd=$(find /proc/$daemon_pid/fd -lname /dev/fuse -printf '%f')
+  [ -n "$fd" ] || fail "the daemon has no /dev/fuse open"
+  fd=$(printf '0x%x' "$fd")
+  eight_writers
+  seen_one=
+  for _ in $(seq 50); do
+    r=$(readers_of_fuse "$fd")
+    (( r <= 1 )) || fail "$r threads read /dev/fuse at once"
+    [ "$r" = 1 ] && seen_one=1
+    sleep 0.02
+  done
+  [ -n "$seen_one" ] || fail "no thread reads /dev/fuse"
+  unmount_fs
+  ok "one reader of /dev/fuse at a time"
+fi
 
 # Signals in the foreground: a clean unmount and status 0.
 for sig in TERM INT HUP; do

@@ -1,0 +1,226 @@
+/*
+ * loop.c - the session loop of a mount whose store runs one call at a time
+ * (SQLite): a pool of threads of which one reads /dev/fuse.
+ *
+ * Why not libfuse's pool. In fuse_session_loop_mt every idle thread waits
+ * in read() on the device, so every request wakes a sleeping thread while
+ * the one that answered the last goes back to sleep: a hand-off per
+ * request (docs/performance.md, "How many threads": 11.7 context switches
+ * of the daemon per file with two such threads, 8.1 with one). A lone
+ * reader that finishes a request and reads again often finds the next one
+ * (or the kernel's asynchronous RELEASE) queued already, and does not
+ * sleep. On a SQLite store the extra threads buy no overlap: every call
+ * takes the handle's one lock.
+ *
+ * Why not one thread (fuse_session_loop). A reader of .pop, .claim or
+ * .drain whose signal comes while the daemon is between taking the item
+ * and answering must get EINTR and the item must go back (special.c): the
+ * kernel's INTERRUPT has to be read by some thread while the one serving
+ * the READ has not answered yet.
+ *
+ * So: threads take turns as the reader, one at a time. A thread that has
+ * answered a request reads the next itself if no other thread is reading;
+ * otherwise it waits on a condition variable, not on the device. Nothing
+ * wakes a waiting thread, except while some handler is inside
+ * fs_hear_begin/fs_hear_end (from taking an item to answering): then
+ * fs_hear_begin wakes one, which reads if no thread does, and a reader
+ * that receives a request wakes the next before serving it, so that a
+ * thread is reading for as long as any handler must hear. The reader gets
+ * the INTERRUPT (libfuse flags the request: fuse_req_interrupted) or any
+ * other request; one that took an ordinary request and waits on the
+ * store's lock does not stop the next from reading.
+ *
+ * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP (the
+ * pool blocks them): it waits in ppoll with them unblocked, so the
+ * session's handlers (fuse_set_signal_handlers: fuse_session_exit) wake it
+ * without a race between the check and the wait. A reader that finds the
+ * device gone (unmount: libfuse exits the session) or failing ends the
+ * pool too, through a pipe the caller polls. Then the caller wakes the
+ * waiting threads, cancels the one in read() (cancellation is enabled
+ * only there, as in libfuse's own pool: a request is always served
+ * whole), and joins them all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+struct fs_loop {
+	struct fuse_session *se;
+	pthread_mutex_t lock;
+	pthread_cond_t turn;   /* an idle thread waits here to become a reader */
+	unsigned readers;      /* threads in fuse_session_receive_buf: 0 or
+	                          1 */
+	unsigned hearing;      /* handlers between fs_hear_begin and _end */
+	int stop;              /* the pool is ending */
+	int error;             /* a read's failure (an errno), or 0 */
+	int wake[2];           /* a thread that ends the pool writes here */
+};
+
+struct worker {
+	struct fs_loop *l;
+	pthread_t thread;
+	int started;
+	struct fuse_buf buf;   /* freed after the join: a cancelled read
+	                          leaves it behind */
+};
+
+/* Tells the caller the pool is over. Lock held. */
+static void end_pool(struct fs_loop *l, int error)
+{
+	char c = 0;
+
+	if (!l->error)
+		l->error = error;
+	l->stop = 1;
+	pthread_cond_broadcast(&l->turn);
+	if (write(l->wake[1], &c, 1) < 0) {
+		/* The pipe is non-blocking and read only once: a full pipe
+		 * has woken the caller already. */
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct fs_loop *l = w->l;
+	int res;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		while (!l->stop && l->readers)
+			pthread_cond_wait(&l->turn, &l->lock);
+		if (l->stop || fuse_session_exited(l->se))
+			break;
+		l->readers++;
+		pthread_mutex_unlock(&l->lock);
+
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		res = fuse_session_receive_buf(l->se, &w->buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+
+		pthread_mutex_lock(&l->lock);
+		l->readers--;
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0) {
+			/* 0: the device is gone and libfuse has exited the
+			 * session; below 0: it failed (libfuse said how). */
+			end_pool(l, res < 0 ? -res : 0);
+			break;
+		}
+		if (l->hearing)
+			pthread_cond_signal(&l->turn); /* take over reading */
+		pthread_mutex_unlock(&l->lock);
+		fuse_session_process_buf(l->se, &w->buf);
+		pthread_mutex_lock(&l->lock);
+	}
+	if (!l->stop && fuse_session_exited(l->se))
+		end_pool(l, 0); /* exited by a request's handler */
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+void fs_hear_begin(fs *f)
+{
+	struct fs_loop *l = f->loop;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->hearing++;
+	pthread_cond_signal(&l->turn);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void fs_hear_end(fs *f)
+{
+	struct fs_loop *l = f->loop;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->hearing--;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Waits, with the session's signals unblocked only while waiting, until a
+ * signal has exited the session or a thread has ended the pool. */
+static void wait_for_end(struct fs_loop *l, const sigset_t *open)
+{
+	struct pollfd p = { .fd = l->wake[0], .events = POLLIN };
+
+	for (;;) {
+		int stop;
+
+		pthread_mutex_lock(&l->lock);
+		stop = l->stop;
+		pthread_mutex_unlock(&l->lock);
+		if (stop || fuse_session_exited(l->se))
+			return;
+		if (ppoll(&p, 1, NULL, open) < 0 && errno != EINTR)
+			return; /* cannot wait: end rather than spin */
+	}
+}
+
+int fs_loop(fs *f, struct fuse_session *se, unsigned threads)
+{
+	struct fs_loop l = { .se = se, .wake = { -1, -1 } };
+	struct worker *w = calloc(threads, sizeof(*w));
+	sigset_t ends, open;
+	int err = 0;
+
+	if (!w)
+		return -ENOMEM;
+	if (pipe2(l.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+		free(w);
+		return -errno;
+	}
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_cond_init(&l.turn, NULL);
+	f->loop = &l;
+
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGINT);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &ends, &open); /* the pool inherits it */
+	for (unsigned i = 0; i < threads; i++) {
+		w[i].l = &l;
+		err = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
+		if (err)
+			break;
+		w[i].started = 1;
+	}
+	if (!err)
+		wait_for_end(&l, &open);
+	pthread_sigmask(SIG_SETMASK, &open, NULL);
+
+	pthread_mutex_lock(&l.lock);
+	l.stop = 1;
+	pthread_cond_broadcast(&l.turn);
+	pthread_mutex_unlock(&l.lock);
+	for (unsigned i = 0; i < threads; i++)
+		if (w[i].started)
+			pthread_cancel(w[i].thread);
+	for (unsigned i = 0; i < threads; i++) {
+		if (w[i].started)
+			pthread_join(w[i].thread, NULL);
+		free(w[i].buf.mem);
+	}
+	f->loop = NULL;
+	if (!err)
+		err = l.error;
+	pthread_cond_destroy(&l.turn);
+	pthread_mutex_destroy(&l.lock);
+	close(l.wake[0]);
+	close(l.wake[1]);
+	free(w);
+	return -err;
+}
