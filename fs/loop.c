@@ -30,10 +30,12 @@
  * other request; one that took an ordinary request and waits on the
  * store's lock does not stop the next from reading.
  *
- * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP (the
- * pool blocks them): it waits in ppoll with them unblocked, so the
- * session's handlers (fuse_set_signal_handlers: fuse_session_exit) wake it
- * without a race between the check and the wait. A reader that finds the
+ * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
+ * pool blocks them, and so do the threads the pool starts (the .wait
+ * thread, at INIT) and the daemon's claim recovery thread (mountd/gc.c).
+ * The caller waits in ppoll with them unblocked, so the session's handlers
+ * (fuse_set_signal_handlers: fuse_session_exit) wake it without a race
+ * between the check and the wait: outside ppoll a signal stays pending. A reader that finds the
  * device gone (unmount: libfuse exits the session) or failing ends the
  * pool too, through a pipe the caller polls. Then the caller wakes the
  * waiting threads, cancels the one in read() (cancellation is enabled

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -80,6 +81,8 @@ int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out)
 {
 	struct mountd_gc *g = calloc(1, sizeof(*g));
 	pthread_condattr_t ca;
+	sigset_t all, old;
+	int err;
 
 	if (!g)
 		return ENOMEM;
@@ -96,7 +99,14 @@ int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&g->thread, NULL, gc_main, g) != 0) {
+	/* The thread takes no signal: SIGINT, SIGTERM and SIGHUP go to the
+	 * thread that waits for them (fs/loop.c), not to a timer. It
+	 * inherits the mask it is created with. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&g->thread, NULL, gc_main, g);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
 		pthread_cond_destroy(&g->cond);
 		pthread_mutex_destroy(&g->lock);
 		free(g);
