@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# switches.sh - how often the daemon's threads sleep and wake per file:
+# context switches of the daemon (all its threads, from
+# /proc/PID/task/*/status) while one process creates, reads, lists and
+# unlinks N small files through a plaintext mount. A thread that finds its
+# next request already queued does not sleep; one handed each request by
+# another does (docs/performance.md, "How many threads", "One reader at a
+# time"). The voluntary count hardly moves with the machine's load; the
+# involuntary one (preemptions) does.
+#
+# Usage: bench/switches.sh [N [STATEFS [DAEMON OPTIONS...]]]
+#   N files (default 1000); STATEFS the daemon (default build/mountd/statefs);
+#   the options go to it (e.g. -o threads=1).
+# Prints "<op us per file...>" from fs_bench, then
+#   "switches per file: voluntary V, involuntary I".
+# Needs /dev/fuse. Measures and prints; asserts nothing. Exit 0, 1, 77.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+n=${1:-1000}
+statefs=${2:-$top/build/mountd/statefs}
+shift $(( $# > 2 ? 2 : $# ))
+fsb=${FS_BENCH:-$top/build/bench/fs_bench}
+[ -c /dev/fuse ] || { echo "switches: no /dev/fuse: skipped"; exit 77; }
+w=$(mktemp -d /dev/shm/switches.XXXXXX)
+pid=
+cleanup() {
+  set +e
+  mountpoint -q "$w/m" && fusermount3 -u -z "$w/m"
+  [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+  rm -rf "$w"
+}
+trap cleanup EXIT
+
+mkdir -p "$w/m"
+HOME=$w XDG_CONFIG_HOME=$w/config XDG_STATE_HOME=$w/state \
+  STATEFS_DB=$w/state.db "$statefs" -f -o plaintext "$@" "$w/m" \
+  2>>"$w/daemon.err" &
+pid=$!
+for _ in $(seq 200); do
+  mountpoint -q "$w/m" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$w/daemon.err" >&2; exit 1; }
+  sleep 0.05
+done
+mountpoint -q "$w/m" || { echo "switches: the mount did not come up" >&2; exit 1; }
+
+switches() { # prints "voluntary involuntary", summed over the threads
+  cat /proc/"$pid"/task/*/status 2>/dev/null | awk '
+    /^voluntary_ctxt_switches/ { v += $2 }
+    /^nonvoluntary_ctxt_switches/ { i += $2 }
+    END { print v + 0, i + 0 }'
+}
+
+mkdir -p "$w/m/bench/small"
+"$fsb" ops "$w/m/bench/small" 200 100 1 >/dev/null # warm: caches, WAL
+read -r v0 i0 < <(switches)
+"$fsb" ops "$w/m/bench/small" "$n" 100 1 | tr '\n' ' '
+echo
+read -r v1 i1 < <(switches)
+awk -v v=$((v1 - v0)) -v i=$((i1 - i0)) -v n="$n" 'BEGIN {
+  printf "switches per file: voluntary %.2f, involuntary %.2f\n", v / n, i / n }'
