@@ -61,8 +61,9 @@ const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
  * more) of which one reads the device at a time, and one is kept reading
  * while a handler must hear an interrupt (loop.c): for a store that runs
  * one call at a time, where libfuse's pool of readers only hands each
- * request from thread to thread. The caller's thread waits; only it takes SIGINT,
- * SIGTERM and SIGHUP meanwhile. Returns 0 or a negative errno. */
+ * request from thread to thread. The caller's thread waits; only it takes
+ * SIGINT, SIGTERM and SIGHUP meanwhile. Returns 0 or a negative errno,
+ * with the fs stopped (fs_stop). */
 int fs_loop(fs *f, struct fuse_session *se, unsigned threads);
 
 /* Answers every request the fs keeps (blocked .wait reads get ENOTCONN)

@@ -35,12 +35,13 @@
  * thread, at INIT) and the daemon's claim recovery thread (mountd/gc.c).
  * The caller waits in ppoll with them unblocked, so the session's handlers
  * (fuse_set_signal_handlers: fuse_session_exit) wake it without a race
- * between the check and the wait: outside ppoll a signal stays pending. A reader that finds the
- * device gone (unmount: libfuse exits the session) or failing ends the
- * pool too, through a pipe the caller polls. Then the caller wakes the
- * waiting threads, cancels the one in read() (cancellation is enabled
- * only there, as in libfuse's own pool: a request is always served
- * whole), and joins them all.
+ * between the check and the wait: outside ppoll a signal stays pending.
+ * A reader that finds the device gone (unmount: libfuse exits the
+ * session) or failing ends the pool too, through a pipe the caller polls.
+ * Then the caller wakes the waiting threads, cancels the one in read()
+ * (cancellation is enabled only there, as in libfuse's own pool: a
+ * request is always served whole), joins them all, and stops the .wait
+ * thread (fs_stop), the one other caller of fs_hear_begin.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -216,6 +217,8 @@ int fs_loop(fs *f, struct fuse_session *se, unsigned threads)
 			pthread_join(w[i].thread, NULL);
 		free(w[i].buf.mem);
 	}
+	/* The .wait thread calls fs_hear_begin: it stops before l goes. */
+	fs_stop(f);
 	f->loop = NULL;
 	if (!err)
 		err = l.error;
