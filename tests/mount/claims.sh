@@ -245,6 +245,25 @@ for f in .pop .wait .claim .drain; do
 done
 ok "an interrupted reader leaves the item at the head"
 
+# Two readers held between take and answer at once: each holds a thread of
+# the pool (four on SQLite), and a third still reads the device, so both
+# interrupts are heard (fs/loop.c).
+inflight_two() { [ "$(helper qinflight jobs)" -eq 2 ]; }
+readers=()
+for f in .pop .claim; do
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' -- cat $q/$f >/dev/null 2>&1 &
+  readers+=($!)
+done
+await "both readers' takes" inflight_two
+for r in "${readers[@]}"; do
+  kill -INT "$r"
+  rc=0
+  wait "$r" || rc=$?
+  expect_eq "$rc" 130 "a reader of two was interrupted (SIGINT)"
+done
+await "after two readers: the same items, names and order, nothing in flight" back
+ok "two readers interrupted at once leave their items"
+
 # --- the daemon killed between a drain's take and its reply ----------------
 # The items are in flight under the dead daemon's claim; after the lease the
 # next daemon's recovery puts them back at their places, under their names.
