@@ -666,10 +666,11 @@ void fs_stream_free(struct fs_stream *s);
 /* The .wait readers (wait.c). */
 int fs_wait_start(fs *f);
 void fs_wait_stop(fs *f);
-/* From taking an item for a reader to answering it: while any handler is
- * in between, fs_loop keeps a thread reading the device, so the kernel's
- * INTERRUPT of that reader is heard (loop.c). No-ops outside fs_loop (one
- * thread: nothing can hear it; libfuse's pool: every idle thread reads). */
+/* Around an answer that an interrupt turns into EINTR and a give-back (a
+ * taken item's delivery, a drain's page): while any handler is in between,
+ * fs_loop keeps a thread reading the device, so the kernel's INTERRUPT of
+ * that reader is heard (loop.c). No-ops outside fs_loop (one thread:
+ * nothing can hear it; libfuse's pool: every idle thread reads). */
 void fs_hear_begin(fs *f);
 void fs_hear_end(fs *f);
 

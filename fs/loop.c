@@ -22,7 +22,7 @@
  * answered a request reads the next itself if no other thread is reading;
  * otherwise it waits on a condition variable, not on the device. Nothing
  * wakes a waiting thread, except while some handler is inside
- * fs_hear_begin/fs_hear_end (from taking an item to answering): then
+ * fs_hear_begin/fs_hear_end (delivering a taken item, a drain's page): then
  * fs_hear_begin wakes one, which reads if no thread does, and a reader
  * that receives a request wakes the next before serving it, so that a
  * thread is reading for as long as any handler must hear. The reader gets

@@ -555,6 +555,7 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                         size_t size, off_t off)
 {
 	(void)queue;
+	fs_hear_begin(f); /* the reader's INTERRUPT, until it is answered */
 	test_delay(f, req);
 	pthread_mutex_lock(&h->lock);
 	if (h->stream) {
@@ -569,16 +570,24 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 		delivered(f, h);
 	}
 	pthread_mutex_unlock(&h->lock);
+	fs_hear_end(f);
 }
 
-static void special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
-                         off_t off)
+void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
+                     off_t off)
 {
 	fs_addr a = { 0 };
 	int rc, err;
 
+	if (is_follow(h->kind)) {
+		stream_read(f, req, h, size, off); /* takes nothing */
+		return;
+	}
 	if (fs_kind_streams(h->kind)) {
+		/* A drain's reply acks what it carries: hear its INTERRUPT. */
+		fs_hear_begin(f);
 		stream_read(f, req, h, size, off);
+		fs_hear_end(f);
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
@@ -602,12 +611,4 @@ static void special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
 	else
 		fuse_reply_err(req, fs_errno(f, rc, "pop"));
 	fs_addr_free(&a);
-}
-
-void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,
-                     off_t off)
-{
-	fs_hear_begin(f);
-	special_read(f, req, h, size, off);
-	fs_hear_end(f);
 }

@@ -122,17 +122,12 @@ static void *waiter_main(void *arg)
 			pthread_mutex_lock(&q->lock);
 			interrupted = w->interrupted;
 			pthread_mutex_unlock(&q->lock);
-			if (!interrupted && look) {
-				fs_hear_begin(f);
+			if (!interrupted && look)
 				rc = fs_special_take(f, w->h,
 				        sfs_bytes(w->queue.ptr, w->queue.len));
-				if (rc == SFS_OK)
-					finish(f, w, 0);
-				fs_hear_end(f);
-			}
-			if (rc == SFS_OK)
-				continue; /* answered */
-			if (interrupted) {
+			if (rc == SFS_OK) {
+				finish(f, w, 0);
+			} else if (interrupted) {
 				finish(f, w, EINTR);
 			} else if (rc != SFS_NOTFOUND) {
 				finish(f, w, fs_errno(f, rc, "wait"));
