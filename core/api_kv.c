@@ -68,7 +68,7 @@ int sfs_kv_stat(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	CHECK(chk_store(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->kv_stat(s->be, scope, ns, key, out));
+	CALL_PEEK(s, s->ops->kv_stat(s->be, scope, ns, key, out));
 }
 
 int sfs_kv_delete(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key)
@@ -227,7 +227,7 @@ int sfs_dir_exists(sfs_store *s, sfs_family fam, sfs_slice scope,
 	CHECK(chk_store(s));
 	CHECK(chk_family(fam, ns));
 	CHECK(chk_name(scope, "scope"));
-	CALL(s, s->ops->dir_exists(s->be, fam, scope, ns));
+	CALL_PEEK(s, s->ops->dir_exists(s->be, fam, scope, ns));
 }
 
 int sfs_dir_create(sfs_store *s, sfs_family fam, sfs_slice scope,
@@ -281,7 +281,7 @@ int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	CHECK(chk_store(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_out(value, "value"));
-	store_lock(s);
+	store_lock_peek(s);
 	r = s->ops->counter_get(s->be, scope, ns, key, &v, &t);
 	store_unlock(s);
 	if (r == SFS_OK) {

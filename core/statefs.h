@@ -49,8 +49,9 @@
  *    in a child after fork(); open a new one there.
  *
  *  - Durability. A call that returns SFS_OK has committed: its effect survives
- *    a crash of the process. sfs_store_sync() makes everything committed
- *    before it survive a power loss too.
+ *    a crash of the process (a write a thread holds, sfs_store_hold, once
+ *    sfs_store_commit returns SFS_OK). sfs_store_sync() makes everything
+ *    committed before it survive a power loss too.
  *
  *  - Processes. Any number of processes may open the same store. Every
  *    read-modify-write is atomic across processes; waiting for another
@@ -354,6 +355,42 @@ int sfs_store_version(sfs_store *s, uint64_t *out);
  * threads calling only wait for each other. A program that calls from
  * many threads (the mount) sizes its pool by it. 0 for NULL. */
 int sfs_store_concurrent(const sfs_store *s);
+
+/* Held writes: one commit for the writes a thread makes in a row.
+ *
+ * Between sfs_store_hold(s, 1) and sfs_store_hold(s, 0) the calling
+ * thread's writes that may share a commit with other threads' (a key/value
+ * put, edit or delete, a counter's add, set or delete, a log append, a
+ * queue push) are held: each makes its change in a transaction left open
+ * and returns without committing it. A held write that fails undoes its
+ * own change only and returns its error at once; one that returns SFS_OK
+ * is not durable, and its outputs (a size, an id) are not final, until
+ * sfs_store_commit says so. Held writes are committed by sfs_store_commit,
+ * or before it by the first call that cannot run beside writes not yet
+ * committed: any call from another thread, and from the holding thread
+ * any call but a held write and the one-row reads sfs_kv_stat,
+ * sfs_dir_exists and sfs_counter_get, which see the held writes. Until
+ * then other processes wait to write (the store's write lock is held),
+ * so hold only for as long as a few calls take.
+ *
+ * It is for a program that answers many clients from one thread (the
+ * mount: a FLUSH is answered only after sfs_store_commit), where one
+ * commit then serves the writes of many clients, each still told of its
+ * write only once it is committed. A backend whose calls run at once
+ * (sfs_store_concurrent) holds nothing: each write commits by itself.
+ * A thread holds writes on one store at a time, and calls
+ * sfs_store_commit before it ends or the store is closed.
+ * Errors: SFS_INVALID (NULL; on, while this thread has writes held on
+ * another store not yet passed to sfs_store_commit). */
+int sfs_store_hold(sfs_store *s, int on);
+
+/* Commits what the calling thread holds on s and is not committed yet.
+ * SFS_OK when every write it held since its last sfs_store_commit is
+ * committed (also when it held none); else the status and sentence of the
+ * first commit that failed: then some of those writes are not stored
+ * (which is not said), and none may be reported as stored. Errors: the
+ * common ones. */
+int sfs_store_commit(sfs_store *s);
 
 /* Whether the store db names exists, creating nothing. Errors:
  * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:

@@ -181,6 +181,14 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
  * already lined up finish the group (a mount's LOOKUPs would otherwise cut
  * every group short), then commits it if it is still open.
  *
+ * Held writes (sfs_store_hold) are the same groups without the waiting: a
+ * thread that holds leaves its change in the open group and returns at
+ * once; it registers on the group's list of holders, and whoever ends the
+ * group (a writer finding nobody behind it, any other call, the holder's
+ * own sfs_store_commit) records the commit's status there for the
+ * holder's next sfs_store_commit. Only the holder's one-statement reads
+ * (store_lock_peek) run inside the open group.
+ *
  * Only a backend serialised by the handle's lock has groups (SQLite: one
  * connection, one transaction at a time). A concurrent backend
  * (PostgreSQL: a connection per call from a pool) takes no lock here and
@@ -195,17 +203,46 @@ struct group_waiter {
 	char detail[256];
 };
 
+/* A thread's held writes (sfs_store_hold): on s->g_holders while some are
+ * in the open group. member, status and detail are written under s->mu by
+ * whoever ends the group; the rest is the thread's own. */
+struct group_holder {
+	struct group_holder *next;
+	sfs_store *s;       /* the store it holds on, or NULL */
+	int on;             /* sfs_store_hold(s, 1) in effect */
+	int pending;        /* held writes since its last sfs_store_commit */
+	int member;         /* on s->g_holders */
+	int status;         /* the first failed commit of its writes */
+	char detail[256];
+};
+static __thread struct group_holder holder;
+
+/* Whether the calling thread's writes on s are held. */
+static int holding(const sfs_store *s)
+{
+	return holder.on && holder.s == s;
+}
+
 int group_close(sfs_store *s)
 {
 	int r = s->ops->group_end(s->be);
+	const char *detail = r == SFS_OK ? "" : sfs_errdetail();
 
 	for (struct group_waiter *w = s->g_waiters; w; w = w->next) {
 		w->status = r;
-		snprintf(w->detail, sizeof(w->detail), "%s",
-		         r == SFS_OK ? "" : sfs_errdetail());
+		snprintf(w->detail, sizeof(w->detail), "%s", detail);
 		w->done = 1;
 	}
 	s->g_waiters = NULL;
+	for (struct group_holder *h = s->g_holders, *next; h; h = next) {
+		next = h->next;
+		h->member = 0;
+		if (r != SFS_OK && h->status == SFS_OK) {
+			h->status = r;
+			snprintf(h->detail, sizeof(h->detail), "%s", detail);
+		}
+	}
+	s->g_holders = NULL;
 	s->g_open = 0;
 	s->g_members = 0;
 	s->g_gen++;
@@ -213,14 +250,14 @@ int group_close(sfs_store *s)
 	return r;
 }
 
-void store_lock(sfs_store *s)
+static void lock_for(sfs_store *s, int peek)
 {
 	uint64_t gen;
 
 	if (s->ops->concurrent)
 		return;
 	pthread_mutex_lock(&s->mu);
-	if (!s->g_open)
+	if (!s->g_open || (peek && holder.member && holder.s == s))
 		return;
 	/* Writers lined up for the lock join the open group before this
 	 * call runs, and the last of them commits it; this call waits for
@@ -233,6 +270,16 @@ void store_lock(sfs_store *s)
 		group_close(s);
 		sfs_err_clear(); /* the writers of the group got the news */
 	}
+}
+
+void store_lock(sfs_store *s)
+{
+	lock_for(s, 0);
+}
+
+void store_lock_peek(sfs_store *s)
+{
+	lock_for(s, 1);
 }
 
 void group_enter(sfs_store *s)
@@ -277,6 +324,17 @@ int group_leave(sfs_store *s, int status)
 		 * later writer joins a transaction this failure may have
 		 * ended; the others get the commit's status. */
 		group_cut(s, status);
+	} else if (holding(s)) {
+		/* Left in the group for sfs_store_commit (or whoever ends
+		 * the group first) to commit. */
+		holder.pending = 1;
+		if (!holder.member) {
+			holder.member = 1;
+			holder.next = s->g_holders;
+			s->g_holders = &holder;
+		}
+		if (++s->g_members >= GROUP_MAX)
+			group_close(s);
 	} else if (++s->g_members < GROUP_MAX &&
 	           __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0) {
 		/* Its group's end is its answer, even if the next group has
@@ -298,6 +356,42 @@ void group_cut(sfs_store *s, int status)
 	snprintf(own, sizeof(own), "%s", sfs_errdetail());
 	group_close(s);
 	sfs_err(status, "%s", own);
+}
+
+int sfs_store_hold(sfs_store *s, int on)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	if (on && holder.s && holder.s != s && holder.pending)
+		return sfs_err(SFS_INVALID, "this thread holds writes on another"
+		               " store: sfs_store_commit them first");
+	if (on || holder.s == s) {
+		holder.s = s;
+		holder.on = on;
+	}
+	return SFS_OK;
+}
+
+int sfs_store_commit(sfs_store *s)
+{
+	int r;
+
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	if (s->ops->concurrent || holder.s != s || !holder.pending)
+		return SFS_OK;
+	pthread_mutex_lock(&s->mu);
+	if (holder.member)
+		group_close(s);
+	r = holder.status;
+	if (r != SFS_OK)
+		sfs_err(r, "%s", holder.detail);
+	else
+		sfs_err_clear();
+	holder.status = SFS_OK;
+	holder.pending = 0;
+	store_unlock(s);
+	return r;
 }
 
 /* --- the backends ------------------------------------------------------ */

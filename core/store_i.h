@@ -32,6 +32,7 @@ struct sfs_store {
 	int g_members;               /* writes that joined it */
 	uint64_t g_gen;              /* moves when a group ends */
 	struct group_waiter *g_waiters; /* writers waiting for its end */
+	struct group_holder *g_holders; /* threads with held writes in it */
 	pthread_cond_t g_done;       /* a group ended */
 };
 
@@ -65,6 +66,11 @@ int group_close(sfs_store *s);
  * says when it waits for that and when it commits it itself). A concurrent
  * backend takes no lock here, and has no groups. */
 void store_lock(sfs_store *s);
+/* store_lock for a read of one statement, which can run inside the open
+ * transaction: a thread with held writes in the open group (sfs_store_hold)
+ * reads beside them, and they stay uncommitted; any other caller ends the
+ * group as store_lock does. */
+void store_lock_peek(sfs_store *s);
 
 /* Ends a call: the backend settles what the call left (settle may be
  * NULL), then the lock goes. */
@@ -90,6 +96,16 @@ static inline void store_unlock(sfs_store *s)
 	do {                                                               \
 		int r_;                                                    \
 		store_lock(s);                                             \
+		r_ = (expr);                                               \
+		store_unlock(s);                                           \
+		return r_;                                                 \
+	} while (0)
+
+/* CALL for a one-statement read (store_lock_peek). */
+#define CALL_PEEK(s, expr)                                                 \
+	do {                                                               \
+		int r_;                                                    \
+		store_lock_peek(s);                                        \
 		r_ = (expr);                                               \
 		store_unlock(s);                                           \
 		return r_;                                                 \

@@ -17,6 +17,7 @@
  * the same calls, made at once without groups, lose nothing either.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -378,6 +379,152 @@ static void test_group_kill9(void **state)
 	free(acks);
 }
 
+/* --- held writes (sfs_store_hold) ---------------------------------------- */
+
+/* Whether another handle on the same store (another connection: only
+ * committed writes) sees key. */
+static int committed(tfx *t, const char *key)
+{
+	sfs_store *o;
+	int r;
+
+	OK(tfx_open(t->path, 0, &o));
+	r = present(o, key);
+	sfs_store_close(o);
+	return r;
+}
+
+/* Held writes of every grouped kind stay uncommitted (other handles do not
+ * see them; the holder's one-row reads do, without committing them) until
+ * sfs_store_commit, which commits them all at once. On PostgreSQL nothing
+ * is held: each write commits by itself. */
+static void test_hold_commit(void **state)
+{
+	tfx *t = *state;
+	sfs_stat st;
+	int64_t v = 0, id = 0;
+	uint64_t gen;
+	sfs_list l;
+
+	OK(sfs_store_hold(t->s, 1));
+	gen = t->s->g_gen;
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("h1"), S("one")));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("h2"), S("two")));
+	OK(sfs_counter_add(t->s, S("g"), S("c"), S("n"), 5, NULL));
+	OK(sfs_log_append(t->s, S("g"), S("log"), S("l"), S("x"), &id));
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_kv_stat(t->s, S("g"), S("ns"), S("h2"), &st));
+	assert_int_equal(st.size, 3);
+	OK(sfs_counter_get(t->s, S("g"), S("c"), S("n"), &v, NULL));
+	assert_int_equal(v, 5);
+	assert_int_equal(committed(t, "h1"), tfx_postgres());
+	if (!tfx_postgres())
+		assert_int_equal(t->s->g_gen, gen); /* still one open group */
+	OK(sfs_store_commit(t->s));
+	if (!tfx_postgres())
+		assert_int_equal(t->s->g_gen, gen + 1); /* one commit */
+	assert_true(committed(t, "h1"));
+	assert_true(committed(t, "h2"));
+	OK(sfs_store_commit(t->s)); /* nothing held: nothing to say */
+	tfx_reopen(t);
+	OK(sfs_counter_get(t->s, S("g"), S("c"), S("n"), &v, NULL));
+	assert_int_equal(v, 5);
+	OK(sfs_log_scan(t->s, S("g"), S("log"), S("l"), -1, 0, 1, &l));
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.items[0].id, id);
+	sfs_list_free(&l);
+}
+
+static void *get_h(void *arg)
+{
+	tfx *t = arg;
+
+	return (void *)(intptr_t)present(t->s, "h");
+}
+
+/* A call from another thread never sees a held write uncommitted: it
+ * commits the group first, and the holder's sfs_store_commit then reports
+ * that commit. A write of the holder's own that is not held commits it
+ * too. */
+static void test_hold_others_commit(void **state)
+{
+	tfx *t = *state;
+	pthread_t th;
+	void *seen;
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("h"), S("v")));
+	assert_false(committed(t, "h"));
+	assert_int_equal(pthread_create(&th, NULL, get_h, t), 0);
+	pthread_join(th, &seen);
+	assert_true(seen != NULL);
+	assert_true(committed(t, "h"));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("h2"), S("v")));
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("own"), S("v")));
+	assert_true(committed(t, "h2")); /* in the same commit as "own" */
+	OK(sfs_store_commit(t->s));
+}
+
+/* A held write that fails undoes itself only; one whose failure takes the
+ * whole transaction (as an I/O error or a full disk does in SQLite)
+ * makes sfs_store_commit fail, and no held write it took is stored. */
+static void test_hold_fails(void **state)
+{
+	tfx *t = *state;
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	fail_insert_of(t, "bad", "ABORT");
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("a1"), S("v")));
+	assert_int_not_equal(sfs_kv_put(t->s, S("g"), S("ns"), S("bad"),
+	                                S("v")), SFS_OK);
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("a2"), S("v")));
+	OK(sfs_store_commit(t->s));
+	assert_true(committed(t, "a1"));
+	assert_true(committed(t, "a2"));
+	assert_false(committed(t, "bad"));
+
+	pthread_mutex_lock(&t->s->mu);
+	conn_sql(t->s, "DROP TRIGGER fail_ins");
+	pthread_mutex_unlock(&t->s->mu);
+	fail_insert_of(t, "kill", "ROLLBACK");
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("r1"), S("v")));
+	assert_int_not_equal(sfs_kv_put(t->s, S("g"), S("ns"), S("kill"),
+	                                S("v")), SFS_OK);
+	OK(sfs_store_hold(t->s, 0));
+	assert_int_equal(sfs_store_commit(t->s), SFS_IO);
+	assert_non_null(strstr(sfs_errdetail(), "rolled back"));
+	OK(sfs_store_commit(t->s)); /* told once */
+	tfx_reopen(t);
+	assert_false(present(t->s, "r1"));
+	assert_false(present(t->s, "kill"));
+	/* the store works on */
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("after"), S("x")));
+	assert_true(committed(t, "after"));
+}
+
+/* A thread holds on one store at a time. */
+static void test_hold_one_store(void **state)
+{
+	tfx *t = *state;
+	sfs_store *o;
+
+	OK(tfx_open(t->path, 0, &o));
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("k"), S("v")));
+	assert_int_equal(sfs_store_hold(o, 1),
+	                 tfx_postgres() ? SFS_OK : SFS_INVALID);
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_store_commit(t->s));
+	OK(sfs_store_hold(o, 1));
+	OK(sfs_store_hold(o, 0));
+	OK(sfs_store_commit(o));
+	assert_int_equal(sfs_store_hold(NULL, 1), SFS_INVALID);
+	sfs_store_close(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +538,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_concurrent, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_group_kill9, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_commit, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_others_commit,
+		                                tfx_setup, tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_fails, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_one_store, tfx_setup,
 		                                tfx_teardown),
 	};
 
