@@ -979,7 +979,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
 	pid_t pid = fuse_req_ctx(req)->pid;
-	int err = 0;
+	int err = 0, held = 0;
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
@@ -993,14 +993,21 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	case FS_CLOSE_HELD:
 		break;
 	case FS_CLOSE_LAST:
+		held = fs_hold_begin(f);
 		err = commit(f, h, 1, "flush");
 		break;
 	default:
+		held = fs_hold_begin(f);
 		err = commit(f, h, 0, "flush");
 		break;
 	}
+	if (held)
+		fs_hold_end(f);
 	pthread_mutex_unlock(&h->lock);
-	fuse_reply_err(req, err);
+	if (held && !err)
+		fs_hold_answer(f, req); /* answered once it is committed */
+	else
+		fuse_reply_err(req, err);
 }
 
 /* FSYNC: commit, then sfs_store_sync (durable across power loss). */

@@ -674,6 +674,18 @@ void fs_wait_stop(fs *f);
 void fs_hear_begin(fs *f);
 void fs_hear_end(fs *f);
 
+/* Held FLUSH answers (loop.c): one commit for the FLUSHes fs_loop's reader
+ * serves while more requests are queued. fs_hold_begin returns 1 when the
+ * calling thread is fs_loop's and holds the store's writes
+ * (sfs_store_hold) until fs_hold_end; a FLUSH whose commit went well is
+ * then answered with fs_hold_answer, which keeps the answer until the
+ * commit (the device has nothing queued, or enough are held), and answers
+ * every held FLUSH with the commit's outcome. Outside fs_loop (one thread,
+ * PostgreSQL's pool) fs_hold_begin returns 0 and nothing is held. */
+int fs_hold_begin(fs *f);
+void fs_hold_end(fs *f);
+void fs_hold_answer(fs *f, fuse_req_t req);
+
 /* Keeps req until an item of queue arrives or the reader is interrupted. */
 void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
                  size_t size, off_t off);

@@ -30,6 +30,26 @@
  * other request; one that took an ordinary request and waits on the
  * store's lock does not stop the next from reading.
  *
+ * Held FLUSH answers: one commit for many writers. On its own, every
+ * FLUSH is a commit (its locks, its WAL frames, on an encrypted store its
+ * pages sealed), and with one reader the engine's groups never form: no
+ * second thread is waiting to write while the reader commits. So the
+ * reader holds its FLUSHes' writes (sfs_store_hold) and their answers
+ * while the device has more requests queued, serves those (other writers'
+ * LOOKUPs read beside the held writes, their FLUSHes join them), and
+ * commits once and answers them all (sfs_store_commit's outcome for each)
+ * when nothing is queued, HOLD_MAX answers are held or HOLD_SERVED
+ * requests have been served meanwhile (so a stream of other requests
+ * cannot keep them waiting). A lone writer waits for its FLUSH's answer,
+ * so nothing is queued behind it and it is answered at once, as before.
+ * "Nothing queued" is a read of the device made non-blocking while
+ * answers are held (O_NONBLOCK on the session's descriptor, which only the
+ * one reader reads): it returns EAGAIN instead of a poll() that a
+ * request withdrawn by SIGKILL between the poll and the read would make a
+ * lie, leaving the held writers waiting on a blocking read. A thread that
+ * stops reading (another reads, the pool ends) answers its held ones
+ * first.
+ *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
  * pool blocks them, and so do the threads the pool starts (the .wait
  * thread, at INIT) and the daemon's claim recovery thread (mountd/gc.c).
@@ -54,7 +74,10 @@
 #include "fs_i.h"
 
 struct fs_loop {
+	fs *f;
 	struct fuse_session *se;
+	int fd;                /* the session's device */
+	int fd_flags;          /* its file status flags (blocking) */
 	pthread_mutex_t lock;
 	pthread_cond_t turn;   /* an idle thread waits here to become a reader */
 	unsigned readers;      /* threads in fuse_session_receive_buf: 0 or
@@ -72,6 +95,74 @@ struct worker {
 	struct fuse_buf buf;   /* freed after the join: a cancelled read
 	                          leaves it behind */
 };
+
+/* A pool thread's held FLUSH answers (see above). */
+#define HOLD_MAX 16
+#define HOLD_SERVED 64
+
+static __thread struct held {
+	struct fs_loop *l;       /* set in a pool thread */
+	fuse_req_t req[HOLD_MAX];
+	unsigned n;              /* answers held */
+	unsigned served;         /* requests served since the first */
+	int nonblock;            /* the device's reads do not block */
+} held;
+
+/* Sets or clears O_NONBLOCK on the device: reads find out whether a
+ * request is queued while answers are held. */
+static int device_nonblock(struct fs_loop *l, int on)
+{
+	if (fcntl(l->fd, F_SETFL, on ? l->fd_flags | O_NONBLOCK
+	                             : l->fd_flags) != 0)
+		return 0;
+	held.nonblock = on;
+	return 1;
+}
+
+/* Whether a request (or the device's end) is waiting to be read. */
+static int queued(struct fs_loop *l)
+{
+	struct pollfd p = { .fd = l->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
+/* Commits the held writes and answers every held FLUSH with the outcome;
+ * the device reads block again. */
+static void answer_held(void)
+{
+	struct fs_loop *l = held.l;
+	int err;
+
+	if (!held.n)
+		return;
+	if (held.nonblock)
+		device_nonblock(l, 0);
+	err = fs_errno(l->f, sfs_store_commit(l->f->store), "flush");
+	for (unsigned i = 0; i < held.n; i++)
+		fuse_reply_err(held.req[i], err);
+	held.n = held.served = 0;
+}
+
+int fs_hold_begin(fs *f)
+{
+	if (!held.l || held.l != f->loop || held.l->fd_flags < 0)
+		return 0;
+	return sfs_store_hold(f->store, 1) == SFS_OK;
+}
+
+void fs_hold_end(fs *f)
+{
+	sfs_store_hold(f->store, 0);
+}
+
+void fs_hold_answer(fs *f, fuse_req_t req)
+{
+	(void)f;
+	held.req[held.n++] = req;
+	if (held.n == HOLD_MAX)
+		answer_held();
+}
 
 /* Tells the caller the pool is over. Lock held. */
 static void end_pool(struct fs_loop *l, int error)
@@ -94,19 +185,43 @@ static void *worker_main(void *arg)
 	struct fs_loop *l = w->l;
 	int res;
 
+	held.l = l;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
-		while (!l->stop && l->readers)
+		while (!l->stop && l->readers) {
+			if (held.n) { /* another reads: answer first */
+				pthread_mutex_unlock(&l->lock);
+				answer_held();
+				pthread_mutex_lock(&l->lock);
+				continue;
+			}
 			pthread_cond_wait(&l->turn, &l->lock);
+		}
 		if (l->stop || fuse_session_exited(l->se))
 			break;
 		l->readers++;
 		pthread_mutex_unlock(&l->lock);
 
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		res = fuse_session_receive_buf(l->se, &w->buf);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		/* A lone writer waits for its answer: nothing is queued
+		 * (one poll). Else, until the answers go, reads tell. */
+		if (held.n && (++held.served > HOLD_SERVED ||
+		               (!held.nonblock && !queued(l))))
+			answer_held();
+		if (held.n && !held.nonblock && !device_nonblock(l, 1))
+			answer_held(); /* cannot tell: no waiting */
+		if (held.nonblock) {
+			/* Does not block: EAGAIN says nothing is queued. Not a
+			 * cancellation point either: a thread cancelled now
+			 * would leave its writes held. */
+			res = fuse_session_receive_buf(l->se, &w->buf);
+			if (res == -EAGAIN)
+				answer_held();
+		} else {
+			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+			res = fuse_session_receive_buf(l->se, &w->buf);
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		}
 
 		pthread_mutex_lock(&l->lock);
 		l->readers--;
@@ -118,8 +233,14 @@ static void *worker_main(void *arg)
 			end_pool(l, res < 0 ? -res : 0);
 			break;
 		}
-		if (l->hearing)
+		if (l->hearing) {
+			if (held.n) { /* the next reader's reads block */
+				pthread_mutex_unlock(&l->lock);
+				answer_held();
+				pthread_mutex_lock(&l->lock);
+			}
 			pthread_cond_signal(&l->turn); /* take over reading */
+		}
 		pthread_mutex_unlock(&l->lock);
 		fuse_session_process_buf(l->se, &w->buf);
 		pthread_mutex_lock(&l->lock);
@@ -127,6 +248,7 @@ static void *worker_main(void *arg)
 	if (!l->stop && fuse_session_exited(l->se))
 		end_pool(l, 0); /* exited by a request's handler */
 	pthread_mutex_unlock(&l->lock);
+	answer_held(); /* committed, whether or not the answers arrive */
 	return NULL;
 }
 
@@ -174,7 +296,9 @@ static void wait_for_end(struct fs_loop *l, const sigset_t *open)
 
 int fs_loop(fs *f, struct fuse_session *se, unsigned threads)
 {
-	struct fs_loop l = { .se = se, .wake = { -1, -1 } };
+	struct fs_loop l = { .f = f, .se = se, .fd = fuse_session_fd(se),
+	                     .fd_flags = fcntl(fuse_session_fd(se), F_GETFL),
+	                     .wake = { -1, -1 } };
 	struct worker *w = calloc(threads, sizeof(*w));
 	sigset_t ends, open;
 	int err = 0;
