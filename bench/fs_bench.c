@@ -20,7 +20,8 @@
  *       K processes at once, each creating N files of SIZE bytes
  *       (create+write+close) in a directory of its own, DIR/w<i>; prints
  *       "writers <K> <files per second, all writers together>"; then
- *       removes the files (not timed). With PID (the daemon serving DIR)
+ *       removes the files (not timed; kept with FS_BENCH_KEEP set in the
+ *       environment). With PID (the daemon serving DIR)
  *       the line goes on with what the files cost in CPU time while they
  *       were made: "<daemon us/file> <writers us/file> <idle CPUs>", the
  *       daemon's user and system time from /proc/PID/stat, the writers'
@@ -291,6 +292,10 @@ static int cmd_writers(const char *dir, int k, long n, size_t size,
 		printf(" %.1f %.1f %.2f", dcpu,
 		       (tv_us(ru.ru_utime) + tv_us(ru.ru_stime)) / (k * n), idle);
 	printf("\n");
+	if (getenv("FS_BENCH_KEEP")) { /* the caller looks at them */
+		free(buf);
+		return 0;
+	}
 	for (int i = 0; i < k; i++)
 		for (long j = 0; j < n; j++) {
 			snprintf(path, sizeof(path), "%.2000s/f%07ld", sub[i], j);
