@@ -79,9 +79,12 @@ grep -q "q quit" "$T/frame" || fail "the footer"
 
 # a narrow, short window: the least telling columns go, lines fit
 tm resize-window -t top -x 44 -y 14
+# (a capture can catch the screen between clearing and drawing: wait for a
+# whole frame, one with the jobs row, as the wide window does)
 for _ in $(seq 600); do
 	frame=$(tm capture-pane -p -t top)
-	grep -q DEPTH <<<"$frame" || break
+	! grep -q DEPTH <<<"$frame" && grep -Eq '^jobs +4 +2 +1( |$)' <<<"$frame" &&
+		break
 	nap 0.1
 done
 printf '%s\n' "$frame" >"$T/narrow"
