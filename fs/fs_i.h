@@ -295,6 +295,10 @@ struct fs {
 	int readonly;
 	uint64_t max_value;
 	int64_t lease_ms;          /* claims through the mount; 0: the store's */
+	long test_commit_delay_ms; /* tests only: the pause before the commit
+	                              of held FLUSHes
+	                              (STATEFS_TEST_COMMIT_DELAY_MS), so that
+	                              the daemon can be killed in between */
 	long test_deliver_delay_ms; /* tests only: the pause between taking an
 	                              item for a special file and answering
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that

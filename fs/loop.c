@@ -138,6 +138,8 @@ static void answer_held(void)
 		return;
 	if (held.nonblock)
 		device_nonblock(l, 0);
+	for (long ms = 0; ms < l->f->test_commit_delay_ms; ms++)
+		usleep(1000); /* tests: the daemon is killed meanwhile */
 	err = fs_errno(l->f, sfs_store_commit(l->f->store), "flush");
 	for (unsigned i = 0; i < held.n; i++)
 		fuse_reply_err(held.req[i], err);
