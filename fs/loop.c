@@ -42,13 +42,15 @@
  * requests have been served meanwhile (so a stream of other requests
  * cannot keep them waiting). A lone writer waits for its FLUSH's answer,
  * so nothing is queued behind it and it is answered at once, as before.
- * "Nothing queued" is a read of the device made non-blocking while
- * answers are held (O_NONBLOCK on the session's descriptor, which only the
- * one reader reads): it returns EAGAIN instead of a poll() that a
- * request withdrawn by SIGKILL between the poll and the read would make a
- * lie, leaving the held writers waiting on a blocking read. A thread that
- * stops reading (another reads, the pool ends) answers its held ones
- * first.
+ * "Nothing queued" is first a poll() with no wait (a lone writer's case:
+ * one system call), then, once it saw a request, reads of the device made
+ * non-blocking until the answers go (O_NONBLOCK on the session's
+ * descriptor, which only the one reader reads): EAGAIN says the queue is
+ * empty. A blocking read after the poll could wait forever, with the
+ * writers waiting for their answers, if the request it saw was withdrawn
+ * (its process got SIGKILL) before the read. A thread that stops reading
+ * (another reads, the pool ends) answers its held ones first, and one
+ * holding answers is never cancelled (its reads do not block).
  *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
  * pool blocks them, and so do the threads the pool starts (the .wait
