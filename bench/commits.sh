@@ -22,34 +22,17 @@ statefs=${2:-$top/build/mountd/statefs}
 shift $(( $# > 2 ? 2 : $# ))
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
 [ -c /dev/fuse ] || { echo "commits: no /dev/fuse: skipped"; exit 77; }
-w=$(mktemp -d /dev/shm/commits.XXXXXX)
-pid=
-cleanup() {
-  set +e
-  mountpoint -q "$w/m" && fusermount3 -u -z "$w/m"
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
-  rm -rf "$w"
-}
-trap cleanup EXIT
-
-mkdir -p "$w/m"
-HOME=$w XDG_CONFIG_HOME=$w/config XDG_STATE_HOME=$w/state \
-  STATEFS_DB=$w/state.db "$statefs" -f -o plaintext "$@" "$w/m" \
-  2>>"$w/daemon.err" &
-pid=$!
-for _ in $(seq 200); do
-  mountpoint -q "$w/m" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$w/daemon.err" >&2; exit 1; }
-  sleep 0.05
-done
-mountpoint -q "$w/m" || { echo "commits: the mount did not come up" >&2; exit 1; }
+bin=$statefs
+export TMPDIR=/dev/shm # the store in memory: the disk is not measured
+. "$top/bench/mounts.sh"
+mount_one m -o plaintext -o db="$work/state.db" "$@"
 
 ichange() { # the WAL index header's commit counter (little-endian u32)
-  od -An -tu4 -j8 -N4 "$w/state.db-shm" | tr -d ' '
+  od -An -tu4 -j8 -N4 "$work/state.db-shm" | tr -d ' '
 }
 
 for k in 1 2 4 8; do
-  d=$w/m/k$k # a scope; the writers' directories are namespaces
+  d=$work/m/k$k # a scope; the writers' directories are namespaces
   for i in $(seq 0 $((k - 1))); do mkdir -p "$d/w$i"; done # not counted
   c0=$(ichange)
   line=$(FS_BENCH_KEEP=1 "$fsb" writers "$d" "$k" "$n" 100)

@@ -1,5 +1,5 @@
 # mounts.sh - sourced by the benchmarks that mount statefs (crypt_mount.sh,
-# values.sh): a private $work for stores, keys and mountpoints, daemons
+# values.sh, offcpu.sh, switches.sh, commits.sh): a private $work for stores, keys and mountpoints, daemons
 # started in the foreground, and a cleanup on every exit that unmounts and
 # reaps them and removes $work (and the directories in $also_remove).
 # Needs: bin (the daemon). Provides: work, mount_one NAME [OPTIONS...]

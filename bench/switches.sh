@@ -21,27 +21,11 @@ statefs=${2:-$top/build/mountd/statefs}
 shift $(( $# > 2 ? 2 : $# ))
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
 [ -c /dev/fuse ] || { echo "switches: no /dev/fuse: skipped"; exit 77; }
-w=$(mktemp -d /dev/shm/switches.XXXXXX)
-pid=
-cleanup() {
-  set +e
-  mountpoint -q "$w/m" && fusermount3 -u -z "$w/m"
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
-  rm -rf "$w"
-}
-trap cleanup EXIT
-
-mkdir -p "$w/m"
-HOME=$w XDG_CONFIG_HOME=$w/config XDG_STATE_HOME=$w/state \
-  STATEFS_DB=$w/state.db "$statefs" -f -o plaintext "$@" "$w/m" \
-  2>>"$w/daemon.err" &
-pid=$!
-for _ in $(seq 200); do
-  mountpoint -q "$w/m" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$w/daemon.err" >&2; exit 1; }
-  sleep 0.05
-done
-mountpoint -q "$w/m" || { echo "switches: the mount did not come up" >&2; exit 1; }
+bin=$statefs
+export TMPDIR=/dev/shm # the store in memory: the disk is not measured
+. "$top/bench/mounts.sh"
+mount_one m -o plaintext -o db="$work/state.db" "$@"
+pid=${pids[-1]}
 
 switches() { # prints "voluntary involuntary", summed over the threads
   cat /proc/"$pid"/task/*/status 2>/dev/null | awk '
@@ -50,10 +34,10 @@ switches() { # prints "voluntary involuntary", summed over the threads
     END { print v + 0, i + 0 }'
 }
 
-mkdir -p "$w/m/bench/small"
-"$fsb" ops "$w/m/bench/small" 200 100 1 >/dev/null # warm: caches, WAL
+mkdir -p "$work/m/bench/small"
+"$fsb" ops "$work/m/bench/small" 200 100 1 >/dev/null # warm: caches, WAL
 read -r v0 i0 < <(switches)
-"$fsb" ops "$w/m/bench/small" "$n" 100 1 | tr '\n' ' '
+"$fsb" ops "$work/m/bench/small" "$n" 100 1 | tr '\n' ' '
 echo
 read -r v1 i1 < <(switches)
 awk -v v=$((v1 - v0)) -v i=$((i1 - i0)) -v n="$n" 'BEGIN {

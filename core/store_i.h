@@ -90,26 +90,20 @@ static inline void store_unlock(sfs_store *s)
 			return c_;                                         \
 	} while (0)
 
-/* Calls one backend entry under the handle's lock and returns its status
- * from the calling function. */
-#define CALL(s, expr)                                                      \
+/* Calls one backend entry under the handle's lock, taken by lock
+ * (store_lock or store_lock_peek), and returns its status from the calling
+ * function. */
+#define CALL_LOCKED(lock, s, expr)                                         \
 	do {                                                               \
 		int r_;                                                    \
-		store_lock(s);                                             \
+		lock(s);                                                   \
 		r_ = (expr);                                               \
 		store_unlock(s);                                           \
 		return r_;                                                 \
 	} while (0)
-
+#define CALL(s, expr) CALL_LOCKED(store_lock, s, expr)
 /* CALL for a one-statement read (store_lock_peek). */
-#define CALL_PEEK(s, expr)                                                 \
-	do {                                                               \
-		int r_;                                                    \
-		store_lock_peek(s);                                        \
-		r_ = (expr);                                               \
-		store_unlock(s);                                           \
-		return r_;                                                 \
-	} while (0)
+#define CALL_PEEK(s, expr) CALL_LOCKED(store_lock_peek, s, expr)
 
 /* CALL for a delete: one that failed on a full disk is tried once more
  * after the backend gave back its reserve, so that deleting is how a user
