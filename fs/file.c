@@ -979,30 +979,29 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
 	pid_t pid = fuse_req_ctx(req)->pid;
-	int err = 0, held = 0;
+	int err = 0, held = 0, work;
+	fs_close_kind kind;
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
-	switch (has_work(h) ? fs_caller_close(f->procs, pid, h->opener,
-	                                      fs_node_writers(f, h->node) > 1,
-	                                      h->node->ino)
-	                    : FS_CLOSE_UNKNOWN) {
+	work = has_work(h);
+	kind = work ? fs_caller_close(f->procs, pid, h->opener,
+	                              fs_node_writers(f, h->node) > 1,
+	                              h->node->ino)
+	            : FS_CLOSE_UNKNOWN;
+	switch (kind) {
 	case FS_CLOSE_KILLED:
 		cancel(f, h, pid);
 		break;
 	case FS_CLOSE_HELD:
 		break;
-	case FS_CLOSE_LAST:
-		held = fs_hold_begin(f);
-		err = commit(f, h, 1, "flush");
-		break;
 	default:
-		held = fs_hold_begin(f);
-		err = commit(f, h, 0, "flush");
+		held = work && fs_hold_begin(f);
+		err = commit(f, h, kind == FS_CLOSE_LAST, "flush");
+		if (held)
+			fs_hold_end(f);
 		break;
 	}
-	if (held)
-		fs_hold_end(f);
 	pthread_mutex_unlock(&h->lock);
 	if (held && !err)
 		fs_hold_answer(f, req); /* answered once it is committed */
