@@ -50,7 +50,11 @@
  * writers waiting for their answers, if the request it saw was withdrawn
  * (its process got SIGKILL) before the read. A thread that stops reading
  * (another reads, the pool ends) answers its held ones first, and one
- * holding answers is never cancelled (its reads do not block).
+ * holding answers is never cancelled (its reads do not block). A thread
+ * woken to read meanwhile (fs_hear_begin) finds the device non-blocking
+ * and waits in poll() instead of read(), until a request comes or the
+ * holder, seeing a reader, answers its FLUSHes and makes reads block
+ * again.
  *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
  * pool blocks them, and so do the threads the pool starts (the .wait
@@ -224,6 +228,15 @@ static void *worker_main(void *arg)
 		} else {
 			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 			res = fuse_session_receive_buf(l->se, &w->buf);
+			if (res == -EAGAIN) {
+				/* Another thread holds answers (it set
+				 * O_NONBLOCK): wait for a request rather
+				 * than spin until it answers them. */
+				struct pollfd p = { .fd = l->fd,
+				                    .events = POLLIN };
+
+				poll(&p, 1, -1);
+			}
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		}
 
