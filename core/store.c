@@ -386,8 +386,6 @@ int sfs_store_commit(sfs_store *s)
 	r = holder.status;
 	if (r != SFS_OK)
 		sfs_err(r, "%s", holder.detail);
-	else
-		sfs_err_clear();
 	holder.status = SFS_OK;
 	holder.pending = 0;
 	store_unlock(s);

@@ -125,12 +125,13 @@ static int device_nonblock(struct fs_loop *l, int on)
 	return 1;
 }
 
-/* Whether a request (or the device's end) is waiting to be read. */
-static int queued(struct fs_loop *l)
+/* Waits up to timeout ms (-1: no limit) for a request (or the device's
+ * end) to be there to read; poll()'s result. */
+static int device_wait(struct fs_loop *l, int timeout)
 {
 	struct pollfd p = { .fd = l->fd, .events = POLLIN };
 
-	return poll(&p, 1, 0) != 0;
+	return poll(&p, 1, timeout);
 }
 
 /* Commits the held writes and answers every held FLUSH with the outcome;
@@ -150,6 +151,16 @@ static void answer_held(void)
 	for (unsigned i = 0; i < held.n; i++)
 		fuse_reply_err(held.req[i], err);
 	held.n = held.served = 0;
+}
+
+/* answer_held from a thread holding the pool's lock. */
+static void answer_held_locked(struct fs_loop *l)
+{
+	if (!held.n)
+		return;
+	pthread_mutex_unlock(&l->lock);
+	answer_held();
+	pthread_mutex_lock(&l->lock);
 }
 
 int fs_hold_begin(fs *f)
@@ -199,9 +210,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		while (!l->stop && l->readers) {
 			if (held.n) { /* another reads: answer first */
-				pthread_mutex_unlock(&l->lock);
-				answer_held();
-				pthread_mutex_lock(&l->lock);
+				answer_held_locked(l);
 				continue;
 			}
 			pthread_cond_wait(&l->turn, &l->lock);
@@ -214,7 +223,7 @@ static void *worker_main(void *arg)
 		/* A lone writer waits for its answer: nothing is queued
 		 * (one poll). Else, until the answers go, reads tell. */
 		if (held.n && (++held.served > HOLD_SERVED ||
-		               (!held.nonblock && !queued(l))))
+		               (!held.nonblock && device_wait(l, 0) == 0)))
 			answer_held();
 		if (held.n && !held.nonblock && !device_nonblock(l, 1))
 			answer_held(); /* cannot tell: no waiting */
@@ -228,15 +237,10 @@ static void *worker_main(void *arg)
 		} else {
 			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 			res = fuse_session_receive_buf(l->se, &w->buf);
-			if (res == -EAGAIN) {
-				/* Another thread holds answers (it set
-				 * O_NONBLOCK): wait for a request rather
-				 * than spin until it answers them. */
-				struct pollfd p = { .fd = l->fd,
-				                    .events = POLLIN };
-
-				poll(&p, 1, -1);
-			}
+			if (res == -EAGAIN) /* another thread holds
+			                       answers (it set O_NONBLOCK):
+			                       wait, do not spin */
+				device_wait(l, -1);
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		}
 
@@ -251,11 +255,7 @@ static void *worker_main(void *arg)
 			break;
 		}
 		if (l->hearing) {
-			if (held.n) { /* the next reader's reads block */
-				pthread_mutex_unlock(&l->lock);
-				answer_held();
-				pthread_mutex_lock(&l->lock);
-			}
+			answer_held_locked(l); /* then the next reader blocks */
 			pthread_cond_signal(&l->turn); /* take over reading */
 		}
 		pthread_mutex_unlock(&l->lock);
