@@ -284,6 +284,13 @@ enum {
 	SFS_OPEN_ENV = 1u << 5,       /* the tools' rules (below): look in the
 	                                 environment and the default files for
 	                                 what cfg leaves NULL */
+	SFS_OPEN_WAL_THREAD = 1u << 6, /* SQLite, read-write: the write-ahead
+	                                 log is checkpointed by a thread of the
+	                                 handle's, with a connection of its own,
+	                                 instead of inside the commit that fills
+	                                 it (copies and fsyncs: milliseconds);
+	                                 for a long-lived writer such as the
+	                                 daemon. Durability is unchanged. */
 };
 
 #define SFS_DEFAULT_MAX_VALUE (64u * 1024 * 1024)

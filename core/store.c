@@ -415,7 +415,8 @@ const sfs_backend_ops *be_for(const char *db)
 
 #define KNOWN_FLAGS (SFS_OPEN_CREATE | SFS_OPEN_READONLY | \
                      SFS_OPEN_PLAINTEXT | SFS_OPEN_EXCL | \
-                     SFS_OPEN_NORECOVER | SFS_OPEN_ENV)
+                     SFS_OPEN_NORECOVER | SFS_OPEN_ENV | \
+                     SFS_OPEN_WAL_THREAD)
 
 static int check_cfg(const sfs_config *c)
 {

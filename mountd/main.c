@@ -52,7 +52,10 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = o->db;
 	cfg.keyfile = o->keyfile;
-	cfg.flags = SFS_OPEN_ENV | (o->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
+	/* SFS_OPEN_WAL_THREAD: a request never waits for a checkpoint's
+	 * fsyncs (docs/performance.md). */
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_WAL_THREAD |
+	            (o->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
 	            (o->ro ? SFS_OPEN_READONLY : SFS_OPEN_CREATE);
 	cfg.max_value = o->max_value;
 	cfg.lease_ms = o->lease_ms;

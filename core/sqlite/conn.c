@@ -714,7 +714,8 @@ static void set_short(sfs_backend *b, int on)
 	b->short_of_space = on;
 	sqlite3_exec(b->db, on ? "PRAGMA secure_delete=FAST" :
 	             "PRAGMA secure_delete=ON", NULL, NULL, NULL);
-	sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
+	if (!b->ckpt) /* else its hook looks at short_of_space */
+		sqlite3_wal_autocheckpoint(b->db, on ? 0 : 1000);
 }
 
 static int sqlb_free_reserve(sfs_backend *b)
@@ -744,6 +745,7 @@ void sqlb_close(sfs_backend *b)
 {
 	if (!b)
 		return;
+	sqlb_ckpt_stop(b);
 	if (b->db) {
 		sqlb_untime_close(b);
 		qstat_close(b);
@@ -813,6 +815,8 @@ static int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
 		goto fail;
 	if (!b->memory && !b->readonly)
 		reserve_take(b);
+	if (!b->memory && !b->readonly && (cfg->flags & SFS_OPEN_WAL_THREAD))
+		sqlb_ckpt_start(b, vfsname, cfg->busy_timeout_ms);
 	*out = b;
 	return SFS_OK;
 fail:

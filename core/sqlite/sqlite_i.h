@@ -161,8 +161,25 @@ struct sfs_backend {
 	struct untimed *untimed;   /* deleted keys whose time rows are to go
 	                            * (kv.c); NULL until the first delete */
 	qstat *qstats;             /* stats.c; NULL until first used */
+	struct sqlb_ckpt *ckpt;    /* ckpt.c; NULL without the flag */
 	sqlite3_stmt *st[ST_MAX];
 };
+
+/* --- ckpt.c ------------------------------------------------------ */
+
+typedef struct sqlb_ckpt sqlb_ckpt;
+
+/* SFS_OPEN_WAL_THREAD: a connection of its own to b's store, opened
+ * through vfs (NULL: the default), and a thread that checkpoints the log
+ * on it; b's automatic checkpoint is replaced. On any failure it logs and
+ * leaves b as it was. */
+void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms);
+/* Stops the thread and closes its connection; b checkpoints itself again.
+ * Nothing without a thread. */
+void sqlb_ckpt_stop(sfs_backend *b);
+/* The thread's rounds and the writer's own checkpoints so far (b has a
+ * thread). */
+void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer);
 
 /* --- conn.c ------------------------------------------------------ */
 

@@ -550,6 +550,13 @@ int sqlb_info_tx(sfs_backend *b, sfs_info *out)
 	fact(out, "page_count", page_count);
 	fact(out, "file_size", file);
 	fact(out, "wal_size", wal);
+	if (b->ckpt) {
+		uint64_t rounds, writer;
+
+		sqlb_ckpt_counts(b, &rounds, &writer);
+		fact(out, "wal_checkpoints_thread", rounds);
+		fact(out, "wal_checkpoints_writer", writer);
+	}
 	return SFS_OK;
 }
 

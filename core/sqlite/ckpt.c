@@ -1,0 +1,225 @@
+/*
+ * ckpt.c - WAL checkpoints off the commit path (SFS_OPEN_WAL_THREAD;
+ * docs/engine.md, "Checkpoints off the commit path").
+ *
+ * SQLite's automatic checkpoint runs inside the commit that takes the log
+ * past 1,000 pages: that commit copies the log's pages into the store file
+ * and, with synchronous=NORMAL, fsyncs the log before and the store file
+ * after. On this project's disks that is 10-12 ms, in one request every
+ * ~250 creates through the mount (docs/performance.md, "Checkpoints off
+ * the commit path"), which is a third of what a create costs on average.
+ *
+ * With the flag, the store opens a second connection and a thread that
+ * owns it, and replaces the automatic checkpoint with a WAL hook (called
+ * in the writer's thread after each of its commits, with the log's length
+ * in frames):
+ *  - at CKPT_PAGES frames, the hook asks the thread for a round: a PASSIVE
+ *    checkpoint, which copies every frame no reader still needs and does
+ *    the fsyncs, while the writer goes on committing;
+ *  - at the writer's first commit after the round, the hook checkpoints
+ *    on the writer's own connection: what was appended during the round,
+ *    a few pages and two short fsyncs. That leaves the log fully copied,
+ *    so the next write starts it over from its beginning (a PASSIVE round
+ *    alone never gets there under steady writes: frames keep coming while
+ *    it runs);
+ *  - past CKPT_LIMIT frames the writer waits for the round it asked for
+ *    before it finishes: the log stays bounded however the threads are
+ *    scheduled.
+ * Neither side waits on a lock: a PASSIVE checkpoint that finds another
+ * (another process's) running returns SQLITE_BUSY, which is no failure.
+ * While the store is short of space no checkpoint runs, as without the
+ * flag (conn.c, "a full disk").
+ *
+ * The thread blocks every signal, and stops and closes its connection
+ * (without the checkpoint a last close makes) before the store's own.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "sqlite_i.h"
+
+#define CKPT_PAGES 1000  /* SQLite's automatic checkpoint's threshold */
+#define CKPT_LIMIT 4000  /* the writer waits for the round past this */
+
+struct sqlb_ckpt {
+	sqlite3 *db;            /* the thread's connection */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* the thread waits for want; a writer past
+	                           CKPT_LIMIT for the round's end */
+	int want;               /* a round is asked for */
+	int running;            /* a round is under way */
+	int stop;
+	int logged;             /* a failure has been logged */
+	uint64_t rounds;        /* rounds the thread finished */
+	uint64_t seen;          /* rounds the writer has finished after */
+	uint64_t writer;        /* the writer's own checkpoints */
+};
+
+/* Logs a checkpoint's failure once per store: it loses nothing (the log
+ * keeps every frame), and the next round tries again. */
+static void ckpt_failed(sqlb_ckpt *c, sqlite3 *db, int rc)
+{
+	int first;
+
+	if (rc == SQLITE_OK || rc == SQLITE_BUSY)
+		return;
+	pthread_mutex_lock(&c->mu);
+	first = !c->logged;
+	c->logged = 1;
+	pthread_mutex_unlock(&c->mu);
+	if (first)
+		sfs_log(LOG_WARNING, "%s: a WAL checkpoint failed: %s (the log "
+		        "keeps every commit; checkpoints go on being tried)",
+		        sqlite3_db_filename(db, "main"), sqlite3_errmsg(db));
+}
+
+static void *ckpt_main(void *arg)
+{
+	sqlb_ckpt *c = arg;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->want && !c->stop)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->stop)
+			break;
+		c->want = 0;
+		c->running = 1;
+		pthread_mutex_unlock(&c->mu);
+		rc = sqlite3_wal_checkpoint_v2(c->db, "main",
+		                               SQLITE_CHECKPOINT_PASSIVE, NULL,
+		                               NULL);
+		ckpt_failed(c, c->db, rc);
+		pthread_mutex_lock(&c->mu);
+		c->running = 0;
+		c->rounds++;
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* The WAL hook of the store's connection (see above). */
+static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	sfs_backend *b = arg;
+	sqlb_ckpt *c = b->ckpt;
+	int finish = 0;
+
+	if (b->short_of_space || frames < CKPT_PAGES)
+		return SQLITE_OK;
+	pthread_mutex_lock(&c->mu);
+	if (!c->want && !c->running && c->rounds == c->seen) {
+		c->want = 1;
+		pthread_cond_broadcast(&c->cv);
+	}
+	while (frames >= CKPT_LIMIT && (c->want || c->running) && !c->stop)
+		pthread_cond_wait(&c->cv, &c->mu);
+	if (!c->want && !c->running && c->rounds != c->seen) {
+		c->seen = c->rounds;
+		c->writer++;
+		finish = 1;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (finish)
+		ckpt_failed(c, db, sqlite3_wal_checkpoint_v2(
+		                db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL));
+	return SQLITE_OK;
+}
+
+/* Opens the thread's connection: no schema, no writes; a first read opens
+ * the log, which a checkpoint needs. */
+static int ckpt_connect(sqlb_ckpt *c, const char *path, const char *vfs,
+                        int busy_ms)
+{
+	int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE |
+	                         SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+	                         vfs);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+		                       1, (int *)NULL);
+	if (rc == SQLITE_OK && crypt_db_setup(c->db) != SFS_OK)
+		rc = SQLITE_ERROR;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(c->db, busy_ms);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL;"
+		                  "SELECT count(*) FROM sqlite_schema;", NULL,
+		                  NULL, NULL);
+	return rc;
+}
+
+void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
+{
+	sqlb_ckpt *c = calloc(1, sizeof(*c));
+	sigset_t all, old;
+	int rc;
+
+	if (!c) {
+		sfs_log(LOG_WARNING, "%s: no memory for the checkpoint thread; "
+		        "commits checkpoint the log themselves", b->path);
+		return;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	rc = ckpt_connect(c, b->path, vfs, busy_ms);
+	if (rc != SQLITE_OK) {
+		sfs_log(LOG_WARNING, "%s: cannot open the checkpoint thread's "
+		        "connection (%s); commits checkpoint the log themselves",
+		        b->path, c->db ? sqlite3_errmsg(c->db) :
+		                         sqlite3_errstr(rc));
+		goto fail;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&c->thread, NULL, ckpt_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		sfs_log(LOG_WARNING, "%s: cannot start the checkpoint thread; "
+		        "commits checkpoint the log themselves", b->path);
+		goto fail;
+	}
+	b->ckpt = c;
+	sqlite3_wal_hook(b->db, ckpt_hook, b); /* in place of the automatic
+	                                          checkpoint */
+	return;
+fail:
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+void sqlb_ckpt_stop(sfs_backend *b)
+{
+	sqlb_ckpt *c = b->ckpt;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	/* The hook goes (a commit before the close checkpoints itself). */
+	sqlite3_wal_autocheckpoint(b->db, b->short_of_space ? 0 : CKPT_PAGES);
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	b->ckpt = NULL;
+}
+
+void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer)
+{
+	sqlb_ckpt *c = b->ckpt;
+
+	pthread_mutex_lock(&c->mu);
+	*rounds = c->rounds;
+	*writer = c->writer;
+	pthread_mutex_unlock(&c->mu);
+}

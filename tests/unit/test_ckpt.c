@@ -1,0 +1,184 @@
+/*
+ * test_ckpt.c - SFS_OPEN_WAL_THREAD (core/sqlite/ckpt.c): the write-ahead
+ * log checkpointed by a thread of the handle's instead of inside commits.
+ *
+ * What it checks holds under any schedule: a writer that goes past the
+ * limit waits for the thread's round and finishes the checkpoint itself,
+ * so however the threads run, the log file never grows past the limit
+ * plus one commit's frames; both kinds of checkpoint are counted
+ * (sfs_store_info's facts); and every value written is there after the
+ * handle is closed (stopping the thread, maybe mid-round) and the store
+ * reopened, and again after a reopen without the flag. It runs on
+ * plaintext and encrypted stores (the thread's connection goes through
+ * the same encrypting VFS); PostgreSQL stores have no log of ours and
+ * accept the flag as a no-op.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fixture.h"
+
+#define VALUES 2500
+#define VALUE_BYTES 6000   /* two pages and more: overflow pages */
+#define LIMIT_FRAMES 4000  /* ckpt.c's CKPT_LIMIT */
+#define COMMIT_FRAMES 16   /* more than one put's pages, with splits */
+#define FRAME_BYTES (4096 + 24)
+
+static void value_of(int i, char *v)
+{
+	memset(v, 'a' + i % 26, VALUE_BYTES);
+	snprintf(v, 16, "%08d", i);
+}
+
+static uint64_t fact(sfs_store *s, const char *name, int *found)
+{
+	sfs_info in;
+
+	OK(sfs_store_info(s, &in));
+	for (size_t i = 0; i < in.nfacts; i++)
+		if (strcmp(in.facts[i].name, name) == 0) {
+			*found = 1;
+			return in.facts[i].value;
+		}
+	*found = 0;
+	return 0;
+}
+
+static void check_all(sfs_store *s, char *want)
+{
+	char key[16];
+
+	for (int i = 0; i < VALUES; i++) {
+		sfs_buf got = { NULL, 0 };
+
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, want);
+		OK(sfs_kv_get(s, S("sc"), S("ns"), S(key), &got));
+		assert_int_equal(got.len, VALUE_BYTES);
+		assert_memory_equal(got.ptr, want, VALUE_BYTES);
+		sfs_buf_free(&got);
+	}
+}
+
+static void test_log_bounded(void **state)
+{
+	tfx *t = *state;
+	char *v = malloc(VALUE_BYTES), key[16], wal[400];
+	sfs_store *s;
+	struct stat sb;
+	uint64_t max_wal = 0, rounds, writer;
+	int found;
+
+	tfx_sqlite_only("the write-ahead log is SQLite's");
+	assert_non_null(v);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	for (int i = 0; i < VALUES; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, v);
+		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
+		              sfs_bytes(v, VALUE_BYTES)));
+		if (stat(wal, &sb) == 0 && (uint64_t)sb.st_size > max_wal)
+			max_wal = (uint64_t)sb.st_size;
+	}
+	/* Without checkpoints the log would hold every page written:
+	 * 2,500 values of two pages and more. */
+	assert_true(max_wal > 0);
+	assert_true(max_wal <= 32 + (uint64_t)(LIMIT_FRAMES + COMMIT_FRAMES) *
+	                            FRAME_BYTES);
+	rounds = fact(s, "wal_checkpoints_thread", &found);
+	assert_true(found);
+	writer = fact(s, "wal_checkpoints_writer", &found);
+	assert_true(found);
+	/* The writer waited for a round at the limit at least, and finished
+	 * after each round it saw end. */
+	assert_true(rounds >= 1);
+	assert_true(writer >= 1);
+	assert_true(writer <= rounds);
+	check_all(s, v);
+	sfs_store_close(s);
+
+	/* Reopened with and without the thread: nothing was lost. */
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
+	check_all(s, v);
+	sfs_store_close(s);
+	OK(tfx_open(t->path, 0, &t->s));
+	check_all(t->s, v);
+	fact(t->s, "wal_checkpoints_thread", &found);
+	assert_false(found); /* no thread, no count */
+	free(v);
+}
+
+/* Closing right after a burst of writes stops the thread wherever it is
+ * (it may be in a round) and loses nothing; a read-only handle starts no
+ * thread. */
+static void test_close_at_once(void **state)
+{
+	tfx *t = *state;
+	char *v = malloc(VALUE_BYTES), key[16];
+	sfs_store *s;
+	int found;
+
+	tfx_sqlite_only("the write-ahead log is SQLite's");
+	assert_non_null(v);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	for (int round = 0; round < 3; round++) {
+		OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
+		for (int i = round * VALUES / 3; i < (round + 1) * VALUES / 3;
+		     i++) {
+			snprintf(key, sizeof(key), "k%05d", i);
+			value_of(i, v);
+			OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
+			              sfs_bytes(v, VALUE_BYTES)));
+		}
+		sfs_store_close(s);
+	}
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD | SFS_OPEN_READONLY, &s));
+	fact(s, "wal_checkpoints_thread", &found);
+	assert_false(found);
+	for (int i = 0; i < VALUES / 3 * 3; i++) {
+		sfs_buf got = { NULL, 0 };
+
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, v);
+		OK(sfs_kv_get(s, S("sc"), S("ns"), S(key), &got));
+		assert_memory_equal(got.ptr, v, VALUE_BYTES);
+		sfs_buf_free(&got);
+	}
+	sfs_store_close(s);
+	OK(tfx_open(t->path, 0, &t->s));
+	free(v);
+}
+
+/* The flag on a PostgreSQL store: accepted, nothing changes. */
+static void test_flag_accepted(void **state)
+{
+	tfx *t = *state;
+	sfs_store *s;
+	sfs_buf got = { NULL, 0 };
+
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
+	OK(sfs_kv_put(s, S("sc"), S("ns"), S("k"), S("v")));
+	OK(sfs_kv_get(s, S("sc"), S("ns"), S("k"), &got));
+	tfx_buf(&got, "v");
+	sfs_buf_free(&got);
+	sfs_store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_log_bounded, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_close_at_once, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_flag_accepted, tfx_setup,
+		                                tfx_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
