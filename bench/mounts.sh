@@ -1,4 +1,4 @@
-# mounts.sh - sourced by the benchmarks that mount statefs (crypt_mount.sh,
+# mounts.sh - sourced by the benchmarks that mount statefs (crypt_mount.sh, mount_ab.sh,
 # values.sh, offcpu.sh, switches.sh, commits.sh): a private $work for stores, keys and mountpoints, daemons
 # started in the foreground, and a cleanup on every exit that unmounts and
 # reaps them and removes $work (and the directories in $also_remove).

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# mount_ab.sh - two (or more) builds of the daemon side by side, with the
+# FUSE floor (passthrough_ll) measured in the same rounds: each round runs
+# `fs_bench ops` (create+write+close, read, readdir, unlink of N files) on
+# every mount in turn, so that load on the shared machine falls on all of
+# them alike. Printed per operation and mount: the median time per file,
+# and the median over rounds of the floor's time over the mount's (the
+# ratio fs_bench.sh prints) and of the first daemon's time over this one's
+# (above 1: faster than the first). Paired by round, these ratios hold up
+# where the absolute times move by a third between rounds.
+#
+# Usage: bench/mount_ab.sh ROUNDS N NAME=STATEFS[,plaintext] ...
+#   e.g. bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
+#        new=build/mountd/statefs,plaintext
+# Environment: TMPDIR, where the stores and the floor's files live
+#   (default /dev/shm, memory, as fs_bench.sh; a directory on disk
+#   measures the disk's fsyncs too); FS_BENCH (the fs_bench program),
+#   PASSTHROUGH_LL.
+# Measures and prints; asserts nothing. Exit 0, 1, 77 without /dev/fuse.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -ge 3 ] || { sed -n 12,15p "$0" >&2; exit 1; }
+rounds=$1 n=$2
+shift 2
+fsb=${FS_BENCH:-$top/build/bench/fs_bench}
+ptll=${PASSTHROUGH_LL:-$top/build/bench/passthrough_ll}
+[ -c /dev/fuse ] || { echo "mount_ab: no /dev/fuse: skipped"; exit 77; }
+export TMPDIR=${TMPDIR:-/dev/shm}
+bin=$ptll # mounts.sh starts "$bin -f OPTIONS... MOUNTPOINT"
+. "$top/bench/mounts.sh"
+
+names=(floor)
+declare -A dir res
+mkdir -p "$work/src"
+mount_one floor -o source="$work/src"
+dir[floor]=$work/floor
+for spec in "$@"; do
+  name=${spec%%=*} rest=${spec#*=}
+  bin=${rest%%,*}
+  opts=(-o db="$work/$name.db")
+  [ "$rest" != "${rest%,plaintext}" ] && opts+=(-o plaintext)
+  mount_one "$name" "${opts[@]}"
+  mkdir -p "$work/$name/bench/small"
+  dir[$name]=$work/$name/bench/small
+  names+=("$name")
+done
+
+for _ in $(seq "$rounds"); do
+  for name in "${names[@]}"; do
+    while read -r op t; do
+      res[$name.$op]="${res[$name.$op]:-} $t"
+    done < <("$fsb" ops "${dir[$name]}" "$n" 100 1)
+  done
+done
+
+median() { # numbers...
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+ratios() { # base times, these times (same rounds): base/this per round
+  paste -d' ' <(tr ' ' '\n' <<<"$1" | sed '/^$/d') \
+              <(tr ' ' '\n' <<<"$2" | sed '/^$/d') |
+    awk '{ printf "%.4f\n", $1 / $2 }'
+}
+
+first=${names[1]}
+echo "mount_ab: $rounds rounds of $n files, stores in $TMPDIR, $(nproc) CPUs"
+printf '%-8s %-10s %10s %9s %9s\n' operation mount "us/file" "floor/x" \
+  "$first/x"
+for op in create read readdir unlink; do
+  for name in "${names[@]}"; do
+    printf '%-8s %-10s %10.1f %9.2f %9.2f\n' "$op" "$name" \
+      "$(median ${res[$name.$op]})" \
+      "$(median $(ratios "${res[floor.$op]}" "${res[$name.$op]}"))" \
+      "$(median $(ratios "${res[$first.$op]}" "${res[$name.$op]}"))"
+  done
+done
