@@ -65,13 +65,14 @@ static void check_all(sfs_store *s, char *want)
 static void test_log_bounded(void **state)
 {
 	tfx *t = *state;
-	char *v = malloc(VALUE_BYTES), key[16], wal[400];
+	char *v, key[16], wal[400];
 	sfs_store *s;
 	struct stat sb;
 	uint64_t max_wal = 0, rounds, writer;
 	int found;
 
 	tfx_sqlite_only("the write-ahead log is SQLite's");
+	v = malloc(VALUE_BYTES);
 	assert_non_null(v);
 	sfs_store_close(t->s);
 	t->s = NULL;
@@ -119,11 +120,12 @@ static void test_log_bounded(void **state)
 static void test_close_at_once(void **state)
 {
 	tfx *t = *state;
-	char *v = malloc(VALUE_BYTES), key[16];
+	char *v, key[16];
 	sfs_store *s;
 	int found;
 
 	tfx_sqlite_only("the write-ahead log is SQLite's");
+	v = malloc(VALUE_BYTES); /* after the skip, which jumps out */
 	assert_non_null(v);
 	sfs_store_close(t->s);
 	t->s = NULL;
