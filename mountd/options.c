@@ -115,6 +115,8 @@ static int parse_unsigned(const char *s, int base, unsigned long lo,
 	char *end;
 	unsigned long v;
 
+	if (*s < '0' || *s > '9')
+		return -1; /* strtoul would take " 3", "+3" and "-1" */
 	errno = 0;
 	v = strtoul(s, &end, base);
 	if (errno || end == s || *end || v < lo || v > hi)

@@ -31,12 +31,17 @@ grep -q 'allow_other' <<<"$help" || fail "-h lists the FUSE options"
 grep -q '^statefs [0-9]' <<<"$("$bin" -V)" || fail "-V"
 for args in "" "-o plaintext,keyfile=/k $mnt" "-o max_value=12Q $mnt" \
             "-o max_value=0 $mnt" "a b c" "-o db=/a /b $mnt" \
-            "-o threads=0 $mnt" "-o threads=65 $mnt" "-o threads=two $mnt"; do
+            "-o threads=0 $mnt" "-o threads=65 $mnt" "-o threads=two $mnt" \
+            "-o threads=+3 $mnt" "-o umask=+22 $mnt"; do
   rc=0
   out=$("$bin" $args 2>&1) || rc=$?
   expect_eq "$rc" 1 "exit of statefs $args"
   [[ $out == *"see -h"* ]] || fail "no 'see -h' for '$args': $out"
 done
+rc=0
+out=$("$bin" -o "threads= 3" "$mnt" 2>&1) || rc=$?
+expect_eq "$rc" 1 "exit of statefs -o 'threads= 3'"
+[[ $out == *"not a number of threads"* ]] || fail "no sentence for 'threads= 3': $out"
 rc=0
 out=$("$bin" -f -o key=SECRETKEYVALUE "$mnt" 2>&1) || rc=$?
 expect_eq "$rc" 1 "-o key= is refused"
