@@ -24,7 +24,12 @@
  *    it runs);
  *  - past CKPT_LIMIT frames the writer waits for the round it asked for
  *    before it finishes: the log stays bounded however the threads are
- *    scheduled.
+ *    scheduled;
+ *  - when the finish cannot copy everything (a reader, maybe another
+ *    process's, still reads an old snapshot), the log cannot start over
+ *    until the reader lets go, and the next round is asked for a round's
+ *    worth of frames later (with the limit moved as far), not at every
+ *    commit.
  * Neither side waits on a lock: a PASSIVE checkpoint that finds another
  * (another process's) running returns SQLITE_BUSY, which is no failure.
  * While the store is short of space no checkpoint runs, as without the
@@ -55,6 +60,9 @@ struct sqlb_ckpt {
 	uint64_t rounds;        /* rounds the thread finished */
 	uint64_t seen;          /* rounds the writer has finished after */
 	uint64_t writer;        /* the writer's own checkpoints */
+	int from;               /* the log's length at which the next round
+	                           is asked for (the writer's own) */
+	int last;               /* the log's length at its previous commit */
 };
 
 /* Logs a checkpoint's failure once per store: it loses nothing (the log
@@ -109,14 +117,18 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	sqlb_ckpt *c = b->ckpt;
 	int finish = 0;
 
-	if (b->short_of_space || frames < CKPT_PAGES)
+	if (frames < c->last) /* the log started over */
+		c->from = CKPT_PAGES;
+	c->last = frames;
+	if (b->short_of_space || frames < c->from)
 		return SQLITE_OK;
 	pthread_mutex_lock(&c->mu);
 	if (!c->want && !c->running && c->rounds == c->seen) {
 		c->want = 1;
 		pthread_cond_broadcast(&c->cv);
 	}
-	while (frames >= CKPT_LIMIT && (c->want || c->running) && !c->stop)
+	while (frames >= c->from + (CKPT_LIMIT - CKPT_PAGES) &&
+	       (c->want || c->running) && !c->stop)
 		pthread_cond_wait(&c->cv, &c->mu);
 	if (!c->want && !c->running && c->rounds != c->seen) {
 		c->seen = c->rounds;
@@ -124,9 +136,21 @@ static int ckpt_hook(void *arg, sqlite3 *db, const char *name, int frames)
 		finish = 1;
 	}
 	pthread_mutex_unlock(&c->mu);
-	if (finish)
-		ckpt_failed(c, db, sqlite3_wal_checkpoint_v2(
-		                db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL));
+	if (finish) {
+		int log = 0, copied = 0,
+		    rc = sqlite3_wal_checkpoint_v2(db, name,
+		                                   SQLITE_CHECKPOINT_PASSIVE, &log,
+		                                   &copied);
+
+		ckpt_failed(c, db, rc);
+		/* Not all copied: a reader on an old snapshot (or another
+		 * process's checkpoint) holds frames back, and the log cannot
+		 * start over until it lets go. Rounds would copy nothing
+		 * meanwhile, and past the limit the writer would wait for one
+		 * at every commit: ask again a round's worth of frames on. */
+		c->from = rc == SQLITE_OK && copied >= log ? CKPT_PAGES
+		                                           : frames + CKPT_PAGES;
+	}
 	return SQLITE_OK;
 }
 
@@ -166,6 +190,7 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	c->from = CKPT_PAGES;
 	rc = ckpt_connect(c, b->path, vfs, busy_ms);
 	if (rc != SQLITE_OK) {
 		sfs_log(LOG_WARNING, "%s: cannot open the checkpoint thread's "

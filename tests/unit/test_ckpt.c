@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sqlite3.h>
+
 #include "fixture.h"
 
 #define VALUES 2500
@@ -157,6 +159,87 @@ static void test_close_at_once(void **state)
 	free(v);
 }
 
+static uint64_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+/* A reader on an old snapshot (another connection's open transaction)
+ * keeps the log from being copied and started over: the writer goes on,
+ * asking for a round every 1,000 frames or so, not at every commit (it
+ * would wait for each past the limit); once the reader lets go, the log
+ * starts over and nothing was lost. Plaintext: the reader is a bare
+ * SQLite connection. */
+static void test_pinned_reader(void **state)
+{
+	tfx *t = *state;
+	char *v, key[16], wal[400];
+	sqlite3 *r = NULL;
+	sqlite3_stmt *st;
+	sfs_store *s;
+	uint64_t rounds, frames, in_use;
+	int found;
+
+	tfx_sqlite_only("the write-ahead log is SQLite's");
+	if (tfx_encrypted())
+		skip(); /* the bare reader cannot open an encrypted store */
+	v = malloc(VALUE_BYTES);
+	assert_non_null(v);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
+	OK(sfs_kv_put(s, S("sc"), S("ns"), S("first"), S("v")));
+	assert_int_equal(sqlite3_open_v2(t->path, &r, SQLITE_OPEN_READONLY,
+	                                 NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(r, "BEGIN; SELECT count(*) FROM "
+	                              "function_state;", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	for (int i = 0; i < VALUES / 2; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, v);
+		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
+		              sfs_bytes(v, VALUE_BYTES)));
+	}
+	frames = file_size(wal) / FRAME_BYTES;
+	rounds = fact(s, "wal_checkpoints_thread", &found);
+	assert_true(found);
+	/* The reader held the log: it grew past the limit. */
+	assert_true(frames > LIMIT_FRAMES + COMMIT_FRAMES);
+	assert_true(rounds >= 1);
+	assert_true(rounds <= frames / 1000 + 2);
+
+	assert_int_equal(sqlite3_exec(r, "COMMIT;", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(r);
+	for (int i = VALUES / 2; i < VALUES; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, v);
+		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
+		              sfs_bytes(v, VALUE_BYTES)));
+	}
+	/* Let go of, the log was copied and started over: its frames in
+	 * use (what a checkpoint reports as the log) are fewer than the file
+	 * holds, and the file grew by at most a round's worth and the limit. */
+	assert_int_equal(sqlite3_open_v2(t->path, &r, SQLITE_OPEN_READWRITE,
+	                                 NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(r, "PRAGMA wal_checkpoint(PASSIVE)",
+	                                    -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	in_use = (uint64_t)sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	sqlite3_close(r);
+	assert_true(in_use + COMMIT_FRAMES < file_size(wal) / FRAME_BYTES);
+	assert_true(file_size(wal) / FRAME_BYTES <=
+	            frames + LIMIT_FRAMES + COMMIT_FRAMES);
+	check_all(s, v);
+	sfs_store_close(s);
+	OK(tfx_open(t->path, 0, &t->s));
+	free(v);
+}
+
 /* The flag on a PostgreSQL store: accepted, nothing changes. */
 static void test_flag_accepted(void **state)
 {
@@ -178,6 +261,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_log_bounded, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_close_at_once, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_pinned_reader, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_flag_accepted, tfx_setup,
 		                                tfx_teardown),
