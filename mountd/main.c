@@ -52,8 +52,9 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.db = o->db;
 	cfg.keyfile = o->keyfile;
-	/* SFS_OPEN_WAL_THREAD: a request never waits for a checkpoint's
-	 * fsyncs (docs/performance.md). */
+	/* SFS_OPEN_WAL_THREAD: a request waits for no checkpoint's copying
+	 * and long fsyncs, only for the writer's short finish after a round
+	 * (docs/engine.md, "Checkpoints off the commit path"). */
 	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_WAL_THREAD |
 	            (o->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
 	            (o->ro ? SFS_OPEN_READONLY : SFS_OPEN_CREATE);

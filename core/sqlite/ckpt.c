@@ -7,7 +7,7 @@
  * and, with synchronous=NORMAL, fsyncs the log before and the store file
  * after. On this project's disks that is 10-12 ms, in one request every
  * ~250 creates through the mount (docs/performance.md, "Checkpoints off
- * the commit path"), which is a third of what a create costs on average.
+ * the commit path"), about a fifth of what a create costs on average.
  *
  * With the flag, the store opens a second connection and a thread that
  * owns it, and replaces the automatic checkpoint with a WAL hook (called

@@ -8,7 +8,9 @@
  * plus one commit's frames; both kinds of checkpoint are counted
  * (sfs_store_info's facts); and every value written is there after the
  * handle is closed (stopping the thread, maybe mid-round) and the store
- * reopened, and again after a reopen without the flag. It runs on
+ * reopened, and again after a reopen without the flag. A reader holding
+ * an old snapshot costs at most a round per 1,000 frames, and the log
+ * starts over once it lets go. It runs on
  * plaintext and encrypted stores (the thread's connection goes through
  * the same encrypting VFS); PostgreSQL stores have no log of ours and
  * accept the flag as a no-op.
