@@ -33,7 +33,8 @@
  * Neither side waits on a lock: a PASSIVE checkpoint that finds another
  * (another process's) running returns SQLITE_BUSY, which is no failure.
  * While the store is short of space no checkpoint runs, as without the
- * flag (conn.c, "a full disk").
+ * flag (conn.c, "a full disk"); a round under way when the reserve is
+ * given back ends first (sqlb_ckpt_quiet).
  *
  * The thread blocks every signal, and stops and closes its connection
  * (without the checkpoint a last close makes) before the store's own.
@@ -237,6 +238,19 @@ void sqlb_ckpt_stop(sfs_backend *b)
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 	b->ckpt = NULL;
+}
+
+void sqlb_ckpt_quiet(sfs_backend *b)
+{
+	sqlb_ckpt *c = b->ckpt;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->want = 0;
+	while (c->running)
+		pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
 }
 
 void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer)

@@ -722,8 +722,13 @@ static int sqlb_free_reserve(sfs_backend *b)
 {
 	char path[4096];
 
-	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)) ||
-	    unlink(path) != 0)
+	if (b->memory || b->readonly || reserve_path(b, path, sizeof(path)))
+		return SFS_FULL;
+	/* A checkpoint round under way could grow the store file into the
+	 * room the reserve gives back: it ends first, and none starts while
+	 * short (the hook looks at short_of_space). */
+	sqlb_ckpt_quiet(b);
+	if (unlink(path) != 0)
 		return SFS_FULL; /* none, or given back already */
 	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
 	        "reserve so that deletes go through", b->path);

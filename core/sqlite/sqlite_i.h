@@ -177,6 +177,9 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms);
 /* Stops the thread and closes its connection; b checkpoints itself again.
  * Nothing without a thread. */
 void sqlb_ckpt_stop(sfs_backend *b);
+/* Waits for a round under way to end and drops one asked for (before the
+ * disk's last room is given to deletes). Nothing without a thread. */
+void sqlb_ckpt_quiet(sfs_backend *b);
 /* The thread's rounds and the writer's own checkpoints so far (b has a
  * thread). */
 void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer);
