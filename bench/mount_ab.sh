@@ -24,7 +24,6 @@ rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
 ptll=${PASSTHROUGH_LL:-$top/build/bench/passthrough_ll}
-[ -c /dev/fuse ] || { echo "mount_ab: no /dev/fuse: skipped"; exit 77; }
 export TMPDIR=${TMPDIR:-/dev/shm}
 bin=$ptll # mounts.sh starts "$bin -f OPTIONS... MOUNTPOINT"
 . "$top/bench/mounts.sh"

@@ -3,7 +3,9 @@
 # started in the foreground, and a cleanup on every exit that unmounts and
 # reaps them and removes $work (and the directories in $also_remove).
 # Needs: bin (the daemon). Provides: work, mount_one NAME [OPTIONS...]
-# (mounts at $work/NAME, appends the daemon's pid to pids).
+# (mounts at $work/NAME, appends the daemon's pid to pids). Without
+# /dev/fuse the sourcing script exits 77 (skipped) here.
+[ -c /dev/fuse ] || { echo "$(basename "$0" .sh): no /dev/fuse: skipped"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/statefs-bench.XXXXXX")
 export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 unset STATEFS_KEY STATEFS_KEY_FILE STATEFS_DB

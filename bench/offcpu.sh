@@ -20,7 +20,6 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-plain}; k=${2:-8}; n=${3:-250}
 statefs=${4:-$top/build/mountd/statefs}; fsb=${5:-$top/build/bench/fs_bench}
 command -v perf >/dev/null || { echo "offcpu: no perf: skipped"; exit 77; }
-[ -c /dev/fuse ] || { echo "offcpu: no /dev/fuse: skipped"; exit 77; }
 bin=$statefs
 export TMPDIR=/dev/shm # the stores in memory: the disk is not measured
 . "$top/bench/mounts.sh"

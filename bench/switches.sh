@@ -20,7 +20,6 @@ n=${1:-1000}
 statefs=${2:-$top/build/mountd/statefs}
 shift $(( $# > 2 ? 2 : $# ))
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
-[ -c /dev/fuse ] || { echo "switches: no /dev/fuse: skipped"; exit 77; }
 bin=$statefs
 export TMPDIR=/dev/shm # the store in memory: the disk is not measured
 . "$top/bench/mounts.sh"

@@ -178,6 +178,15 @@ static int ckpt_connect(sqlb_ckpt *c, const char *path, const char *vfs,
 	return rc;
 }
 
+/* Closes the thread's connection and frees c (the thread is not running). */
+static void ckpt_free(sqlb_ckpt *c)
+{
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
 void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 {
 	sqlb_ckpt *c = calloc(1, sizeof(*c));
@@ -214,10 +223,7 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 	                                          checkpoint */
 	return;
 fail:
-	sqlite3_close(c->db);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
+	ckpt_free(c);
 }
 
 void sqlb_ckpt_stop(sfs_backend *b)
@@ -233,10 +239,7 @@ void sqlb_ckpt_stop(sfs_backend *b)
 	pthread_join(c->thread, NULL);
 	/* The hook goes (a commit before the close checkpoints itself). */
 	sqlite3_wal_autocheckpoint(b->db, b->short_of_space ? 0 : CKPT_PAGES);
-	sqlite3_close(c->db);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
+	ckpt_free(c);
 	b->ckpt = NULL;
 }
 

@@ -50,11 +50,39 @@ static uint64_t fact(sfs_store *s, const char *name, int *found)
 	return 0;
 }
 
-static void check_all(sfs_store *s, char *want)
+static uint64_t file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+/* Puts values from..to-1 (v: a VALUE_BYTES buffer); with max_wal, the
+ * largest size the -wal file at wal had after any of them. */
+static void put_values(sfs_store *s, int from, int to, char *v,
+                       const char *wal, uint64_t *max_wal)
 {
 	char key[16];
 
-	for (int i = 0; i < VALUES; i++) {
+	for (int i = from; i < to; i++) {
+		snprintf(key, sizeof(key), "k%05d", i);
+		value_of(i, v);
+		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
+		              sfs_bytes(v, VALUE_BYTES)));
+		if (max_wal) {
+			uint64_t now = file_size(wal);
+
+			*max_wal = now > *max_wal ? now : *max_wal;
+		}
+	}
+}
+
+/* Values 0..n-1 are all there, whole. */
+static void check_values(sfs_store *s, int n, char *want)
+{
+	char key[16];
+
+	for (int i = 0; i < n; i++) {
 		sfs_buf got = { NULL, 0 };
 
 		snprintf(key, sizeof(key), "k%05d", i);
@@ -69,9 +97,8 @@ static void check_all(sfs_store *s, char *want)
 static void test_log_bounded(void **state)
 {
 	tfx *t = *state;
-	char *v, key[16], wal[400];
+	char *v, wal[400];
 	sfs_store *s;
-	struct stat sb;
 	uint64_t max_wal = 0, rounds, writer;
 	int found;
 
@@ -82,14 +109,7 @@ static void test_log_bounded(void **state)
 	t->s = NULL;
 	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
 	snprintf(wal, sizeof(wal), "%s-wal", t->path);
-	for (int i = 0; i < VALUES; i++) {
-		snprintf(key, sizeof(key), "k%05d", i);
-		value_of(i, v);
-		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
-		              sfs_bytes(v, VALUE_BYTES)));
-		if (stat(wal, &sb) == 0 && (uint64_t)sb.st_size > max_wal)
-			max_wal = (uint64_t)sb.st_size;
-	}
+	put_values(s, 0, VALUES, v, wal, &max_wal);
 	/* Without checkpoints the log would hold every page written:
 	 * 2,500 values of two pages and more. */
 	assert_true(max_wal > 0);
@@ -104,15 +124,15 @@ static void test_log_bounded(void **state)
 	assert_true(rounds >= 1);
 	assert_true(writer >= 1);
 	assert_true(writer <= rounds);
-	check_all(s, v);
+	check_values(s, VALUES, v);
 	sfs_store_close(s);
 
 	/* Reopened with and without the thread: nothing was lost. */
 	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
-	check_all(s, v);
+	check_values(s, VALUES, v);
 	sfs_store_close(s);
 	OK(tfx_open(t->path, 0, &t->s));
-	check_all(t->s, v);
+	check_values(t->s, VALUES, v);
 	fact(t->s, "wal_checkpoints_thread", &found);
 	assert_false(found); /* no thread, no count */
 	free(v);
@@ -124,7 +144,7 @@ static void test_log_bounded(void **state)
 static void test_close_at_once(void **state)
 {
 	tfx *t = *state;
-	char *v, key[16];
+	char *v;
 	sfs_store *s;
 	int found;
 
@@ -135,37 +155,17 @@ static void test_close_at_once(void **state)
 	t->s = NULL;
 	for (int round = 0; round < 3; round++) {
 		OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &s));
-		for (int i = round * VALUES / 3; i < (round + 1) * VALUES / 3;
-		     i++) {
-			snprintf(key, sizeof(key), "k%05d", i);
-			value_of(i, v);
-			OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
-			              sfs_bytes(v, VALUE_BYTES)));
-		}
+		put_values(s, round * VALUES / 3, (round + 1) * VALUES / 3, v,
+		           NULL, NULL);
 		sfs_store_close(s);
 	}
 	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD | SFS_OPEN_READONLY, &s));
 	fact(s, "wal_checkpoints_thread", &found);
 	assert_false(found);
-	for (int i = 0; i < VALUES / 3 * 3; i++) {
-		sfs_buf got = { NULL, 0 };
-
-		snprintf(key, sizeof(key), "k%05d", i);
-		value_of(i, v);
-		OK(sfs_kv_get(s, S("sc"), S("ns"), S(key), &got));
-		assert_memory_equal(got.ptr, v, VALUE_BYTES);
-		sfs_buf_free(&got);
-	}
+	check_values(s, VALUES / 3 * 3, v);
 	sfs_store_close(s);
 	OK(tfx_open(t->path, 0, &t->s));
 	free(v);
-}
-
-static uint64_t file_size(const char *path)
-{
-	struct stat sb;
-
-	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
 /* A reader on an old snapshot (another connection's open transaction)
@@ -177,7 +177,7 @@ static uint64_t file_size(const char *path)
 static void test_pinned_reader(void **state)
 {
 	tfx *t = *state;
-	char *v, key[16], wal[400];
+	char *v, wal[400];
 	sqlite3 *r = NULL;
 	sqlite3_stmt *st;
 	sfs_store *s;
@@ -199,12 +199,7 @@ static void test_pinned_reader(void **state)
 	assert_int_equal(sqlite3_exec(r, "BEGIN; SELECT count(*) FROM "
 	                              "function_state;", NULL, NULL, NULL),
 	                 SQLITE_OK);
-	for (int i = 0; i < VALUES / 2; i++) {
-		snprintf(key, sizeof(key), "k%05d", i);
-		value_of(i, v);
-		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
-		              sfs_bytes(v, VALUE_BYTES)));
-	}
+	put_values(s, 0, VALUES / 2, v, NULL, NULL);
 	frames = file_size(wal) / FRAME_BYTES;
 	rounds = fact(s, "wal_checkpoints_thread", &found);
 	assert_true(found);
@@ -216,12 +211,7 @@ static void test_pinned_reader(void **state)
 	assert_int_equal(sqlite3_exec(r, "COMMIT;", NULL, NULL, NULL),
 	                 SQLITE_OK);
 	sqlite3_close(r);
-	for (int i = VALUES / 2; i < VALUES; i++) {
-		snprintf(key, sizeof(key), "k%05d", i);
-		value_of(i, v);
-		OK(sfs_kv_put(s, S("sc"), S("ns"), S(key),
-		              sfs_bytes(v, VALUE_BYTES)));
-	}
+	put_values(s, VALUES / 2, VALUES, v, NULL, NULL);
 	/* Let go of, the log was copied and started over: its frames in
 	 * use (what a checkpoint reports as the log) are fewer than the file
 	 * holds, and the file grew by at most a round's worth and the limit. */
@@ -236,7 +226,7 @@ static void test_pinned_reader(void **state)
 	assert_true(in_use + COMMIT_FRAMES < file_size(wal) / FRAME_BYTES);
 	assert_true(file_size(wal) / FRAME_BYTES <=
 	            frames + LIMIT_FRAMES + COMMIT_FRAMES);
-	check_all(s, v);
+	check_values(s, VALUES, v);
 	sfs_store_close(s);
 	OK(tfx_open(t->path, 0, &t->s));
 	free(v);
