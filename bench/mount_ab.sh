@@ -9,7 +9,15 @@
 # (above 1: faster than the first). Paired by round, these ratios hold up
 # where the absolute times move by a third between rounds.
 #
-# Usage: bench/mount_ab.sh ROUNDS N NAME=STATEFS[,plaintext] ...
+# With -w K it measures writer scaling instead: each round runs `fs_bench
+# writers` with one writer and then with K (N files each, each writer in
+# a namespace of its own) on every mount in turn. Printed per mount: the
+# median files per second with 1 and K writers, the median over rounds of
+# the speedup (K over 1), of that speedup over the floor's in the same
+# round (fs_bench.sh's "plain/fl": the issue's target is >= 1.0), and of
+# the mount's K-writer rate over the first daemon's.
+#
+# Usage: bench/mount_ab.sh [-w K] ROUNDS N NAME=STATEFS[,plaintext] ...
 #   e.g. bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
 #        new=build/mountd/statefs,plaintext
 # Environment: TMPDIR, where the stores and the floor's files live
@@ -19,7 +27,12 @@
 # Measures and prints; asserts nothing. Exit 0, 1, 77 without /dev/fuse.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 3 ] || { sed -n 12,15p "$0" >&2; exit 1; }
+k=0
+if [ "${1:-}" = -w ]; then
+  k=${2:-}
+  shift 2 || true
+fi
+[ $# -ge 3 ] && [[ $k =~ ^[0-9]+$ ]] || { sed -n 20,22p "$0" >&2; exit 1; }
 rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
@@ -33,6 +46,7 @@ declare -A dir res
 mkdir -p "$work/src"
 mount_one floor -o source="$work/src"
 dir[floor]=$work/floor
+mkdir -p "$work/floor/small"
 for spec in "$@"; do
   name=${spec%%=*} rest=${spec#*=}
   bin=${rest%%,*}
@@ -40,15 +54,22 @@ for spec in "$@"; do
   [ "$rest" != "${rest%,plaintext}" ] && opts+=(-o plaintext)
   mount_one "$name" "${opts[@]}"
   mkdir -p "$work/$name/bench/small"
-  dir[$name]=$work/$name/bench/small
+  dir[$name]=$work/$name/bench
   names+=("$name")
 done
 
 for _ in $(seq "$rounds"); do
   for name in "${names[@]}"; do
+    if [ "$k" -gt 0 ]; then # "writers K FILES/S": one writer, then K
+      for w in 1 "$k"; do
+        read -r _ _ fps _ < <("$fsb" writers "${dir[$name]}" "$w" "$n" 100)
+        res[$name.w$w]="${res[$name.w$w]:-} $fps"
+      done
+      continue
+    fi
     while read -r op t; do
       res[$name.$op]="${res[$name.$op]:-} $t"
-    done < <("$fsb" ops "${dir[$name]}" "$n" 100 1)
+    done < <("$fsb" ops "${dir[$name]}/small" "$n" 100 1)
   done
 done
 
@@ -63,6 +84,22 @@ ratios() { # base times, these times (same rounds): base/this per round
 }
 
 first=${names[1]}
+if [ "$k" -gt 0 ]; then
+  echo "mount_ab: $rounds rounds of 1 and $k writers x $n files, stores in" \
+       "$TMPDIR, $(nproc) CPUs"
+  printf '%-10s %9s %9s %8s %8s %9s\n' mount "1 f/s" "$k f/s" speedup \
+    "/floor's" "x/$first"
+  for name in "${names[@]}"; do
+    # speedups per round: K writers' rate over one writer's
+    res[$name.s]=$(ratios "${res[$name.w$k]}" "${res[$name.w1]}" | tr '\n' ' ')
+    printf '%-10s %9.0f %9.0f %8.2f %8.2f %9.2f\n' "$name" \
+      "$(median ${res[$name.w1]})" "$(median ${res[$name.w$k]})" \
+      "$(median ${res[$name.s]})" \
+      "$(median $(ratios "${res[$name.s]}" "${res[floor.s]}"))" \
+      "$(median $(ratios "${res[$name.w$k]}" "${res[$first.w$k]}"))"
+  done
+  exit 0
+fi
 echo "mount_ab: $rounds rounds of $n files, stores in $TMPDIR, $(nproc) CPUs"
 printf '%-8s %-10s %10s %9s %9s\n' operation mount "us/file" "floor/x" \
   "$first/x"
