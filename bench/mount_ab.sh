@@ -27,12 +27,13 @@
 # Measures and prints; asserts nothing. Exit 0, 1, 77 without /dev/fuse.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-k=0
+k=0 # writers, with -w
 if [ "${1:-}" = -w ]; then
   k=${2:-}
   shift 2 || true
+  [[ $k =~ ^[1-9][0-9]*$ ]] || k=
 fi
-[ $# -ge 3 ] && [[ $k =~ ^[0-9]+$ ]] || { sed -n 20,22p "$0" >&2; exit 1; }
+[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,22p "$0" >&2; exit 1; }
 rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
