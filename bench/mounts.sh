@@ -1,7 +1,8 @@
-# mounts.sh - sourced by the benchmarks that mount statefs (crypt_mount.sh, mount_ab.sh,
-# values.sh, offcpu.sh, switches.sh, commits.sh): a private $work for stores, keys and mountpoints, daemons
-# started in the foreground, and a cleanup on every exit that unmounts and
-# reaps them and removes $work (and the directories in $also_remove).
+# mounts.sh - sourced by the benchmarks that mount statefs (crypt_mount.sh,
+# mount_ab.sh, values.sh, offcpu.sh, switches.sh, commits.sh): a private
+# $work for stores, keys and mountpoints, daemons started in the
+# foreground, and a cleanup on every exit that unmounts and reaps them and
+# removes $work (and the directories in $also_remove).
 # Needs: bin (the daemon). Provides: work, mount_one NAME [OPTIONS...]
 # (mounts at $work/NAME, appends the daemon's pid to pids). Without
 # /dev/fuse the sourcing script exits 77 (skipped) here.

@@ -191,22 +191,19 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 {
 	sqlb_ckpt *c = calloc(1, sizeof(*c));
 	sigset_t all, old;
+	const char *why;
 	int rc;
 
 	if (!c) {
-		sfs_log(LOG_WARNING, "%s: no memory for the checkpoint thread; "
-		        "commits checkpoint the log themselves", b->path);
-		return;
+		why = "no memory for the checkpoint thread";
+		goto fail;
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	c->from = CKPT_PAGES;
 	rc = ckpt_connect(c, b->path, vfs, busy_ms);
 	if (rc != SQLITE_OK) {
-		sfs_log(LOG_WARNING, "%s: cannot open the checkpoint thread's "
-		        "connection (%s); commits checkpoint the log themselves",
-		        b->path, c->db ? sqlite3_errmsg(c->db) :
-		                         sqlite3_errstr(rc));
+		why = c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
 		goto fail;
 	}
 	sigfillset(&all);
@@ -214,8 +211,7 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 	rc = pthread_create(&c->thread, NULL, ckpt_main, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		sfs_log(LOG_WARNING, "%s: cannot start the checkpoint thread; "
-		        "commits checkpoint the log themselves", b->path);
+		why = "cannot start the checkpoint thread";
 		goto fail;
 	}
 	b->ckpt = c;
@@ -223,7 +219,10 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms)
 	                                          checkpoint */
 	return;
 fail:
-	ckpt_free(c);
+	sfs_log(LOG_WARNING, "%s: no checkpoint thread (%s); commits "
+	        "checkpoint the log themselves", b->path, why);
+	if (c)
+		ckpt_free(c);
 }
 
 void sqlb_ckpt_stop(sfs_backend *b)
