@@ -17,8 +17,9 @@
 # round (fs_bench.sh's "plain/fl": the issue's target is >= 1.0), and of
 # the mount's K-writer rate over the first daemon's.
 #
-# Usage: bench/mount_ab.sh [-w K] ROUNDS N NAME=STATEFS[,plaintext] ...
-#   e.g. bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
+# Usage: bench/mount_ab.sh [-w K] ROUNDS N NAME=STATEFS[,OPTION...] ...
+#   each OPTION a daemon's -o option (plaintext, async_close, ...); e.g.
+#   bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
 #        new=build/mountd/statefs,plaintext
 # Environment: TMPDIR, where the stores and the floor's files live
 #   (default /dev/shm, memory, as fs_bench.sh; a directory on disk
@@ -33,7 +34,7 @@ if [ "${1:-}" = -w ]; then
   shift 2 || true
   [[ $k =~ ^[1-9][0-9]*$ ]] || k=
 fi
-[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,22p "$0" >&2; exit 1; }
+[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,23p "$0" >&2; exit 1; }
 rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
@@ -50,9 +51,10 @@ dir[floor]=$work/floor
 mkdir -p "$work/floor/small"
 for spec in "$@"; do
   name=${spec%%=*} rest=${spec#*=}
-  bin=${rest%%,*}
+  IFS=, read -r -a opt <<< "$rest"
+  bin=${opt[0]}
   opts=(-o db="$work/$name.db")
-  [ "$rest" != "${rest%,plaintext}" ] && opts+=(-o plaintext)
+  for o in "${opt[@]:1}"; do opts+=(-o "$o"); done
   mount_one "$name" "${opts[@]}"
   mkdir -p "$work/$name/bench/small"
   dir[$name]=$work/$name/bench

@@ -973,7 +973,8 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
  * close of the file (or a normal exit) commits; a close while it still
  * holds the file for writing through another descriptor (the dup2 and
  * close of a shell redirection) leaves the commit to that one; a process
- * dying of a signal commits nothing, and the handle is cancelled. */
+ * dying of a signal commits nothing, and the handle is cancelled. With -o
+ * async_close close(2) returns before the commit (loop.c). */
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
@@ -1009,7 +1010,9 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, err);
 }
 
-/* FSYNC: commit, then sfs_store_sync (durable across power loss). */
+/* FSYNC: commit, then sfs_store_sync (durable across power loss); and
+ * the failure of a commit whose FLUSHes were answered before it (-o
+ * async_close), once. */
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                  struct fuse_file_info *fi)
 {
@@ -1021,8 +1024,12 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	pthread_mutex_lock(&h->lock);
 	err = h->cancelled ? EIO : commit(f, h, 1, "fsync");
 	pthread_mutex_unlock(&h->lock);
+	fs_hold_commit(f);
 	if (!err)
 		err = fs_errno(f, sfs_store_sync(f->store), "fsync");
+	if (!err) /* changes answered before a commit that failed
+	             (-o async_close), told once */
+		err = __atomic_exchange_n(&f->async_error, 0, __ATOMIC_RELAXED);
 	fuse_reply_err(req, err);
 }
 

@@ -174,6 +174,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	                                    : fs_default_max_buffered(f->max_value);
 	f->lease_ms = cfg->lease_ms;
 	f->umask = (mode_t)(cfg->umask & 0777);
+	f->async_close = cfg->async_close;
 	if (getenv("STATEFS_TEST_COMMIT_DELAY_MS"))
 		f->test_commit_delay_ms =
 			atol(getenv("STATEFS_TEST_COMMIT_DELAY_MS"));

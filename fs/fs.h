@@ -32,6 +32,10 @@ typedef struct fs_config {
 	unsigned umask;        /* cleared from every mode shown (docs/
 	                          filesystem.md, "Metadata"); the daemon's
 	                          default is 077 */
+	int async_close;       /* close(2) answered before its commit,
+	                          which follows when the mount is idle
+	                          (docs/filesystem.md, "-o async_close");
+	                          fs_loop only */
 	sfs_log_fn log;        /* diagnostics; NULL: silent */
 	void *log_ctx;
 } fs_config;

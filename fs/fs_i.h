@@ -309,6 +309,10 @@ struct fs {
 	uid_t uid;
 	gid_t gid;
 	mode_t umask;              /* cleared from every mode shown */
+	int async_close;           /* answer before the commit (loop.c) */
+	int async_error;           /* an errno: a commit of changes already
+	                              answered failed; the next fsync says
+	                              so (EIO) and clears it; atomic */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */
@@ -684,11 +688,16 @@ void fs_hear_end(fs *f);
  * (sfs_store_hold) until fs_hold_end; a FLUSH whose commit went well is
  * then answered with fs_hold_answer, which keeps the answer until the
  * commit (the device has nothing queued, or enough are held), and answers
- * every held FLUSH with the commit's outcome. Outside fs_loop (one thread,
+ * every held FLUSH with the commit's outcome; with -o async_close it
+ * answers at once and only the commit waits. Outside fs_loop (one thread,
  * PostgreSQL's pool) fs_hold_begin returns 0 and nothing is held. */
 int fs_hold_begin(fs *f);
 void fs_hold_end(fs *f);
 void fs_hold_answer(fs *f, fuse_req_t req);
+/* Commits what the calling thread holds now and answers its held FLUSHes
+ * (an fsync: a failed commit of answered writes is then in
+ * fs->async_error before the fsync answers). */
+void fs_hold_commit(fs *f);
 
 /* Keeps req until an item of queue arrives or the reader is interrupted. */
 void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,

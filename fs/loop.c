@@ -56,6 +56,19 @@
  * holder, seeing a reader, answers its FLUSHes and makes reads block
  * again.
  *
+ * -o async_close: answered at once, committed when idle. The same held
+ * writes, but each FLUSH is answered as soon as its write is made in the
+ * open transaction, and the
+ * commit waits for the device to stay empty for ASYNC_IDLE_MS (a lone
+ * writer's next file comes well within it and joins the commit), for
+ * HOLD_MAX such answers, or for HOLD_SERVED requests, whichever is first;
+ * an fsync, a read that is not one row, another thread's call and the
+ * pool's end commit before it (sfs_store_hold). So close(2) no longer
+ * says the change is stored: up to HOLD_MAX closes are lost to a crash of
+ * the daemon, other processes see them after the commit, and a commit
+ * that fails is logged and told to the next fsync (fs->async_error).
+ * docs/performance.md, "Answered before the commit", has the cost.
+ *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
  * pool blocks them, and so do the threads the pool starts (the .wait
  * thread, at INIT) and the daemon's claim recovery thread (mountd/gc.c).
@@ -105,11 +118,14 @@ struct worker {
 /* A pool thread's held FLUSH answers (see above). */
 #define HOLD_MAX 16
 #define HOLD_SERVED 64
+#define ASYNC_IDLE_MS 1
 
 static __thread struct held {
 	struct fs_loop *l;       /* set in a pool thread */
 	fuse_req_t req[HOLD_MAX];
 	unsigned n;              /* answers held */
+	unsigned done;           /* writes held whose answers went
+	                            (async_close) */
 	unsigned served;         /* requests served since the first */
 	int nonblock;            /* the device's reads do not block */
 } held;
@@ -134,6 +150,20 @@ static int device_wait(struct fs_loop *l, int timeout)
 	return poll(&p, 1, timeout);
 }
 
+/* Whether the thread holds writes not yet committed. */
+static int holding(void)
+{
+	return held.n || held.done;
+}
+
+/* How long to wait for a request before committing: not at all while a
+ * writer waits for its answer, ASYNC_IDLE_MS when only answered writes
+ * are held. */
+static int idle_ms(void)
+{
+	return held.n ? 0 : ASYNC_IDLE_MS;
+}
+
 /* Commits the held writes and answers every held FLUSH with the outcome;
  * the device reads block again. */
 static void answer_held(void)
@@ -141,22 +171,28 @@ static void answer_held(void)
 	struct fs_loop *l = held.l;
 	int err;
 
-	if (!held.n)
+	if (!holding())
 		return;
 	if (held.nonblock)
 		device_nonblock(l, 0);
 	for (long ms = 0; ms < l->f->test_commit_delay_ms; ms++)
 		usleep(1000); /* tests: the daemon is killed meanwhile */
 	err = fs_errno(l->f, sfs_store_commit(l->f->store), "flush");
+	if (err && held.done) {
+		fs_log(l->f, LOG_ERR, "%u changes already answered (-o "
+		       "async_close) were not stored: %s", held.done,
+		       strerror(err));
+		__atomic_store_n(&l->f->async_error, err, __ATOMIC_RELAXED);
+	}
 	for (unsigned i = 0; i < held.n; i++)
 		fuse_reply_err(held.req[i], err);
-	held.n = held.served = 0;
+	held.n = held.done = held.served = 0;
 }
 
 /* answer_held from a thread holding the pool's lock. */
 static void answer_held_locked(struct fs_loop *l)
 {
-	if (!held.n)
+	if (!holding())
 		return;
 	pthread_mutex_unlock(&l->lock);
 	answer_held();
@@ -175,11 +211,21 @@ void fs_hold_end(fs *f)
 	sfs_store_hold(f->store, 0);
 }
 
+void fs_hold_commit(fs *f)
+{
+	if (held.l && held.l == f->loop)
+		answer_held();
+}
+
 void fs_hold_answer(fs *f, fuse_req_t req)
 {
-	(void)f;
-	held.req[held.n++] = req;
-	if (held.n == HOLD_MAX)
+	if (f->async_close) {
+		fuse_reply_err(req, 0);
+		held.done++;
+	} else {
+		held.req[held.n++] = req;
+	}
+	if (held.n + held.done == HOLD_MAX)
 		answer_held();
 }
 
@@ -209,7 +255,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		while (!l->stop && l->readers) {
-			if (held.n) { /* another reads: answer first */
+			if (holding()) { /* another reads: answer first */
 				answer_held_locked(l);
 				continue;
 			}
@@ -222,17 +268,19 @@ static void *worker_main(void *arg)
 
 		/* A lone writer waits for its answer: nothing is queued
 		 * (one poll). Else, until the answers go, reads tell. */
-		if (held.n && (++held.served > HOLD_SERVED ||
-		               (!held.nonblock && device_wait(l, 0) == 0)))
+		if (holding() && (++held.served > HOLD_SERVED ||
+		                  (!held.nonblock &&
+		                   device_wait(l, idle_ms()) == 0)))
 			answer_held();
-		if (held.n && !held.nonblock && !device_nonblock(l, 1))
+		if (holding() && !held.nonblock && !device_nonblock(l, 1))
 			answer_held(); /* cannot tell: no waiting */
 		if (held.nonblock) {
 			/* Does not block: EAGAIN says nothing is queued. Not a
 			 * cancellation point either: a thread cancelled now
 			 * would leave its writes held. */
 			res = fuse_session_receive_buf(l->se, &w->buf);
-			if (res == -EAGAIN)
+			if (res == -EAGAIN &&
+			    (held.n || device_wait(l, idle_ms()) <= 0))
 				answer_held();
 		} else {
 			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);

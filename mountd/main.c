@@ -127,6 +127,7 @@ int main(int argc, char *argv[])
 	fcfg.lease_ms = o.lease_ms;
 	fcfg.max_buffered = o.max_buffered;
 	fcfg.umask = o.umask;
+	fcfg.async_close = o.async_close;
 	fcfg.log = mountd_log_sink;
 	if ((rc = fs_create(&fcfg, &f)) != 0) {
 		mountd_log(LOG_ERR, "cannot start: %s", strerror(rc));
@@ -163,6 +164,11 @@ int main(int argc, char *argv[])
 	 * round trips: libfuse's pool of ten. */
 	concurrent = sfs_store_concurrent(store);
 	threads = o.threads ? o.threads : concurrent ? 10 : 4;
+	if (o.async_close && (concurrent || o.singlethread || threads == 1))
+		mountd_log(LOG_WARNING, "-o async_close changes nothing here: %s",
+		           concurrent ? "on PostgreSQL every change commits by "
+		                        "itself"
+		                      : "one thread answers only after the commit");
 	if (o.singlethread || threads == 1) {
 		rc = fuse_session_loop(se);
 	} else if (!concurrent) {

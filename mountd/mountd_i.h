@@ -30,6 +30,7 @@ typedef struct mountd_opts {
 	char *threads_text;
 	unsigned threads;         /* parsed from threads_text; 0: by the
 	                             store's backend (main.c) */
+	int async_close;          /* -o async_close */
 	int allow_other;          /* -o allow_other (kept for libfuse) */
 	int default_permissions;  /* given, or added with allow_other */
 	/* general options */

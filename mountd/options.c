@@ -44,6 +44,7 @@ static const struct fuse_opt mountd_opt_table[] = {
 	MOUNTD_OPT("max_buffered=%s", max_buffered_text, 0),
 	MOUNTD_OPT("umask=%s", umask_text, 0),
 	MOUNTD_OPT("threads=%s", threads_text, 0),
+	MOUNTD_OPT("async_close", async_close, 1),
 	MOUNTD_OPT("allow_other", allow_other, 1),
 	MOUNTD_OPT("default_permissions", default_permissions, 1),
 	MOUNTD_OPT("-f", foreground, 1),
@@ -339,6 +340,13 @@ void mountd_usage(const char *prog)
 	       "                           reading the device at a time, as its\n"
 	       "                           calls run one at a time; 10 on\n"
 	       "                           PostgreSQL; 1 is -s)\n"
+	       "    -o async_close         close(2) returns before the commit,\n"
+	       "                           made once the mount is idle for\n"
+	       "                           1 ms, after 16 closes, or at fsync\n"
+	       "                           or unmount: faster, but a crash of\n"
+	       "                           the daemon loses those closes, and\n"
+	       "                           other processes see them later\n"
+	       "                           (SQLite stores, several threads)\n"
 	       "    -o allow_other         let other users in; always with\n"
 	       "                           default_permissions, so the kernel\n"
 	       "                           enforces the modes shown\n"

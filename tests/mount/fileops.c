@@ -53,6 +53,10 @@
  *                      prints "ready" and then: kill (waits to be killed),
  *                      threads (starts 4 threads, waits to be killed),
  *                      abort, _exit (exits 0 without closing)
+ *   stream DIR S       DIR/k1, k2, ... for ever: open O_WRONLY|O_CREAT|
+ *                      O_TRUNC, write "value I", close; prints I once the
+ *                      close returned; for the S-th, fsync before the
+ *                      close and prints "synced S" after it
  * Exit: 0; 1 on a failed call; 2 on a bad command line.
  */
 #include <dirent.h>
@@ -485,6 +489,27 @@ static int op_die(const char *path, const char *data, const char *how)
 		pause();
 }
 
+static int op_stream(const char *dir, long synced)
+{
+	char path[4096], v[32];
+
+	for (long i = 1;; i++) {
+		int fd, n = snprintf(v, sizeof(v), "value %ld", i);
+
+		snprintf(path, sizeof(path), "%s/k%ld", dir, i);
+		fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
+		write_or_die(fd, v, (size_t)n, "write");
+		if (i == synced && fsync(fd))
+			die_errno("fsync");
+		if (close(fd))
+			die_errno("close");
+		printf("%ld\n", i);
+		if (i == synced)
+			printf("synced %ld\n", i);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "";
@@ -510,6 +535,8 @@ int main(int argc, char **argv)
 		return op_listing(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(op, "die") && argc == 5)
 		return op_die(argv[2], argv[3], argv[4]);
+	if (!strcmp(op, "stream") && argc == 4)
+		return op_stream(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: see fileops.c\n");
 	return 2;
 }

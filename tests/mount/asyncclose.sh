@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# asyncclose.sh - -o async_close: close(2) returns before the commit, and
+# what it still promises (docs/filesystem.md, "-o async_close"):
+#  - through the mount a closed file reads back at once, whole; another
+#    process (the engine on its own connection: helper) sees it once an
+#    fsync of any file returns, once the mount has been idle, and after
+#    unmount: every file whose close returned, written by one writer or
+#    by four at once, values, counters and queue items;
+#  - a shell's dup'd descriptor still gives one whole value, and a writer
+#    killed by a signal still stores nothing (the FLUSH check is kept);
+#  - kill -9 of the daemon loses at most the uncommitted closes: what the
+#    store holds afterwards is whole, the store passes its checks, and
+#    every close that an fsync covered is there;
+#  - a commit that fails (a full disk) after its closes returned is
+#    logged and told to the next fsync, with the error, once; the values
+#    are not in the store.
+# Usage: see lib.sh (SQLite modes: on PostgreSQL the option changes
+# nothing). Exit: 0, 1, 77.
+. "$(dirname "$0")/lib.sh"
+: "${STATEFS_FILEOPS:?}"
+
+[ -z "$pg" ] || { echo "PostgreSQL commits every write by itself: skipped"; exit 77; }
+allow_log 'Transport endpoint is not connected'
+
+# What the store holds, read by one process (helper dump) rather than a
+# process per key: store[KEY] is the value of KEY in namespace NS of scope
+# SCOPE, both in hex.
+hexof() { # TEXT: REPLY is its bytes in hex, as helper dump prints them
+  local i c
+  REPLY=x
+  for ((i = 0; i < ${#1}; i++)); do
+    printf -v c %02x "'${1:i:1}"
+    REPLY+=$c
+  done
+}
+declare -A store
+load() { # SCOPE NS
+  local fam sc ns k v rest s_hex n_hex
+  hexof "$1"; s_hex=$REPLY
+  hexof "$2"; n_hex=$REPLY
+  store=()
+  while read -r fam sc ns k v rest; do
+    [ "$sc" = "$s_hex" ] && [ "$ns" = "$n_hex" ] && store[$k]=$v
+  done < <(helper dump)
+  return 0
+}
+stored_as() { # KEY VALUE: 0 when KEY holds VALUE, 1 when absent; fails else
+  local k
+  hexof "$1"; k=$REPLY
+  [ -n "${store[$k]+x}" ] || return 1
+  hexof "$2"
+  [ "${store[$k]}" = "$REPLY" ] || fail "$1 holds the hex ${store[$k]}, not '$2'"
+}
+
+mount_fs -o async_close
+mkdir -p "$mnt/s/n" "$mnt/s/m" "$mnt/counter/s/c"
+
+# --- one writer: back at once through the mount; fsync, idle, unmount ------
+for i in $(seq 200); do
+  expect_eq "$(fsop write "$mnt/s/n/k$i" "value $i")" OK "close of k$i"
+done
+for i in $(seq 200); do
+  expect_eq "$(cat "$mnt/s/n/k$i")" "value $i" "k$i through the mount"
+done
+expect_eq "$(ls "$mnt/s/n" | wc -l)" 200 "the listing"
+sync "$mnt/s/n/k200" || fail "fsync after 200 closes"
+load s n
+for i in $(seq 200); do
+  stored_as "k$i" "value $i" || fail "k$i is not in the store after fsync"
+done
+ok "200 closes read back at once through the mount and are stored by an fsync"
+
+# Idle: nothing more comes, the commit follows by itself (within a
+# millisecond of quiet; a minute allows for a loaded machine).
+fsop write "$mnt/s/m/idle" "idle value" > /dev/null
+for _ in $(seq 1200); do
+  [ "$(helper get s m idle 2>/dev/null)" = "idle value" ] && break
+  nap 0.05
+done
+expect_eq "$(helper get s m idle)" "idle value" "a close, the mount idle"
+ok "a close is stored once the mount is idle"
+
+# --- dup'd descriptors and killed writers: the FLUSH check still holds ------
+{ echo a; echo b; } > "$mnt/s/m/dup"
+expect_eq "$(cat "$mnt/s/m/dup")" "$(printf 'a\nb')" "a redirected block"
+printf OLD > "$mnt/s/m/v"
+sh -c "exec 3>$mnt/s/m/v; printf half >&3; : > $work/ready; exec sleep 30" &
+victim=$!
+until [ -e "$work/ready" ]; do nap 0.05; done
+kill -9 "$victim"
+wait "$victim" 2>/dev/null || true
+expect_eq "$(cat "$mnt/s/m/v")" OLD "a killed writer's partial value"
+sync "$mnt/s/m/v" || fail "fsync"
+expect_eq "$(helper get s m dup)" "$(printf 'a\nb')" "the redirected block in the store"
+expect_eq "$(helper get s m v)" OLD "the killed writer's value in the store"
+ok "a redirected block is one value; a killed writer stores nothing"
+
+# --- four writers at once, counters and queue items; then unmount --------
+writer() { # NAME
+  local i
+  for i in $(seq 100); do
+    [ "$(fsop write "$mnt/s/m/$1.$i" "$1 $i")" = OK ] || { echo "$1.$i" >> "$work/failed"; return; }
+  done
+}
+writer a & wa=$!
+writer b & wb=$!
+writer c & wc=$!
+writer d & wd=$!
+for _ in $(seq 50); do
+  expect_eq "$(fsop write "$mnt/counter/s/c/n" +1)" OK "a counter add"
+  expect_eq "$(fsop write "$mnt/queue/q/new" item)" OK "a push"
+done
+wait "$wa" "$wb" "$wc" "$wd"
+[ ! -e "$work/failed" ] || fail "closes failed: $(cat "$work/failed")"
+unmount_fs
+load s m
+for w in a b c d; do
+  for i in $(seq 100); do
+    stored_as "$w.$i" "$w $i" || fail "$w.$i is not in the store after unmount"
+  done
+done
+expect_eq "$(helper cget s c n)" 50 "the counter after unmount"
+expect_eq "$(helper qlen q)" 50 "the queue after unmount"
+ok "four writers, 50 adds and 50 pushes: all stored at unmount"
+
+# --- kill -9 of the daemon in the middle of closes -------------------------
+# One process closing file after file (the closes the daemon may not have
+# committed yet), the 200th fsync'd; the kill lands once 400 returned.
+mount_fs -o async_close
+mkdir -p "$mnt/s/x"
+"$STATEFS_FILEOPS" stream "$mnt/s/x" 200 > "$work/acked" 2>&1 &
+wr=$!
+until grep -q '^synced' "$work/acked" && [ "$(wc -l < "$work/acked")" -ge 400 ]; do
+  kill -0 "$wr" 2>/dev/null || fail "the writer stopped: $(tail -n 1 "$work/acked")"
+  nap 0.05
+done
+kill -9 "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=
+wait "$wr" 2>/dev/null || true
+fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+helper verify > /dev/null || fail "the store fails its checks after kill -9"
+load s x
+stored=0 acked=0
+for i in $(grep -E '^[0-9]+$' "$work/acked"); do
+  acked=$((acked + 1))
+  if stored_as "k$i" "value $i"; then
+    stored=$((stored + 1))
+  else
+    [ "$i" -gt 200 ] || fail "k$i, covered by the fsync, is not in the store"
+  fi
+done
+ok "kill -9: $stored of $acked closes stored, each whole, every fsync'd one"
+
+# --- a commit that fails after its closes returned ---------------------------
+small=$work/small
+mkdir -p "$small"
+if ! mount -t tmpfs -o size=12m,mode=0700 tmpfs "$small" 2>/dev/null; then
+  echo "cannot mount a tmpfs (not root?): the full disk is skipped"
+  exit 0
+fi
+trap 'rc=$?; set +e; umount -l "$small" 2>/dev/null; (exit $rc); cleanup' EXIT
+allow_log 'the disk is full|No space left|database or disk is full|disk has room again|were not stored'
+export STATEFS_DB=$small/state.db
+mount_fs -o async_close
+mkdir -p "$mnt/s/f"
+fsop write "$mnt/s/f/anchor" a > /dev/null
+# Values of 256 KiB, each followed by an fsync of another file, until an
+# fsync says the disk is full; the close of every value returned 0. The
+# value whose commit failed is gone from the mount and the store alike.
+n=0 err=
+while [ "$n" -lt 200 ]; do
+  head -c 262144 /dev/urandom | dd of="$mnt/s/f/k$n" bs=64k status=none ||
+    fail "the close of k$n failed (a commit comes after it)"
+  n=$((n + 1))
+  err=$(sync "$mnt/s/f/anchor" 2>&1) || break
+  err=
+done
+[ -n "$err" ] || fail "no fsync failed after $n values of 256 KiB on 12 MiB"
+case $err in
+*"No space left"*) ;;
+*) fail "the fsync failed with: $err" ;;
+esac
+sync "$mnt/s/f/anchor" || fail "the next fsync failed too: the error is told once"
+grep -q "were not stored" "$work/daemon.err" || fail "the daemon did not log the lost closes"
+last=$((n - 1))
+helper get s f "k$last" > /dev/null 2>&1 && fail "k$last is in the store"
+[ ! -e "$mnt/s/f/k$last" ] || fail "k$last shows in the mount"
+helper get s f "k$((last - 1))" > /dev/null || fail "k$((last - 1)), fsync'd, is not in the store"
+ok "a full disk: fsync says ENOSPC once, after $n closes returned; the lost value is gone"
