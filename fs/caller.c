@@ -332,6 +332,34 @@ static ssize_t fdinfo_read(proc_task *t, int dir, const char *name,
 	return got;
 }
 
+/* Lists the task's fdinfo directory from its start, through the one t
+ * keeps (opened afresh when that task is gone) or a new one (then kept in
+ * t, if any): the first getdents64's result in dents, and the directory
+ * in *dir. *dir is -1 when the directory cannot be opened; t is then
+ * given back, forgotten. */
+static ssize_t list_fdinfo(fs_procs *c, proc_task *t, pid_t pid, int *dir,
+                           char *dents, size_t size)
+{
+	ssize_t n = -1;
+
+	if (t && t->dir >= 0 &&
+	    (lseek(t->dir, 0, SEEK_SET) != 0 ||
+	     (n = getdents64(t->dir, dents, size)) < 0))
+		task_close(t);
+	if (t && t->dir >= 0) {
+		*dir = t->dir;
+		return n;
+	}
+	if ((*dir = proc_file(pid, "fdinfo", O_RDONLY | O_DIRECTORY)) < 0) {
+		if (t)
+			task_give(c, t, 0);
+		return -1;
+	}
+	if (t)
+		t->dir = *dir;
+	return getdents64(*dir, dents, size);
+}
+
 /* Whether the process holds a descriptor open for writing on inode ino:
  * 1, 0, or -1 when its descriptors cannot be read; *fds counts those it
  * has (up to the one found). The directory is read with getdents64 and
@@ -343,27 +371,12 @@ static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 	char dents[4096], info[512];
 	proc_task *t = task_take(c, pid);
 	int dir, found = 0, seen_ino = 0, i;
-	ssize_t n = -1, at;
+	ssize_t n, at;
 
 	*fds = 0;
-	/* A kept directory of a task that is gone cannot be read: the task
-	 * is read afresh. */
-	if (t && t->dir >= 0 &&
-	    (lseek(t->dir, 0, SEEK_SET) != 0 ||
-	     (n = getdents64(t->dir, dents, sizeof(dents))) < 0))
-		task_close(t);
-	if (t && t->dir >= 0) {
-		dir = t->dir;
-	} else {
-		if ((dir = proc_file(pid, "fdinfo", O_RDONLY | O_DIRECTORY)) < 0) {
-			if (t)
-				task_give(c, t, 0);
-			return -1;
-		}
-		if (t)
-			t->dir = dir;
-		n = getdents64(dir, dents, sizeof(dents));
-	}
+	n = list_fdinfo(c, t, pid, &dir, dents, sizeof(dents));
+	if (dir < 0)
+		return -1;
 	if (t)
 		memset(t->seen, 0, sizeof(t->seen));
 	while (n > 0) {
@@ -392,6 +405,46 @@ static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 	}
 	/* A kernel without ino in fdinfo (before 5.14) cannot say. */
 	return found ? 1 : seen_ino ? 0 : -1;
+}
+
+/* Whether the task has a descriptor at all: 1, 0, or -1 when its fdinfo
+ * cannot be read. A live task has; an exiting one has none left by the
+ * time its files are closed (do_exit detaches the file table first). */
+static int has_descriptors(fs_procs *c, pid_t pid)
+{
+	char dents[4096];
+	proc_task *t = task_take(c, pid);
+	int dir, any = 0;
+	ssize_t n = list_fdinfo(c, t, pid, &dir, dents, sizeof(dents));
+
+	if (dir < 0)
+		return -1;
+	while (n > 0 && !any) {
+		for (ssize_t at = 0; at < n && !any;) {
+			struct dirent64 *de = (struct dirent64 *)(dents + at);
+
+			at += de->d_reclen;
+			any = de->d_name[0] != '.';
+		}
+		if (!any)
+			n = getdents64(dir, dents, sizeof(dents));
+	}
+	if (t)
+		task_give(c, t, n >= 0);
+	else
+		close(dir);
+	return any ? 1 : n < 0 ? -1 : 0;
+}
+
+int fs_caller_killed(fs_procs *c, pid_t pid)
+{
+	int exiting = 0;
+	pid_t ppid;
+
+	if (pid <= 0 || has_descriptors(c, pid) == 1)
+		return 0;
+	return status_of(pid, &exiting, &ppid) == 0 && exiting &&
+	       killed_by_signal(pid);
 }
 
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,

@@ -984,6 +984,19 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_close_kind kind;
 
 	(void)ino;
+	if (f->async_close && f->loop && h->kind == FS_KV_KEY) {
+		/* -o async_close: close returns now, and the value is
+		 * stored at RELEASE, which the kernel sends once no
+		 * descriptor of any process holds the file: no look at the
+		 * closing process's descriptors. A writer dying of a signal
+		 * still cancels the handle (loop.c). */
+		pthread_mutex_lock(&h->lock);
+		if (has_work(h) && fs_caller_killed(f->procs, pid))
+			cancel(f, h, pid);
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	pthread_mutex_lock(&h->lock);
 	work = has_work(h);
 	kind = work ? fs_caller_close(f->procs, pid, h->opener,
@@ -1040,17 +1053,27 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
-	int err;
+	int err, held = 0, answered;
 
 	(void)ino;
 	if (fs_kind_streams(h->kind))
 		fs_special_release(f, h);
 	pthread_mutex_lock(&h->lock);
+	/* A value under -o async_close: its close returned already. */
+	answered = f->async_close && f->loop && h->kind == FS_KV_KEY &&
+	           has_work(h);
+	held = answered && fs_hold_begin(f);
 	err = commit(f, h, 1, "release");
+	if (held)
+		fs_hold_end(f);
 	pthread_mutex_unlock(&h->lock);
+	if (held && !err)
+		fs_hold_done(f); /* committed with the next ones */
 	if (err)
 		fs_log(f, LOG_WARNING, "a %s was not stored when its file was "
 		       "released: %s", fs_class_of(h->kind)->what, strerror(err));
+	if (err && answered) /* told to the next fsync (loop.c) */
+		__atomic_store_n(&f->async_error, err, __ATOMIC_RELAXED);
 	fs_file_free(f, h);
 	fuse_reply_err(req, 0);
 }

@@ -101,6 +101,8 @@ void fs_deadline(clockid_t clock, long ms, struct timespec *ts)
 }
 
 
+#define FS_ASYNC_BACKGROUND 1024
+
 /* INIT: O_TRUNC arrives with OPEN (so `> key` is one atomic replace, not a
  * truncate then a write), no writeback cache, no splice. */
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -112,6 +114,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE |
 	                          FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 	                          FUSE_CAP_SPLICE_MOVE);
+	/* -o async_close stores a value at its RELEASE, which the kernel
+	 * sends in the background: past max_background (12 by default)
+	 * RELEASEs outstanding it queues them apart, and a request made
+	 * after a close returned could overtake the RELEASE and miss the
+	 * value. The kernel caps this for other users than root. */
+	if (f->async_close && conn->max_background < FS_ASYNC_BACKGROUND)
+		conn->max_background = FS_ASYNC_BACKGROUND;
 	if (fs_wait_start(f) != 0)
 		fs_log(f, LOG_ERR, "cannot start the .wait thread: .wait "
 		                   "readers will fail with EIO");

@@ -634,6 +634,10 @@ typedef enum fs_close_kind {
 } fs_close_kind;
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
                               int shared, uint64_t ino);
+/* Whether a FLUSH from task pid comes from its death by a signal: only
+ * that part of fs_caller_close, which reads one directory of a live
+ * task (caller.c). 1 or 0. */
+int fs_caller_killed(fs_procs *c, pid_t pid);
 /* The /proc files of the tasks that closed files lately, kept open for
  * fs_caller_close (caller.c); NULL (as from a failed fs_procs_new) reads
  * /proc afresh every time. */
@@ -694,6 +698,9 @@ void fs_hear_end(fs *f);
 int fs_hold_begin(fs *f);
 void fs_hold_end(fs *f);
 void fs_hold_answer(fs *f, fuse_req_t req);
+/* A held write whose close returned already (-o async_close: a value's
+ * RELEASE): counted until the commit. */
+void fs_hold_done(fs *f);
 /* Commits what the calling thread holds now and answers its held FLUSHes
  * (an fsync: a failed commit of answered writes is then in
  * fs->async_error before the fsync answers). */

@@ -57,11 +57,13 @@
  * again.
  *
  * -o async_close: answered at once, committed when idle. The same held
- * writes, but each FLUSH is answered as soon as its write is made in the
- * open transaction, and the
+ * writes, but nobody waits for their commit: a value's FLUSH is answered
+ * at once and its RELEASE writes it (fs_hold_done; file.c), a counter's,
+ * entry's or item's FLUSH is answered as soon as its write is made in
+ * the open transaction, and the
  * commit waits for the device to stay empty for ASYNC_IDLE_MS (a lone
  * writer's next file comes well within it and joins the commit), for
- * HOLD_MAX such answers, or for HOLD_SERVED requests, whichever is first;
+ * HOLD_MAX such writes, or for HOLD_SERVED requests, whichever is first;
  * an fsync, a read that is not one row, another thread's call and the
  * pool's end commit before it (sfs_store_hold). So close(2) no longer
  * says the change is stored: up to HOLD_MAX closes are lost to a crash of
@@ -217,6 +219,20 @@ void fs_hold_commit(fs *f)
 		answer_held();
 }
 
+/* Commits once HOLD_MAX writes are held, answered or not. */
+static void hold_one(void)
+{
+	if (held.n + held.done >= HOLD_MAX)
+		answer_held();
+}
+
+void fs_hold_done(fs *f)
+{
+	(void)f;
+	held.done++;
+	hold_one();
+}
+
 void fs_hold_answer(fs *f, fuse_req_t req)
 {
 	if (f->async_close) {
@@ -225,8 +241,7 @@ void fs_hold_answer(fs *f, fuse_req_t req)
 	} else {
 		held.req[held.n++] = req;
 	}
-	if (held.n + held.done == HOLD_MAX)
-		answer_held();
+	hold_one();
 }
 
 /* Tells the caller the pool is over. Lock held. */

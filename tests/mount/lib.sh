@@ -14,6 +14,9 @@
 #                      STATEFS_TEST_PG names (scripts/with-pg), named by a
 #                      postgresql:// URI, dropped at the end (exit 77
 #                      without a server)
+# and by hand: STATEFS_TEST_EXTRA_OPTS, daemon options every mount of
+#   the suite gets (e.g. "-o async_close": which scripts then fail, and
+#   why, is in docs/filesystem.md, "-o async_close").
 # Provides: $work $mnt $mode $pg (1 on PostgreSQL, else empty) $schema;
 #   mount_fs [daemon options...], unmount_fs, psql_store SQL (psql in the
 #   store's schema), mount_other DIR [options...] (another daemon on the
@@ -73,8 +76,8 @@ if [ -n "$pg" ]; then
 fi
 unset STATEFS_KEY STATEFS_KEY_FILE
 export LC_ALL=C   # ls sorts bytewise
-mode_opts=()
-case $mode in *plain) mode_opts=(-o plaintext) ;; esac
+read -r -a mode_opts <<< "${STATEFS_TEST_EXTRA_OPTS:-}"
+case $mode in *plain) mode_opts+=(-o plaintext) ;; esac
 
 psql_store() { # SQL: run in the store's schema
   PGOPTIONS="-c search_path=$schema" psql -X -q -At -v ON_ERROR_STOP=1 \
