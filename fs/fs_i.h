@@ -310,9 +310,10 @@ struct fs {
 	gid_t gid;
 	mode_t umask;              /* cleared from every mode shown */
 	int async_close;           /* answer before the commit (loop.c) */
-	int async_error;           /* an errno: a commit of changes already
-	                              answered failed; the next fsync says
-	                              so (EIO) and clears it; atomic */
+	int async_error;           /* an errno (ENOSPC, EIO): a commit of
+	                              changes already answered failed; the
+	                              next fsync returns it and clears it;
+	                              atomic */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */
