@@ -153,13 +153,10 @@ done
 ok "kill -9: $stored of $acked closes stored, each whole, every fsync'd one"
 
 # --- a commit that fails after its closes returned ---------------------------
-small=$work/small
-mkdir -p "$small"
-if ! mount -t tmpfs -o size=12m,mode=0700 tmpfs "$small" 2>/dev/null; then
+if ! small_disk; then
   echo "cannot mount a tmpfs (not root?): the full disk is skipped"
   exit 0
 fi
-trap 'rc=$?; set +e; umount -l "$small" 2>/dev/null; (exit $rc); cleanup' EXIT
 allow_log 'the disk is full|No space left|database or disk is full|disk has room again|were not stored'
 export STATEFS_DB=$small/state.db
 mount_fs -o async_close

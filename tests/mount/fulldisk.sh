@@ -7,15 +7,10 @@
 # mounted: not root).
 . "$(dirname "$0")/lib.sh"
 
-small=$work/small
-mkdir -p "$small"
-if ! mount -t tmpfs -o size=12m,mode=0700 tmpfs "$small" 2>/dev/null; then
+if ! small_disk; then
   echo "cannot mount a tmpfs (not root?): skipped"
   exit 77
 fi
-# The tmpfs goes first (lazily: the daemon may still hold files there),
-# then lib.sh's cleanup, which ends the script.
-trap 'rc=$?; set +e; umount -l "$small" 2>/dev/null; (exit $rc); cleanup' EXIT
 export STATEFS_DB=$small/state.db
 allow_log 'the disk is full'     # the daemon says when it used the reserve
 allow_log "No space left|database or disk is full|disk has room again"

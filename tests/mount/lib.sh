@@ -24,7 +24,8 @@
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
 #   lines that are expected), fuse_blocked PID FLAG (a reader has reached
-#   the daemon), now_ns, measured_lease MIN (a lease for this machine now).
+#   the daemon), now_ns, measured_lease MIN (a lease for this machine now),
+#   small_disk (a 12 MiB tmpfs in $small, unmounted at exit; 1 if not root).
 # Every exit path (a failed check, an error under set -e, meson's timeout
 # or a Ctrl-C) unmounts, stops the daemon and SIGKILLs every other process
 # the script started (tests/reap.sh): a failure fails at once. A test still
@@ -285,6 +286,16 @@ cleanup() {
 }
 trap cleanup EXIT
 reap_traps
+
+# A 12 MiB tmpfs on $work/small for a store to fill, unmounted (lazily:
+# the daemon may still hold files there) before cleanup on every exit
+# path. Fails (1) when it cannot be mounted (not root).
+small_disk() {
+  small=$work/small
+  mkdir -p "$small"
+  mount -t tmpfs -o size=12m,mode=0700 tmpfs "$small" 2>/dev/null || return 1
+  trap 'rc=$?; set +e; umount -l "$small" 2>/dev/null; (exit $rc); cleanup' EXIT
+}
 
 # A test still running 30 s before its timeout reports where it waits
 # (tests/reap.sh).
