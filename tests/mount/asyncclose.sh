@@ -5,7 +5,7 @@
 #    process (the engine on its own connection: helper) sees it once an
 #    fsync of any file returns, once the mount has been idle, and after
 #    unmount: every file whose close returned, written by one writer or
-#    by four at once, values, counters and queue items;
+#    by four at once, values, counters and queue items; rm among them;
 #  - a shell's dup'd descriptor still gives one whole value, and a writer
 #    killed by a signal still stores nothing (the FLUSH check is kept);
 #  - kill -9 of the daemon loses at most the uncommitted closes: what the
@@ -69,6 +69,23 @@ for i in $(seq 200); do
   stored_as "k$i" "value $i" || fail "k$i is not in the store after fsync"
 done
 ok "200 closes read back at once through the mount and are stored by an fsync"
+
+# rm beside the held closes: gone at once, and from the store.
+for i in $(seq 100); do
+  expect_eq "$(fsop unlink "$mnt/s/n/k$i")" OK "rm k$i"
+done
+expect_eq "$(ls "$mnt/s/n" | wc -l)" 100 "the listing after 100 rm"
+expect_eq "$(fsop unlink "$mnt/s/n/k1")" ENOENT "rm of a removed key"
+sync "$mnt/s/n/k200" || fail "fsync after 100 rm"
+load s n
+for i in $(seq 200); do
+  if [ "$i" -le 100 ]; then
+    ! stored_as "k$i" "value $i" || fail "k$i is still in the store after rm"
+  else
+    stored_as "k$i" "value $i" || fail "k$i is gone from the store"
+  fi
+done
+ok "100 rm: gone through the mount and from the store"
 
 # Idle: nothing more comes, the commit follows by itself (within a
 # millisecond of quiet; a minute allows for a loaded machine).
