@@ -70,7 +70,7 @@ for i in $(seq 200); do
 done
 ok "200 closes read back at once through the mount and are stored by an fsync"
 
-# rm beside the held closes: gone at once, and from the store.
+# rm under the option (committed before it returns): gone, also from the store.
 for i in $(seq 100); do
   expect_eq "$(fsop unlink "$mnt/s/n/k$i")" OK "rm k$i"
 done
