@@ -967,6 +967,13 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_write(req, got);
 }
 
+/* Whether h is a value whose close returns before its commit, which its
+ * RELEASE makes (-o async_close, under fs_loop). */
+static int async_value(const fs *f, const fs_file *h)
+{
+	return f->async_close && f->loop && h->kind == FS_KV_KEY;
+}
+
 /* FLUSH: commit (sfs_kv_edit, sfs_counter_set/add, sfs_log_append,
  * sfs_queue_push) of what changed since the last commit; close(2) returns
  * its outcome. What the closing process is decides (caller.c): its last
@@ -984,7 +991,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_close_kind kind;
 
 	(void)ino;
-	if (f->async_close && f->loop && h->kind == FS_KV_KEY) {
+	if (async_value(f, h)) {
 		/* -o async_close: close returns now, and the value is
 		 * stored at RELEASE, which the kernel sends once no
 		 * descriptor of any process holds the file: no look at the
@@ -1060,8 +1067,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_special_release(f, h);
 	pthread_mutex_lock(&h->lock);
 	/* A value under -o async_close: its close returned already. */
-	answered = f->async_close && f->loop && h->kind == FS_KV_KEY &&
-	           has_work(h);
+	answered = async_value(f, h) && has_work(h);
 	held = answered && fs_hold_begin(f);
 	err = commit(f, h, 1, "release");
 	if (held)
