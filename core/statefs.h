@@ -348,7 +348,10 @@ int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice);
  * be using the handle. Never fails. */
 void sfs_store_close(sfs_store *s);
 
-/* Makes every commit so far survive power loss. Errors: the common ones. */
+/* Makes every commit so far survive power loss. Writes another thread
+ * holds (sfs_store_hold) are committed first; a failure of that commit is
+ * returned here too (and to the holder's sfs_store_commit). Errors: the
+ * common ones. */
 int sfs_store_sync(sfs_store *s);
 
 /* A number that changes whenever any process commits a change to the store

@@ -250,15 +250,18 @@ int group_close(sfs_store *s)
 	return r;
 }
 
-static void lock_for(sfs_store *s, int peek)
+/* Takes the handle's lock, ending the open group first (see above).
+ * Returns the status of that group's commit if this call made it (its
+ * sentence set), else SFS_OK. */
+static int lock_for(sfs_store *s, int peek)
 {
 	uint64_t gen;
 
 	if (s->ops->concurrent)
-		return;
+		return SFS_OK;
 	pthread_mutex_lock(&s->mu);
 	if (!s->g_open || (peek && holder.member && holder.s == s))
-		return;
+		return SFS_OK;
 	/* Writers lined up for the lock join the open group before this
 	 * call runs, and the last of them commits it; this call waits for
 	 * that group only, not for the ones after it. */
@@ -266,20 +269,21 @@ static void lock_for(sfs_store *s, int peek)
 	while (s->g_open && s->g_gen == gen &&
 	       __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0)
 		pthread_cond_wait(&s->g_done, &s->mu);
-	if (s->g_open) {
-		group_close(s);
-		sfs_err_clear(); /* the writers of the group got the news */
-	}
+	return s->g_open ? group_close(s) : SFS_OK;
 }
 
+/* The writers and holders of a group a call ended got the news; the
+ * call's own status is its own. */
 void store_lock(sfs_store *s)
 {
-	lock_for(s, 0);
+	if (lock_for(s, 0) != SFS_OK)
+		sfs_err_clear();
 }
 
 void store_lock_peek(sfs_store *s)
 {
-	lock_for(s, 1);
+	if (lock_for(s, 1) != SFS_OK)
+		sfs_err_clear();
 }
 
 void group_enter(sfs_store *s)
@@ -525,9 +529,17 @@ void sfs_store_close(sfs_store *s)
 
 int sfs_store_sync(sfs_store *s)
 {
+	int r;
+
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	CALL(s, s->ops->sync(s->be));
+	/* Writes another thread holds are among what it must make last: a
+	 * failed commit of them is this call's failure too. */
+	r = lock_for(s, 0);
+	if (r == SFS_OK)
+		r = s->ops->sync(s->be);
+	store_unlock(s);
+	return r;
 }
 
 int sfs_store_exists(const char *db)

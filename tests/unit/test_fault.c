@@ -10,6 +10,8 @@
  * (value and time row go together), and that the store works once the
  * fault is gone.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +144,38 @@ static void test_create_fails(void **state)
 	sfs_store_close(s);
 }
 
+static void *sync_store(void *arg)
+{
+	return (void *)(intptr_t)sfs_store_sync(arg);
+}
+
+/* Writes one thread holds, committed by another thread's sync on a full
+ * disk: the sync fails (what it had to make durable is not stored), and
+ * so does the holder's sfs_store_commit; neither write is stored. */
+static void test_sync_of_held_writes(void **state)
+{
+	tfx *t = *state;
+	pthread_t th;
+	void *r;
+
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("h1"), S("v")));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("h2"), S("v")));
+	fail_from_now(FAULT_FULL);
+	assert_int_equal(pthread_create(&th, NULL, sync_store, t->s), 0);
+	pthread_join(th, &r);
+	faultvfs_disarm();
+	assert_int_equal((intptr_t)r, SFS_FULL);
+	OK(sfs_store_hold(t->s, 0));
+	IS(SFS_FULL, sfs_store_commit(t->s));
+	OK(sfs_store_commit(t->s)); /* told once */
+	OK(sfs_store_sync(t->s));   /* nothing held: nothing to tell */
+	no_trace(t, "h1");
+	no_trace(t, "h2");
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("after"), S("v")));
+	OK(sfs_store_verify(t->s, NULL, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -149,6 +183,7 @@ int main(void)
 		T(test_full_disk),
 		T(test_io_error),
 		T(test_create_fails),
+		T(test_sync_of_held_writes),
 	};
 
 	return cmocka_run_group_tests(tests, shim_setup, shim_teardown);
