@@ -71,10 +71,53 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags,
 	h->kind = kind;
 	h->flags = flags;
 	h->opener = opener;
+	h->async_since = fs_async_sample(f);
 	fs_node_ref(f, n);
 	fs_node_file_add(f, n, h);
 	fs_link_add(f, &f->files, &h->link);
 	return h;
+}
+
+/* fs.async_error: an errno in the low bits, a bit set once an fsync has
+ * told it, and a count above them, bumped by a failure after that. */
+#define ASYNC_ERRNO 0xfffu
+#define ASYNC_SEEN 0x1000u
+#define ASYNC_ONE 0x2000u
+
+void fs_async_failed(fs *f, int err)
+{
+	uint32_t old = __atomic_load_n(&f->async_error, __ATOMIC_RELAXED), new;
+
+	do {
+		new = (old & ~(ASYNC_ERRNO | ASYNC_SEEN)) |
+		      ((uint32_t)err & ASYNC_ERRNO);
+		if (old & ASYNC_SEEN)
+			new += ASYNC_ONE;
+	} while (new != old &&
+	         !__atomic_compare_exchange_n(&f->async_error, &old, new, 0,
+	                                      __ATOMIC_RELAXED,
+	                                      __ATOMIC_RELAXED));
+}
+
+uint32_t fs_async_sample(fs *f)
+{
+	uint32_t cur = __atomic_load_n(&f->async_error, __ATOMIC_RELAXED);
+
+	return cur & ASYNC_SEEN ? cur : 0; /* not told yet: the opener tells */
+}
+
+int fs_async_check(fs *f, uint32_t *since)
+{
+	uint32_t cur = __atomic_load_n(&f->async_error, __ATOMIC_RELAXED);
+	uint32_t expect = cur;
+
+	if (cur == *since)
+		return 0;
+	/* Marked seen unless a new failure came meanwhile (told next time). */
+	__atomic_compare_exchange_n(&f->async_error, &expect, cur | ASYNC_SEEN,
+	                            0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	*since = cur | ASYNC_SEEN;
+	return (int)(cur & ASYNC_ERRNO);
 }
 
 static void file_release_memory(fs_file *h)
@@ -1047,9 +1090,11 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fs_hold_commit(f);
 	if (!err)
 		err = fs_errno(f, sfs_store_sync(f->store), "fsync");
+	pthread_mutex_lock(&h->lock);
 	if (!err) /* changes answered before a commit that failed
-	             (-o async_close), told once */
-		err = __atomic_exchange_n(&f->async_error, 0, __ATOMIC_RELAXED);
+	             (-o async_close), told once to each descriptor */
+		err = fs_async_check(f, &h->async_since);
+	pthread_mutex_unlock(&h->lock);
 	fuse_reply_err(req, err);
 }
 
@@ -1078,8 +1123,8 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (err)
 		fs_log(f, LOG_WARNING, "a %s was not stored when its file was "
 		       "released: %s", fs_class_of(h->kind)->what, strerror(err));
-	if (err && answered) /* told to the next fsync (loop.c) */
-		__atomic_store_n(&f->async_error, err, __ATOMIC_RELAXED);
+	if (err && answered) /* told by fsync */
+		fs_async_failed(f, err);
 	fs_file_free(f, h);
 	fuse_reply_err(req, 0);
 }

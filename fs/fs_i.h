@@ -310,10 +310,10 @@ struct fs {
 	gid_t gid;
 	mode_t umask;              /* cleared from every mode shown */
 	int async_close;           /* answer before the commit (loop.c) */
-	int async_error;           /* an errno (ENOSPC, EIO): a commit of
-	                              changes already answered failed; the
-	                              next fsync returns it and clears it;
-	                              atomic */
+	uint32_t async_error;      /* commits of changes already answered
+	                              that failed, as Linux's errseq_t: the
+	                              last errno, a seen bit and a count
+	                              (fs_async_*, file.c); atomic */
 	struct timespec start;     /* directories' times: the mount */
 
 	pthread_mutex_t lock;      /* guards the inode table below */
@@ -551,6 +551,8 @@ typedef struct fs_file {
 	                              with changes unsaved: nothing of it is
 	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
+	uint32_t async_since;      /* fs.async_error when opened, or when
+	                              an fsync of it last reported it */
 	int64_t claim;             /* .pop, .wait, .claim: the claim that
 	                              took the item (0: none) */
 	/* Guarded by fs.lock, so GETATTR can see them without the handle's
@@ -687,6 +689,17 @@ void fs_wait_stop(fs *f);
 void fs_hear_begin(fs *f);
 void fs_hear_end(fs *f);
 
+/* A commit of changes whose close was answered before it (-o
+ * async_close) failed with err: every descriptor open now, and the next
+ * one opened if no fsync has told it yet, returns err at its next fsync,
+ * once (Linux's errseq_t; for the mount as a whole, as syncfs(2) tells). */
+void fs_async_failed(fs *f, int err);
+/* What a new descriptor starts from (fs_file.async_since). */
+uint32_t fs_async_sample(fs *f);
+/* The errno of an asynchronous commit that failed since *since (0: none);
+ * moves *since past it. */
+int fs_async_check(fs *f, uint32_t *since);
+
 /* Held FLUSH answers (loop.c): one commit for the FLUSHes fs_loop's reader
  * serves while more requests are queued. fs_hold_begin returns 1 when the
  * calling thread is fs_loop's and holds the store's writes
@@ -704,7 +717,7 @@ void fs_hold_answer(fs *f, fuse_req_t req);
 void fs_hold_done(fs *f);
 /* Commits what the calling thread holds now and answers its held FLUSHes
  * (an fsync: a failed commit of answered writes is then in
- * fs->async_error before the fsync answers). */
+ * fs.async_error before the fsync answers). */
 void fs_hold_commit(fs *f);
 
 /* Keeps req until an item of queue arrives or the reader is interrupted. */

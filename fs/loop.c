@@ -68,7 +68,7 @@
  * pool's end commit before it (sfs_store_hold). So close(2) no longer
  * says the change is stored: up to HOLD_MAX closes are lost to a crash of
  * the daemon, other processes see them after the commit, and a commit
- * that fails is logged and told to the next fsync (fs->async_error).
+ * that fails is logged and told by fsync (fs_async_failed, file.c).
  * docs/performance.md, "Answered before the commit", has the cost.
  *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
@@ -184,7 +184,7 @@ static void answer_held(void)
 		fs_log(l->f, LOG_ERR, "%u changes already answered (-o "
 		       "async_close) were not stored: %s", held.done,
 		       strerror(err));
-		__atomic_store_n(&l->f->async_error, err, __ATOMIC_RELAXED);
+		fs_async_failed(l->f, err);
 	}
 	for (unsigned i = 0; i < held.n; i++)
 		fuse_reply_err(held.req[i], err);

@@ -12,8 +12,9 @@
 #    store holds afterwards is whole, the store passes its checks, and
 #    every close that an fsync covered is there;
 #  - a commit that fails (a full disk) after its closes returned is
-#    logged and told to the next fsync, with the error, once; the values
-#    are not in the store.
+#    logged and told by fsync, with the error, once to the next fsync and
+#    once to each descriptor open at the time; the values are not in the
+#    store.
 # Usage: see lib.sh (SQLite modes: on PostgreSQL the option changes
 # nothing). Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
@@ -181,6 +182,12 @@ export STATEFS_DB=$small/state.db
 mount_fs -o async_close
 mkdir -p "$mnt/s/f"
 fsop write "$mnt/s/f/anchor" a > /dev/null
+fsop write "$mnt/s/f/open" a > /dev/null
+# A descriptor open all along (fileops syncs): it is told too, once.
+"$STATEFS_FILEOPS" syncs "$mnt/s/f/open" "$work/go.syncs" > "$work/syncs.out" &
+syncs=$!
+until [ -s "$work/syncs.out" ]; do nap 0.05; done
+expect_eq "$(cat "$work/syncs.out")" ready "a descriptor held open"
 # Values of 256 KiB, each followed by an fsync of another file, until an
 # fsync says the disk is full; the close of every value returned 0. The
 # value whose commit failed is gone from the mount and the store alike.
@@ -198,9 +205,13 @@ case $err in
 *) fail "the fsync failed with: $err" ;;
 esac
 sync "$mnt/s/f/anchor" || fail "the next fsync failed too: the error is told once"
+touch "$work/go.syncs"
+wait "$syncs" || fail "fileops syncs: $(cat "$work/syncs.out")"
+expect_eq "$(sed 1d "$work/syncs.out" | tr '\n' ' ')" "held ENOSPC again 0 reopened 0 " \
+  "fsyncs of a descriptor open when the commit failed, then of a new one"
 grep -q "were not stored" "$work/daemon.err" || fail "the daemon did not log the lost closes"
 last=$((n - 1))
 helper get s f "k$last" > /dev/null 2>&1 && fail "k$last is in the store"
 [ ! -e "$mnt/s/f/k$last" ] || fail "k$last shows in the mount"
 helper get s f "k$((last - 1))" > /dev/null || fail "k$((last - 1)), fsync'd, is not in the store"
-ok "a full disk: fsync says ENOSPC once, after $n closes returned; the lost value is gone"
+ok "a full disk: fsync says ENOSPC once per descriptor open then, after $n closes returned; the lost value is gone"

@@ -57,6 +57,11 @@
  *                      O_TRUNC, write "value I", close; prints I once the
  *                      close returned; for the S-th, fsync before the
  *                      close and prints "synced S" after it
+ *   syncs PATH GO      opens PATH read-only, prints "ready", waits until
+ *                      the file GO exists, then fsyncs that descriptor
+ *                      twice and a new descriptor of PATH once; prints
+ *                      "held E1", "again E2", "reopened E3", each the
+ *                      errno's name or 0
  * Exit: 0; 1 on a failed call; 2 on a bad command line.
  */
 #include <dirent.h>
@@ -273,6 +278,33 @@ static int op_hold(const char *path, long n, const char *go)
 		usleep(20000);
 	if (close(fd))
 		die_errno("close");
+	return 0;
+}
+
+static const char *fsync_says(int fd)
+{
+	const char *n;
+
+	if (!fsync(fd))
+		return "0";
+	n = strerrorname_np(errno);
+	return n ? n : "E?";
+}
+
+static int op_syncs(const char *path, const char *go)
+{
+	int fd = open_or_die(path, O_RDONLY), fd2;
+
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go, F_OK) != 0)
+		usleep(20000);
+	printf("held %s\n", fsync_says(fd));
+	printf("again %s\n", fsync_says(fd));
+	fd2 = open_or_die(path, O_RDONLY);
+	printf("reopened %s\n", fsync_says(fd2));
+	close(fd2);
+	close(fd);
 	return 0;
 }
 
@@ -535,6 +567,8 @@ int main(int argc, char **argv)
 		return op_listing(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(op, "die") && argc == 5)
 		return op_die(argv[2], argv[3], argv[4]);
+	if (!strcmp(op, "syncs") && argc == 4)
+		return op_syncs(argv[2], argv[3]);
 	if (!strcmp(op, "stream") && argc == 4)
 		return op_stream(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: see fileops.c\n");
