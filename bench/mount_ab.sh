@@ -21,6 +21,9 @@
 #   each OPTION a daemon's -o option (plaintext, async_close, ...); e.g.
 #   bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
 #        new=build/mountd/statefs,plaintext
+#   A program named passthrough_ll is another floor, mounted over a
+#   directory of its own, its OPTIONs passed as they are: e.g.
+#   one=build/bench/passthrough_ll,-s (one thread).
 # Environment: TMPDIR, where the stores and the floor's files live
 #   (default /dev/shm, memory, as fs_bench.sh; a directory on disk
 #   measures the disk's fsyncs too); FS_BENCH (the fs_bench program),
@@ -34,7 +37,7 @@ if [ "${1:-}" = -w ]; then
   shift 2 || true
   [[ $k =~ ^[1-9][0-9]*$ ]] || k=
 fi
-[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,23p "$0" >&2; exit 1; }
+[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,26p "$0" >&2; exit 1; }
 rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
@@ -53,8 +56,13 @@ for spec in "$@"; do
   name=${spec%%=*} rest=${spec#*=}
   IFS=, read -r -a opt <<< "$rest"
   bin=${opt[0]}
-  opts=(-o db="$work/$name.db")
-  for o in "${opt[@]:1}"; do opts+=(-o "$o"); done
+  if [ "$(basename "$bin")" = passthrough_ll ]; then # another floor
+    mkdir -p "$work/src.$name"
+    opts=(-o source="$work/src.$name" "${opt[@]:1}")
+  else
+    opts=(-o db="$work/$name.db")
+    for o in "${opt[@]:1}"; do opts+=(-o "$o"); done
+  fi
   mount_one "$name" "${opts[@]}"
   mkdir -p "$work/$name/bench/small"
   dir[$name]=$work/$name/bench
