@@ -12,7 +12,11 @@
 #      FLUSHes share a commit); and what each file cost in CPU time while
 #      they ran (the daemon's, the writers' own) with the machine's idle
 #      CPUs: where the CPUs are all busy, the files per second are the
-#      CPUs over the CPU time per file, whatever serialises inside;
+#      CPUs over the CPU time per file, whatever serialises inside; and,
+#      in the same rounds, the floor served by one thread (passthrough_ll
+#      -s), the thread model statefs has on a SQLite store (one reader of
+#      /dev/fuse at a time: docs/performance.md, "Eight writers against a
+#      floor of one thread");
 #   3. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
 #      per listing, time per key, and the daemon's resident memory, to show
 #      that time grows linearly and memory does not.
@@ -43,7 +47,7 @@ wn=${FS_BENCH_WN:-1000}
 w=$(mktemp -d /dev/shm/fs_bench.XXXXXX)
 pids=()
 mounts=()
-declare -A dpid # the daemon of each mount: floor, plain, encrypted
+declare -A dpid # the daemon of each mount: floor, floor1, plain, encrypted
 cleanup() {
   set +e
   for m in "${mounts[@]}"; do
@@ -125,14 +129,21 @@ done
 wdir() { # label
   case $1 in
     floor) echo "$w/pt/writers" ;;
+    floor1) echo "$w/pt1/writers" ;;
     *) echo "$w/m-$1/bench" ;;
   esac
 }
-mkdir -p "$w/pt/writers"
+mkdir -p "$w/pt/writers" "$w/src1" "$w/pt1"
+"$ptll" -f -s -o source="$w/src1" "$w/pt1" 2>>"$w/pt1.err" &
+pids+=($!)
+dpid[floor1]=$!
+mounts+=("$w/pt1")
+wait_mount "$w/pt1" "$!"
+mkdir -p "$w/pt1/writers"
 declare -A wrate wdcpu wccpu widle
 for k in 1 2 4 8; do
   for _ in $(seq "$reps"); do
-    for m in floor plain encrypted; do
+    for m in floor floor1 plain encrypted; do
       out=$("$fsb" writers "$(wdir $m)" "$k" "$wn" "$size" "${dpid[$m]}")
       read -r _ _ rate dcpu ccpu idle <<<"$out"
       wrate[$m.$k]="${wrate[$m.$k]:-} $rate"
@@ -144,6 +155,7 @@ for k in 1 2 4 8; do
 done
 
 stop "$w/pt"
+stop "$w/pt1"
 stop "$w/m-plain"
 stop "$w/m-encrypted"
 for k in "${!all[@]}"; do
@@ -182,6 +194,21 @@ for k in 1 2 4 8; do
 done
 echo "(speedup: over one writer on the same mount; plain/fl, encr./fl: statefs's"
 echo " speedup over the floor's; target: >= 1.0 at every step)"
+
+printf '\nthe same rounds against the floor served by one thread (passthrough_ll -s):\n'
+printf '%-8s %12s %8s %8s %8s\n' writers "1-thr f/s" speedup "plain/1t" "encr./1t"
+for k in 1 2 4 8; do
+  # shellcheck disable=SC2086
+  f=$(median ${wrate[floor1.$k]}) f1=$(median ${wrate[floor1.1]})
+  # shellcheck disable=SC2086
+  p=$(median ${wrate[plain.$k]}) p1=$(median ${wrate[plain.1]})
+  # shellcheck disable=SC2086
+  e=$(median ${wrate[encrypted.$k]}) e1=$(median ${wrate[encrypted.1]})
+  awk -v k="$k" -v f="$f" -v f1="$f1" -v p="$p" -v p1="$p1" -v e="$e" \
+      -v e1="$e1" 'BEGIN {
+    printf "%-8d %12.0f %8.2f %8.2f %8.2f\n", k, f, f / f1,
+      (p / p1) / (f / f1), (e / e1) / (f / f1) }'
+done
 
 printf '\nCPU time per file while the writers ran (us; daemon, the writers'
 printf ' themselves) and\nthe idle CPUs of the machine meanwhile, medians:\n'
