@@ -212,13 +212,14 @@ done
 
 printf '\nCPU time per file while the writers ran (us; daemon, the writers'
 printf ' themselves) and\nthe idle CPUs of the machine meanwhile, medians:\n'
-printf '%-8s %21s %21s %21s\n' "" "floor" "plaintext" "encrypted"
+printf '%-8s %21s %21s %21s %21s\n' "" "floor" "floor, one thread" \
+  "plaintext" "encrypted"
 printf '%-8s' writers
-for _ in 1 2 3; do printf ' %7s %7s %5s' daemon writer idle; done
+for _ in 1 2 3 4; do printf ' %7s %7s %5s' daemon writer idle; done
 printf '\n'
 for k in 1 2 4 8; do
   printf '%-8d' "$k"
-  for m in floor plain encrypted; do
+  for m in floor floor1 plain encrypted; do
     # shellcheck disable=SC2086
     printf ' %7.1f %7.1f %5.2f' "$(median ${wdcpu[$m.$k]})" \
       "$(median ${wccpu[$m.$k]})" "$(median ${widle[$m.$k]})"
