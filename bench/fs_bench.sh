@@ -178,15 +178,20 @@ echo " encr./plain <= 1.10)"
 printf '\n%d files of %d bytes per writer, each writer in its own directory,' \
   "$wn" "$size"
 printf ' median of %s rounds:\n' "$reps"
+# The median files per second of K writers and of one, on FLOOR, the
+# plaintext and the encrypted store: f f1 p p1 e e1.
+rates() { # K FLOOR
+  # shellcheck disable=SC2086
+  f=$(median ${wrate[$2.$1]}) f1=$(median ${wrate[$2.1]})
+  # shellcheck disable=SC2086
+  p=$(median ${wrate[plain.$1]}) p1=$(median ${wrate[plain.1]})
+  # shellcheck disable=SC2086
+  e=$(median ${wrate[encrypted.$1]}) e1=$(median ${wrate[encrypted.1]})
+}
 printf '%-8s %12s %8s %12s %8s %12s %8s %8s %8s\n' writers "floor f/s" \
   speedup "plain f/s" speedup "encr. f/s" speedup "plain/fl" "encr./fl"
 for k in 1 2 4 8; do
-  # shellcheck disable=SC2086
-  f=$(median ${wrate[floor.$k]}) f1=$(median ${wrate[floor.1]})
-  # shellcheck disable=SC2086
-  p=$(median ${wrate[plain.$k]}) p1=$(median ${wrate[plain.1]})
-  # shellcheck disable=SC2086
-  e=$(median ${wrate[encrypted.$k]}) e1=$(median ${wrate[encrypted.1]})
+  rates "$k" floor
   awk -v k="$k" -v f="$f" -v f1="$f1" -v p="$p" -v p1="$p1" -v e="$e" \
       -v e1="$e1" 'BEGIN {
     printf "%-8d %12.0f %8.2f %12.0f %8.2f %12.0f %8.2f %8.2f %8.2f\n", k,
@@ -198,12 +203,7 @@ echo " speedup over the floor's; target: >= 1.0 at every step)"
 printf '\nthe same rounds against the floor served by one thread (passthrough_ll -s):\n'
 printf '%-8s %12s %8s %8s %8s\n' writers "1-thr f/s" speedup "plain/1t" "encr./1t"
 for k in 1 2 4 8; do
-  # shellcheck disable=SC2086
-  f=$(median ${wrate[floor1.$k]}) f1=$(median ${wrate[floor1.1]})
-  # shellcheck disable=SC2086
-  p=$(median ${wrate[plain.$k]}) p1=$(median ${wrate[plain.1]})
-  # shellcheck disable=SC2086
-  e=$(median ${wrate[encrypted.$k]}) e1=$(median ${wrate[encrypted.1]})
+  rates "$k" floor1
   awk -v k="$k" -v f="$f" -v f1="$f1" -v p="$p" -v p1="$p1" -v e="$e" \
       -v e1="$e1" 'BEGIN {
     printf "%-8d %12.0f %8.2f %8.2f %8.2f\n", k, f, f / f1,
