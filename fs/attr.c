@@ -331,12 +331,3 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* FSYNCDIR: sfs_store_sync (directory changes are commits already). */
-void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-                        struct fuse_file_info *fi)
-{
-	fs *f = fs_of(req);
-
-	(void)ino, (void)datasync, (void)fi;
-	fuse_reply_err(req, fs_errno(f, sfs_store_sync(f->store), "fsyncdir"));
-}

@@ -42,6 +42,7 @@ typedef struct fs_dir {
 	pthread_mutex_t lock;    /* guards the listing state below */
 	fs_addr addr;            /* the directory, copied at OPENDIR */
 	fs_node *node;           /* a reference */
+	uint32_t async_since;    /* fs.async_error as FSYNCDIR last saw it */
 	uint64_t ihash;          /* its identity hash at OPENDIR */
 	uint64_t parent_ino;
 	off_t pos;               /* entries returned so far */
@@ -340,6 +341,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_init(&d->lock, NULL);
+	d->async_since = fs_async_sample(f);
 	if ((err = fs_node_addr(f, n, &d->addr)))
 		goto fail;
 	if (d->addr.kind == FS_LOG_NS &&
@@ -502,4 +504,25 @@ void fs_dirs_free_all(fs *f)
 		fs_link_del(f, &d->link);
 		dir_release_memory(d);
 	}
+}
+
+/* FSYNCDIR: what FSYNC does for the store (directory changes are commits
+ * already): the held writes committed, sfs_store_sync, and a failed
+ * commit of closes answered before it (-o async_close) told once to each
+ * descriptor (fs_async_check). */
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                    struct fuse_file_info *fi)
+{
+	fs *f = fuse_req_userdata(req);
+	fs_dir *d = (fs_dir *)(uintptr_t)fi->fh;
+	int err;
+
+	(void)ino, (void)datasync;
+	fs_hold_commit(f);
+	err = fs_errno(f, sfs_store_sync(f->store), "fsyncdir");
+	pthread_mutex_lock(&d->lock);
+	if (!err)
+		err = fs_async_check(f, &d->async_since);
+	pthread_mutex_unlock(&d->lock);
+	fuse_reply_err(req, err);
 }

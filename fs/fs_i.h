@@ -588,8 +588,6 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                    int valid, struct fuse_file_info *fi);
 void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
-void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-                    struct fuse_file_info *fi);
 /* tree.c */
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                  mode_t mode);
@@ -654,6 +652,8 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi);
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
                       struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                    struct fuse_file_info *fi);
 
 /* Special files (special.c): the first READ takes bytes from the store. */
 void fs_special_read(fs *f, fuse_req_t req, fs_file *h, size_t size,

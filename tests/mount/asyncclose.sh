@@ -205,11 +205,15 @@ mount_fs -o async_close
 mkdir -p "$mnt/s/f"
 fsop write "$mnt/s/f/anchor" a > /dev/null
 fsop write "$mnt/s/f/open" a > /dev/null
-# A descriptor open all along (fileops syncs): it is told too, once.
+# A file's and a directory's descriptor open all along (fileops syncs):
+# each is told too, once.
 "$STATEFS_FILEOPS" syncs "$mnt/s/f/open" "$work/go.syncs" > "$work/syncs.out" &
 syncs=$!
-until [ -s "$work/syncs.out" ]; do nap 0.05; done
-expect_eq "$(cat "$work/syncs.out")" ready "a descriptor held open"
+"$STATEFS_FILEOPS" syncs "$mnt/s/f" "$work/go.syncs" > "$work/syncs.dir" &
+syncs_dir=$!
+until [ -s "$work/syncs.out" ] && [ -s "$work/syncs.dir" ]; do nap 0.05; done
+expect_eq "$(cat "$work/syncs.out")" ready "a file's descriptor held open"
+expect_eq "$(cat "$work/syncs.dir")" ready "a directory's descriptor held open"
 # Values of 256 KiB, each followed by an fsync of another file, until an
 # fsync says the disk is full; the close of every value returned 0. The
 # value whose commit failed is gone from the mount and the store alike.
@@ -229,8 +233,11 @@ esac
 sync "$mnt/s/f/anchor" || fail "the next fsync failed too: the error is told once"
 touch "$work/go.syncs"
 wait "$syncs" || fail "fileops syncs: $(cat "$work/syncs.out")"
+wait "$syncs_dir" || fail "fileops syncs (directory): $(cat "$work/syncs.dir")"
 expect_eq "$(sed 1d "$work/syncs.out" | tr '\n' ' ')" "held ENOSPC again 0 reopened 0 " \
   "fsyncs of a descriptor open when the commit failed, then of a new one"
+expect_eq "$(sed 1d "$work/syncs.dir" | tr '\n' ' ')" "held ENOSPC again 0 reopened 0 " \
+  "fsyncs of a directory's descriptor open when the commit failed, then of a new one"
 grep -q "were not stored" "$work/daemon.err" || fail "the daemon did not log the lost closes"
 last=$((n - 1))
 helper get s f "k$last" > /dev/null 2>&1 && fail "k$last is in the store"

@@ -57,11 +57,12 @@
  *                      O_TRUNC, write "value I", close; prints I once the
  *                      close returned; for the S-th, fsync before the
  *                      close and prints "synced S" after it
- *   syncs PATH GO      opens PATH read-only, prints "ready", waits until
- *                      the file GO exists, then fsyncs that descriptor
- *                      twice and a new descriptor of PATH once; prints
- *                      "held E1", "again E2", "reopened E3", each the
- *                      errno's name or 0
+ *   syncs PATH GO      opens PATH (a file or a directory) read-only,
+ *                      prints "ready", waits until the file GO exists,
+ *                      then fsyncs that descriptor twice and a new
+ *                      descriptor of PATH once; prints "held E1",
+ *                      "again E2", "reopened E3", each the errno's name
+ *                      or 0
  * Exit: 0; 1 on a failed call; 2 on a bad command line.
  */
 #include <dirent.h>
