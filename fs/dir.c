@@ -507,22 +507,14 @@ void fs_dirs_free_all(fs *f)
 }
 
 /* FSYNCDIR: what FSYNC does for the store (directory changes are commits
- * already): the held writes committed, sfs_store_sync, and a failed
- * commit of closes answered before it (-o async_close) told once to each
- * descriptor (fs_async_check). */
+ * already): fs_sync_store. */
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
                     struct fuse_file_info *fi)
 {
 	fs *f = fuse_req_userdata(req);
 	fs_dir *d = (fs_dir *)(uintptr_t)fi->fh;
-	int err;
 
 	(void)ino, (void)datasync;
-	fs_hold_commit(f);
-	err = fs_errno(f, sfs_store_sync(f->store), "fsyncdir");
-	pthread_mutex_lock(&d->lock);
-	if (!err)
-		err = fs_async_check(f, &d->async_since);
-	pthread_mutex_unlock(&d->lock);
-	fuse_reply_err(req, err);
+	fuse_reply_err(req, fs_sync_store(f, &d->lock, &d->async_since,
+	                                  "fsyncdir"));
 }

@@ -120,6 +120,20 @@ int fs_async_check(fs *f, uint32_t *since)
 	return (int)(cur & ASYNC_ERRNO);
 }
 
+int fs_sync_store(fs *f, pthread_mutex_t *lock, uint32_t *since,
+                  const char *what)
+{
+	int err;
+
+	fs_hold_commit(f);
+	err = fs_errno(f, sfs_store_sync(f->store), what);
+	pthread_mutex_lock(lock);
+	if (!err)
+		err = fs_async_check(f, since);
+	pthread_mutex_unlock(lock);
+	return err;
+}
+
 static void file_release_memory(fs_file *h)
 {
 	fs_stream_free(h->stream);
@@ -1073,9 +1087,9 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, err);
 }
 
-/* FSYNC: commit, then sfs_store_sync (durable across power loss); and
- * the failure of a commit whose FLUSHes were answered before it (-o
- * async_close), once. */
+/* FSYNC: commit, then fs_sync_store (sfs_store_sync: durable across
+ * power loss; and the failure of a commit whose closes were answered
+ * before it, -o async_close, once to each descriptor). */
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                  struct fuse_file_info *fi)
 {
@@ -1087,14 +1101,8 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	pthread_mutex_lock(&h->lock);
 	err = h->cancelled ? EIO : commit(f, h, 1, "fsync");
 	pthread_mutex_unlock(&h->lock);
-	fs_hold_commit(f);
 	if (!err)
-		err = fs_errno(f, sfs_store_sync(f->store), "fsync");
-	pthread_mutex_lock(&h->lock);
-	if (!err) /* changes answered before a commit that failed
-	             (-o async_close), told once to each descriptor */
-		err = fs_async_check(f, &h->async_since);
-	pthread_mutex_unlock(&h->lock);
+		err = fs_sync_store(f, &h->lock, &h->async_since, "fsync");
 	fuse_reply_err(req, err);
 }
 

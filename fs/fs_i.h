@@ -699,6 +699,12 @@ uint32_t fs_async_sample(fs *f);
 /* The errno of an asynchronous commit that failed since *since (0: none);
  * moves *since past it. */
 int fs_async_check(fs *f, uint32_t *since);
+/* What an fsync of a file or a directory does for the store after its own
+ * changes: the calling thread's held writes committed (fs_hold_commit),
+ * sfs_store_sync, then fs_async_check of the descriptor's *since (guarded
+ * by lock). Returns an errno, or 0. */
+int fs_sync_store(fs *f, pthread_mutex_t *lock, uint32_t *since,
+                  const char *what);
 
 /* Held FLUSH answers (loop.c): one commit for the FLUSHes fs_loop's reader
  * serves while more requests are queued. fs_hold_begin returns 1 when the
