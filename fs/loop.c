@@ -235,12 +235,12 @@ void fs_hold_done(fs *f)
 
 void fs_hold_answer(fs *f, fuse_req_t req)
 {
-	if (f->async_close) {
+	if (f->async_close) { /* answered now, committed later */
 		fuse_reply_err(req, 0);
-		held.done++;
-	} else {
-		held.req[held.n++] = req;
+		fs_hold_done(f);
+		return;
 	}
+	held.req[held.n++] = req;
 	hold_one();
 }
 
