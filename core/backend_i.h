@@ -94,6 +94,11 @@ typedef struct sfs_backend_ops {
 	 * backend has neither (store.c). */
 	void (*group_begin)(sfs_backend *b);
 	int (*group_end)(sfs_backend *b);
+	/* The open group holds a thread's writes that nobody waits on
+	 * (sfs_store_hold): a write that would commit by itself (a
+	 * one-statement delete) joins the group's transaction instead, until
+	 * group_end. May be NULL. */
+	void (*group_hold)(sfs_backend *b);
 	/* Called at the end of every call on the handle, under its lock
 	 * (may be NULL): memory the call left behind for speed only may be
 	 * given back here. */

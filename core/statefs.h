@@ -372,10 +372,8 @@ int sfs_store_concurrent(const sfs_store *s);
  * thread's writes that may share a commit with other threads' (a key/value
  * put, edit or delete, a counter's add, set or delete, a log append, a
  * queue push) are held: each makes its change in a transaction left open
- * and returns without committing it (except a delete made while no held
- * write is open: one statement, it commits by itself, at once). A held
- * write that fails undoes its own change only and returns its error at
- * once; one that returns SFS_OK
+ * and returns without committing it. A held write that fails undoes its
+ * own change only and returns its error at once; one that returns SFS_OK
  * is not durable, and its outputs (a size, an id) are not final, until
  * sfs_store_commit says so. Held writes are committed by sfs_store_commit,
  * or before it by the first call that cannot run beside writes not yet

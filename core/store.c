@@ -297,6 +297,8 @@ void group_enter(sfs_store *s)
 		s->ops->group_begin(s->be);
 		s->g_open = 1;
 	}
+	if (s->g_open && holding(s) && s->ops->group_hold)
+		s->ops->group_hold(s->be);
 }
 
 /* Waits for the end of the open group, which holds this writer's change,

@@ -59,8 +59,8 @@
  * -o async_close: answered at once, committed when idle. The same held
  * writes, but nobody waits for their commit: a value's FLUSH is answered
  * at once and its RELEASE writes it (fs_hold_done; file.c), a counter's,
- * entry's or item's FLUSH is answered as soon as its write is made in
- * the open transaction, and the
+ * entry's or item's FLUSH and a key's or counter's UNLINK (tree.c) are
+ * answered as soon as the write is made in the open transaction, and the
  * commit waits for the device to stay empty for ASYNC_IDLE_MS (a lone
  * writer's next file comes well within it and joins the commit), for
  * HOLD_MAX such writes, or for HOLD_SERVED requests, whichever is first;

@@ -133,7 +133,9 @@ static int held(fs *f, fs_node *dn, const fs_addr *child)
 /* UNLINK: sfs_kv_delete, sfs_log_delete, sfs_queue_delete or
  * sfs_counter_delete by kind; special files cannot be removed. A key or
  * counter still being created is removed from the mount, and its commit
- * with it (the open file keeps its bytes, which go nowhere). */
+ * with it (the open file keeps its bytes, which go nowhere). Under -o
+ * async_close a key's or counter's delete is held and answered before its
+ * commit, as a close is (loop.c). */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -141,7 +143,7 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fs_node *dn;
 	const void *p;
 	size_t n;
-	int rc, err;
+	int rc, err, hold = 0;
 
 	if ((err = fs_name_check(name)) ||
 	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
@@ -157,14 +159,24 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = EPERM;
 	else if (fs_kind_is_dir(child.kind))
 		err = EISDIR;
-	else if ((rc = fs_store_unlink(f, &child)) != SFS_OK &&
-	         !(rc == SFS_NOTFOUND && held(f, dn, &child)))
-		err = fs_errno(f, rc, "unlink");
+	else {
+		hold = f->async_close && (child.kind == FS_KV_KEY ||
+		                          child.kind == FS_CNT_KEY) &&
+		       fs_hold_begin(f);
+		rc = fs_store_unlink(f, &child);
+		if (hold)
+			fs_hold_end(f);
+		if (rc != SFS_OK &&
+		    !(rc == SFS_NOTFOUND && held(f, dn, &child)))
+			err = fs_errno(f, rc, "unlink");
+	}
 	if (!err) {
 		fs_child_part(&child, &p, &n);
 		fs_node_unlink(f, dn, child.kind, p, n, child.id);
 	}
 	fuse_reply_err(req, err);
+	if (hold && rc == SFS_OK)
+		fs_hold_done(f); /* committed with the next ones */
 	fs_addr_free(&child);
 	fs_addr_free(&dir);
 }

@@ -513,11 +513,16 @@ static void sqlb_group_begin(sfs_backend *b)
 	b->group = 1;
 }
 
+static void sqlb_group_hold(sfs_backend *b)
+{
+	b->group_held = 1;
+}
+
 static int sqlb_group_end(sfs_backend *b)
 {
 	int open = b->group_txn;
 
-	b->group = b->group_txn = 0;
+	b->group = b->group_txn = b->group_held = 0;
 	if (!open)
 		return SFS_OK;
 	if (sqlite3_get_autocommit(b->db)) {
@@ -943,7 +948,10 @@ static void sqlb_settle(sfs_backend *b)
 {
 	int miss = 0, written = 0, high;
 
-	if (!b || !b->db)
+	/* Nothing while a group's transaction is open: its dirty pages
+	 * cannot be given back yet, and the counters, left unread, add up
+	 * until the call that ends it reads them all. */
+	if (!b || !b->db || b->group_txn)
 		return;
 	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &high, 1);
 	sqlite3_db_status(b->db, SQLITE_DBSTATUS_CACHE_WRITE, &written, &high,
@@ -967,6 +975,7 @@ const sfs_backend_ops sqlb_ops = {
 	.version = sqlb_version,
 	.group_begin = sqlb_group_begin,
 	.group_end = sqlb_group_end,
+	.group_hold = sqlb_group_hold,
 	.settle = sqlb_settle,
 	.kv_put_many = sqlb_kv_put_many,
 	.kv_get = sqlb_kv_get,

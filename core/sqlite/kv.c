@@ -396,7 +396,10 @@ static int delete_one(sfs_backend *b, int counters, sfs_slice scope,
 {
 	int status;
 
-	if (b->untimed && b->untimed->n + 1 >= UNTIME_BATCH)
+	/* The first of a group's held writes (sqlb_group_hold): it opens the
+	 * group's transaction, with its time row, rather than commit. */
+	if ((b->untimed && b->untimed->n + 1 >= UNTIME_BATCH) ||
+	    (b->group_held && !b->group_txn))
 		IN_WRITE_TX(b, delete_full_tx(b, counters, scope, ns, key));
 	status = delete_row(b, counters, scope, ns, key);
 	if (status == SFS_OK)

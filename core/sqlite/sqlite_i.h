@@ -155,6 +155,9 @@ struct sfs_backend {
 	int group;                 /* group commit: a write's commit waits
 	                            * for sqlb_group_end (conn.c) */
 	int group_txn;             /* the group's transaction is open */
+	int group_held;            /* it holds writes (sqlb_group_hold): a
+	                            * delete opens it rather than commit by
+	                            * itself */
 	int in_member;             /* inside a write's savepoint in it */
 	uint64_t commits;          /* write commits made on this connection */
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */

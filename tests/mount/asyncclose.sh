@@ -5,12 +5,14 @@
 #    process (the engine on its own connection: helper) sees it once an
 #    fsync of any file returns, once the mount has been idle, and after
 #    unmount: every file whose close returned, written by one writer or
-#    by four at once, values, counters and queue items; rm among them;
+#    by four at once, values, counters and queue items; rm among them,
+#    answered before its commit too;
 #  - a shell's dup'd descriptor still gives one whole value, and a writer
 #    killed by a signal still stores nothing (the FLUSH check is kept);
-#  - kill -9 of the daemon loses at most the uncommitted closes: what the
-#    store holds afterwards is whole, the store passes its checks, and
-#    every close that an fsync covered is there;
+#  - kill -9 of the daemon loses at most the uncommitted closes and rm:
+#    what the store holds afterwards is whole, the store passes its
+#    checks, every close that an fsync covered is there and every rm it
+#    covered is not;
 #  - a commit that fails (a full disk) after its closes returned is
 #    logged and told by fsync, with the error, once to the next fsync and
 #    once to each descriptor open at the time; the values are not in the
@@ -67,6 +69,10 @@ load() { # SCOPE NS
   done < <(helper dump)
   return 0
 }
+absent() { # HELPER-ARGS...: whether helper get or cget finds nothing
+  helper "$@" > /dev/null 2>&1
+  [ $? = 2 ]
+}
 stored_as() { # KEY VALUE: 0 when KEY holds VALUE, 1 when absent; fails else
   local k
   hexof "$1"; k=$REPLY
@@ -95,7 +101,8 @@ for i in $(seq 60); do
 done
 ok "60 closes read back at once through the mount and are stored by an fsync"
 
-# rm under the option (committed before it returns): gone, also from the store.
+# rm under the option (answered before its commit too): gone from the
+# mount at once, from the store once an fsync returns.
 for i in $(seq 30); do
   expect_eq "$(fsop unlink "$mnt/s/n/k$i")" OK "rm k$i"
 done
@@ -113,14 +120,25 @@ done
 ok "30 rm: gone through the mount and from the store"
 
 # Idle: nothing more comes, the commit follows by itself (within a
-# millisecond of quiet; a minute allows for a loaded machine).
+# millisecond of quiet; a minute allows for a loaded machine). The same
+# for an rm, of a key and of a counter.
 fsop write "$mnt/s/m/idle" "idle value" > /dev/null
 for _ in $(seq 1200); do
   [ "$(helper get s m idle 2>/dev/null)" = "idle value" ] && break
   nap 0.05
 done
 expect_eq "$(helper get s m idle)" "idle value" "a close, the mount idle"
-ok "a close is stored once the mount is idle"
+fsop write "$mnt/counter/s/c/gone" 7 > /dev/null
+sync "$mnt/counter/s/c/gone" || fail "fsync of a counter"
+expect_eq "$(fsop unlink "$mnt/s/n/k31")" OK "rm k31"
+expect_eq "$(fsop unlink "$mnt/counter/s/c/gone")" OK "rm of a counter"
+for _ in $(seq 1200); do
+  absent get s n k31 && absent cget s c gone && break
+  nap 0.05
+done
+absent get s n k31 || fail "k31 is in the store after its rm, the mount idle"
+absent cget s c gone || fail "a counter is in the store after its rm, the mount idle"
+ok "a close and an rm are stored once the mount is idle"
 
 # --- dup'd descriptors and killed writers: the FLUSH check still holds ------
 { echo a; echo b; } > "$mnt/s/m/dup"
@@ -166,6 +184,13 @@ expect_eq "$(helper qlen q)" 20 "the queue after unmount"
 ok "four writers, 20 adds and 20 pushes: all stored at unmount"
 
 # --- kill -9 of the daemon in the middle of closes -------------------------
+kill_daemon() { # the store passes its checks afterwards
+  kill -9 "$daemon_pid"
+  wait "$daemon_pid" 2>/dev/null || true
+  daemon_pid=
+  fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+  helper verify > /dev/null || fail "the store fails its checks after kill -9"
+}
 # One process closing file after file (the closes the daemon may not have
 # committed yet), the 200th fsync'd; the kill lands once 400 returned.
 mount_fs -o async_close
@@ -176,12 +201,8 @@ until grep -q '^synced' "$work/acked" && [ "$(wc -l < "$work/acked")" -ge 400 ];
   kill -0 "$wr" 2>/dev/null || fail "the writer stopped: $(tail -n 1 "$work/acked")"
   nap 0.05
 done
-kill -9 "$daemon_pid"
-wait "$daemon_pid" 2>/dev/null || true
-daemon_pid=
+kill_daemon
 wait "$wr" 2>/dev/null || true
-fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-helper verify > /dev/null || fail "the store fails its checks after kill -9"
 load s x
 stored=0 acked=0
 for i in $(grep -E '^[0-9]+$' "$work/acked"); do
@@ -193,6 +214,40 @@ for i in $(grep -E '^[0-9]+$' "$work/acked"); do
   fi
 done
 ok "kill -9: $stored of $acked closes stored, each whole, every fsync'd one"
+
+# The same for rm: ten covered by an fsync of their directory are gone
+# from the store, each of the ten after it is gone or still whole.
+mount_fs -o async_close
+mkdir -p "$mnt/s/r"
+for i in $(seq 20); do fsop write "$mnt/s/r/k$i" "value $i" > /dev/null; done
+sync "$mnt/s/r/k20" || fail "fsync before the rm"
+for i in $(seq 20); do
+  expect_eq "$(fsop unlink "$mnt/s/r/k$i")" OK "rm k$i"
+  [ "$i" != 10 ] || sync "$mnt/s/r" || fail "fsync of the directory"
+done
+kill_daemon
+load s r
+gone=0
+for i in $(seq 20); do
+  if ! stored_as "k$i" "value $i"; then
+    gone=$((gone + 1))
+  elif [ "$i" -le 10 ]; then
+    fail "k$i, its rm covered by the fsync, is in the store"
+  fi
+done
+ok "kill -9 after 20 rm: $gone gone from the store, every fsync'd one, the rest whole"
+
+# An rm answered while its commit waits (a test hook pauses the daemon
+# before it): killed there, the daemon leaves the key in the store, as a
+# crash loses a close not yet committed.
+helper put s r held "held value"
+export STATEFS_TEST_COMMIT_DELAY_MS=600000
+mount_fs -o async_close
+unset STATEFS_TEST_COMMIT_DELAY_MS
+expect_eq "$(fsop unlink "$mnt/s/r/held")" OK "rm before its commit"
+kill_daemon
+expect_eq "$(helper get s r held)" "held value" "the key whose rm was not committed"
+ok "an rm answered before its commit: a kill -9 then leaves the key"
 
 # --- a commit that fails after its closes returned ---------------------------
 if ! small_disk; then

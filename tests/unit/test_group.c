@@ -505,6 +505,44 @@ static void test_hold_fails(void **state)
 	assert_true(committed(t, "after"));
 }
 
+/* A held delete, also the first held write, stays uncommitted until
+ * sfs_store_commit (another handle still sees the key; the holder's stat
+ * does not), counters' too; one of a key that is not there says so and
+ * undoes nothing else. On PostgreSQL each commits by itself. */
+static void test_hold_delete(void **state)
+{
+	tfx *t = *state;
+	sfs_stat st;
+	int64_t v = 0;
+
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("d1"), S("one")));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("d2"), S("two")));
+	OK(sfs_counter_set(t->s, S("g"), S("c"), S("n"), 3));
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_delete(t->s, S("g"), S("ns"), S("d1")));
+	IS(SFS_NOTFOUND, sfs_kv_stat(t->s, S("g"), S("ns"), S("d1"), &st));
+	assert_int_equal(committed(t, "d1"), !tfx_postgres());
+	OK(sfs_kv_delete(t->s, S("g"), S("ns"), S("d2")));
+	OK(sfs_counter_delete(t->s, S("g"), S("c"), S("n")));
+	OK(sfs_store_hold(t->s, 0));
+	assert_int_equal(committed(t, "d2"), !tfx_postgres());
+	OK(sfs_store_commit(t->s));
+	assert_false(committed(t, "d1"));
+	assert_false(committed(t, "d2"));
+	IS(SFS_NOTFOUND, sfs_counter_get(t->s, S("g"), S("c"), S("n"), &v,
+	                                 NULL));
+	/* a held delete of nothing: NOTFOUND, nothing else undone */
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("d3"), S("three")));
+	IS(SFS_NOTFOUND, sfs_kv_delete(t->s, S("g"), S("ns"), S("none")));
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_store_commit(t->s));
+	assert_true(committed(t, "d3"));
+	tfx_reopen(t);
+	assert_false(present(t->s, "d1"));
+	assert_true(present(t->s, "d3"));
+}
+
 /* A thread holds on one store at a time. */
 static void test_hold_one_store(void **state)
 {
@@ -544,6 +582,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hold_others_commit,
 		                                tfx_setup, tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_fails, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_delete, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_one_store, tfx_setup,
 		                                tfx_teardown),
