@@ -30,8 +30,9 @@
  * such a token, or an add that would overflow the current value, fails at
  * WRITE with EINVAL, where the shell sees it; the store is left as it was.
  * A value handle that had a write refused (EFBIG, ENOBUFS) commits nothing
- * at all, so bad input never changes the store, not even by a create; a
- * counter drops the refused token only.
+ * at all, so bad input never changes the store, not even by a create, and
+ * says so: its later writes, its close and fsync fail with the same error.
+ * A counter drops the refused token only.
  *
  * A file created in a log key or a queue is a new entry or item: its bytes
  * are appended or pushed at FLUSH (each FLUSH after new writes adds one
@@ -324,9 +325,9 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 
 	if (h->refused) {
 		/* All or nothing: a value that could not be written whole
-		 * is not written at all. */
+		 * is not written at all, and close and fsync say so. */
 		drop(f, h);
-		return 0;
+		return h->refused;
 	}
 	if (!has_work(h))
 		return 0;
@@ -879,6 +880,8 @@ static int file_write(fs *f, fs_file *h, const void *buf, size_t size,
 
 	if (h->cancelled)
 		return EIO; /* a writer sharing it was killed: not stored */
+	if (h->refused)
+		return h->refused; /* nothing of it will be stored */
 	switch (h->kind) {
 	case FS_KV_KEY:
 		err = h->image ? value_write(f, h, buf, size, off) : EBADF;
@@ -906,7 +909,7 @@ static int file_write(fs *f, fs_file *h, const void *buf, size_t size,
 		if (h->kind == FS_CNT_KEY)
 			h->created = 0;
 		else
-			h->refused = 1;
+			h->refused = err;
 	}
 	return err;
 }
@@ -936,6 +939,8 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 	pthread_mutex_lock(&h->lock);
 	if (h->cancelled) {
 		err = EIO;
+	} else if (h->refused) {
+		err = h->refused;
 	} else if (h->kind == FS_CNT_KEY) {
 		err = size == 0 ? 0 : EINVAL; /* `> counter` */
 	} else if (h->kind != FS_KV_KEY && h->kind != FS_LOG_NEW &&
@@ -944,8 +949,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 	} else if (size < 0) {
 		err = EINVAL;
 	} else if ((uint64_t)size > f->max_value) {
-		err = EFBIG;
-		h->refused = 1;
+		err = h->refused = EFBIG;
 	} else if (h->image) {
 		err = fs_image_truncate(&h->img, (uint64_t)size);
 		hold(f, h, h->img.held, 0);
@@ -958,7 +962,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 		h->len = (size_t)size;
 	} else {
 		if (err == ENOBUFS)
-			h->refused = 1;
+			h->refused = err;
 		hold(f, h, h->len, 0);
 	}
 	if (!err && h->kind != FS_CNT_KEY) {
@@ -1057,8 +1061,9 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		pthread_mutex_lock(&h->lock);
 		if (has_work(h) && fs_caller_killed(f->procs, pid))
 			cancel(f, h, pid);
+		err = h->refused;
 		pthread_mutex_unlock(&h->lock);
-		fuse_reply_err(req, 0);
+		fuse_reply_err(req, err);
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
@@ -1128,7 +1133,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&h->lock);
 	if (held && !err)
 		fs_hold_done(f); /* committed with the next ones */
-	if (err)
+	if (err && !h->refused) /* a refusal was told at the write */
 		fs_log(f, LOG_WARNING, "a %s was not stored when its file was "
 		       "released: %s", fs_class_of(h->kind)->what, strerror(err));
 	if (err && answered) /* told by fsync */

@@ -540,9 +540,6 @@ typedef struct fs_file {
 	unsigned created : 1;      /* made by CREATE (counters: set 0 if never
 	                              written) */
 	unsigned pending : 1;      /* holds one count of node->pending */
-	unsigned refused : 1;      /* a write was refused (EFBIG): the handle
-	                              commits nothing, not even its create or
-	                              truncation */
 	unsigned image : 1;        /* img is in use (a value open for writing) */
 	unsigned at_end : 1;       /* a value's snapshot: a read was told it
 	                              was at the end (reads after that follow
@@ -551,6 +548,11 @@ typedef struct fs_file {
 	                              with changes unsaved: nothing of it is
 	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
+	int refused;               /* the errno of a refused write (EFBIG,
+	                              ENOBUFS, EINVAL) or 0: the handle
+	                              commits nothing, not even its create or
+	                              truncation, and its later writes,
+	                              FLUSHes and FSYNCs fail with it */
 	uint32_t async_since;      /* fs.async_error when opened, or when
 	                              an fsync of it last reported it */
 	int64_t claim;             /* .pop, .wait, .claim: the claim that

@@ -27,7 +27,12 @@
  *                      and closes
  *   hold PATH N GO     opens PATH O_WRONLY|O_CREAT (no O_TRUNC), writes N
  *                      zero bytes, prints "ready" (or "write <errno>"),
- *                      waits until the file GO exists, closes
+ *                      waits until the file GO exists, closes (a close
+ *                      that fails after a failed write prints "close
+ *                      <errno>")
+ *   refused PATH OFF   opens PATH O_WRONLY|O_TRUNC, writes "header", a
+ *                      byte at OFF, "body", fsyncs and closes; prints
+ *                      each call's errno name or 0, on one line
  *   race DIR N K       N rounds; in each, K processes released at once do
  *                      `echo +1 > DIR/cROUND` (open O_WRONLY|O_CREAT|
  *                      O_TRUNC, write "+1\n", close) on a counter that
@@ -277,8 +282,28 @@ static int op_hold(const char *path, long n, const char *go)
 	fflush(stdout);
 	while (access(go, F_OK) != 0)
 		usleep(20000);
-	if (close(fd))
-		die_errno("close");
+	if (close(fd)) {
+		if (done == n)
+			die_errno("close");
+		printf("close %s\n", strerrorname_np(errno));
+	}
+	return 0;
+}
+
+static const char *says(int r)
+{
+	return r < 0 ? strerrorname_np(errno) : "0";
+}
+
+static int op_refused(const char *path, long off)
+{
+	int fd = open_or_die(path, O_WRONLY | O_TRUNC);
+
+	printf("write %s", says((int)write(fd, "header", 6)));
+	printf(" pwrite %s", says((int)pwrite(fd, "x", 1, off)));
+	printf(" write %s", says((int)write(fd, "body", 4)));
+	printf(" fsync %s", says(fsync(fd)));
+	printf(" close %s\n", says(close(fd)));
 	return 0;
 }
 
@@ -562,6 +587,8 @@ int main(int argc, char **argv)
 		return op_sparse(argv[2], atoi(argv[3]), argv[4]);
 	if (!strcmp(op, "hold") && argc == 5)
 		return op_hold(argv[2], atol(argv[3]), argv[4]);
+	if (!strcmp(op, "refused") && argc == 4)
+		return op_refused(argv[2], atol(argv[3]));
 	if (!strcmp(op, "race") && argc == 5)
 		return op_race(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(op, "listing") && argc == 5)

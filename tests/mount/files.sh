@@ -172,9 +172,18 @@ release w1
 release w2
 release w3
 [ ! -e s/n/b4 ] || fail "a handle refused at the bound was committed"
+expect_eq "$(sed -n 2p "$work/hold.w3")" "close ENOBUFS" "the close of a refused handle"
 expect_eq "$(stat -c %s s/n/b1)" 1048576 "b1 committed"
 expect_op OK write s/n/b3 x
 ok "the bound on buffered bytes: ENOBUFS"
+
+# A value refused past max_value is not stored, and every later call on
+# its descriptor says so, close and fsync included.
+printf old > s/n/r
+expect_eq "$(fileops refused "$mnt/s/n/r" 1048576)" \
+  "write 0 pwrite EFBIG write EFBIG fsync EFBIG close EFBIG" "a refused handle"
+expect_eq "$(cat s/n/r)" old "the value after a refused handle"
+ok "a refused write: later writes, fsync and close fail with EFBIG, nothing stored"
 
 # A listing of 1,500 files (several pages of the daemon, 4 KiB replies of
 # which the reader takes 1,000 bytes at a time: the kernel asks again from
