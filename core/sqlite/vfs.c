@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sodium.h>
 #include <sqlite3.h>
@@ -75,6 +76,8 @@ typedef struct cfile {
 	cp_filekey *fk;            /* keys for the salt below */
 	enum salt_state salt;
 	uint32_t P;                /* page size, 0 until known */
+	dev_t dev;                 /* the file opened (replaced_since) */
+	ino_t ino;
 
 	/* CF_WAL, CF_JOURNAL: the main file. */
 	struct cfile *main;
@@ -930,6 +933,16 @@ static int cv_file_size(sqlite3_file *pf, sqlite3_int64 *size)
 	return rc ? rc : f->real->pMethods->xFileSize(f->real, size);
 }
 
+/* Whether the main file's name no longer names the file this connection
+ * opened: a rekey or a restore renamed a new store over it. */
+static int replaced_since(const cfile *f)
+{
+	struct stat st;
+
+	return stat(f->zname, &st) != 0 || st.st_dev != f->dev ||
+	       st.st_ino != f->ino;
+}
+
 static int cv_lock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
@@ -940,7 +953,20 @@ static int cv_lock(sqlite3_file *pf, int lock)
 	/* Rollback-journal mode's start of a transaction (see cv_shm_lock). */
 	if (lock == SQLITE_LOCK_SHARED)
 		last_error[0] = '\0';
-	return f->real->pMethods->xLock(f->real, lock);
+	rc = f->real->pMethods->xLock(f->real, lock);
+	/* A connection's first lock on its store (in WAL mode it keeps it):
+	 * one that waited for a rekey's or restore's exclusive lock now
+	 * holds the file that was renamed away, and what it wrote would be
+	 * lost, or, through the WAL that SQLite opens by name, land in the
+	 * new store. Refused before SQLite reads anything. */
+	if (rc == SQLITE_OK && lock == SQLITE_LOCK_SHARED && f->type == CF_DB &&
+	    replaced_since(f)) {
+		f->real->pMethods->xUnlock(f->real, SQLITE_LOCK_NONE);
+		return fail(SQLITE_IOERR_LOCK, "%s was replaced (by a rekey or "
+		            "a restore) after this connection opened it: open "
+		            "it again", f->zname);
+	}
+	return rc;
 }
 
 /* Releases (an unlock, an unmap, like a close) happen even when a held
@@ -1092,6 +1118,7 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 	cfile *f = (cfile *)pf;
 	const int temp = SQLITE_OPEN_TEMP_DB | SQLITE_OPEN_TRANSIENT_DB |
 	                 SQLITE_OPEN_TEMP_JOURNAL | SQLITE_OPEN_SUBJOURNAL;
+	struct stat st;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -1119,10 +1146,18 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 		/* The super-journal holds file names only. */
 		f->type = CF_PASS;
 	}
+	if (f->type == CF_DB && stat(zname, &st) == 0) {
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+	}
 	rc = v->real->xOpen(v->real, zname, f->real, flags, out_flags);
 	if (rc) {
 		f->real->pMethods = NULL;
 		return rc;
+	}
+	if (f->type == CF_DB && !f->ino && stat(zname, &st) == 0) {
+		f->dev = st.st_dev; /* made by this open */
+		f->ino = st.st_ino;
 	}
 	if (f->type == CF_DB) {
 		pthread_mutex_lock(&v->mu);

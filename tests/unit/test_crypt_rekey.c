@@ -229,6 +229,30 @@ static void test_rekey_busy_and_cancel(void **state)
 	assert_int_equal(access(tmp, F_OK), -1);
 }
 
+/* A connection opened before the rekey that had not read yet holds no
+ * lock, so the rekey goes ahead; its first statement after it must fail
+ * (its file was renamed away) rather than write into the old file, or
+ * through the WAL SQLite opens by name into the new store. */
+static void test_rekey_opened_before(void **state)
+{
+	char path[128];
+	crypt_vfs *v;
+	sqlite3 *db;
+	unsigned long long before;
+	(void)state;
+
+	make_store(path, sizeof(path), key_a, 500);
+	before = digest(path, key_a);
+	db = xopen(path, key_a, &v);
+	assert_int_equal(sfs_rekey(path, key_a, key_b, NULL, NULL), SFS_OK);
+	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO t VALUES(-2, "
+	                                  "x'03')", NULL, NULL, NULL),
+	                     SQLITE_OK);
+	assert_non_null(strstr(crypt_last_error(), "was replaced"));
+	xclose(db, v);
+	assert_true(digest(path, key_b) == before);
+}
+
 static void test_rekey_plaintext_both_ways(void **state)
 {
 	char path[128];
@@ -271,6 +295,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rekey_basic),
 		cmocka_unit_test(test_rekey_busy_and_cancel),
+		cmocka_unit_test(test_rekey_opened_before),
 		cmocka_unit_test(test_rekey_plaintext_both_ways),
 	};
 
