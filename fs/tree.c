@@ -187,6 +187,13 @@ static int same_part(const fs_addr *a, const fs_addr *b)
 	       !memcmp(a->part[0].ptr, b->part[0].ptr, a->part[0].len);
 }
 
+/* Whether dir is item's queue, or its inflight/ or dead/. */
+static int in_queue(const fs_addr *dir, const fs_addr *item)
+{
+	return (dir->kind == FS_QUEUE || dir->kind == FS_INFLIGHT ||
+	        dir->kind == FS_DEAD) && same_part(dir, item);
+}
+
 /* An item moving within its queue between the pending items, inflight/
  * and dead/, under its own name: sfs_claim_item (the Maildir mv: one of
  * racing claimers wins, the others get ENOENT), sfs_item_settle with
@@ -265,6 +272,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = fs_resolve(f, &ndir, newname, 1, &to);
 		if (rc == SFS_OK)
 			rc = claim_move(f, &from, &to, &handled);
+		else if (rc == SFS_INVALID && !in_queue(&ndir, &from))
+			rc = SFS_OK; /* not an item's name there: EXDEV */
 		if (rc || handled) {
 			err = fs_errno(f, rc, "rename");
 			if (!err) {
@@ -277,6 +286,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (fs_class_of(from.kind)->by_id) {
 		err = EXDEV; /* entries and items keep their ids: mv copies */
+		goto out;
+	}
+	if (fs_class_of(ndir.kind)->child != from.kind) {
+		err = EXDEV; /* into another family: mv copies */
 		goto out;
 	}
 	rc = fs_resolve(f, &ndir, newname, 1, &to);

@@ -76,6 +76,13 @@ expect_op ENOENT write no-scope/ns/k x
 expect_op ENOENT unlink app/cfg/missing
 expect_op EXDEV rename app/cfg/k counter/app/stats/k
 expect_op EXDEV rename "exec/s/log/k/$entry" exec/s/log/k/0000000000000000777
+# into another family under a name it cannot hold there: EXDEV all the
+# same (mv then copies: a push, an entry), not EINVAL
+expect_op EXDEV rename app/cfg/k queue/q/job
+expect_op EXDEV rename app/cfg/k exec/s/log/k/job
+item=$(ls queue/q | head -n 1)
+expect_op EXDEV rename "queue/q/$item" queue/other/job
+expect_op EINVAL rename "queue/q/$item" queue/q/job # an item keeps its name
 expect_op EISDIR write app/cfg x
 expect_op ENOTDIR mkdir app/cfg/k/x
 ok "ENOTEMPTY, ENODATA, ENOENT, EXDEV, EISDIR, ENOTDIR"
