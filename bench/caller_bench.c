@@ -73,16 +73,16 @@ static void call(int op, pid_t pid, fs_procs *kept, volatile long *sink)
 		}
 		break;
 	case OP_OPENER: /* inode 1: held by no descriptor, every one read */
-		*sink += fs_caller_close(NULL, pid, pid, 0, 1);
+		*sink += fs_caller_close(NULL, pid, pid, 0, 1, NULL);
 		break;
 	case OP_FULL:
-		*sink += fs_caller_close(NULL, pid, pid + 1, 0, 1);
+		*sink += fs_caller_close(NULL, pid, pid + 1, 0, 1, NULL);
 		break;
 	case OP_OPENER_KEPT:
-		*sink += fs_caller_close(kept, pid, pid, 0, 1);
+		*sink += fs_caller_close(kept, pid, pid, 0, 1, NULL);
 		break;
 	default:
-		*sink += fs_caller_close(kept, pid, pid + 1, 0, 1);
+		*sink += fs_caller_close(kept, pid, pid + 1, 0, 1, NULL);
 		break;
 	}
 }

@@ -238,7 +238,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		if (f->readonly) {
 			err = EROFS;
 		} else if (h) {
-			err = fs_file_truncate(f, h, attr->st_size);
+			err = fs_file_truncate(f, h, attr->st_size,
+			                       fuse_req_ctx(req)->pid);
 		} else if (n->kind == FS_KV_KEY) {
 			err = fs_errno(f, truncate_value(f, &a, attr->st_size),
 			               "truncate");

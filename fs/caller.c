@@ -106,12 +106,15 @@ static ssize_t slurp(int fd, char *buf, size_t size)
  * *exiting when its file table is already detached (FDSize 0: do_exit's
  * exit_files, which is where an exiting task's FLUSH comes from), and its
  * parent. 0, or -1 when it cannot be read. */
-static int status_of(pid_t pid, int *exiting, pid_t *ppid)
+static int status_of(pid_t pid, int *exiting, pid_t *ppid, pid_t *tgid)
 {
 	char buf[2048], *p;
 
 	if (slurp(proc_file(pid, "status", O_RDONLY), buf, sizeof(buf)) <= 0 ||
-	    !(p = strstr(buf, "\nPPid:")))
+	    !(p = strstr(buf, "\nTgid:")))
+		return -1;
+	*tgid = (pid_t)strtol(p + 6, NULL, 10);
+	if (!(p = strstr(buf, "\nPPid:")))
 		return -1;
 	*ppid = (pid_t)strtol(p + 6, NULL, 10);
 	if (!(p = strstr(buf, "\nFDSize:")))
@@ -436,22 +439,68 @@ static int has_descriptors(fs_procs *c, pid_t pid)
 	return any ? 1 : n < 0 ? -1 : 0;
 }
 
-int fs_caller_killed(fs_procs *c, pid_t pid)
+void fs_writers_add(fs_writers *w, pid_t pid)
+{
+	for (unsigned i = 0; i < w->n && i < FS_WRITERS; i++)
+		if (w->pid[i] == pid)
+			return;
+	if (w->n < FS_WRITERS)
+		w->pid[w->n++] = pid;
+	else
+		w->n = FS_WRITERS + 1;
+}
+
+void fs_writers_remove(fs_writers *w, pid_t pid)
+{
+	for (unsigned i = 0; i < w->n && w->n <= FS_WRITERS; i++)
+		if (w->pid[i] == pid) {
+			w->pid[i] = w->pid[--w->n];
+			return;
+		}
+}
+
+/* Whether task pid of process tgid, dying, made any of w's changes: it
+ * or a thread of its process did, or cannot be ruled out (a writer that
+ * is gone: a thread of the dying process may already be reaped; more
+ * writers than w holds). */
+static int made_changes(pid_t pid, pid_t tgid, const fs_writers *w)
+{
+	char path[64];
+
+	if (!w || w->n > FS_WRITERS)
+		return 1;
+	for (unsigned i = 0; i < w->n; i++) {
+		pid_t t = w->pid[i];
+
+		if (t == pid || t == tgid)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)tgid,
+		         (int)t);
+		if (access(path, F_OK) == 0)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%d", (int)t);
+		if (access(path, F_OK) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+int fs_caller_killed(fs_procs *c, pid_t pid, const fs_writers *w)
 {
 	int exiting = 0;
-	pid_t ppid;
+	pid_t ppid, tgid;
 
 	if (pid <= 0 || has_descriptors(c, pid) == 1)
 		return 0;
-	return status_of(pid, &exiting, &ppid) == 0 && exiting &&
-	       killed_by_signal(pid);
+	return status_of(pid, &exiting, &ppid, &tgid) == 0 && exiting &&
+	       killed_by_signal(pid) && made_changes(pid, tgid, w);
 }
 
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
-                              int shared, uint64_t ino)
+                              int shared, uint64_t ino, const fs_writers *w)
 {
 	int exiting = 0, own, fds, parent_fds;
-	pid_t ppid = 0;
+	pid_t ppid = 0, tgid = 0;
 
 	if (pid <= 0)
 		return FS_CLOSE_UNKNOWN;
@@ -466,9 +515,9 @@ fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
 	 * directory of /proc. */
 	if (fds > 0 && pid == opener && !shared)
 		return own < 0 ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
-	if (status_of(pid, &exiting, &ppid) != 0)
+	if (status_of(pid, &exiting, &ppid, &tgid) != 0)
 		return FS_CLOSE_UNKNOWN;
-	if (exiting && killed_by_signal(pid))
+	if (exiting && killed_by_signal(pid) && made_changes(pid, tgid, w))
 		return FS_CLOSE_KILLED;
 	/* Its parent's: a command a script runs with `exec 3>k` in effect
 	 * exits holding fd 3, as does every command of `(a; b) > k`, and a

@@ -72,6 +72,7 @@ fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags,
 	h->kind = kind;
 	h->flags = flags;
 	h->opener = opener;
+	fs_writers_add(&h->writers, opener); /* its create or O_TRUNC */
 	h->async_since = fs_async_sample(f);
 	fs_node_ref(f, n);
 	fs_node_file_add(f, n, h);
@@ -271,6 +272,7 @@ static int has_work(const fs_file *h)
 static void drop(fs *f, fs_file *h)
 {
 	h->dirty = h->written = 0;
+	h->writers.n = 0;
 	h->inlen = h->len = 0;
 	h->created = 0;
 	h->idle_flushes = 0;
@@ -925,6 +927,8 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
 	err = file_write(f, h, buf, size, off);
+	if (!err)
+		fs_writers_add(&h->writers, fuse_req_ctx(req)->pid);
 	pthread_mutex_unlock(&h->lock);
 	if (err)
 		fuse_reply_err(req, err);
@@ -932,7 +936,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, size);
 }
 
-int fs_file_truncate(fs *f, fs_file *h, off_t size)
+int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
 {
 	int err = 0;
 
@@ -968,6 +972,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size)
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
+		fs_writers_add(&h->writers, pid);
 		publish(f, h);
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -1019,6 +1024,8 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	if (!err && got) {
 		pthread_mutex_lock(&out->lock);
 		err = file_write(f, out, copy, got, off_out);
+		if (!err)
+			fs_writers_add(&out->writers, fuse_req_ctx(req)->pid);
 		pthread_mutex_unlock(&out->lock);
 	}
 	free(copy);
@@ -1059,7 +1066,8 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * closing process's descriptors. A writer dying of a signal
 		 * still cancels the handle (loop.c). */
 		pthread_mutex_lock(&h->lock);
-		if (has_work(h) && fs_caller_killed(f->procs, pid))
+		if (has_work(h) &&
+		    fs_caller_killed(f->procs, pid, &h->writers))
 			cancel(f, h, pid);
 		err = h->refused;
 		pthread_mutex_unlock(&h->lock);
@@ -1070,8 +1078,10 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	work = has_work(h);
 	kind = work ? fs_caller_close(f->procs, pid, h->opener,
 	                              fs_node_writers(f, h->node) > 1,
-	                              h->node->ino)
+	                              h->node->ino, &h->writers)
 	            : FS_CLOSE_UNKNOWN;
+	if (kind != FS_CLOSE_HELD) /* its changes are settled now */
+		fs_writers_remove(&h->writers, pid);
 	switch (kind) {
 	case FS_CLOSE_KILLED:
 		cancel(f, h, pid);

@@ -517,6 +517,15 @@ size_t fs_image_edits(const fs_image *im, sfs_edit *e);
 /* ------------------------------------------------------------------------
  * Open files (file.c, special.c).
  */
+/* The tasks (thread ids, as FUSE gives them) that changed a handle since
+ * their last close of it: the writes since its last commit, and the
+ * opener's create or truncation. n > FS_WRITERS: more than it holds. */
+#define FS_WRITERS 4
+typedef struct fs_writers {
+	pid_t pid[FS_WRITERS];
+	unsigned n;
+} fs_writers;
+
 typedef struct fs_file {
 	fs_link link;              /* first: in fs.files */
 	fs_node *node;             /* a reference for the life of the handle */
@@ -548,6 +557,7 @@ typedef struct fs_file {
 	                              with changes unsaved: nothing of it is
 	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
+	fs_writers writers;        /* who changed it (fs_caller_close) */
 	int refused;               /* the errno of a refused write (EFBIG,
 	                              ENOBUFS, EINVAL) or 0: the handle
 	                              commits nothing, not even its create or
@@ -620,11 +630,14 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                            struct fuse_file_info *fi_in, fuse_ino_t ino_out,
                            off_t off_out, struct fuse_file_info *fi_out,
                            size_t len, int flags);
-/* SETATTR's size change on an open handle (ftruncate). 0 or an errno. */
-int fs_file_truncate(fs *f, fs_file *h, off_t size);
+/* SETATTR's size change on an open handle (ftruncate) by task pid. 0 or
+ * an errno. */
+int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid);
 /* What a FLUSH from task pid (fuse_req_ctx: a thread id) is for a file of
  * inode ino that it had open for writing (caller.c), opened by task
  * opener; shared: another handle has the file open for writing too. */
+void fs_writers_add(fs_writers *w, pid_t pid);
+void fs_writers_remove(fs_writers *w, pid_t pid);
 typedef enum fs_close_kind {
 	FS_CLOSE_UNKNOWN = 0, /* cannot tell: taken as a close */
 	FS_CLOSE_LAST,        /* its last descriptor of the file for writing,
@@ -633,14 +646,19 @@ typedef enum fs_close_kind {
 	FS_CLOSE_HELD,        /* it (exiting: its parent) still holds the file
 	                         for writing through another descriptor (a
 	                         shell's dup2, `exec 3>k` in a script) */
-	FS_CLOSE_KILLED,      /* the process is dying of a signal */
+	FS_CLOSE_KILLED,      /* the process is dying of a signal, and it
+	                         made changes to the file (w) */
 } fs_close_kind;
+/* w: who changed the file (NULL: anyone may have). A process dying of a
+ * signal that made none of them (a child that only inherited the
+ * descriptor: `yes` killed by SIGPIPE in `(...; yes | head -1) > k`) is
+ * not KILLED: its close is what it would be had it exited. */
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
-                              int shared, uint64_t ino);
-/* Whether a FLUSH from task pid comes from its death by a signal: only
- * that part of fs_caller_close, which reads one directory of a live
- * task (caller.c). 1 or 0. */
-int fs_caller_killed(fs_procs *c, pid_t pid);
+                              int shared, uint64_t ino, const fs_writers *w);
+/* Whether a FLUSH from task pid comes from its death by a signal, having
+ * made changes (w, as above): only that part of fs_caller_close, which
+ * reads one directory of a live task (caller.c). 1 or 0. */
+int fs_caller_killed(fs_procs *c, pid_t pid, const fs_writers *w);
 /* The /proc files of the tasks that closed files lately, kept open for
  * fs_caller_close (caller.c); NULL (as from a failed fs_procs_new) reads
  * /proc afresh every time. */

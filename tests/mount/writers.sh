@@ -10,6 +10,8 @@
 # abort(), an unhandled SIGTERM. Closes that are not the last (a parent's
 # or the shell's descriptor still holds the file) push one queue item or
 # log entry per redirection.
+# A child killed that never wrote to the file (it only inherited the
+# descriptor) cancels nothing: its parent's value is stored.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 : "${STATEFS_FILEOPS:?}"
@@ -91,6 +93,20 @@ for _ in $(seq 600); do kill -0 "$survivor" 2>/dev/null || break; nap 0.05; done
 [ ! -e s/n/made ] || fail "a killed writer's create shows after its survivor"
 helper get s n made >/dev/null 2>&1 && fail "a killed writer's create is in the store"
 ok "a killed writer's file shared with a survivor"
+
+# A child killed by a signal that only inherited the descriptor and never
+# wrote to it changes nothing: the writer's value is stored whole, as a
+# local filesystem keeps it (a child killing itself; `yes` killed by
+# SIGPIPE with its stderr on the file).
+(echo line1; sh -c 'kill -9 $$'; echo line2) > s/n/out ||
+  fail "a write after a child's death by a signal failed"
+expect_eq "$(value out)" "$(printf 'line1\nline2')" "a value whose non-writing child was killed"
+bash -c 'echo start; yes | head -n 1; echo end' > s/n/log 2>&1 ||
+  fail "the script whose \`yes\` died of SIGPIPE failed"
+expect_eq "$(value log)" "$(printf 'start\ny\nend')" "a value whose \`yes\` died of SIGPIPE"
+helper get s n log > "$work/log.stored"
+expect_eq "$(cat "$work/log.stored")" "$(printf 'start\ny\nend')" "the same in the store"
+ok "a child killed without writing does not cancel its parent's value"
 
 # Counters, queue items, log entries.
 echo 5 > counter/s/c/n

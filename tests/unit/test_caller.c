@@ -130,7 +130,7 @@ static void reap(child *k)
 /* The check for a close by the child that opened the file. */
 static fs_close_kind own_close(fs_procs *c, child *k)
 {
-	return fs_caller_close(c, k->pid, k->pid, 0, target_ino);
+	return fs_caller_close(c, k->pid, k->pid, 0, target_ino, NULL);
 }
 
 static int setup(void **state)
@@ -230,15 +230,15 @@ static void test_parent(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino),
+	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino, NULL),
 	                 FS_CLOSE_LAST);
 	assert_true((fd = open(target, O_WRONLY)) >= 0);
-	assert_int_equal(fs_caller_close(NULL, k.pid, 1, 0, target_ino),
+	assert_int_equal(fs_caller_close(NULL, k.pid, 1, 0, target_ino, NULL),
 	                 FS_CLOSE_HELD);
-	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino),
+	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino, NULL),
 	                 FS_CLOSE_HELD);
 	close(fd);
-	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino),
+	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino, NULL),
 	                 FS_CLOSE_LAST);
 	reap(&k);
 	fs_procs_free(c);
