@@ -224,7 +224,9 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 		goto out;
 	}
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.db = path;
+	/* The name as given: one from STATEFS_DB, which may hold a password,
+	 * is found there again, not passed as if from the command line. */
+	cfg.db = c->db;
 	cfg.keyfile = c->keyfile;
 	cfg.flags = SFS_OPEN_ENV | (c->plaintext ? SFS_OPEN_PLAINTEXT : 0) |
 	            (mode == CLI_STORE_READ ? SFS_OPEN_READONLY : 0) |

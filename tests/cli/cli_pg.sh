@@ -99,6 +99,16 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
 		"$STATECTL" "${popts[@]}" init
 	[[ $out == *"$pw"* ]] && fail "the password was printed"
+	# and every command after it (they were refused as if it were argv)
+	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" "${popts[@]}" put p n e env
+	expect_eq "$(STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" "${popts[@]}" get p n e)" env "a get with the password in STATEFS_DB"
+	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" "${popts[@]}" info
+	[[ $out == *"$pw"* ]] && fail "the password was printed by info"
+	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" "${popts[@]}" del p n e
 	# no password: libpq says so
 	expect_exit 5 "$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" info
 	expect_match "$err" "password" "no password: libpq's sentence"
