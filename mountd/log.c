@@ -59,18 +59,25 @@ void mountd_log(int level, const char *fmt, ...)
 	mountd_log_sink(level, msg, NULL);
 }
 
-/* libfuse's own messages ("fuse: ..."), through the same place. */
+/* libfuse's own messages ("fuse: ..."), through the same place. Some come
+ * in pieces (an unknown option: the sentence, "-o ", the option, each a
+ * call), so a line is said once its newline has come. */
 __attribute__((format(printf, 2, 0)))
 static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-	char msg[1024];
-	size_t n;
+	static __thread char msg[1024];
+	static __thread size_t n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < sizeof(msg) - 1)
+		vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
 	n = strlen(msg);
+	if (!n || msg[n - 1] != '\n')
+		return;
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = '\0';
 	mountd_log_sink((int)level, msg, NULL);
+	n = 0;
+	msg[0] = '\0';
 }
 
 void mountd_log_open(int debug)

@@ -48,8 +48,10 @@ expect_eq "$rc" 1 "-o key= is refused"
 [[ $out == *SECRETKEYVALUE* ]] && fail "the key was echoed: $out"
 [[ $out == *keyfile* ]] || fail "no hint at keyfile: $out"
 rc=0
-"$bin" -f -o nosuchoption "$mnt" 2>/dev/null || rc=$?
+out=$("$bin" -f -o nosuchoption "$mnt" 2>&1) || rc=$?
 expect_eq "$rc" 1 "an unknown option"
+expect_eq "$out" "statefs: error: fuse: unknown option(s): \`-o nosuchoption'" \
+  "an unknown option, said in one line"
 mountpoint -q "$mnt" && fail "mounted after a bad command line"
 # max_value: what -h says is the truth, and 1G is refused saying why
 grep -q 'at most 953M' <<<"$help" || fail "-h gives the largest max_value"
