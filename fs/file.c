@@ -283,20 +283,32 @@ static void drop(fs *f, fs_file *h)
 	publish(f, h);
 }
 
+/* The count of values stored through the mount at the node. */
+static uint64_t stored(const fs_node *n)
+{
+	return __atomic_load_n(&n->stored, __ATOMIC_ACQUIRE);
+}
+
 /* A value's changes as one sfs_kv_edit. A handle whose image covers the
  * whole value (a create, O_TRUNC) or whose key is still being created
  * makes the key if it is absent; a handle that patches a value another
  * process deleted meanwhile writes to nothing, as writes to a deleted file
- * do. */
+ * do. A handle whose only change is a cut (`exec 3>k`, an ftruncate, no
+ * write after it) stores nothing if another handle stored the value after
+ * the cut: on a local filesystem the cut came first and that value
+ * stays. */
 static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 {
-	sfs_edit *e = malloc((h->img.n + 3) * sizeof(*e));
+	sfs_edit *e;
 	uint64_t size = 0;
 	unsigned flags = 0;
 	size_t n;
 	int rc;
 
-	if (!e)
+	if (h->img.n == 0 && h->img.applen == 0 && h->img.cut != FS_NO_CUT &&
+	    stored(h->node) != h->cut_stored)
+		return SFS_OK;
+	if (!(e = malloc((h->img.n + 3) * sizeof(*e))))
 		return SFS_NOMEM;
 	n = fs_image_edits(&h->img, e);
 	if (h->img.cut == 0 || fs_node_held(f, h->node))
@@ -304,8 +316,10 @@ static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 	rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
 	                 e, n, flags, &size);
 	free(e);
-	if (rc == SFS_OK)
+	if (rc == SFS_OK) {
 		fs_image_reset(&h->img, size);
+		__atomic_add_fetch(&h->node->stored, 1, __ATOMIC_RELEASE);
+	}
 	return rc == SFS_NOTFOUND ? SFS_OK : rc;
 }
 
@@ -401,6 +415,7 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 			/* Written: the changes only, over the store's value. */
 			if (h->flags & O_TRUNC) {
 				fs_image_init(&h->img, 0, 1);
+				h->cut_stored = stored(h->node);
 				h->dirty = 1; /* `> key`: empty unless written */
 			} else if (fs_node_pending_empty(f, h->node)) {
 				fs_image_init(&h->img, 0, 0); /* being created */
@@ -956,6 +971,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
 		err = h->refused = EFBIG;
 	} else if (h->image) {
 		err = fs_image_truncate(&h->img, (uint64_t)size);
+		h->cut_stored = stored(h->node);
 		hold(f, h, h->img.held, 0);
 	} else if (h->kind == FS_KV_KEY) {
 		err = EBADF; /* not open for writing */

@@ -184,6 +184,10 @@ typedef struct fs_node {
 	uint32_t pending;          /* handles holding it empty but not yet
 	                              stored: a create, or an O_TRUNC open
 	                              closed without writing (file.c) */
+	uint64_t stored;           /* values stored through the mount, counted
+	                              (atomic): a handle whose only change is
+	                              a cut does not undo a later one
+	                              (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
 	                              store cannot hold empty: lives here */
@@ -558,6 +562,8 @@ typedef struct fs_file {
 	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
 	fs_writers writers;        /* who changed it (fs_caller_close) */
+	uint64_t cut_stored;       /* node->stored when the image was last
+	                              cut (O_TRUNC, ftruncate) */
 	int refused;               /* the errno of a refused write (EFBIG,
 	                              ENOBUFS, EINVAL) or 0: the handle
 	                              commits nothing, not even its create or

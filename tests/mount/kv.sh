@@ -45,6 +45,19 @@ expect_eq "$(od -An -c app/cfg/log | tr -s ' ')" " o X \\0 \\0" "truncate grows 
 : > app/cfg/log
 expect_eq "$(stat -c %s app/cfg/log)" 0 ": > empties"
 expect_eq "$(helper get app cfg log | wc -c)" 0 "the store holds the empty value"
+# A descriptor whose only change is its O_TRUNC: alone it empties the
+# value at its close; a value another writer stored after the open stays,
+# as on a local filesystem (the cut came first).
+echo old > app/cfg/cut
+exec 3> app/cfg/cut
+exec 3>&-
+expect_eq "$(stat -c %s app/cfg/cut)" 0 "exec 3>k; exec 3>&- empties"
+echo old > app/cfg/cut
+exec 3> app/cfg/cut
+echo hello > app/cfg/cut
+exec 3>&-
+expect_eq "$(cat app/cfg/cut)" hello "a value stored after another descriptor's O_TRUNC"
+expect_eq "$(helper get app cfg cut)" hello "the same in the store"
 ok "append, dd conv=notrunc, truncate"
 
 # A value is replaced whole: a reader never sees a half. A second reader
