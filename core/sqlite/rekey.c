@@ -289,10 +289,10 @@ static int rekey_run(struct rekey *r, const sfs_key *old_key,
 	/* Exclusive locking mode in WAL takes an EXCLUSIVE lock on the file
 	 * at the first read; any other connection keeps a SHARED one while
 	 * open, so this fails at once (no busy timeout) if the store is in
-	 * use, and keeps everyone out until we are done. */
-	/* Then out of WAL mode (the engine's open turns it back on, should
-	 * the old file stay): closed after the rename, a connection in WAL
-	 * mode deletes its WAL by name, which is then the new store's. */
+	 * use, and keeps everyone out until we are done. Then out of WAL
+	 * mode (the engine's open turns it back on, should the old file
+	 * stay): closed after the rename, a connection in WAL mode deletes
+	 * its WAL by name, which is then the new store's. */
 	rc = exec(r, r->src, "PRAGMA locking_mode=EXCLUSIVE; "
 	          "PRAGMA wal_checkpoint(TRUNCATE); "
 	          "PRAGMA journal_mode=DELETE;", "locking the store");
