@@ -223,6 +223,19 @@ void cli_json_set_queue(json_t *obj, const struct cli_name *q);
  * the exit code follows the status. */
 int cli_fail_queue(const cli *c, int status, const char *verb,
                    const struct cli_name *q);
+/* For commands that remove what they print (queue pop, drain): a reader
+ * that went away becomes a write error (EPIPE) instead of a SIGPIPE that
+ * would kill the process before it can put back what it took. */
+void cli_out_no_sigpipe(void);
+/* Ends what such a command took under claim from where (a queue or a
+ * namespace, quoted as in messages): flushes stdout and, when that and
+ * rc (the printing's exit code) succeeded, acks the claim (what it took
+ * is gone); else nacks it (all of it is back in its place, also rows a
+ * reader may have got before the write failed) and reports "cannot write
+ * the output: <why>; nothing was taken from <where>" (exit 9). Returns
+ * the exit code. */
+int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
+                   const char *where);
 /* Checks that everything reached stdout; call before exiting 0. */
 int cli_out_finish(const cli *c, int code);
 

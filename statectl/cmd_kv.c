@@ -246,12 +246,16 @@ out:
 	return rc;
 }
 
-/* drain SCOPE NS */
+/* drain SCOPE NS: every entry under a claim (sfs_kv_claim), acked once
+ * the listing is written and flushed; an output that fails gives every
+ * entry back. */
 int cmd_drain(cli *c, cli_args *a)
 {
 	cli_name nm[2];
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
+	int64_t cid = 0;
+	char *where;
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
@@ -259,12 +263,24 @@ int cmd_drain(cli *c, cli_args *a)
 	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
 	                                 SFS_FAM_KV, nm, 2)))
 		goto out;
-	st = sfs_kv_drain(s, nm[0].s, nm[1].s, &l);
+	cli_out_no_sigpipe();
+	st = sfs_kv_claim(s, nm[0].s, nm[1].s, 0, &cid, NULL);
+	if (st == SFS_NOTFOUND) { /* an empty namespace: an empty listing */
+		rc = print_entries(c, nm, &l, 0);
+		goto out;
+	}
+	if (st == SFS_OK)
+		st = sfs_claim_items(s, cid, -1, 0, 0, &l);
 	if (st != SFS_OK) {
 		rc = cli_fail_names(c, st, nm, 2, NULL, "drain");
+		if (cid)
+			sfs_claim_end(s, cid, SFS_OUTCOME_NACK);
 		goto out;
 	}
 	rc = print_entries(c, nm, &l, 0);
+	where = cli_names_where(nm, 2, NULL);
+	rc = cli_out_settle(c, s, cid, rc, where);
+	free(where);
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

@@ -3,8 +3,11 @@
  *
  * `pop` prints the item's bytes unchanged and exits 1 on an empty queue,
  * so `while item=$(statectl queue pop q); do ...; done` ends when the work
- * does. A pop is at-most-once: claims (docs/claims.md) are for consumers that may
- * crash. `push` with several items (arguments, or stdin split by --lines
+ * does. A pop takes the item under a claim (docs/claims.md) and acks it
+ * once the item is written to stdout and flushed; an output that fails (a
+ * full disk, a reader gone: SIGPIPE is ignored so EPIPE can be handled)
+ * nacks it, so it stays at the head. A pop killed in between leaves the
+ * item to the lease. Claims are for consumers that may crash after that. `push` with several items (arguments, or stdin split by --lines
  * or --null) pushes them in one transaction.
  */
 #include <stdlib.h>
@@ -111,24 +114,31 @@ out:
 	return rc;
 }
 
-/* queue pop QUEUE */
+/* queue pop QUEUE: the head item under a claim, acked once it is
+ * printed, so that an output that fails puts it back at the head. */
 int cmd_queue_pop(cli *c, cli_args *a)
 {
 	cli_name q;
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
 	const sfs_item *it;
+	int64_t cid = 0;
 	json_t *o;
-	char *where;
+	char *name, *where;
 	int rc, st;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		return rc;
-	st = sfs_queue_pop(s, q.s, 1, &l);
+	cli_out_no_sigpipe();
+	st = sfs_claim(s, q.s, 1, 0, &cid, &l);
+	name = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
+	if (asprintf(&where, "queue %s", name) < 0) {
+		fputs("statectl: out of memory\n", stderr);
+		exit(CLI_EXIT_SYSTEM);
+	}
+	free(name);
 	if (st == SFS_NOTFOUND) {
-		where = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
-		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s is empty", where);
-		free(where);
+		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "%s is empty", where);
 		goto out;
 	}
 	if (st != SFS_OK) {
@@ -147,7 +157,9 @@ int cmd_queue_pop(cli *c, cli_args *a)
 	} else {
 		rc = cli_out_raw(it->value.ptr, it->value.len);
 	}
+	rc = cli_out_settle(c, s, cid, rc, where);
 out:
+	free(where);
 	sfs_list_free(&l);
 	sfs_store_close(s);
 	cli_name_free(&q);

@@ -13,6 +13,7 @@
  * never mistakes base64 for text. The export format uses the same rule.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,39 @@ int cli_out_finish(const cli *c, int code)
 		return code;
 	return cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
 	                strerror(saverr));
+}
+
+void cli_out_no_sigpipe(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
+                   const char *where)
+{
+	int saverr = 0, st;
+
+	if (fflush(stdout) != 0 || ferror(stdout))
+		saverr = errno ? errno : EIO;
+	if (rc == CLI_EXIT_OK && !saverr) {
+		st = sfs_claim_end(s, claim, SFS_OUTCOME_DONE);
+		if (st != SFS_OK)
+			return cli_fail_status(c, st, "printed, but cannot remove "
+			                       "it from %s (it may be delivered "
+			                       "again)", where);
+		return CLI_EXIT_OK;
+	}
+	if (!saverr)
+		saverr = EIO;
+	st = sfs_claim_end(s, claim, SFS_OUTCOME_NACK);
+	if (st != SFS_OK)
+		return cli_fail_status(c, st, "cannot write the output (%s), and "
+		                       "cannot put back what was taken from %s "
+		                       "now (it comes back when the lease of "
+		                       "claim %lld ends)", strerror(saverr), where,
+		                       (long long)claim);
+	return cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s; "
+	                "nothing was taken from %s", strerror(saverr), where);
 }
 
 int cli_read_all(FILE *f, void **p, size_t *n)

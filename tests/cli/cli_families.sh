@@ -108,6 +108,21 @@ expect_exit 0 sc queue clear q2
 expect_eq "$out" 2 "clear count"
 expect_exit 0 sc --json queue clear q2
 jqe "$out" '.count == 0'
+# an item is gone only once it is printed: an output that fails (a full
+# disk, a reader gone) puts it back at the head, not in flight
+sc queue push q3 first second >/dev/null
+expect_exit_into 9 /dev/full sc queue pop q3
+expect_match "$err" "cannot write the output: .*nothing was taken from queue 'q3'" "failed pop sentence"
+expect_exit_into 9 /dev/full sc --json queue pop q3
+jqe "$err" '.exit == 9 and .status == "system"'
+expect_exit_into 9 pipe-gone sc queue pop q3
+expect_match "$err" "Broken pipe" "a pop into a closed pipe is not killed by SIGPIPE"
+expect_exit 0 sc queue inflight q3 --keys-only
+expect_eq "$out" "" "a failed pop leaves nothing in flight"
+expect_exit 0 sc queue pop q3
+expect_eq "$out" first "a failed pop keeps the item at the head"
+expect_exit 0 sc queue len q3
+expect_eq "$out" 1 "a pop that printed removed its item"
 expect_exit 2 sc queue push --lines q2 arg
 expect_exit 2 sc queue push --lines --null q2
 expect_exit 2 sc queue

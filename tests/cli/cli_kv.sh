@@ -99,6 +99,15 @@ jqe "$out" '.entries == []'
 sc put s d z 3
 expect_exit 0 sc --json drain s d
 jqe "$out" '.entries | length == 1 and .[0].key == "z" and .[0].value == "3"'
+# ... only once it printed them: an output that fails gives them back
+sc put s d v 4; sc put s d w 5
+expect_exit_into 9 /dev/full sc drain s d
+expect_match "$err" "nothing was taken from namespace 'd' of scope 's'" "failed drain sentence"
+expect_exit_into 9 pipe-gone sc --json drain s d
+expect_exit 0 sc scan s d
+expect_eq "$out" $'v\t4\nw\t5' "a failed drain keeps every entry"
+expect_exit 0 sc drain s d
+expect_eq "$out" $'v\t4\nw\t5' "drain after failed ones"
 
 # names in the codec: '/' is %2F, binary keys in hex, reserved names
 sc put s n 'a%2Fb' slash

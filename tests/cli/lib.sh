@@ -16,6 +16,11 @@
 #   expect_eq GOT WANT WHAT
 #   fail MESSAGE
 #   now_ns                the time in ns since the epoch (the leases' clock)
+#   expect_exit_into N FILE CMD...  expect_exit with CMD's stdout going to
+#                         FILE (/dev/full: a full disk), or with FILE
+#                         "pipe-gone" into a pipe whose reader has gone
+#                         (before CMD starts: SIGPIPE or EPIPE at its first
+#                         write, under any schedule)
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../reap.sh"
 
@@ -95,6 +100,28 @@ expect_exit() {
 	if [ "$got" -ne "$want" ]; then
 		echo "command: $*" >&2
 		echo "stdout: $out" >&2
+		echo "stderr: $err" >&2
+		fail "exit $got, wanted $want"
+	fi
+}
+
+expect_exit_into() { # N FILE CMD...
+	local want=$1 into=$2 got=0
+	shift 2
+	if [ "$into" = pipe-gone ]; then
+		rm -f "$T/.pipe"
+		mkfifo "$T/.pipe"
+		# a reader (read-write) so that opening the write end does not
+		# wait, then no reader at all
+		exec 7<>"$T/.pipe" 6>"$T/.pipe" 7<&-
+		"$@" >&6 2>"$T/.err" || got=$?
+		exec 6>&-
+	else
+		"$@" >"$into" 2>"$T/.err" || got=$?
+	fi
+	out= err=$(cat "$T/.err")
+	if [ "$got" -ne "$want" ]; then
+		echo "command: $* > $into" >&2
 		echo "stderr: $err" >&2
 		fail "exit $got, wanted $want"
 	fi
