@@ -189,6 +189,10 @@ int cli_out_json(json_t *obj);
  * else obj[name + "_b64"] to their base64. */
 int cli_json_set_bytes(json_t *obj, const char *name, const void *p,
                        size_t n);
+/* A file name is bytes too: cli_json_set_bytes of path (NUL-terminated). */
+int cli_json_set_path(json_t *obj, const char *name, const char *path);
+/* A new object holding only that field (so that it comes first). */
+json_t *cli_json_path_object(const char *name, const char *path);
 /* Reads back what cli_json_set_bytes wrote. *present is 0 when neither
  * field is there. The buffer is malloc'd (NUL-terminated); free() it. */
 int cli_json_get_bytes(json_t *obj, const char *name, void **p, size_t *n,

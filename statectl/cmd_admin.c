@@ -96,9 +96,10 @@ int cmd_init(cli *c, cli_args *a)
 	}
 	wrote = 0; /* the store exists: keep its key */
 	if (c->json) {
-		j = json_pack("{s:s, s:b}", "path", name, "encrypted", !c->plaintext);
+		j = cli_json_path_object("path", name);
+		json_object_set_new(j, "encrypted", json_boolean(!c->plaintext));
 		if (kpath)
-			json_object_set_new(j, "key_file", json_string(kpath));
+			cli_json_set_path(j, "key_file", kpath);
 		rc = cli_out_json(j);
 	} else if (c->plaintext) {
 		printf("created the plaintext store %s\n", name);
@@ -144,7 +145,7 @@ int cmd_keygen(cli *c, cli_args *a)
 			rc = cli_fail_status(c, st, "cannot write the key file %s",
 			                     a->pos[0]);
 		else if (c->json)
-			rc = cli_out_json(json_pack("{s:s}", "path", a->pos[0]));
+			rc = cli_out_json(cli_json_path_object("path", a->pos[0]));
 		else
 			printf("wrote a new key to %s\n", a->pos[0]);
 		goto out;
@@ -185,9 +186,10 @@ int cmd_info(cli *c, cli_args *a)
 		goto out;
 	}
 	if (c->json) {
-		j = json_pack("{s:s, s:s, s:i, s:b, s:s, s:i, s:s, s:I, "
+		j = cli_json_path_object("path", in.path);
+		json_object_update_new(j, json_pack("{s:s, s:i, s:b, s:s, s:i, s:s, s:I, "
 		              "s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-		              "path", in.path, "backend", in.backend,
+		              "backend", in.backend,
 		              "schema_version", in.schema_version,
 		              "encrypted", in.encrypted, "cipher", in.cipher,
 		              "crypt_format", in.crypt_format, "kdf", in.kdf,
@@ -197,7 +199,7 @@ int cmd_info(cli *c, cli_args *a)
 		              "log", (json_int_t)in.log_rows,
 		              "queue", (json_int_t)in.queue_rows,
 		              "claimed", (json_int_t)in.claimed_rows,
-		              "dead", (json_int_t)in.dead_rows);
+		              "dead", (json_int_t)in.dead_rows));
 		/* what only this backend has, beside the rest */
 		cli_json_set_facts(j, &in);
 		rc = cli_out_json(j);
@@ -233,6 +235,7 @@ int cmd_verify(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	cli_progress p;
 	const char *path;
+	json_t *j;
 	int rc, st;
 
 	(void)a;
@@ -246,10 +249,12 @@ int cmd_verify(cli *c, cli_args *a)
 		rc = cli_fail_status(c, st, "%s failed verification", path);
 	else if (st != SFS_OK)
 		rc = cli_fail_status(c, st, "cannot verify %s", path);
-	else if (c->json)
-		rc = cli_out_json(json_pack("{s:s, s:b, s:I}", "path", path, "ok", 1,
-		                            "pages", (json_int_t)p.total));
-	else
+	else if (c->json) {
+		j = cli_json_path_object("path", path);
+		json_object_update_new(j, json_pack("{s:b, s:I}", "ok", 1, "pages",
+		                                    (json_int_t)p.total));
+		rc = cli_out_json(j);
+	} else
 		printf("%s: ok (%llu pages authenticated, integrity check "
 		       "passed)\n", path, (unsigned long long)p.total);
 	sfs_store_close(s);
@@ -377,10 +382,11 @@ int cmd_rekey(cli *c, cli_args *a)
 		final = oldsrc;
 	}
 	if (c->json) {
-		j = json_pack("{s:s, s:b, s:I}", "path", path, "encrypted",
-		              !a->decrypt, "pages", (json_int_t)p.total);
+		j = cli_json_path_object("path", path);
+		json_object_update_new(j, json_pack("{s:b, s:I}", "encrypted",
+		                        !a->decrypt, "pages", (json_int_t)p.total));
 		if (final)
-			json_object_set_new(j, "key_file", json_string(final));
+			cli_json_set_path(j, "key_file", final);
 		rc = cli_out_json(j);
 	} else if (a->decrypt) {
 		printf("%s is now plaintext: it opens with --plaintext and no "
@@ -436,7 +442,8 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 			rc = cli_fail_status(c, st, "cannot checkpoint %s to %s", path,
 			                     target);
 	} else if (c->json) {
-		j = json_pack("{s:s, s:s}", "path", path, "checkpoint", target);
+		j = cli_json_path_object("path", path);
+		cli_json_set_path(j, "checkpoint", target);
 		rc = cli_out_json(j);
 	} else if (restore) {
 		printf("restored %s from the checkpoint %s\n", path, target);

@@ -751,10 +751,11 @@ static json_t *frame_json(const top *t)
 
 	json_object_set_new(o, "time_ns", json_integer(st->now_ns));
 	json_object_set_new(o, "interval_ms", json_integer(t->interval_ms));
-	store = json_pack("{s:s, s:s, s:b, s:I, s:i}", "path", in->path,
+	store = cli_json_path_object("path", in->path);
+	json_object_update_new(store, json_pack("{s:s, s:b, s:I, s:i}",
 	        "backend", in->backend, "encrypted", in->encrypted,
 	        "size", (json_int_t)in->size,
-	        "schema_version", in->schema_version);
+	        "schema_version", in->schema_version));
 	cli_json_set_facts(store, in); /* SQLite: file_size, wal_size, ... */
 	json_object_set_new(o, "store", store);
 	json_object_set_new(o, "rows", json_pack("{s:I, s:I, s:I, s:I, s:I, "

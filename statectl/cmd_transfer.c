@@ -126,6 +126,15 @@ static json_t *row_to_json(const sfs_row *r)
 	return o;
 }
 
+/* What export FILE and import print with --json. */
+static json_t *json_path_rows(const char *path, uint64_t rows)
+{
+	json_t *o = cli_json_path_object("path", path);
+
+	json_object_set_new(o, "rows", json_integer((json_int_t)rows));
+	return o;
+}
+
 typedef struct export_ctx {
 	FILE *out;
 	uint64_t rows;
@@ -208,8 +217,7 @@ int cmd_export(cli *c, cli_args *a)
 		if (rc != CLI_EXIT_OK)
 			unlink(file);
 		else if (c->json)
-			rc = cli_out_json(json_pack("{s:s, s:I}", "path", file, "rows",
-			                            (json_int_t)x.rows));
+			rc = cli_out_json(json_path_rows(file, x.rows));
 		else
 			printf("exported %llu rows to %s\n",
 			       (unsigned long long)x.rows, file);
@@ -549,8 +557,7 @@ int cmd_import(cli *c, cli_args *a)
 	if ((rc = cli_import_read(c, in, file ? file : "stdin", s, &rows)))
 		goto out;
 	if (c->json)
-		rc = cli_out_json(json_pack("{s:s, s:I}", "path", c->opened,
-		                            "rows", (json_int_t)rows));
+		rc = cli_out_json(json_path_rows(c->opened, rows));
 	else
 		printf("imported %llu rows into %s\n", (unsigned long long)rows,
 		       c->opened);

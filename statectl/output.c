@@ -88,16 +88,43 @@ static const char *exit_name(int code)
 	}
 }
 
+static size_t printable_utf8(const unsigned char *p, size_t n);
+
+/* msg with every byte that is not part of valid UTF-8 (a name or a path
+ * given on the command line) written as \xNN, as listings write them, so
+ * that it is a JSON string: malloc'd. */
+static char *utf8_sentence(const char *msg)
+{
+	const unsigned char *p = (const unsigned char *)msg;
+	size_t n = strlen(msg), i = 0, k, o = 0;
+	char *out = cli_xmalloc(4 * n + 1);
+
+	while (i < n) {
+		if (p[i] < 0x80 || (k = printable_utf8(p + i, n - i)) > 0) {
+			k = p[i] < 0x80 ? 1 : k;
+			memcpy(out + o, p + i, k);
+			o += k;
+			i += k;
+		} else {
+			o += (size_t)sprintf(out + o, "\\x%02x", p[i++]);
+		}
+	}
+	out[o] = 0;
+	return out;
+}
+
 static int emit_error(const cli *c, int code, const char *msg)
 {
 	json_t *o;
-	char *s;
+	char *s, *text;
 
 	fflush(stdout);
 	cli_progress_clear();
 	if (c && c->json) {
-		o = json_pack("{s:s, s:s, s:i}", "error", msg, "status",
+		text = utf8_sentence(msg);
+		o = json_pack("{s:s, s:s, s:i}", "error", text, "status",
 		              exit_name(code), "exit", code);
+		free(text);
 		s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		fprintf(stderr, "%s\n", s ? s : "{\"error\":\"out of memory\"}");
 		free(s);
@@ -186,6 +213,19 @@ int cli_json_set_bytes(json_t *obj, const char *name, const void *p,
 	v = json_string(b64);
 	free(b64);
 	return json_object_set_new(obj, field, v);
+}
+
+int cli_json_set_path(json_t *obj, const char *name, const char *path)
+{
+	return cli_json_set_bytes(obj, name, path, strlen(path));
+}
+
+json_t *cli_json_path_object(const char *name, const char *path)
+{
+	json_t *o = json_object();
+
+	cli_json_set_path(o, name, path);
+	return o;
 }
 
 int cli_json_get_bytes(json_t *obj, const char *name, void **p, size_t *n,

@@ -138,6 +138,29 @@ expect_exit 0 sc --json checkpoint "$T/ck2"
 jqe "$out" ".checkpoint == \"$T/ck2\" and .path == \"$DB\""
 expect_exit 0 "$STATECTL" --db "$T/ck2" "${modeopts[@]}" verify
 
+# --- file names that are not UTF-8: "path_b64" (base64), and the true exit
+xdb=$T/$'st\xff'.db
+xb64() { printf '%s' "$1" | base64 -w0; }
+xopts=(--plaintext)
+[ "$mode" = encrypted ] && xopts=(--key-file "$T/xkey")
+expect_exit 0 "$STATECTL" --json --db "$xdb" "${xopts[@]}" init
+jqe "$out" ".path_b64 == \"$(xb64 "$xdb")\" and (has(\"path\") | not)"
+xsc() { "$STATECTL" --json --db "$xdb" "${xopts[@]}" "$@"; }
+expect_exit 0 xsc export "$T/"$'e\xff'
+jqe "$out" ".path_b64 == \"$(xb64 "$T/"$'e\xff')\" and .rows == 0"
+for cmd in info verify "checkpoint $T/xck" "import $T/"$'e\xff' \
+           "restore $T/xck"; do
+	# shellcheck disable=SC2086 # the command's words
+	expect_exit 0 xsc $cmd
+	jqe "$out" ".path_b64 == \"$(xb64 "$xdb")\""
+done
+[ -s "$T/xck" ] && [ -s "$T/"$'e\xff' ] || fail "checkpoint and export wrote their files"
+expect_exit 0 "$STATECTL" --json keygen "$T/"$'k\xfe'
+jqe "$out" ".path_b64 == \"$(xb64 "$T/"$'k\xfe')\""
+# an error naming such bytes is still one JSON object, with its own exit
+expect_exit 2 sc --json put $'a\xffb' n k v
+jqe "$err" '.exit == 2 and .status == "usage" and (.error | contains("a\\xffb"))'
+
 # --- key errors
 if [ "$mode" = encrypted ]; then
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/k2" get s n k
