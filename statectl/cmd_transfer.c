@@ -174,6 +174,9 @@ int cmd_export(cli *c, cli_args *a)
 	x.out = stdout;
 	if ((rc = cli_store_open(c, CLI_STORE_READ, &s)))
 		return rc;
+	/* from before FILE exists until it is whole or removed: a signal
+	 * (Ctrl-C, SIGTERM, SIGHUP) cancels the export, which removes it */
+	cli_progress_begin(&p, c, "export", "rows");
 	if (file) {
 		fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
@@ -182,7 +185,7 @@ int cmd_export(cli *c, cli_args *a)
 			              "overwrites a file)", file)
 			   : cli_fail(c, CLI_EXIT_SYSTEM, "cannot create %s: %s", file,
 			              strerror(errno));
-			goto out;
+			goto end;
 		}
 		x.out = fdopen(fd, "w");
 		if (!x.out) {
@@ -190,14 +193,12 @@ int cmd_export(cli *c, cli_args *a)
 			              strerror(errno));
 			close(fd);
 			unlink(file);
-			goto out;
+			goto end;
 		}
 	}
 	fprintf(x.out, "{\"format\":\"%s\",\"version\":%d}\n", EXPORT_FORMAT,
 	        EXPORT_VERSION);
-	cli_progress_begin(&p, c, "export", "rows");
 	st = sfs_export(s, export_row, &x, cli_progress_cb, &p);
-	cli_progress_end(&p);
 	if (st == SFS_OK && (fflush(x.out) != 0 || ferror(x.out)))
 		x.write_error = errno ? errno : EIO;
 	if (st == SFS_OK && file && !x.write_error && fsync(fileno(x.out)) < 0)
@@ -216,13 +217,16 @@ int cmd_export(cli *c, cli_args *a)
 			              strerror(errno));
 		if (rc != CLI_EXIT_OK)
 			unlink(file);
-		else if (c->json)
+	}
+end:
+	cli_progress_end(&p);
+	if (file && rc == CLI_EXIT_OK) {
+		if (c->json)
 			rc = cli_out_json(json_path_rows(file, x.rows));
 		else
 			printf("exported %llu rows to %s\n",
 			       (unsigned long long)x.rows, file);
 	}
-out:
 	sfs_store_close(s);
 	return rc;
 }

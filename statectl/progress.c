@@ -8,10 +8,12 @@
  * stay quiet. --progress draws it always (also into a file, one line per
  * update, for logs and tests); --no-progress never.
  *
- * While a bar is active, the first SIGINT sets a flag that makes the
- * engine's progress callback return nonzero, so the engine stops with
- * SFS_CANCELLED and leaves the store as it was (it rolls back); the handler
- * is one-shot, so a second Ctrl-C kills the process the usual way.
+ * While a bar is active, the first SIGINT, SIGTERM or SIGHUP (Ctrl-C, a
+ * kill, a closed terminal) sets a flag that makes the engine's progress
+ * callback return nonzero, so the engine stops with SFS_CANCELLED and
+ * leaves the store as it was (it rolls back), and the command removes
+ * what it was writing (export FILE); the handler is one-shot, so a second
+ * signal kills the process the usual way.
  */
 #include <signal.h>
 #include <string.h>
@@ -26,10 +28,11 @@
 
 static volatile sig_atomic_t interrupted;
 static cli_progress *active;     /* the bar on the screen, if any */
-static struct sigaction old_int;
+static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction old_stop[sizeof(stops) / sizeof(stops[0])];
 static int tty;                  /* stderr is a terminal */
 
-static void on_sigint(int sig)
+static void on_stop(int sig)
 {
 	(void)sig;
 	interrupted = 1;
@@ -64,10 +67,11 @@ void cli_progress_begin(cli_progress *p, const cli *c, const char *label,
 	interrupted = 0;
 	active = p;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
+	sa.sa_handler = on_stop;
 	sa.sa_flags = (int)SA_RESETHAND;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigaction(stops[i], &sa, &old_stop[i]);
 }
 
 static int term_width(void)
@@ -153,5 +157,6 @@ void cli_progress_end(cli_progress *p)
 		}
 		fflush(stderr);
 	}
-	sigaction(SIGINT, &old_int, NULL);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigaction(stops[i], &old_stop[i], NULL);
 }

@@ -166,4 +166,27 @@ grep -q "interrupted; nothing was imported" "$T/.err" || fail "interrupted sente
 sc2 export >"$T/after"
 cmp -s "$T/before" "$T/after" || fail "an interrupted import changed the store"
 
+# SIGTERM, SIGHUP and Ctrl-C during export FILE: the export is cancelled
+# (exit 130) and FILE removed, never left truncated. The bar goes into a
+# pipe filled beforehand, so the export waits in its first report, FILE
+# created, until the signal; the pipe is read only after it.
+for sig in TERM HUP INT; do
+	rm -f "$T/bar" "$T/sig.jsonl"
+	mkfifo "$T/bar"
+	exec 9<>"$T/bar"
+	dd if=/dev/zero of="$T/bar" bs=4096 oflag=nonblock 2>/dev/null || true
+	dd if=/dev/zero of="$T/bar" bs=1 oflag=nonblock 2>/dev/null || true
+	"$STATECTL" --db "$DB" "${modeopts[@]}" --progress export "$T/sig.jsonl" \
+		2>"$T/bar" &
+	pid=$!
+	for _ in $(seq 1200); do [ -e "$T/sig.jsonl" ] && break; nap 0.05; done
+	[ -e "$T/sig.jsonl" ] || fail "export FILE did not start in 60 s"
+	kill -"$sig" "$pid"
+	cat "$T/bar" >/dev/null &
+	exec 9<&-
+	got=0; wait "$pid" || got=$?
+	[ "$got" -eq 130 ] || fail "export FILE stopped by SIG$sig exits $got, not 130"
+	[ ! -e "$T/sig.jsonl" ] || fail "export FILE stopped by SIG$sig left the file"
+done
+
 echo "cli_export ($mode): ok"
