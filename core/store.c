@@ -731,6 +731,11 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		return chk_value(s, row->value, "item");
 	case SFS_FAM_DIR:
 		CHECK(chk_name(row->scope, "scope"));
+		/* (chk_family's sentence is about scopes, not this row) */
+		if (row->dir_family < SFS_FAM_KV || row->dir_family > SFS_FAM_QUEUE)
+			return sfs_err(SFS_INVALID, "a directory row's family is %d,"
+			               " not key/value (1), counter (2), log (3) or"
+			               " queue (4)", (int)row->dir_family);
 		return chk_family(row->dir_family, row->ns);
 	case SFS_FAM_CLAIM:
 		return chk_name(row->scope, "queue");

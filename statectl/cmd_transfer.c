@@ -34,19 +34,38 @@
 #define EXPORT_FORMAT "statefs-export"
 #define EXPORT_VERSION 1
 
+/* The fields a row may have besides "family" and "scope" (docs/statectl.md,
+ * "Export format"); import refuses the others rather than drop them. */
+enum {
+	F_NS = 1 << 0, F_KEY = 1 << 1, F_ID = 1 << 2, F_N = 1 << 3,
+	F_VALUE = 1 << 4, F_MTIME = 1 << 5, F_DELIVERIES = 1 << 6,
+};
+
+static const struct {
+	const char *name;
+	int mask;
+} row_fields[] = {
+	{ "ns", F_NS }, { "ns_b64", F_NS }, { "key", F_KEY },
+	{ "key_b64", F_KEY }, { "id", F_ID }, { "n", F_N },
+	{ "value", F_VALUE }, { "value_b64", F_VALUE },
+	{ "mtime_ns", F_MTIME }, { "deliveries", F_DELIVERIES },
+};
+
 static const struct {
 	const char *name;
 	sfs_family fam;
+	int fields;
 } families[] = {
-	{ "kv", SFS_FAM_KV },
-	{ "counter", SFS_FAM_COUNTER },
-	{ "log", SFS_FAM_LOG },
-	{ "queue", SFS_FAM_QUEUE },
-	{ "dir", SFS_FAM_DIR },
-	{ "claim", SFS_FAM_CLAIM },
-	{ "inflight", SFS_FAM_INFLIGHT },
-	{ "dead", SFS_FAM_DEAD },
-	{ "policy", SFS_FAM_POLICY },
+	{ "kv", SFS_FAM_KV, F_NS | F_KEY | F_VALUE | F_MTIME },
+	{ "counter", SFS_FAM_COUNTER, F_NS | F_KEY | F_N | F_MTIME },
+	{ "log", SFS_FAM_LOG, F_NS | F_KEY | F_ID | F_VALUE | F_MTIME },
+	{ "queue", SFS_FAM_QUEUE, F_ID | F_VALUE | F_MTIME | F_DELIVERIES },
+	{ "dir", SFS_FAM_DIR, F_NS | F_N },
+	{ "claim", SFS_FAM_CLAIM, F_ID | F_N | F_MTIME },
+	{ "inflight", SFS_FAM_INFLIGHT,
+	  F_ID | F_N | F_VALUE | F_MTIME | F_DELIVERIES },
+	{ "dead", SFS_FAM_DEAD, F_KEY | F_ID | F_VALUE | F_MTIME | F_DELIVERIES },
+	{ "policy", SFS_FAM_POLICY, F_N | F_DELIVERIES },
 };
 
 static const char *family_name(sfs_family f)
@@ -262,16 +281,13 @@ static int int_field(json_t *o, const char *name, int64_t *out,
 static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 {
 	static const char *const bytes[] = { "scope", "ns", "key", "value" };
-	static const char *const known[] = {
-		"family", "scope", "scope_b64", "ns", "ns_b64", "key", "key_b64",
-		"value", "value_b64", "id", "n", "mtime_ns", "deliveries",
-	};
+	static char msg[160];
 	sfs_slice *slots[] = { &row->scope, &row->ns, &row->key, &row->value };
 	const char *fam, *field;
 	json_t *v;
-	size_t n;
+	size_t n, f = 0;
 	int64_t num = 0, deliveries = 0;
-	int present, ok;
+	int present, allowed = 0, mask;
 
 	memset(row, 0, sizeof(*row));
 	memset(m, 0, sizeof(*m));
@@ -279,27 +295,43 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 		*err = "not a JSON object";
 		return -1;
 	}
-	json_object_foreach(o, field, v) {
-		ok = 0;
-		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			ok |= strcmp(field, known[i]) == 0;
-		if (!ok) {
-			*err = "unknown field (an export from a newer statectl?)";
-			return -1;
-		}
-	}
 	fam = json_string_value(json_object_get(o, "family"));
 	if (!fam) {
 		*err = "no family";
 		return -1;
 	}
 	row->family = 0;
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (strcmp(families[i].name, fam) == 0)
-			row->family = families[i].fam;
+	for (f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		if (strcmp(families[f].name, fam) == 0) {
+			row->family = families[f].fam;
+			allowed = families[f].fields;
+			break;
+		}
+	}
 	if (!row->family) {
 		*err = "unknown family";
 		return -1;
+	}
+	json_object_foreach(o, field, v) {
+		if (!strcmp(field, "family") || !strcmp(field, "scope") ||
+		    !strcmp(field, "scope_b64"))
+			continue;
+		mask = 0;
+		for (size_t i = 0; i < sizeof(row_fields) / sizeof(row_fields[0]);
+		     i++)
+			if (strcmp(field, row_fields[i].name) == 0)
+				mask = row_fields[i].mask;
+		if (!(mask & allowed)) {
+			/* (field is a JSON key: UTF-8, any length) */
+			snprintf(msg, sizeof(msg), mask
+			         ? "a %s row has no field \"%.40s\""
+			         : "unknown field \"%.40s\" in a %s row (an export "
+			           "from a newer statectl?)",
+			         mask ? families[f].name : field,
+			         mask ? field : families[f].name);
+			*err = msg;
+			return -1;
+		}
 	}
 	for (int i = 0; i < 4; i++) {
 		if (cli_json_get_bytes(o, bytes[i], &m->p[i], &n, &present, err) < 0)
@@ -329,7 +361,8 @@ static int check_header(const cli *c, const char *line, size_t len)
 	json_error_t jerr;
 	json_t *h = json_loadb(line, len, 0, &jerr);
 	const char *fmt = json_string_value(json_object_get(h, "format"));
-	json_t *ver = json_object_get(h, "version");
+	json_t *ver = json_object_get(h, "version"), *v;
+	const char *field;
 	int rc = CLI_EXIT_OK;
 
 	if (!fmt || strcmp(fmt, EXPORT_FORMAT) != 0 || !json_is_integer(ver))
@@ -340,6 +373,17 @@ static int check_header(const cli *c, const char *line, size_t len)
 		rc = cli_fail(c, CLI_EXIT_DATA, "line 1: export format version "
 		              "%lld; this statectl reads version %d",
 		              (long long)json_integer_value(ver), EXPORT_VERSION);
+	else
+		json_object_foreach(h, field, v) {
+			if (strcmp(field, "format") != 0 &&
+			    strcmp(field, "version") != 0) {
+				rc = cli_fail(c, CLI_EXIT_DATA, "line 1: unknown field "
+				              "\"%.40s\" in the header (an export from a "
+				              "newer statectl?); nothing was imported",
+				              field);
+				break;
+			}
+		}
 	json_decref(h);
 	return rc;
 }

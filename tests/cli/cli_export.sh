@@ -107,7 +107,7 @@ bad() { # NAME, then the input on stdin
 { head -n 3 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"new","value":"x"}'; echo '{not json'; } | bad "a broken line"
 grep -q 'line 5: not valid JSON' "$T/.err" || fail "the error names the line"
 { head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","colour":"red"}'; } | bad "an unknown field"
-grep -q 'unknown field' "$T/.err" || fail "unknown field sentence"
+grep -q 'unknown field "colour" in a kv row' "$T/.err" || fail "unknown field sentence"
 { head -n 1 "$T/e1"; echo '{"family":"nope","scope":"s"}'; } | bad "an unknown family"
 { head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value_b64":"@@@"}'; } | bad "bad base64"
 { head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","value_b64":"eA=="}'; } | bad "both forms of a field"
@@ -119,7 +119,25 @@ tail -n +2 "$T/e1" | bad "rows without the header"
 { head -n 1 "$T/e1"; echo '{"family":"queue","scope":"q","value":"x"}'; } | bad "a queue row without an id"
 grep -q 'queue rows need an id > 0' "$T/.err" || fail "the family by name: $(cat "$T/.err")"
 { head -n 1 "$T/e1"; echo '{"family":"dir","scope":"s","n":8}'; } | bad "a directory of the dead letters"
-grep -q 'the dead letter family has no scopes' "$T/.err" || fail "the dir family by name: $(cat "$T/.err")"
+grep -q "a directory row's family is 8, not key/value (1), counter (2), log (3) or queue (4)" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
+{ head -n 1 "$T/e1"; echo '{"family":"dir","scope":"s","ns":"n","n":7}'; } | bad "a directory of in-flight items"
+grep -q "a directory row's family is 7" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
+# a field the row's family does not have is refused, not dropped
+for row in '{"family":"counter","scope":"s","ns":"n","key":"c","n":5,"value":"dropped"}|counter|value' \
+           '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","id":3}|kv|id' \
+           '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","n":3}|kv|n' \
+           '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","deliveries":1}|kv|deliveries' \
+           '{"family":"queue","scope":"q","ns":"n","id":99,"value":"x"}|queue|ns' \
+           '{"family":"queue","scope":"q","key_b64":"eA==","id":99,"value":"x"}|queue|key_b64' \
+           '{"family":"dir","scope":"s","n":1,"mtime_ns":5}|dir|mtime_ns' \
+           '{"family":"policy","scope":"q","n":1,"value":"x"}|policy|value'; do
+	IFS='|' read -r json fam field <<<"$row"
+	{ head -n 1 "$T/e1"; echo "$json"; } | bad "a $fam row with $field"
+	grep -q "line 2: a $fam row has no field \"$field\"; nothing was imported" "$T/.err" ||
+		fail "the field by name: $(cat "$T/.err")"
+done
+echo '{"format":"statefs-export","version":1,"date":"today"}' | bad "an unknown field in the header"
+grep -q 'line 1: unknown field "date" in the header' "$T/.err" || fail "header field sentence: $(cat "$T/.err")"
 # One line of 1 GiB: refused once it is longer than any row can be (about
 # 385 MiB: a 64 MiB value of \u00XX escapes, and three 64 KiB names), in
 # that much memory, never the whole line (it took 60 s and 2.9 GB).

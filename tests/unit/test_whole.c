@@ -387,6 +387,9 @@ static void test_export_import_roundtrip(void **state)
 		bad.dir_family = SFS_FAM_DIR;
 		tfx_rows_add(&bad, &one);
 		IS(SFS_INVALID, sfs_import(s2, tfx_rows_next, &one));
+		/* the sentence is about the row, not about scopes */
+		assert_non_null(strstr(sfs_errdetail(),
+		                       "a directory row's family is 5"));
 		tfx_rows_free(&one);
 	}
 	/* the source's error stops the import, and is what it returns */
