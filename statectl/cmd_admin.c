@@ -418,6 +418,7 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	sfs_store *s = NULL;
 	cli_progress p;
 	const char *target = a->pos[0], *path;
+	struct stat tsb, ssb;
 	json_t *j;
 	int rc, st;
 
@@ -430,6 +431,15 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	                         &s)))
 		return rc;
 	path = c->opened;
+	/* the store's own file (by any name: a symlink, a hard link) would
+	 * wait on its own lock, then fail busy */
+	if (restore && stat(target, &tsb) == 0 && stat(path, &ssb) == 0 &&
+	    tsb.st_dev == ssb.st_dev && tsb.st_ino == ssb.st_ino) {
+		rc = cli_fail(c, CLI_EXIT_USAGE, "%s is the store itself, not a "
+		              "checkpoint of it (make one with 'statectl "
+		              "checkpoint PATH')", target);
+		goto out;
+	}
 	cli_progress_begin(&p, c, restore ? "restore" : "checkpoint", "pages");
 	st = restore ? sfs_restore(s, target, cli_progress_cb, &p)
 	             : sfs_checkpoint(s, target, cli_progress_cb, &p);
@@ -450,6 +460,7 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	} else {
 		printf("wrote a checkpoint of %s to %s\n", path, target);
 	}
+out:
 	sfs_store_close(s);
 	return rc;
 }

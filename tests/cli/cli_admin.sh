@@ -134,6 +134,13 @@ jqe "$out" ".checkpoint == \"$T/ck1\""
 expect_eq "$(sc get s n k)" v "restore brings the value back"
 expect_exit 1 sc get s n new
 expect_exit 1 sc restore "$T/no-such-checkpoint"
+# the store itself, by its name or a symlink: refused at once (it waited
+# 30 s for its own lock, then exited 7)
+ln -s "$DB" "$T/self-link"
+for self in "$DB" "$T/self-link"; do
+	expect_exit 2 sc restore "$self"
+	expect_match "$err" "is the store itself, not a checkpoint" "restore from the store itself"
+done
 expect_exit 0 sc --json checkpoint "$T/ck2"
 jqe "$out" ".checkpoint == \"$T/ck2\" and .path == \"$DB\""
 expect_exit 0 "$STATECTL" --db "$T/ck2" "${modeopts[@]}" verify
