@@ -1015,7 +1015,9 @@ int sfs_checkpoint(sfs_store *s, const char *path, sfs_progress_fn progress,
  * any other commit. The checkpoint is verified first; on any failure the
  * live store is unchanged. Errors: SFS_NOTFOUND (no checkpoint at path),
  * SFS_FORMAT (not a checkpoint, or of a newer schema), SFS_CORRUPT (it
- * fails verification), SFS_WRONGKEY, SFS_CANCELLED. */
+ * fails verification), SFS_WRONGKEY (a checkpoint under another key),
+ * SFS_NOKEY or SFS_NOTENCRYPTED (an encrypted checkpoint for a plaintext
+ * store, or the other way), SFS_CANCELLED. */
 int sfs_restore(sfs_store *s, const char *path, sfs_progress_fn progress,
                 void *ctx);
 

@@ -418,6 +418,7 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn fn,
 {
 	progress p = { fn, ctx, NULL, 0, 0, 1, 0 };
 	struct stat sb;
+	crypt_kind kind;
 	int64_t version = 0;
 	int status;
 
@@ -427,6 +428,12 @@ int sqlb_restore(sfs_backend *b, const char *path, sfs_progress_fn fn,
 	if (!S_ISREG(sb.st_mode))
 		return sfs_err(SFS_FORMAT, "%s is not a regular file", path);
 	status = report(&p);
+	if (status != SFS_OK)
+		return status;
+	/* The key first, as an open does: through ATTACH a checkpoint under
+	 * another key is only a page that fails authentication (corrupt). */
+	status = crypt_preflight(path, b->vfs ? crypt_vfs_key(b->vfs) : NULL,
+	                         &kind);
 	if (status != SFS_OK)
 		return status;
 	status = run_named(b, "ATTACH ?1 AS ckpt", path, "opening the checkpoint");

@@ -178,6 +178,14 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 3 "$STATECTL" --db "$DB" --plaintext get s n k
 	expect_exit 3 "$STATECTL" --json --db "$DB" --key-file "$T/k2" get s n k
 	jqe "$err" '.status == "key" and .exit == 3'
+	# a checkpoint made under another key is a key problem, not damage
+	"$STATECTL" --db "$T/other-key.db" --key-file "$T/k-other" init >/dev/null
+	"$STATECTL" --db "$T/other-key.db" --key-file "$T/k-other" checkpoint "$T/ck-k4" >/dev/null
+	expect_exit 3 sc restore "$T/ck-k4"
+	expect_match "$err" "wrong key" "restore under another key"
+	"$STATECTL" --db "$T/plain-r.db" --plaintext init >/dev/null
+	expect_exit 3 "$STATECTL" --db "$T/plain-r.db" --plaintext restore "$T/ck-k4"
+	expect_match "$err" "is encrypted and no key was given" "restore of an encrypted checkpoint into a plaintext store"
 	cp "$KEY" "$T/loose"; chmod 644 "$T/loose"
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/loose" get s n k
 	# the key from the environment, as text; removed once read
