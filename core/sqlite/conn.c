@@ -572,8 +572,6 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 
 	*created = 0;
 	if (stat(cfg->db, &sb) == 0) {
-		if ((cfg->flags & SFS_OPEN_CREATE) && (cfg->flags & SFS_OPEN_EXCL))
-			return sfs_err(SFS_EXISTS, "%s exists", cfg->db);
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
 			               cfg->db);
@@ -584,6 +582,16 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 			               "write-ahead log %s is not: the store was "
 			               "cut short; refusing to make a new store "
 			               "over what is left", cfg->db, wal);
+		/* SFS_OPEN_EXCL: nothing to overwrite in an empty file, which
+		 * every other call takes for no store. A store made in one is
+		 * private, as a new file is (its -wal and -shm follow). */
+		if ((cfg->flags & SFS_OPEN_CREATE) &&
+		    (cfg->flags & SFS_OPEN_EXCL) && sb.st_size > 0)
+			return sfs_err(SFS_EXISTS, "%s exists", cfg->db);
+		if ((cfg->flags & SFS_OPEN_CREATE) && sb.st_size == 0 &&
+		    (sb.st_mode & 077) && chmod(cfg->db, sb.st_mode & 0700) != 0)
+			return sfs_err(SFS_IO, "chmod %s: %s", cfg->db,
+			               strerror(errno));
 		return SFS_OK;
 	}
 	if (errno != ENOENT)

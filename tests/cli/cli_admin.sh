@@ -48,6 +48,14 @@ expect_match "$err" "no store at $DB \\(create one with 'statectl init'\\)" "mis
 [ ! -e "$DB" ] || fail "a read must not create a store"
 
 # --- init
+# An empty file (touch, a first run that died) is no store: the reads say
+# so, and init makes the store in it, private.
+(umask 022; : > "$DB")
+expect_exit 5 sc info
+expect_match "$err" "no store at $DB \\(create one with 'statectl init'\\)" "an empty file"
+expect_exit 0 sc init
+expect_eq "$(stat -c %a "$DB")" 600 "a store made in an empty file is private"
+rm -f "$DB" "$DB"-wal "$DB"-shm "$DB"-reserve "$KEY"
 expect_exit 0 sc init
 if [ "$mode" = encrypted ]; then
 	expect_match "$out" "key is in $KEY" "init says where the key is"
