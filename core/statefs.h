@@ -78,7 +78,8 @@ typedef enum sfs_status {
 	SFS_NOTFOUND,      /* no such key, entry, item or claim; an empty queue */
 	SFS_INVALID,       /* bad argument: NULL where bytes are needed, bad flag */
 	SFS_TOOBIG,        /* key or value larger than the store's limit */
-	SFS_OVERFLOW,      /* counter arithmetic left int64; nothing changed */
+	SFS_OVERFLOW,      /* counter arithmetic left int64, or a new id would
+	                      pass SFS_ID_MAX; nothing changed */
 	SFS_EXISTS,        /* target exists (rename without replace, init) */
 	SFS_NOTEMPTY,      /* a scope or namespace still holds entries */
 	SFS_BUSY,          /* another process held the lock past the timeout */
@@ -295,6 +296,19 @@ enum {
 
 #define SFS_DEFAULT_MAX_VALUE (64u * 1024 * 1024)
 #define SFS_MAX_NAME (64u * 1024) /* largest scope, namespace or key accepted */
+
+/* The largest id of a log entry, a queue item (pending, in flight or dead)
+ * and a claim: 4 * 10^18, a little under half of INT64_MAX. A store
+ * issues ids up to here and no further: an append, a push, a claim, a
+ * retry or a requeue that would need a larger one fails with SFS_OVERFLOW
+ * and changes nothing, and an import refuses larger ones (SFS_INVALID).
+ * The room above is the engine's own, so that nothing it computes from an
+ * id can leave int64: a queue with items in flight keeps two marker rows
+ * past its last item, and a push moves them further with arithmetic that
+ * adds two ids (docs/claims.md, "Clears by another program"). A
+ * PostgreSQL store refuses such imports too, but its sequences still issue
+ * ids up to INT64_MAX (docs/postgres.md). */
+#define SFS_ID_MAX INT64_C(4000000000000000000)
 
 /* What to open and how. Zero means the default for every number.
  *

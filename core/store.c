@@ -710,12 +710,26 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
 
 static int chk_row(const sfs_store *s, const sfs_row *row)
 {
-	/* entries and items keep their ids; claims too */
-	if ((row->family == SFS_FAM_LOG || row->family == SFS_FAM_QUEUE ||
-	     row->family == SFS_FAM_CLAIM || row->family == SFS_FAM_INFLIGHT ||
-	     row->family == SFS_FAM_DEAD) && row->id <= 0)
+	/* entries and items keep their ids; claims too. Ids past SFS_ID_MAX
+	 * would leave the engine no room above them (statefs.h). */
+	int has_id = row->family == SFS_FAM_LOG ||
+	             row->family == SFS_FAM_QUEUE ||
+	             row->family == SFS_FAM_CLAIM ||
+	             row->family == SFS_FAM_INFLIGHT ||
+	             row->family == SFS_FAM_DEAD;
+
+	if (has_id && row->id <= 0)
 		return sfs_err(SFS_INVALID, "%s rows need an id > 0",
 		               fam_name(row->family));
+	if (has_id && row->id > SFS_ID_MAX)
+		return sfs_err(SFS_INVALID, "a %s row's id %lld is past the"
+		               " largest id a store issues (%lld)",
+		               fam_name(row->family), (long long)row->id,
+		               (long long)SFS_ID_MAX);
+	if (row->family == SFS_FAM_INFLIGHT && row->claim_id > SFS_ID_MAX)
+		return sfs_err(SFS_INVALID, "an in-flight row's claim id %lld is"
+		               " past the largest id a store issues (%lld)",
+		               (long long)row->claim_id, (long long)SFS_ID_MAX);
 	switch (row->family) {
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:

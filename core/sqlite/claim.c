@@ -524,6 +524,9 @@ static int new_claim(sfs_backend *b, sfs_slice queue, sfs_slice ns,
 	sqlite3_bind_int64(st, 3, now + lease_ns);
 	sqlite3_bind_int64(st, 4, now);
 	status = sqlb_run(b, st, "creating a claim");
+	if (status == SFS_OK)
+		status = sqlb_id_check(sqlite3_last_insert_rowid(b->db),
+		                       "creating a claim");
 	if (status == SFS_OK) {
 		*cid = sqlite3_last_insert_rowid(b->db);
 		*until = now + lease_ns;
@@ -933,6 +936,9 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 		if (status != SFS_OK || !n)
 			break;
 		nid = sqlite3_last_insert_rowid(b->db);
+		status = sqlb_id_check(nid, "putting an item back at the tail");
+		if (status != SFS_OK)
+			break;
 		status = on_items(b, ST_SETTLE_RETRY_PEND, "INSERT INTO"
 		        " statefs_queue_pending (id, enqueued_ns, deliveries)"
 		        " SELECT ?5, ?4, i.deliveries FROM statefs_inflight i"
@@ -1231,7 +1237,9 @@ static int requeue_tx(sfs_backend *b, sfs_slice queue, int64_t id,
 		return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
 		               (long long)id);
 	*new_id = sqlite3_last_insert_rowid(b->db);
-	status = tm_note(b, TM_QUEUE, *new_id, sfs_clock_mtime_ns());
+	status = sqlb_id_check(*new_id, "requeueing a dead letter");
+	if (status == SFS_OK)
+		status = tm_note(b, TM_QUEUE, *new_id, sfs_clock_mtime_ns());
 	return status == SFS_OK ? dead_delete_tx(b, queue, id) : status;
 }
 

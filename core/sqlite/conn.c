@@ -119,6 +119,15 @@ int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what)
 	return SFS_OK;
 }
 
+int sqlb_id_check(int64_t id, const char *what)
+{
+	if (id <= SFS_ID_MAX)
+		return SFS_OK;
+	return sfs_err(SFS_OVERFLOW, "%s would need id %lld, past the largest"
+	               " id a store issues (%lld); nothing changed", what,
+	               (long long)id, (long long)SFS_ID_MAX);
+}
+
 int sqlb_write1(sfs_backend *b, sqlite3_stmt *st, const char *what,
                 int *changed)
 {

@@ -42,6 +42,9 @@ static int log_append_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (status != SFS_OK)
 		return status;
 	*id = sqlite3_last_insert_rowid(b->db);
+	status = sqlb_id_check(*id, "appending to a log");
+	if (status != SFS_OK)
+		return status;
 	return tm_note(b, TM_LOG, *id, sfs_clock_mtime_ns());
 }
 
@@ -276,6 +279,9 @@ static int queue_push_tx(sfs_backend *b, sfs_slice queue,
 		sqlb_bind(st, 1, queue);
 		sqlb_bind(st, 2, items[i]);
 		status = sqlb_run(b, st, "pushing");
+		if (status == SFS_OK)
+			status = sqlb_id_check(sqlite3_last_insert_rowid(b->db),
+			                       "pushing to a queue");
 		if (status != SFS_OK)
 			return status;
 		if (i == 0)

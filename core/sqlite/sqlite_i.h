@@ -211,6 +211,13 @@ int sqlb_run(sfs_backend *b, sqlite3_stmt *st, const char *what);
  * one it is part of it. *changed: the rows it changed (not its triggers'). */
 int sqlb_write1(sfs_backend *b, sqlite3_stmt *st, const char *what,
                 int *changed);
+/* The id an insert was just given (AUTOINCREMENT) for what: SFS_OVERFLOW
+ * with a sentence when it is past SFS_ID_MAX, so that the caller's
+ * transaction is rolled back. The store's ids stop there, well before
+ * SQLite's own end of them (a full sequence fails an insert with
+ * SQLITE_FULL, "no space left"): a queue's marker rows past its last item
+ * and the push trigger's NEW.id+1+id (schema.c) always fit in int64. */
+int sqlb_id_check(int64_t id, const char *what);
 
 int sqlb_begin_write(sfs_backend *b);
 /* The same for a transaction whose writes only move times forward (put,

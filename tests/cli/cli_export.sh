@@ -165,6 +165,29 @@ expect_match "$err" "nothing was imported" "conflict sentence"
 "$STATECTL" --db "$DB3" "${opts3[@]}" export >"$T/third-after"
 cmp -s "$T/third-before" "$T/third-after" || fail "a conflicting import changed the store"
 
+# ids past the largest a store issues (4 * 10^18): refused at import
+# (exit 8, nothing imported); a push that would need one is exit 8 too,
+# with its reason, and adds nothing (it used to be "no space left", after
+# an item acknowledged but never seen)
+hdr='{"format":"statefs-export","version":1}'
+for row in '{"family":"queue","scope":"q","id":9223372036854775806,"value":"a"}' \
+	   '{"family":"log","scope":"s","ns":"n","key":"k","id":4000000000000000001,"value":"a"}' \
+	   '{"family":"claim","scope":"q","id":9223372036854775807,"n":1,"mtime_ns":1}'; do
+	printf '%s\n%s\n' "$hdr" "$row" >"$T/big"
+	expect_exit 8 "$STATECTL" --db "$DB3" "${opts3[@]}" import "$T/big"
+	expect_match "$err" "past the largest id a store issues" "an id past the bound"
+done
+"$STATECTL" --db "$DB3" "${opts3[@]}" export >"$T/third-after"
+cmp -s "$T/third-before" "$T/third-after" || fail "a refused id changed the store"
+printf '%s\n%s\n' "$hdr" '{"family":"queue","scope":"q","id":3999999999999999999,"value":"a"}' >"$T/big"
+expect_exit 0 "$STATECTL" --db "$DB3" "${opts3[@]}" import "$T/big"
+expect_exit 0 "$STATECTL" --db "$DB3" "${opts3[@]}" queue push q b
+expect_eq "$out" 4000000000000000000 "the push at the bound"
+expect_exit 8 "$STATECTL" --db "$DB3" "${opts3[@]}" queue push q c
+expect_match "$err" "past the largest id a store issues" "a push past the bound"
+expect_exit 0 "$STATECTL" --db "$DB3" "${opts3[@]}" queue len q
+expect_eq "$out" 2 "pending items after a refused push"
+
 # Ctrl-C while the import waits for more input: exit 130, nothing imported
 rm -f "$T/fifo"; mkfifo "$T/fifo"
 "$STATECTL" --db "$DB2" "${opts2[@]}" --progress import <"$T/fifo" \

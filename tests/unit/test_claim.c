@@ -1212,6 +1212,154 @@ static void test_restore_claims(void **state)
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
+/* One row imported on its own: the import's status. */
+static int import_one(sfs_store *s, const sfs_row *r)
+{
+	tfx_rows one = { 0 };
+	int st;
+
+	tfx_rows_add(r, &one);
+	st = sfs_import(s, tfx_rows_next, &one);
+	tfx_rows_free(&one);
+	return st;
+}
+
+/* An import refuses log, item and claim ids past SFS_ID_MAX (up to
+ * INT64_MAX, where an imported row used to leave every later push and
+ * append failing with "no space left"), and imports nothing. */
+static void test_ids_imported(void **state)
+{
+	tfx *t = *state;
+	uint64_t n = 0;
+	sfs_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_QUEUE;
+	r.scope = Q;
+	r.value = S("last");
+	r.id = SFS_ID_MAX + 1;
+	IS(SFS_INVALID, import_one(t->s, &r));
+	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
+	r.id = INT64_MAX;
+	IS(SFS_INVALID, import_one(t->s, &r));
+	r.family = SFS_FAM_LOG;
+	r.scope = S("sc");
+	r.ns = S("ns");
+	r.key = S("k");
+	IS(SFS_INVALID, import_one(t->s, &r));
+	r.family = SFS_FAM_CLAIM;
+	r.scope = Q;
+	r.ns = SFS_NONE;
+	r.key = SFS_NONE;
+	IS(SFS_INVALID, import_one(t->s, &r));
+	r.id = 5;
+	r.lease_until_ns = INT64_MAX / 2;
+	r.family = SFS_FAM_INFLIGHT;
+	r.claim_id = SFS_ID_MAX + 1;
+	IS(SFS_INVALID, import_one(t->s, &r));
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 0);
+}
+
+/* A store issues no id past SFS_ID_MAX: every call that would (append,
+ * push, retry, requeue) is SFS_OVERFLOW and changes nothing, while the
+ * items at the bound stay visible and claimable (a claim of the last item
+ * adds the queue's two markers past it, a push then moves them: the room
+ * above the bound). */
+static void test_ids_bounded(void **state)
+{
+	tfx *t = *state;
+	sfs_slice it = S("x");
+	int64_t id = 0, cid = 0, ids[1];
+	sfs_outcome out[1] = { SFS_OUTCOME_RETRY };
+	sfs_list l;
+	sfs_row r;
+
+	tfx_sqlite_only("ids issued past SFS_ID_MAX");
+	/* A log at the bound: the next append is refused, nothing added. */
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_LOG;
+	r.scope = S("sc");
+	r.ns = S("ns");
+	r.key = S("k");
+	r.value = S("e");
+	r.id = SFS_ID_MAX;
+	OK(import_one(t->s, &r));
+	IS(SFS_OVERFLOW, sfs_log_append(t->s, S("sc"), S("ns"), S("k"), it,
+	                                &id));
+	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
+	OK(sfs_log_scan(t->s, S("sc"), S("ns"), S("k"), -1, 0, 1, &l));
+	assert_int_equal(l.n, 1);
+	assert_true(l.items[0].id == SFS_ID_MAX);
+	sfs_list_free(&l);
+
+	/* A queue one below the bound: the push that takes the bound works
+	 * and is seen, the next is refused. */
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_QUEUE;
+	r.scope = Q;
+	r.value = S("first");
+	r.id = SFS_ID_MAX - 1;
+	OK(import_one(t->s, &r));
+	OK(sfs_queue_push(t->s, Q, &it, 1, &id));
+	assert_true(id == SFS_ID_MAX);
+	IS(SFS_OVERFLOW, sfs_queue_push(t->s, Q, &it, 1, &id));
+	pending_are(t->s, "first x");
+	/* Claiming the last item puts the markers past the bound; a push
+	 * with them there is refused as cleanly. */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	values_are(&l, "first");
+	sfs_list_free(&l);
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	values_are(&l, "x");
+	ids[0] = l.items[0].id;
+	sfs_list_free(&l);
+	IS(SFS_OVERFLOW, sfs_queue_push(t->s, Q, &it, 1, &id));
+	inflight_are(t->s, "first x");
+	pending_are(t->s, "");
+	/* A retry needs a new id at the tail: refused, the item stays in
+	 * flight under its claim. A nack keeps its id. */
+	IS(SFS_OVERFLOW, sfs_claim_settle(t->s, cid, ids, out, 1));
+	inflight_are(t->s, "first x");
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	pending_are(t->s, "x");
+	/* A dead letter cannot be requeued: no id left for it. */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	sfs_list_free(&l);
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_REJECT));
+	IS(SFS_OVERFLOW, sfs_item_requeue(t->s, Q, SFS_ID_MAX, &id));
+	dead_are(t->s, "x");
+
+}
+
+/* Claim ids stop at SFS_ID_MAX too: with a claim at the bound, a claim
+ * of a queue or of a namespace's entries is SFS_OVERFLOW and takes
+ * nothing. */
+static void test_claim_ids_bounded(void **state)
+{
+	tfx *t = *state;
+	int64_t cid = 0;
+	uint64_t n = 0;
+	sfs_stat st;
+	sfs_list l;
+	sfs_row r;
+
+	tfx_sqlite_only("ids issued past SFS_ID_MAX");
+	push(t->s, "a");
+	OK(sfs_kv_put(t->s, S("sc"), S("ns"), S("k"), S("v")));
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_CLAIM;
+	r.scope = S("other");
+	r.id = SFS_ID_MAX;
+	r.lease_until_ns = INT64_MAX / 2;
+	OK(import_one(t->s, &r));
+	IS(SFS_OVERFLOW, sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
+	pending_are(t->s, "a");
+	IS(SFS_OVERFLOW, sfs_kv_claim(t->s, S("sc"), S("ns"), 0, &cid, &n));
+	OK(sfs_kv_stat(t->s, S("sc"), S("ns"), S("k"), &st));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1242,6 +1390,9 @@ int main(void)
 		T(test_bad_args),
 		T(test_export_import_claims),
 		T(test_restore_claims),
+		T(test_ids_imported),
+		T(test_ids_bounded),
+		T(test_claim_ids_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
