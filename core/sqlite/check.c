@@ -68,6 +68,42 @@ static void head_close(head *h)
 	h->page1 = NULL;
 }
 
+/* Whether the page of size P at the start of the file ends in our
+ * trailer: the format this code reads and a known KDF byte. */
+static int trailer_at(int fd, off_t size, uint32_t P)
+{
+	unsigned char t[2];
+
+	return size >= (off_t)P &&
+	       pread_full(fd, t, sizeof(t), (off_t)P - 8) == (ssize_t)sizeof(t) &&
+	       t[0] == CRYPT_FORMAT && t[1] <= CRYPT_KDF_SENSITIVE;
+}
+
+/* The page size of an encrypted store, found by what authentication
+ * covers rather than by the clear header alone: page 1's bytes 16-23
+ * (page size, reserve, fractions) are only checked when the page is
+ * opened, so a changed byte there must still lead to that check (and its
+ * "failed authentication"), not to "not a store". The header's size is
+ * tried first, then 4096 (what statefs writes), then every other size the
+ * file is a whole number of pages of. 0 when no page 1 ends in our
+ * trailer. */
+static uint32_t page_size_of(int fd, off_t size, const unsigned char *hdr)
+{
+	uint32_t hint = cp_page_size(hdr);
+
+	if (hint && trailer_at(fd, size, hint))
+		return hint;
+	if (size % 4096 == 0 && trailer_at(fd, size, 4096))
+		return 4096;
+	for (uint32_t P = CP_MIN_PAGE; P <= CP_MAX_PAGE; P *= 2)
+		if (P != hint && P != 4096 && size % P == 0 &&
+		    trailer_at(fd, size, P))
+			return P;
+	/* a header of ours with another format, or a page 1 cut short:
+	 * head_key and the length check below say which */
+	return cp_is_encrypted_header(hdr) ? hint : 0;
+}
+
 /* Reads the start of path. *kind NEW/PLAIN/ENCRYPTED; for ENCRYPTED h is
  * filled (page1 holds page 1 as stored). */
 static int head_read(const char *path, head *h, crypt_kind *kind)
@@ -114,10 +150,11 @@ static int head_read(const char *path, head *h, crypt_kind *kind)
 		*kind = CRYPT_KIND_PLAIN;
 		return SFS_OK;
 	}
-	if (n < (ssize_t)sizeof(hdr) || !cp_is_encrypted_header(hdr))
+	if (n == (ssize_t)sizeof(hdr))
+		h->P = page_size_of(h->fd, h->size, hdr);
+	if (!h->P)
 		return sfs_err(SFS_FORMAT, "%s is neither a statefs store nor "
 		               "an SQLite database", path);
-	h->P = cp_page_size(hdr);
 	h->page1 = malloc(h->P);
 	if (!h->page1)
 		return sfs_err(SFS_NOMEM, "out of memory");

@@ -404,11 +404,29 @@ static void test_tamper_every_page(void **state)
 			                                       NULL), SFS_OK);
 		}
 	}
-	/* Page 1's clear bytes: the salt and header bytes 16-23. */
-	for (int off = 0; off < 24; off++) {
+	/* Page 1's clear bytes: the salt and header bytes 16-23. The file
+	 * is still our store (its page 1 ends in our trailer), so the
+	 * preflight and the verifier call it damaged, as for any other byte
+	 * of page 1, never "not a store" (which a changed page size, reserve
+	 * or payload fraction used to give). Also where the changed page
+	 * size is a valid one (16 = 0x20: 8192). */
+	for (int off = 0; off < 25; off++) {
+		crypt_kind kind;
+
 		copy_file(path, copy);
-		flip(copy, off);
+		if (off < 24)
+			flip(copy, off);
+		else
+			rw_at(copy, (unsigned char[]){ 0x20 }, 1, 16, 1);
 		assert_int_not_equal(scan_rc(copy, v), SQLITE_OK);
+		if (crypt_preflight(copy, key_a, &kind) != SFS_CORRUPT ||
+		    !strstr(sfs_errdetail(), "page 1 of") ||
+		    !strstr(sfs_errdetail(), "failed authentication"))
+			fail_msg("clear byte %d: preflight %s", off,
+			         sfs_errdetail());
+		assert_int_equal(crypt_verify_file(copy, v, NULL, NULL),
+		                 SFS_CORRUPT);
+		assert_non_null(strstr(sfs_errdetail(), "failed authentication"));
 	}
 	crypt_vfs_close(v);
 }
