@@ -10,7 +10,9 @@
  * rekey with --generate and no --new-key-file writes the new key beside the
  * old key file (KEYFILE.new), re-encrypts, and only then renames it over the
  * old one: if the machine dies in between, both files are there, and the
- * store opens with one of them (the engine's rekey is crash-safe).
+ * store opens with one of them (the engine's rekey is crash-safe). The
+ * next rekey --generate takes that KEYFILE.new as its new key, so it
+ * finishes the switch whichever of the two the store is under.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -309,6 +311,37 @@ static int new_key(cli *c, const cli_args *a, const char *defpath,
 	return st;
 }
 
+/* Whether key opens the store at path: 1 yes, 0 it is another key's
+ * (SFS_WRONGKEY), -1 it cannot be told (busy, damaged, ...). Opens it
+ * read-only, without recovery: nothing is written. */
+static int key_opens(const char *path, const sfs_key *key)
+{
+	sfs_config cfg = { .db = path, .key = key,
+	                   .flags = SFS_OPEN_READONLY | SFS_OPEN_NORECOVER };
+	sfs_store *s = NULL;
+	int st = sfs_store_open(&cfg, &s, NULL);
+
+	sfs_store_close(s);
+	return st == SFS_OK ? 1 : st == SFS_WRONGKEY ? 0 : -1;
+}
+
+/* A KEYFILE.new left by an interrupted rekey --generate: the store is
+ * under the old key (the leftover was never used: it is taken as the new
+ * key, as a fresh one would be) or under the leftover (the rekey got past
+ * the engine, not past the rename: the rekey below is then SFS_OK and the
+ * rename finishes the switch). Either way the leftover is the key to move
+ * to, and no key that opens the store is ever removed. Returns the
+ * leftover key, or NULL when there is none (or it cannot be read: then
+ * new_key refuses as before). */
+static sfs_key *leftover_key(const char *defpath)
+{
+	sfs_key *k = NULL;
+
+	if (!defpath || access(defpath, F_OK) != 0)
+		return NULL;
+	return sfs_key_from_file(defpath, &k) == SFS_OK ? k : NULL;
+}
+
 /* rekey (--generate [--new-key-file PATH] | --new-key-file PATH |
  *        --new-passphrase | --decrypt); with --plaintext, encrypts a
  * plaintext store */
@@ -317,7 +350,7 @@ int cmd_rekey(cli *c, cli_args *a)
 	sfs_key *oldk = NULL, *newk = NULL;
 	char *path = NULL, *oldsrc = NULL, *newpath = NULL, *defpath = NULL;
 	const char *final = NULL;
-	int rc, st, replace = 0;
+	int rc, st, replace = 0, fresh = 1;
 	cli_progress p;
 	json_t *j;
 
@@ -358,15 +391,28 @@ int cmd_rekey(cli *c, cli_args *a)
 		if (rc)
 			goto out;
 	}
-	if (!a->decrypt && (rc = new_key(c, a, defpath, &newk, &newpath)))
+	if (replace && a->generate && !a->new_key_file &&
+	    (newk = leftover_key(defpath)) != NULL) {
+		newpath = cli_xstrdup(defpath);
+		fresh = 0;
+		fprintf(stderr, "statectl: taking the key left in %s by an "
+		        "interrupted rekey as the new key\n", newpath);
+	} else if (!a->decrypt &&
+	           (rc = new_key(c, a, defpath, &newk, &newpath))) {
 		goto out;
+	}
 	replace = replace && newpath && !a->new_key_file;
 	cli_progress_begin(&p, c, "rekey", "pages");
 	st = sfs_rekey(path, oldk, newk, cli_progress_cb, &p);
 	cli_progress_end(&p);
 	if (st != SFS_OK) {
 		rc = cli_fail_status(c, st, "cannot rekey %s", path);
-		if (newpath)
+		/* A key file this run made and that does not open the store
+		 * was never used: it goes. One that may (or cannot be told)
+		 * stays, as does a leftover of another run. */
+		if (newpath && fresh && key_opens(path, newk) == 0)
+			unlink(newpath);
+		else if (newpath)
 			fprintf(stderr, "statectl: the new key stays in %s in case "
 			        "the store needs it\n", newpath);
 		goto out;

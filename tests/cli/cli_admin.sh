@@ -280,8 +280,27 @@ if [ "$mode" = encrypted ]; then
 		fail "the writer made no progress in 60 s"
 	expect_exit 7 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --new-key-file "$T/k2"
 	expect_match "$err" "busy" "rekey of an open store"
+	# a refused rekey removes the key file it generated (never used)
+	expect_exit 7 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate --new-key-file "$T/k6"
+	[ ! -e "$T/k6" ] || fail "a refused rekey left the key it generated"
+	expect_exit 7 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate
+	[ ! -e "$T/k4.new" ] || fail "a refused rekey left KEYFILE.new"
 	touch "$T/stop-busy"; wait "$hpid" || fail "the writer failed"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a refused rekey changes nothing"
+	# KEYFILE.new left by an interrupted rekey --generate: before the
+	# store was touched (stale), and after it (under that key, before the
+	# rename); either way a second run finishes, with the key file in place
+	"$STATECTL" keygen "$T/k4.new" >/dev/null
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate
+	expect_match "$err" "left in $T/k4.new" "a stale KEYFILE.new is taken"
+	[ ! -e "$T/k4.new" ] || fail "a stale KEYFILE.new stayed"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "opens after a stale KEYFILE.new"
+	"$STATECTL" keygen "$T/k4.new" >/dev/null
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --new-key-file "$T/k4.new"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/k4" get s n k
+	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate
+	[ ! -e "$T/k4.new" ] || fail "KEYFILE.new was not renamed into place"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "the key file switch finished"
 	# decrypt, then encrypt again (the plaintext store gets a new key)
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --decrypt
 	expect_match "$out" "is now plaintext" "decrypt"
