@@ -342,6 +342,15 @@ static sfs_key *leftover_key(const char *defpath)
 	return sfs_key_from_file(defpath, &k) == SFS_OK ? k : NULL;
 }
 
+/* Whether paths a and b name one file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* rekey (--generate [--new-key-file PATH] | --new-key-file PATH |
  *        --new-passphrase | --decrypt); with --plaintext, encrypts a
  * plaintext store */
@@ -370,6 +379,12 @@ int cmd_rekey(cli *c, cli_args *a)
 		rc = st == SFS_NOTFOUND
 		     ? cli_fail(c, CLI_EXIT_NOSTORE, "%s", sfs_errdetail())
 		     : cli_fail_status(c, st, "cannot rekey the store");
+		goto out;
+	}
+	if (oldsrc && a->new_key_file && same_file(oldsrc, a->new_key_file)) {
+		rc = cli_usage(c, "--new-key-file names the key file the store "
+		               "opens with now (%s): give the path of a new key",
+		               oldsrc);
 		goto out;
 	}
 	if (oldsrc) {

@@ -267,6 +267,10 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k2" rekey --generate --new-key-file "$T/k4"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "generated into --new-key-file"
 	[ -f "$T/k2" ] || fail "an explicit --new-key-file leaves the old key file alone"
+	# the key file the store opens with now is no new key
+	expect_exit 2 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --new-key-file "$T/k4"
+	expect_match "$err" "names the key file the store opens with now" "rekey to its own key file"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a rekey to the same key file changes nothing"
 	# busy: another process has the store open
 	: "${HELPER:?HELPER must name the test helper}"
 	"$HELPER" writer "$DB" "$T/k4" 9 "$T/stop-busy" >/dev/null &
