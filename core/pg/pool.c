@@ -600,24 +600,23 @@ void pgb_pool_destroy(sfs_backend *b)
 	pthread_mutex_destroy(&b->mu);
 }
 
-/* Whether an idle connection is still good: nothing should have arrived
- * on it; if something did, it is the server closing it (or a notice). */
+/* Whether an idle connection is still good. A pooled connection listens
+ * to nothing and has no query out, so the server has nothing to send on
+ * it: anything readable is the server ending it. That is the close
+ * itself, or the FATAL (pg_terminate_backend) or WARNING (a shutdown)
+ * a backend sends just before it goes, which libpq, when idle, takes as
+ * a notice and reports as nothing wrong. The connection is not lent
+ * then: a statement sent on it would fail, and a commit point's failure
+ * reads as "the outcome is unknown" for a statement no server ran. (A
+ * message the server sends idle clients for another reason costs one
+ * reconnect.) A connection ended after this check is the retry loop's. */
 static int still_good(pgc *c)
 {
 	struct pollfd pfd = { PQsocket(c->conn), POLLIN, 0 };
-	PGnotify *n;
 
 	if (PQstatus(c->conn) != CONNECTION_OK || pfd.fd < 0)
 		return 0;
-	if (poll(&pfd, 1, 0) <= 0)
-		return 1;
-	if (!PQconsumeInput(c->conn) || PQstatus(c->conn) != CONNECTION_OK)
-		return 0;
-	while ((n = PQnotifies(c->conn)))
-		PQfreemem(n);
-	/* An error the server sent on its own (it is shutting us down)
-	 * means the connection is about to go. */
-	return !PQisBusy(c->conn) && PQtransactionStatus(c->conn) == PQTRANS_IDLE;
+	return poll(&pfd, 1, 0) == 0;
 }
 
 static int pool_new(sfs_backend *b, pgc **out)

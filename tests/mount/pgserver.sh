@@ -8,7 +8,11 @@
 #    write streams through the mount: the daemon reconnects by itself,
 #    every write whose close returned 0 is there afterwards, nothing that
 #    failed was reported as success, and a .wait is woken by a push after
-#    the restart (the listening connection came back too).
+#    the restart (the listening connection came back too);
+#  - after a restart, and after pg_terminate_backend of the daemon's
+#    connections while they were idle: the first .pop and .claim succeed
+#    (they run on new connections), and a .wait blocked across it keeps
+#    waiting and returns the item pushed after.
 # It restarts the server: meson runs it alone (is_parallel: false).
 # Needs the server of scripts/with-pg (STATEFS_TEST_PGDATA, _PGBIN,
 # _PGOWNER); with another server it is skipped.
@@ -146,3 +150,64 @@ expect_eq "$(cat "$work/woken")" after-restart "a .wait after the restart"
 unmount_fs
 helper verify || fail "verify"
 ok "after the restart: .wait woken by another process; verify passes"
+
+# --- connections the server ended while they were idle --------------------
+# A restart, or pg_terminate_backend of the daemon's connections (waited
+# for until those backends are gone): the first .pop and .claim after it,
+# and a .wait blocked across it, run on new connections and succeed. Each
+# op runs once before, so that the idle connection it will be lent holds
+# its statement prepared (its first statement after is then the claim's,
+# which commits). A dead idle connection used to be lent (its backend's
+# last message passed the pool's check): the call failed with "the
+# outcome is unknown" though nothing had reached a server.
+app=sfs_pgserver_$$
+mount_fs -o "db=$STATEFS_DB&application_name=$app"
+pg_pids() { # WHICH (pool or listener): the daemon's backends, by pid
+  local q="application_name = '$app' AND query"
+  case $1 in
+  pool) q="$q NOT LIKE 'LISTEN%'" ;;
+  listener) q="$q LIKE 'LISTEN%'" ;;
+  esac
+  psql -X -q -At "$STATEFS_TEST_PG" -c \
+    "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE $q"
+}
+end_conns() { # HOW: restart, or terminate (the pool's, then the listener's)
+  local which pids
+  if [ "$1" = restart ]; then
+    pgctl -m immediate -w -t 60 restart >/dev/null || fail "the server did not restart"
+    return
+  fi
+  # The pool's first: the listener's reconnection wakes the .wait, whose
+  # claim must then find the pool's connections dead, not dying.
+  for which in pool listener; do
+    pids=$(pg_pids "$which")
+    [ -n "$pids" ] || continue
+    psql -X -q -At "$STATEFS_TEST_PG" -c \
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid IN ($pids)" >/dev/null
+    for _ in $(seq 1200); do
+      [ "$(psql -X -q -At "$STATEFS_TEST_PG" -c \
+        "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($pids)")" = 0 ] && break
+      nap 0.05
+    done
+  done
+}
+mkdir -p "$mnt/queue/p" "$mnt/queue/w"
+for i in $(seq 10); do echo "p$i" > "$mnt/queue/p/new"; done
+for how in restart terminate; do
+  for op in pop claim; do
+    expect_op OK read "$mnt/queue/p/.$op"
+    end_conns "$how"
+    expect_op OK read "$mnt/queue/p/.$op"
+  done
+  rm -f "$work/reading"
+  "$STATEFS_FSOP" -v read "$mnt/queue/w/.wait" "$work/reading" > "$work/woken" & waiter=$!
+  fuse_blocked "$waiter" "$work/reading"
+  end_conns "$how"
+  helper qpush w "after-$how"
+  wait "$waiter"
+  expect_eq "$(cat "$work/woken")" "after-${how}OK" "a .wait blocked across the $how"
+  ok "after a $how: the first .pop and .claim succeed; a blocked .wait gets the next push"
+done
+expect_eq "$(helper qlen p)" 2 "items pending"
+expect_eq "$(helper qinflight p)" 4 "items in flight"
+unmount_fs

@@ -593,6 +593,71 @@ static void test_transient_failures(void **state)
 	PQfinish(c);
 }
 
+/* Waits until the server has no backend of app left: each one killed has
+ * sent its FATAL, and closes its socket, before its row goes. */
+static void until_gone(PGconn *c, const char *app)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "SELECT count(*) FROM pg_stat_activity WHERE"
+	         " application_name = '%s'", app);
+	for (int i = 0; i < 600 && sql_int(c, q) > 0; i++)
+		usleep(50000);
+	assert_int_equal(sql_int(c, q), 0);
+}
+
+/* The server ended the pool's idle connections (pg_terminate_backend, as
+ * a restart does): the first call of each kind, even one whose first
+ * statement commits (a claim, a pop, a counter add, which are not run
+ * again when their commit is in doubt), runs on a new connection and
+ * succeeds. The killed backend's FATAL, read as a notice on an idle
+ * connection, used to pass the pool's check, and the call failed with
+ * "the outcome is unknown" for a statement that never reached a server. */
+static void test_dead_idle_replaced(void **state)
+{
+	tfx *t = *state;
+	sfs_slice items[4] = { S("a"), S("b"), S("c"), S("d") };
+	char app[40];
+	PGconn *c = sql_conn(t->path);
+	sfs_store *s;
+	sfs_list l;
+	int64_t cid, n;
+
+	snprintf(app, sizeof(app), "sfs_dead_%ld", (long)getpid());
+	s = open_named(t, app);
+	OK(sfs_queue_push(s, S("q"), items, 4, NULL));
+	OK(sfs_counter_set(s, S("s"), S("n"), S("c"), 0));
+	/* every statement below prepared on the pooled connection once */
+	OK(sfs_claim(s, S("q"), 1, 0, &cid, &l));
+	sfs_list_free(&l);
+	OK(sfs_claim_end(s, cid, SFS_OUTCOME_DONE));
+	OK(sfs_queue_pop(s, S("q"), 1, &l));
+	sfs_list_free(&l);
+	OK(sfs_counter_add(s, S("s"), S("n"), S("c"), 1, NULL));
+
+	kill_app(c, app, 0);
+	until_gone(c, app);
+	OK(sfs_claim(s, S("q"), 1, 0, &cid, &l));
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].value, "c");
+	sfs_list_free(&l);
+	kill_app(c, app, 0);
+	until_gone(c, app);
+	OK(sfs_claim_end(s, cid, SFS_OUTCOME_DONE));
+	kill_app(c, app, 0);
+	until_gone(c, app);
+	OK(sfs_queue_pop(s, S("q"), 1, &l));
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].value, "d");
+	sfs_list_free(&l);
+	kill_app(c, app, 0);
+	until_gone(c, app);
+	OK(sfs_counter_add(s, S("s"), S("n"), S("c"), 1, &n));
+	assert_int_equal(n, 2);
+	sfs_store_close(s);
+	PQfinish(c);
+}
+
 /* Two transactions taking the same rows in opposite orders deadlock; the
  * server aborts one, which is run again: both succeed, every time. */
 typedef struct swapper {
@@ -727,6 +792,7 @@ int main(void)
 		T(test_server_clock),
 		T(test_pool_concurrency),
 		T(test_transient_failures),
+		T(test_dead_idle_replaced),
 		T(test_deadlock_retried),
 		T(test_tampering),
 		T(test_long_names),
