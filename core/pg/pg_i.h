@@ -89,6 +89,9 @@ struct sfs_backend {
 	size_t nopen;            /* connections in existence; guarded by mu */
 	size_t max;              /* immutable after open */
 	pgb_reg *reg;
+	atomic_int unreachable;  /* 1 once a call waited out its busy timeout
+	                            without a connection; 0 again at the next
+	                            connection made (pool.c) */
 
 	/* The change counter (sfs_store_version): commits of this handle,
 	 * plus notifications of new pending items from any host. */

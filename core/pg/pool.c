@@ -26,7 +26,12 @@
  * the outcome unknown: the call fails with SFS_IO and a sentence saying
  * so, unless the caller declared the operation idempotent. Retries go on
  * with a growing pause until the busy timeout has passed, so a server
- * restart shorter than that is invisible to callers.
+ * restart shorter than that is invisible to callers. Once a call has
+ * waited out the busy timeout without getting a connection, the server
+ * is taken as unreachable: later calls try once to connect and fail at
+ * once, until a connection is made again. An outage then costs one busy
+ * timeout, not one per call (a read through the mount makes two lookups,
+ * the kernel's revalidation and its fresh lookup, each a call).
  *
  * Locks: b->mu guards the idle list and the count of open connections;
  * reg->mu guards the registry. Neither is held across a network call.
@@ -632,6 +637,7 @@ static int pool_new(sfs_backend *b, pgc **out)
 		free(c);
 		return st;
 	}
+	atomic_store(&b->unreachable, 0);
 	*out = c;
 	return SFS_OK;
 }
@@ -775,7 +781,10 @@ int pgb_try_next(pgb_try *t, pgc **cp, int *st)
 		got = pool_get(t->b, &c);
 		if (got == SFS_OK)
 			break;
-		if ((t->flags & PGB_FAILFAST) || mono_ns() >= t->deadline_ns) {
+		if (mono_ns() >= t->deadline_ns && !(t->flags & PGB_FAILFAST))
+			atomic_store(&t->b->unreachable, 1);
+		if ((t->flags & PGB_FAILFAST) || mono_ns() >= t->deadline_ns ||
+		    atomic_load(&t->b->unreachable)) {
 			*st = got;
 			return 0;
 		}

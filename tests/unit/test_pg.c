@@ -8,10 +8,13 @@
  * as such, and what the seals catch (and the one thing they cannot).
  * Runs in modes postgres and postgres-plain (fixture.h).
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -658,6 +661,119 @@ static void test_dead_idle_replaced(void **state)
 	PQfinish(c);
 }
 
+/* A stand-in for a server that is down: a Unix socket that accepts each
+ * connection and closes it at once, counting them. */
+typedef struct doorman {
+	int fd;
+	atomic_int stop;
+	atomic_int n;
+	pthread_t th;
+} doorman;
+
+static void *doorman_main(void *arg)
+{
+	doorman *d = arg;
+
+	while (!atomic_load(&d->stop)) {
+		struct pollfd p = { d->fd, POLLIN, 0 };
+		int c;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		c = accept(d->fd, NULL, NULL);
+		if (c >= 0) {
+			atomic_fetch_add(&d->n, 1);
+			close(c);
+		}
+	}
+	return NULL;
+}
+
+/* The server cannot be reached for longer than the busy timeout: the
+ * first call waits it out, retrying; the next ones try to connect once
+ * and fail (a read through the mount makes two lookups, and each used to
+ * wait the whole timeout); once the server is back, the next call
+ * connects and runs. The handle reaches the server through a symlink to
+ * its socket, replaced meanwhile by a socket that only closes. */
+static void test_unreachable_once(void **state)
+{
+	tfx *t = *state;
+	const char *srv = getenv("STATEFS_TEST_PG");
+	char host[200] = "", port[16] = "5432", dir[] = "/tmp/sfs-downXXXXXX";
+	char real[256], sock[256], app[40], *tok, *list, *db, *named;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	PGconn *c;
+	doorman d = { .fd = -1 };
+	sfs_config o;
+	sfs_store *s;
+	sfs_buf v;
+	int n1;
+
+	list = strdup(srv ? srv : "");
+	for (tok = strtok(list, " "); tok; tok = strtok(NULL, " ")) {
+		if (!strncmp(tok, "host=", 5))
+			snprintf(host, sizeof(host), "%s", tok + 5);
+		else if (!strncmp(tok, "port=", 5))
+			snprintf(port, sizeof(port), "%s", tok + 5);
+	}
+	free(list);
+	if (host[0] != '/')
+		skip(); /* a server over TCP: no socket file to stand in for */
+	assert_non_null(mkdtemp(dir));
+	snprintf(real, sizeof(real), "%s/.s.PGSQL.%s", host, port);
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.%s", dir, port);
+	assert_int_equal(symlink(real, sock), 0);
+	snprintf(app, sizeof(app), "sfs_down_%ld", (long)getpid());
+	db = tfx_db(t->path);
+	if (asprintf(&named, "%s application_name=%s host=%s", db, app, dir) < 0)
+		fail();
+	memset(&o, 0, sizeof(o));
+	o.db = named;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags = SFS_OPEN_PLAINTEXT;
+	o.busy_timeout_ms = 2000;
+	OK(sfs_store_open(&o, &s, NULL));
+	free(named);
+	free(db);
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+
+	/* the server goes away */
+	assert_int_equal(unlink(sock), 0);
+	assert_true(strlen(sock) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	d.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(d.fd >= 0);
+	assert_int_equal(bind(d.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(d.fd, 64), 0);
+	assert_int_equal(pthread_create(&d.th, NULL, doorman_main, &d), 0);
+	c = sql_conn(NULL);
+	kill_app(c, app, 0);
+	until_gone(c, app);
+	IS(SFS_IO, sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
+	assert_non_null(strstr(sfs_errdetail(), "cannot connect"));
+	n1 = atomic_load(&d.n);
+	assert_true(n1 >= 1);
+	IS(SFS_IO, sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
+	assert_int_equal(atomic_load(&d.n) - n1, 1);
+	IS(SFS_IO, sfs_kv_put(s, S("s"), S("n"), S("k"), S("w")));
+	assert_int_equal(atomic_load(&d.n) - n1, 2);
+
+	/* it is back */
+	atomic_store(&d.stop, 1);
+	pthread_join(d.th, NULL);
+	close(d.fd);
+	assert_int_equal(unlink(sock), 0);
+	assert_int_equal(symlink(real, sock), 0);
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
+	tfx_buf(&v, "v");
+	sfs_buf_free(&v);
+	sfs_store_close(s);
+	unlink(sock);
+	rmdir(dir);
+	PQfinish(c);
+}
+
 /* Two transactions taking the same rows in opposite orders deadlock; the
  * server aborts one, which is run again: both succeed, every time. */
 typedef struct swapper {
@@ -793,6 +909,7 @@ int main(void)
 		T(test_pool_concurrency),
 		T(test_transient_failures),
 		T(test_dead_idle_replaced),
+		T(test_unreachable_once),
 		T(test_deadlock_retried),
 		T(test_tampering),
 		T(test_long_names),
