@@ -186,9 +186,10 @@ end_conns() { # HOW: restart, or terminate (the pool's, then the listener's)
       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid IN ($pids)" >/dev/null
     for _ in $(seq 1200); do
       [ "$(psql -X -q -At "$STATEFS_TEST_PG" -c \
-        "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($pids)")" = 0 ] && break
+        "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($pids)")" = 0 ] && continue 2
       nap 0.05
     done
+    fail "the daemon's $which backends ($pids) did not end in 60 s"
   done
 }
 mkdir -p "$mnt/queue/p" "$mnt/queue/w"
