@@ -514,7 +514,7 @@ static int read_state(sfs_backend *b, pgc *c, state *s)
 {
 	PGresult *r = NULL;
 	pgp p = PGP_INIT;
-	int st;
+	int st, usage;
 
 	memset(s, 0, sizeof(*s));
 	pgp_text(&p, b->schema);
@@ -527,7 +527,9 @@ static int read_state(sfs_backend *b, pgc *c, state *s)
 	        " (SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND"
 	        " tablename LIKE 'statefs\\_%'),"
 	        " EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND"
-	        " tablename = 'statefs_meta')", &p, 0, &r,
+	        " tablename = 'statefs_meta'),"
+	        " (SELECT has_schema_privilege(oid, 'USAGE') FROM pg_namespace"
+	        " WHERE nspname = $1)", &p, 0, &r,
 	        "reading the schema");
 	if (st != SFS_OK)
 		return st;
@@ -536,7 +538,14 @@ static int read_state(sfs_backend *b, pgc *c, state *s)
 	s->nsdk = (int)pgr_i64(r, 0, 2);
 	s->nours = (int)pgr_i64(r, 0, 3);
 	s->has_meta = pgr_i64(r, 0, 4) != 0;
+	usage = pgr_i64(r, 0, 5) != 0;
 	PQclear(r);
+	/* Without USAGE the schema's tables are not there for this role
+	 * (PostgreSQL says "does not exist"): say what is missing. */
+	if (s->has_schema && !usage)
+		return sfs_err(SFS_IO, "%s: permission denied: the role has no"
+		               " USAGE on schema %s (GRANT USAGE ON SCHEMA %s TO"
+		               " the role)", b->display, b->schema, b->schema);
 	if (!s->has_meta)
 		return SFS_OK;
 	st = pgb_exec(c, "SELECT name, value FROM statefs_meta WHERE name IN"

@@ -138,6 +138,10 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_exit 5 env PGPASSWORD=wrong "$STATECTL" --db "$pwdb schema=${schema}p" \
 		"${popts[@]}" get p n k
 	expect_match "$err" "password authentication failed" "a wrong password"
+	# a role without USAGE on the store's schema: told so, not "no store"
+	expect_exit 5 env PGPASSWORD="$pw" "$STATECTL" --db "$pwdb schema=$schema" \
+		"${modeopts[@]}" get s n k
+	expect_match "$err" "no USAGE on schema $schema" "a role without USAGE on the schema"
 fi
 
 # --- an unreachable server is not a missing store
