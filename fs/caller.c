@@ -525,6 +525,6 @@ fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
 	 * execs, while the parent still writes to the file. */
 	if ((pid != opener || shared) && ppid > 0 &&
 	    holds_for_writing(c, ppid, ino, &parent_fds) == 1)
-		return FS_CLOSE_HELD;
+		return FS_CLOSE_PARENT;
 	return own < 0 && !exiting ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
 }

@@ -284,9 +284,15 @@ static void drop(fs *f, fs_file *h)
 }
 
 /* The count of values stored through the mount at the node. */
-static uint64_t stored(const fs_node *n)
+static uint64_t stored(fs *f, const fs_node *n)
 {
-	return __atomic_load_n(&n->stored, __ATOMIC_ACQUIRE);
+	pthread_mutex_t *mu = &f->value_mu[n->ino % FS_VALUE_LOCKS];
+	uint64_t v;
+
+	pthread_mutex_lock(mu);
+	v = n->stored;
+	pthread_mutex_unlock(mu);
+	return v;
 }
 
 /* A value's changes as one sfs_kv_edit. A handle whose image covers the
@@ -299,27 +305,34 @@ static uint64_t stored(const fs_node *n)
  * stays. */
 static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 {
+	/* The check and the edit as one against other handles' commits of
+	 * the value (a pool of threads serves them at once on PostgreSQL). */
+	pthread_mutex_t *mu = &f->value_mu[h->node->ino % FS_VALUE_LOCKS];
 	sfs_edit *e;
 	uint64_t size = 0;
 	unsigned flags = 0;
 	size_t n;
 	int rc;
 
-	if (h->img.n == 0 && h->img.applen == 0 && h->img.cut != FS_NO_CUT &&
-	    stored(h->node) != h->cut_stored)
-		return SFS_OK;
 	if (!(e = malloc((h->img.n + 3) * sizeof(*e))))
 		return SFS_NOMEM;
 	n = fs_image_edits(&h->img, e);
 	if (h->img.cut == 0 || fs_node_held(f, h->node))
 		flags = SFS_EDIT_CREATE;
-	rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
-	                 e, n, flags, &size);
-	free(e);
-	if (rc == SFS_OK) {
-		fs_image_reset(&h->img, size);
-		__atomic_add_fetch(&h->node->stored, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(mu);
+	if (h->img.n == 0 && h->img.applen == 0 && h->img.cut != FS_NO_CUT &&
+	    h->node->stored != h->cut_stored) {
+		rc = SFS_OK; /* a cut, and a value stored after it */
+	} else {
+		rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
+		                 fs_part(a, 2), e, n, flags, &size);
+		if (rc == SFS_OK) {
+			fs_image_reset(&h->img, size);
+			h->node->stored++;
+		}
 	}
+	pthread_mutex_unlock(mu);
+	free(e);
 	return rc == SFS_NOTFOUND ? SFS_OK : rc;
 }
 
@@ -415,7 +428,7 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 			/* Written: the changes only, over the store's value. */
 			if (h->flags & O_TRUNC) {
 				fs_image_init(&h->img, 0, 1);
-				h->cut_stored = stored(h->node);
+				h->cut_stored = stored(f, h->node);
 				h->dirty = 1; /* `> key`: empty unless written */
 			} else if (fs_node_pending_empty(f, h->node)) {
 				fs_image_init(&h->img, 0, 0); /* being created */
@@ -971,7 +984,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
 		err = h->refused = EFBIG;
 	} else if (h->image) {
 		err = fs_image_truncate(&h->img, (uint64_t)size);
-		h->cut_stored = stored(h->node);
+		h->cut_stored = stored(f, h->node);
 		hold(f, h, h->img.held, 0);
 	} else if (h->kind == FS_KV_KEY) {
 		err = EBADF; /* not open for writing */
@@ -1096,13 +1109,14 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	                              fs_node_writers(f, h->node) > 1,
 	                              h->node->ino, &h->writers)
 	            : FS_CLOSE_UNKNOWN;
-	if (kind != FS_CLOSE_HELD) /* its changes are settled now */
+	if (kind != FS_CLOSE_HELD) /* it writes no more through h */
 		fs_writers_remove(&h->writers, pid);
 	switch (kind) {
 	case FS_CLOSE_KILLED:
 		cancel(f, h, pid);
 		break;
 	case FS_CLOSE_HELD:
+	case FS_CLOSE_PARENT:
 		break;
 	default:
 		held = work && fs_hold_begin(f);

@@ -196,6 +196,8 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &f->start);
 	pthread_mutex_init(&f->lock, NULL);
+	for (int i = 0; i < FS_VALUE_LOCKS; i++)
+		pthread_mutex_init(&f->value_mu[i], NULL);
 	f->files.next = f->files.prev = &f->files;
 	f->dirs.next = f->dirs.prev = &f->dirs;
 	f->procs = fs_procs_new(); /* none: FLUSH reads /proc afresh */
@@ -227,5 +229,7 @@ void fs_destroy(fs *f)
 	fs_inodes_free(f);
 	fs_procs_free(f->procs);
 	pthread_mutex_destroy(&f->lock);
+	for (int i = 0; i < FS_VALUE_LOCKS; i++)
+		pthread_mutex_destroy(&f->value_mu[i]);
 	free(f);
 }

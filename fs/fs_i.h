@@ -185,8 +185,8 @@ typedef struct fs_node {
 	                              stored: a create, or an O_TRUNC open
 	                              closed without writing (file.c) */
 	uint64_t stored;           /* values stored through the mount, counted
-	                              (atomic): a handle whose only change is
-	                              a cut does not undo a later one
+	                              (under fs.value_mu): a handle whose only
+	                              change is a cut does not undo a later one
 	                              (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
@@ -294,6 +294,7 @@ typedef struct fs_link {
 void fs_link_add(fs *f, fs_link *head, fs_link *l);
 void fs_link_del(fs *f, fs_link *l);
 
+#define FS_VALUE_LOCKS 16
 struct fs {
 	sfs_store *store;
 	int readonly;
@@ -320,6 +321,9 @@ struct fs {
 	                              (fs_async_*, file.c); atomic */
 	struct timespec start;     /* directories' times: the mount */
 
+	pthread_mutex_t value_mu[FS_VALUE_LOCKS]; /* a value's commit with
+	                              the check before it, by inode number
+	                              (commit_value, file.c) */
 	pthread_mutex_t lock;      /* guards the inode table below */
 	fs_node **by_ino;
 	size_t ino_buckets;
@@ -649,9 +653,11 @@ typedef enum fs_close_kind {
 	FS_CLOSE_LAST,        /* its last descriptor of the file for writing,
 	                         or it exits normally and its parent does not
 	                         hold the file for writing */
-	FS_CLOSE_HELD,        /* it (exiting: its parent) still holds the file
-	                         for writing through another descriptor (a
-	                         shell's dup2, `exec 3>k` in a script) */
+	FS_CLOSE_HELD,        /* it still holds the file for writing through
+	                         another descriptor (a shell's dup2) */
+	FS_CLOSE_PARENT,      /* it holds it no more, its parent does
+	                         (`exec 3>k` in a script, `(a; b) > k`): as
+	                         HELD, but it can write no more through it */
 	FS_CLOSE_KILLED,      /* the process is dying of a signal, and it
 	                         made changes to the file (w) */
 } fs_close_kind;

@@ -234,9 +234,9 @@ static void test_parent(void **state)
 	                 FS_CLOSE_LAST);
 	assert_true((fd = open(target, O_WRONLY)) >= 0);
 	assert_int_equal(fs_caller_close(NULL, k.pid, 1, 0, target_ino, NULL),
-	                 FS_CLOSE_HELD);
+	                 FS_CLOSE_PARENT);
 	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino, NULL),
-	                 FS_CLOSE_HELD);
+	                 FS_CLOSE_PARENT);
 	close(fd);
 	assert_int_equal(fs_caller_close(c, k.pid, 1, 0, target_ino, NULL),
 	                 FS_CLOSE_LAST);
