@@ -479,7 +479,6 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	sfs_store *s = NULL;
 	cli_progress p;
 	const char *target = a->pos[0], *path;
-	struct stat tsb, ssb;
 	json_t *j;
 	int rc, st;
 
@@ -494,8 +493,7 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	path = c->opened;
 	/* the store's own file (by any name: a symlink, a hard link) would
 	 * wait on its own lock, then fail busy */
-	if (restore && stat(target, &tsb) == 0 && stat(path, &ssb) == 0 &&
-	    tsb.st_dev == ssb.st_dev && tsb.st_ino == ssb.st_ino) {
+	if (restore && same_file(target, path)) {
 		rc = cli_fail(c, CLI_EXIT_USAGE, "%s is the store itself, not a "
 		              "checkpoint of it (make one with 'statectl "
 		              "checkpoint PATH')", target);
