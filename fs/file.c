@@ -900,11 +900,11 @@ static int item_write(fs *f, fs_file *h, const void *buf, size_t size,
 	return 0;
 }
 
-/* A write to any kind, with h->lock held: into the value's image, the
- * new entry or item, or the counter token. Nothing reaches the store
- * before FLUSH. Returns an errno. */
-static int file_write(fs *f, fs_file *h, const void *buf, size_t size,
-                      off_t off)
+/* A write by task pid to any kind, with h->lock held: into the value's
+ * image, the new entry or item, or the counter token. Nothing reaches the
+ * store before FLUSH. Returns an errno. */
+static int file_write(fs *f, fs_file *h, pid_t pid, const void *buf,
+                      size_t size, off_t off)
 {
 	int err;
 
@@ -927,6 +927,8 @@ static int file_write(fs *f, fs_file *h, const void *buf, size_t size,
 		err = EACCES;
 		break;
 	}
+	if (!err)
+		fs_writers_add(&h->writers, pid);
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
@@ -954,9 +956,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
-	err = file_write(f, h, buf, size, off);
-	if (!err)
-		fs_writers_add(&h->writers, fuse_req_ctx(req)->pid);
+	err = file_write(f, h, fuse_req_ctx(req)->pid, buf, size, off);
 	pthread_mutex_unlock(&h->lock);
 	if (err)
 		fuse_reply_err(req, err);
@@ -1052,9 +1052,8 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		copy = tmp;
 	if (!err && got) {
 		pthread_mutex_lock(&out->lock);
-		err = file_write(f, out, copy, got, off_out);
-		if (!err)
-			fs_writers_add(&out->writers, fuse_req_ctx(req)->pid);
+		err = file_write(f, out, fuse_req_ctx(req)->pid, copy, got,
+		                 off_out);
 		pthread_mutex_unlock(&out->lock);
 	}
 	free(copy);

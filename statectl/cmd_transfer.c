@@ -321,17 +321,18 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 		     i++)
 			if (strcmp(field, row_fields[i].name) == 0)
 				mask = row_fields[i].mask;
-		if (!(mask & allowed)) {
-			/* (field is a JSON key: UTF-8, any length) */
-			snprintf(msg, sizeof(msg), mask
-			         ? "a %s row has no field \"%.40s\""
-			         : "unknown field \"%.40s\" in a %s row (an export "
-			           "from a newer statectl?)",
-			         mask ? families[f].name : field,
-			         mask ? field : families[f].name);
-			*err = msg;
-			return -1;
-		}
+		if (mask & allowed)
+			continue;
+		/* (field is a JSON key: UTF-8, any length) */
+		if (!mask)
+			snprintf(msg, sizeof(msg), "unknown field \"%.40s\" in a %s"
+			         " row (an export from a newer statectl?)", field,
+			         families[f].name);
+		else
+			snprintf(msg, sizeof(msg), "a %s row has no field \"%.40s\"",
+			         families[f].name, field);
+		*err = msg;
+		return -1;
 	}
 	for (int i = 0; i < 4; i++) {
 		if (cli_json_get_bytes(o, bytes[i], &m->p[i], &n, &present, err) < 0)

@@ -100,8 +100,8 @@ static char *utf8_sentence(const char *msg)
 	char *out = cli_xmalloc(4 * n + 1);
 
 	while (i < n) {
-		if (p[i] < 0x80 || (k = printable_utf8(p + i, n - i)) > 0) {
-			k = p[i] < 0x80 ? 1 : k;
+		k = p[i] < 0x80 ? 1 : printable_utf8(p + i, n - i);
+		if (k) {
 			memcpy(out + o, p + i, k);
 			o += k;
 			i += k;

@@ -762,7 +762,7 @@ static void backoff(int n)
 int pgb_try_next(pgb_try *t, pgc **cp, int *st)
 {
 	pgc *c = t->c;
-	int retry, got;
+	int retry, got, late;
 
 	if (t->attempt == 0) {
 		t->deadline_ns = mono_ns() + (int64_t)t->b->busy_ms * 1000000;
@@ -781,10 +781,11 @@ int pgb_try_next(pgb_try *t, pgc **cp, int *st)
 		got = pool_get(t->b, &c);
 		if (got == SFS_OK)
 			break;
-		if (mono_ns() >= t->deadline_ns && !(t->flags & PGB_FAILFAST))
+		if (t->flags & PGB_FAILFAST)
+			late = 1;
+		else if ((late = mono_ns() >= t->deadline_ns))
 			atomic_store(&t->b->unreachable, 1);
-		if ((t->flags & PGB_FAILFAST) || mono_ns() >= t->deadline_ns ||
-		    atomic_load(&t->b->unreachable)) {
+		if (late || atomic_load(&t->b->unreachable)) {
 			*st = got;
 			return 0;
 		}
