@@ -187,14 +187,18 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 
 /* truncate(2) of a value with no open handle: one sfs_kv_edit, so a put
  * by another process is never lost in between. */
-static int truncate_value(fs *f, const fs_addr *a, off_t size)
+static int truncate_value(fs *f, fs_node *n, const fs_addr *a, off_t size)
 {
 	sfs_edit e = { SFS_EDIT_TRUNCATE, (uint64_t)size, SFS_NONE };
+	int rc;
 
 	if ((uint64_t)size > f->max_value)
 		return SFS_TOOBIG;
-	return sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
-	                   fs_part(a, 2), &e, 1, 0, NULL);
+	rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
+	                 &e, 1, 0, NULL);
+	if (rc == SFS_OK)
+		fs_node_stored(f, n);
+	return rc;
 }
 
 /* touch of an in-flight item: sfs_item_heartbeat. Its mtime is when
@@ -241,7 +245,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			err = fs_file_truncate(f, h, attr->st_size,
 			                       fuse_req_ctx(req)->pid);
 		} else if (n->kind == FS_KV_KEY) {
-			err = fs_errno(f, truncate_value(f, &a, attr->st_size),
+			err = fs_errno(f, truncate_value(f, n, &a, attr->st_size),
 			               "truncate");
 		} else if (n->kind == FS_CNT_KEY) {
 			err = attr->st_size == 0 ? 0 : EINVAL;

@@ -283,18 +283,6 @@ static void drop(fs *f, fs_file *h)
 	publish(f, h);
 }
 
-/* The count of values stored through the mount at the node. */
-static uint64_t stored(fs *f, const fs_node *n)
-{
-	pthread_mutex_t *mu = &f->value_mu[n->ino % FS_VALUE_LOCKS];
-	uint64_t v;
-
-	pthread_mutex_lock(mu);
-	v = n->stored;
-	pthread_mutex_unlock(mu);
-	return v;
-}
-
 /* A value's changes as one sfs_kv_edit. A handle whose image covers the
  * whole value (a create, O_TRUNC) or whose key is still being created
  * makes the key if it is absent; a handle that patches a value another
@@ -321,14 +309,14 @@ static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 		flags = SFS_EDIT_CREATE;
 	pthread_mutex_lock(mu);
 	if (h->img.n == 0 && h->img.applen == 0 && h->img.cut != FS_NO_CUT &&
-	    h->node->stored != h->cut_stored) {
+	    fs_node_stored_seq(f, h->node) != h->cut_stored) {
 		rc = SFS_OK; /* a cut, and a value stored after it */
 	} else {
 		rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
 		                 fs_part(a, 2), e, n, flags, &size);
 		if (rc == SFS_OK) {
 			fs_image_reset(&h->img, size);
-			h->node->stored++;
+			fs_node_stored(f, h->node);
 		}
 	}
 	pthread_mutex_unlock(mu);
@@ -428,7 +416,7 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 			/* Written: the changes only, over the store's value. */
 			if (h->flags & O_TRUNC) {
 				fs_image_init(&h->img, 0, 1);
-				h->cut_stored = stored(f, h->node);
+				h->cut_stored = fs_node_stored_seq(f, h->node);
 				h->dirty = 1; /* `> key`: empty unless written */
 			} else if (fs_node_pending_empty(f, h->node)) {
 				fs_image_init(&h->img, 0, 0); /* being created */
@@ -984,7 +972,7 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
 		err = h->refused = EFBIG;
 	} else if (h->image) {
 		err = fs_image_truncate(&h->img, (uint64_t)size);
-		h->cut_stored = stored(f, h->node);
+		h->cut_stored = fs_node_stored_seq(f, h->node);
 		hold(f, h, h->img.held, 0);
 	} else if (h->kind == FS_KV_KEY) {
 		err = EBADF; /* not open for writing */

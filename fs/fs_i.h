@@ -184,10 +184,14 @@ typedef struct fs_node {
 	uint32_t pending;          /* handles holding it empty but not yet
 	                              stored: a create, or an O_TRUNC open
 	                              closed without writing (file.c) */
-	uint64_t stored;           /* values stored through the mount, counted
-	                              (under fs.value_mu): a handle whose only
-	                              change is a cut does not undo a later one
-	                              (commit_value, file.c) */
+	uint64_t pending_seq;      /* fs.file_seq when a create last began */
+	uint64_t stored_seq;       /* fs.file_seq when a value was last stored
+	                              through the mount at it: what others see
+	                              is the newer of it and the unsaved images
+	                              and creates (fs_node_view,
+	                              fs_node_pending_empty), and a handle whose
+	                              only change is a cut does not undo a
+	                              later value (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
 	                              store cannot hold empty: lives here */
@@ -241,8 +245,13 @@ int fs_node_writers(fs *f, fs_node *n);
  * (O_EXCL). Returns whether it counted. */
 int fs_node_pending_claim(fs *f, fs_node *n, int excl);
 /* Whether the mount must show it empty whatever the store holds: a pending
- * create or truncation (node->pending). */
+ * create (node->pending) begun after the last value stored through the
+ * mount. */
 int fs_node_pending_empty(fs *f, fs_node *n);
+/* A value was stored through the mount at n (fs_node.stored_seq); returns
+ * the stamp. fs_node_stored_seq reads it. */
+uint64_t fs_node_stored(fs *f, fs_node *n);
+uint64_t fs_node_stored_seq(fs *f, const fs_node *n);
 /* Whether the node still stands for its name (not deleted or replaced). */
 int fs_node_linked(fs *f, fs_node *n);
 /* The node's open files: linked at open, unlinked at free. */
@@ -250,7 +259,8 @@ void fs_node_file_add(fs *f, fs_node *n, struct fs_file *h);
 void fs_node_file_del(fs *f, fs_node *n, struct fs_file *h);
 /* What a node's open files show GETATTR (as they published it): through
  * one handle (h), or without one the most recently changed handle with
- * unsaved changes. */
+ * unsaved changes, unless a value stored through the mount since is
+ * newer. */
 typedef struct fs_view {
 	int files;         /* the node has open files (h: that one counts;
 	                      without h, a cancelled one does not) */
@@ -566,7 +576,7 @@ typedef struct fs_file {
 	                              committed any more, writes fail (EIO) */
 	unsigned idle_flushes : 2; /* FLUSHes with nothing written */
 	fs_writers writers;        /* who changed it (fs_caller_close) */
-	uint64_t cut_stored;       /* node->stored when the image was last
+	uint64_t cut_stored;       /* node->stored_seq when the image was last
 	                              cut (O_TRUNC, ftruncate) */
 	int refused;               /* the errno of a refused write (EFBIG,
 	                              ENOBUFS, EINVAL) or 0: the handle

@@ -545,8 +545,10 @@ int fs_node_pending_claim(fs *f, fs_node *n, int excl)
 
 	pthread_mutex_lock(&f->lock);
 	ok = !excl || n->pending == 0;
-	if (ok)
+	if (ok) {
 		n->pending++;
+		n->pending_seq = ++f->file_seq;
+	}
 	pthread_mutex_unlock(&f->lock);
 	return ok;
 }
@@ -556,9 +558,29 @@ int fs_node_pending_empty(fs *f, fs_node *n)
 	int pending;
 
 	pthread_mutex_lock(&f->lock);
-	pending = n->pending > 0;
+	pending = n->pending > 0 && n->pending_seq > n->stored_seq;
 	pthread_mutex_unlock(&f->lock);
 	return pending;
+}
+
+uint64_t fs_node_stored(fs *f, fs_node *n)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&f->lock);
+	seq = n->stored_seq = ++f->file_seq;
+	pthread_mutex_unlock(&f->lock);
+	return seq;
+}
+
+uint64_t fs_node_stored_seq(fs *f, const fs_node *n)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&f->lock);
+	seq = n->stored_seq;
+	pthread_mutex_unlock(&f->lock);
+	return seq;
 }
 
 int fs_node_held(fs *f, fs_node *n)
@@ -692,8 +714,11 @@ void fs_node_view(fs *f, fs_node *n, fs_file *h, fs_view *out)
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&f->lock);
 	if (!best) {
+		/* The newest unsaved image, unless a value stored through
+		 * the mount since is newer. */
 		for (fs_file *x = n->files; x; x = x->node_next)
-			if (x->pub_seq && (!best || x->pub_seq > best->pub_seq))
+			if (x->pub_seq > n->stored_seq &&
+			    (!best || x->pub_seq > best->pub_seq))
 				best = x;
 		/* Not a killed writer's handle waiting for its RELEASE: what
 		 * it created was not made, and a stat by path between the
@@ -704,7 +729,7 @@ void fs_node_view(fs *f, fs_node *n, fs_file *h, fs_view *out)
 	}
 	if (best) {
 		out->files = 1;
-		out->unsaved = best->pub_seq != 0;
+		out->unsaved = best->pub_seq > (best == h ? 0 : n->stored_seq);
 		out->size = best->pub_size;
 		out->mtime_ns = best->pub_mtime;
 	}

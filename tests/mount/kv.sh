@@ -55,9 +55,24 @@ expect_eq "$(stat -c %s app/cfg/cut)" 0 "exec 3>k; exec 3>&- empties"
 echo old > app/cfg/cut
 exec 3> app/cfg/cut
 echo hello > app/cfg/cut
+# While the first descriptor is still open, the mount shows the newer
+# value, not the first descriptor's cut (nor, below, its create).
+expect_eq "$(cat app/cfg/cut)" hello "the stored value, the cut still open"
+expect_eq "$(stat -c %s app/cfg/cut)" 6 "its size, the cut still open"
 exec 3>&-
 expect_eq "$(cat app/cfg/cut)" hello "a value stored after another descriptor's O_TRUNC"
 expect_eq "$(helper get app cfg cut)" hello "the same in the store"
+exec 3> app/cfg/made
+echo hello > app/cfg/made
+expect_eq "$(cat app/cfg/made)" hello "the stored value, its create still open"
+expect_eq "$(stat -c %s app/cfg/made)" 6 "its size, the create still open"
+echo more >> app/cfg/made
+expect_eq "$(cat app/cfg/made)" "hello
+more" "an append to it, the create still open"
+exec 3>&-
+expect_eq "$(cat app/cfg/made)" "hello
+more" "a value stored after another descriptor's create"
+rm app/cfg/made
 ok "append, dd conv=notrunc, truncate"
 
 # A value is replaced whole: a reader never sees a half. A second reader
