@@ -363,17 +363,19 @@ static ssize_t list_fdinfo(fs_procs *c, proc_task *t, pid_t pid, int *dir,
 	return getdents64(*dir, dents, size);
 }
 
-/* Whether the process holds a descriptor open for writing on inode ino:
- * 1, 0, or -1 when its descriptors cannot be read; *fds counts those it
- * has (up to the one found). The directory is read with getdents64 and
+/* Whether the process holds more than skip descriptors open for writing
+ * on inode ino: 1, 0, or -1 when its descriptors cannot be read; *fds
+ * counts those it has (up to the one found). The directory is read with getdents64 and
  * each entry with openat on it, or through the files kept in c (above):
  * the fewest system calls, and each one counts on the path of every
  * create. */
-static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
+static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino,
+                             unsigned skip, int *fds)
 {
 	char dents[4096], info[512];
 	proc_task *t = task_take(c, pid);
-	int dir, found = 0, seen_ino = 0, i;
+	unsigned found = 0;
+	int dir, seen_ino = 0, i;
 	ssize_t n, at;
 
 	*fds = 0;
@@ -383,7 +385,7 @@ static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 	if (t)
 		memset(t->seen, 0, sizeof(t->seen));
 	while (n > 0) {
-		for (at = 0; !found && at < n;) {
+		for (at = 0; found <= skip && at < n;) {
 			struct dirent64 *de = (struct dirent64 *)(dents + at);
 
 			at += de->d_reclen;
@@ -391,9 +393,9 @@ static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 			    fdinfo_read(t, dir, de->d_name, info, sizeof(info)) <= 0)
 				continue; /* closed meanwhile */
 			++*fds;
-			found = fdinfo_writes(info, ino, &seen_ino);
+			found += fdinfo_writes(info, ino, &seen_ino);
 		}
-		if (found)
+		if (found > skip)
 			break;
 		n = getdents64(dir, dents, sizeof(dents));
 	}
@@ -407,7 +409,18 @@ static int holds_for_writing(fs_procs *c, pid_t pid, uint64_t ino, int *fds)
 		task_give(c, t, n >= 0);
 	}
 	/* A kernel without ino in fdinfo (before 5.14) cannot say. */
-	return found ? 1 : seen_ino ? 0 : -1;
+	return found > skip ? 1 : seen_ino ? 0 : -1;
+}
+
+/* How many of the file's other handles open for writing task pid opened
+ * and may still hold descriptors of. */
+static unsigned theirs(const fs_others *others, pid_t pid)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; others && i < others->n; i++)
+		k += others->opener[i] == pid;
+	return k;
 }
 
 /* Whether the task has a descriptor at all: 1, 0, or -1 when its fdinfo
@@ -497,17 +510,29 @@ int fs_caller_killed(fs_procs *c, pid_t pid, const fs_writers *w)
 }
 
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
-                              int shared, uint64_t ino, const fs_writers *w)
+                              const fs_others *others, uint64_t ino,
+                              const fs_writers *w)
 {
-	int exiting = 0, own, fds, parent_fds;
+	int exiting = 0, own, fds, parent_fds, status = 1;
+	int shared = others && others->writers > 0;
+	unsigned skip = theirs(others, pid);
 	pid_t ppid = 0, tgid = 0;
 
 	if (pid <= 0)
 		return FS_CLOSE_UNKNOWN;
 	/* Its own other descriptors first. A task that has any is not
 	 * exiting: do_exit detaches the file table before it closes the
-	 * files, so an exiting task's FLUSH finds none. */
-	if ((own = holds_for_writing(c, pid, ino, &fds)) == 1)
+	 * files, so an exiting task's FLUSH finds none. Those it may hold
+	 * of the file's other handles do not count: its own, and its
+	 * parent's, inherited (`exec 3>k; /bin/echo v > k`: echo closes
+	 * its stdout holding fd 3). */
+	own = holds_for_writing(c, pid, ino, skip, &fds);
+	if (own == 1 && others && others->n > skip &&
+	    (status = status_of(pid, &exiting, &ppid, &tgid)) == 0 &&
+	    ppid > 0 && theirs(others, ppid) > 0)
+		own = holds_for_writing(c, pid, ino,
+		                        skip + theirs(others, ppid), &fds);
+	if (own == 1)
 		return FS_CLOSE_HELD;
 	/* A live task that opened the file itself, with no other handle
 	 * open for writing on it: its parent cannot hold it (short of being
@@ -515,7 +540,7 @@ fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
 	 * directory of /proc. */
 	if (fds > 0 && pid == opener && !shared)
 		return own < 0 ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
-	if (status_of(pid, &exiting, &ppid, &tgid) != 0)
+	if (status != 0 && (status = status_of(pid, &exiting, &ppid, &tgid)))
 		return FS_CLOSE_UNKNOWN;
 	if (exiting && killed_by_signal(pid) && made_changes(pid, tgid, w))
 		return FS_CLOSE_KILLED;
@@ -524,7 +549,8 @@ fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
 	 * child that inherited a close-on-exec descriptor closes it when it
 	 * execs, while the parent still writes to the file. */
 	if ((pid != opener || shared) && ppid > 0 &&
-	    holds_for_writing(c, ppid, ino, &parent_fds) == 1)
+	    holds_for_writing(c, ppid, ino, theirs(others, ppid),
+	                      &parent_fds) == 1)
 		return FS_CLOSE_PARENT;
 	return own < 0 && !exiting ? FS_CLOSE_UNKNOWN : FS_CLOSE_LAST;
 }

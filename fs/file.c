@@ -237,6 +237,15 @@ static void publish(fs *f, fs_file *h)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* The opener holds no descriptor of h any more (fs_file.pub_closed):
+ * its descriptors on the file are other handles'. */
+static void closed_by_opener(fs *f, fs_file *h)
+{
+	pthread_mutex_lock(&f->lock);
+	h->pub_closed = 1;
+	pthread_mutex_unlock(&f->lock);
+}
+
 static void set_pending(fs *f, fs_file *h, int on)
 {
 	if (on && !h->pending) {
@@ -1072,7 +1081,8 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_file *h = file_of(fi);
 	pid_t pid = fuse_req_ctx(req)->pid;
 	int err = 0, held = 0, work;
-	fs_close_kind kind;
+	fs_close_kind kind = FS_CLOSE_UNKNOWN;
+	fs_others others;
 
 	(void)ino;
 	if (async_value(f, h)) {
@@ -1091,13 +1101,15 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	work = has_work(h);
-	kind = work ? fs_caller_close(f->procs, pid, h->opener,
-	                              fs_node_writers(f, h->node) > 1,
-	                              h->node->ino, &h->writers)
-	            : FS_CLOSE_UNKNOWN;
+	if ((work = has_work(h))) {
+		fs_node_writers(f, h->node, h, &others);
+		kind = fs_caller_close(f->procs, pid, h->opener, &others,
+		                       h->node->ino, &h->writers);
+	}
 	if (kind != FS_CLOSE_HELD) /* it writes no more through h */
 		fs_writers_remove(&h->writers, pid);
+	if (kind == FS_CLOSE_LAST && pid == h->opener)
+		closed_by_opener(f, h);
 	switch (kind) {
 	case FS_CLOSE_KILLED:
 		cancel(f, h, pid);

@@ -239,8 +239,24 @@ void fs_node_pending(fs *f, fs_node *n, int delta);
 /* Whether lookup should find a node the store does not hold (a pending
  * create or an ephemeral directory). */
 int fs_node_held(fs *f, fs_node *n);
-/* How many open handles have the node open for writing. */
-int fs_node_writers(fs *f, fs_node *n);
+/* The node's open handles for writing other than one (fs_node_writers),
+ * for fs_caller_close: how many there are, and the tasks that opened
+ * those whose opener's last close of them was not seen
+ * (fs_file.pub_closed). A task's descriptors on the file, up to the
+ * number of times it is listed, may be theirs. */
+#define FS_OPENERS 8
+typedef struct fs_others {
+	unsigned writers;          /* all of them */
+	unsigned n;                /* openers listed: at most FS_OPENERS (a
+	                              task listed fewer times than it opened
+	                              them is taken to hold its descriptors
+	                              for the closing handle: the old
+	                              behaviour) */
+	pid_t opener[FS_OPENERS];
+} fs_others;
+/* Fills *out for the node's handles open for writing other than h. */
+void fs_node_writers(fs *f, fs_node *n, const struct fs_file *h,
+                     fs_others *out);
 /* Counts one more pending create; with excl, only if there is none yet
  * (O_EXCL). Returns whether it counted. */
 int fs_node_pending_claim(fs *f, fs_node *n, int excl);
@@ -597,6 +613,10 @@ typedef struct fs_file {
 	                              unsaved */
 	int pub_cancelled;         /* cancelled (a killed writer's): it shows
 	                              nothing of the file to others */
+	int pub_closed;            /* a FLUSH from its opener was its last
+	                              close there (FS_CLOSE_LAST): the opener
+	                              holds no descriptor of it, RELEASE or
+	                              not (fs_node_writers) */
 	struct fs_stream *stream;  /* drains, .follow (special.c) */
 } fs_file;
 
@@ -674,9 +694,13 @@ typedef enum fs_close_kind {
 /* w: who changed the file (NULL: anyone may have). A process dying of a
  * signal that made none of them (a child that only inherited the
  * descriptor: `yes` killed by SIGPIPE in `(...; yes | head -1) > k`) is
- * not KILLED: its close is what it would be had it exited. */
+ * not KILLED: its close is what it would be had it exited. others: the
+ * file's other handles open for writing (NULL: none); a task's
+ * descriptors on ino that may be theirs (`exec 3>k; echo v > k` holds
+ * fd 3, which is not echo's file) do not make the close HELD or PARENT. */
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
-                              int shared, uint64_t ino, const fs_writers *w);
+                              const fs_others *others, uint64_t ino,
+                              const fs_writers *w);
 /* Whether a FLUSH from task pid comes from its death by a signal, having
  * made changes (w, as above): only that part of fs_caller_close, which
  * reads one directory of a live task (caller.c). 1 or 0. */

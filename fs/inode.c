@@ -675,15 +675,18 @@ int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out)
 	return 0;
 }
 
-int fs_node_writers(fs *f, fs_node *n)
+void fs_node_writers(fs *f, fs_node *n, const fs_file *h, fs_others *out)
 {
-	int count = 0;
-
+	out->writers = out->n = 0;
 	pthread_mutex_lock(&f->lock);
-	for (fs_file *x = n->files; x; x = x->node_next)
-		count += (x->flags & O_ACCMODE) != O_RDONLY;
+	for (fs_file *x = n->files; x; x = x->node_next) {
+		if (x == h || (x->flags & O_ACCMODE) == O_RDONLY)
+			continue;
+		out->writers++;
+		if (!x->pub_closed && out->n < FS_OPENERS)
+			out->opener[out->n++] = x->opener;
+	}
 	pthread_mutex_unlock(&f->lock);
-	return count;
 }
 
 void fs_node_file_add(fs *f, fs_node *n, fs_file *h)

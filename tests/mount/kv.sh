@@ -73,6 +73,17 @@ exec 3>&-
 expect_eq "$(cat app/cfg/made)" "hello
 more" "a value stored after another descriptor's create"
 rm app/cfg/made
+# fd 3 does not make the close of the command's own file look held: it
+# commits at its close (a program that inherited fd 3, too), so the store
+# has it at once.
+exec 3> app/cfg/made
+/bin/echo hello > app/cfg/made
+expect_eq "$(helper get app cfg made)" hello "stored at the close, fd 3 open"
+expect_eq "$(cat app/cfg/made)" hello "shown at the close, fd 3 open"
+echo again > app/cfg/made
+expect_eq "$(helper get app cfg made)" again "a builtin's, fd 3 open"
+exec 3>&-
+rm app/cfg/made
 ok "append, dd conv=notrunc, truncate"
 
 # A value is replaced whole: a reader never sees a half. A second reader

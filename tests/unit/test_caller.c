@@ -4,7 +4,8 @@
  * same answers as a child's descriptors change under the kept files
  * (closed, reused for another file, reopened read-only, more of them than
  * are kept), after the child is gone, with more tasks than the cache keeps,
- * and from several threads at once.
+ * and from several threads at once; descriptors of the file's other
+ * handles.
  *
  * A child here plays a writer: it obeys one-letter commands on a pipe
  * and answers each once done, so the check runs while it sleeps, as a
@@ -244,6 +245,46 @@ static void test_parent(void **state)
 	fs_procs_free(c);
 }
 
+/* The file's other handles open for writing (fs_others): descriptors a
+ * task may hold of them do not make its close HELD or PARENT, as many as
+ * it or its parent opened and did not close (`exec 3>k; echo v > k`),
+ * and no more. */
+static void test_other_handles(void **state)
+{
+	fs_procs *c = fs_procs_new();
+	child k = spawn();
+	fs_others mine = { 1, 1, { k.pid } }, parents = { 1, 1, { getpid() } };
+	fs_others closed = { 1, 0, { 0 } }, elsewhere = { 1, 1, { 1 } };
+	int fd;
+
+	(void)state;
+	tell(&k, 'w'); /* fd 10: one descriptor on the file */
+	assert_int_equal(fs_caller_close(c, k.pid, k.pid, &mine, target_ino,
+	                                 NULL), FS_CLOSE_LAST);
+	assert_int_equal(fs_caller_close(c, k.pid, k.pid, &parents,
+	                                 target_ino, NULL), FS_CLOSE_LAST);
+	/* an other handle its opener closed, or someone else's: fd 10 is
+	 * the closing file's */
+	assert_int_equal(fs_caller_close(c, k.pid, k.pid, &closed, target_ino,
+	                                 NULL), FS_CLOSE_HELD);
+	assert_int_equal(fs_caller_close(c, k.pid, k.pid, &elsewhere,
+	                                 target_ino, NULL), FS_CLOSE_HELD);
+	tell(&k, 'W'); /* fd 40: two, one more than the other handles */
+	assert_int_equal(fs_caller_close(c, k.pid, k.pid, &mine, target_ino,
+	                                 NULL), FS_CLOSE_HELD);
+	tell(&k, 'C');
+	tell(&k, 'c');
+	/* its parent holds one: PARENT unless that is an other handle */
+	assert_true((fd = open(target, O_WRONLY)) >= 0);
+	assert_int_equal(fs_caller_close(c, k.pid, 1, &closed, target_ino,
+	                                 NULL), FS_CLOSE_PARENT);
+	assert_int_equal(fs_caller_close(c, k.pid, 1, &parents, target_ino,
+	                                 NULL), FS_CLOSE_LAST);
+	close(fd);
+	reap(&k);
+	fs_procs_free(c);
+}
+
 #define MANY 13 /* more tasks than the cache keeps */
 
 /* More tasks than entries: each is replaced in turn and read again. */
@@ -322,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_kept_files_follow_the_descriptors),
 		cmocka_unit_test(test_gone_task),
 		cmocka_unit_test(test_parent),
+		cmocka_unit_test(test_other_handles),
 		cmocka_unit_test(test_more_tasks_than_kept),
 		cmocka_unit_test(test_threads),
 	};
