@@ -13,10 +13,17 @@
 #    connections while they were idle: the first .pop and .claim succeed
 #    (they run on new connections), and a .wait blocked across it keeps
 #    waiting and returns the item pushed after.
-# It restarts the server: meson runs it alone (is_parallel: false).
-# Needs the server of scripts/with-pg (STATEFS_TEST_PGDATA, _PGBIN,
-# _PGOWNER); with another server it is skipped.
+# It restarts the server, so it runs on a server of its own, started by
+# scripts/with-pg beside the one the other PostgreSQL tests share (which
+# run meanwhile). Runs only where scripts/with-pg started the shared server
+# (STATEFS_TEST_PGDATA set: the server binaries are here); with another
+# server it is skipped.
 # Usage: see lib.sh (STATEFS_TEST_MODE=postgres). Exit: 0, 1, 77.
+if [ -n "${STATEFS_TEST_PGDATA:-}" ] && [ -z "${STATEFS_TEST_PG_OWN:-}" ]; then
+  unset STATEFS_TEST_PG STATEFS_TEST_PGDATA STATEFS_TEST_PGOWNER STATEFS_TEST_PGPW
+  STATEFS_TEST_PG_OWN=1 exec "$(dirname "$0")/../../scripts/with-pg" \
+    bash "$0" "$@"
+fi
 . "$(dirname "$0")/lib.sh"
 
 [ "$mode" = postgres ] || fail "run with STATEFS_TEST_MODE=postgres"
