@@ -33,6 +33,7 @@ static const char *const status_names[SFS_STATUS_MAX] = {
 	[SFS_CANCELLED] = "cancelled",
 	[SFS_UNSUPPORTED] = "not supported by this store's backend",
 	[SFS_INTERNAL] = "internal error",
+	[SFS_BADKEY] = "not a usable key",
 };
 
 const char *sfs_strerror(int status)

@@ -98,6 +98,9 @@ typedef enum sfs_status {
 	SFS_UNSUPPORTED,   /* the store's backend cannot do this; the detail
 	                      says what to use instead */
 	SFS_INTERNAL,      /* a bug in statefs; the detail says where */
+	SFS_BADKEY,        /* a key, key file or passphrase that is not a usable
+	                      key: wrong size or encoding, not a regular file,
+	                      empty (after SFS_INTERNAL: the values above stay) */
 	SFS_STATUS_MAX     /* not a status: one past the last one */
 } sfs_status;
 
@@ -234,16 +237,17 @@ int sfs_key_generate(sfs_key **out);
 
 /* A 32-byte key given as base64 (standard or URL-safe alphabet, padding
  * optional) or as 64 hex digits; surrounding whitespace is ignored.
- * Errors: SFS_INVALID for anything else, a key of another length
- * included. */
+ * Errors: SFS_BADKEY for anything else, a key of another length
+ * included; SFS_INVALID for a NULL argument. */
 int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
 
 /* Reads a key file: a regular file owned by the effective user (or root),
  * holding 32 raw bytes or the key as text. Errors: SFS_NOTFOUND (no such
  * file), SFS_KEYPERM (readable or writable by group or others, or owned by
- * another user; the mode is in the detail), SFS_INVALID (not a key, or not
- * a regular file: a FIFO is refused at once, without reading or waiting on
- * it), SFS_IO. */
+ * another user; the mode is in the detail), SFS_BADKEY (not a key: empty,
+ * too large, of another length or encoding, or not a regular file: a FIFO
+ * is refused at once, without reading or waiting on it), SFS_IO;
+ * SFS_INVALID for a NULL argument. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 
 /* A passphrase, stretched with Argon2id when a store is opened or created.
@@ -251,7 +255,8 @@ int sfs_key_from_file(const char *path, sfs_key **out);
  * store gets libsodium's MODERATE limits (about 0.4 s and 256 MiB per
  * open); the store's header records them, so opening uses what the
  * creator chose. The salt is the store's own (each file has one).
- * Errors: SFS_INVALID for an empty passphrase. */
+ * Errors: SFS_BADKEY for an empty passphrase or one over 4096 bytes,
+ * SFS_INVALID for a NULL argument. */
 int sfs_key_from_passphrase(const void *pass, size_t len, sfs_key **out);
 
 /* Writes a raw key to a new file with mode 0600, creating missing parent
@@ -353,8 +358,8 @@ typedef struct sfs_store sfs_store;
  * Errors, each with a sentence in the detail: SFS_NOTFOUND (no store and no
  * CREATE, or the key file given does not exist), SFS_EXISTS (EXCL and the
  * store exists), SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED
- * (a key for a plaintext store), SFS_KEYPERM, SFS_FORMAT (not a store, or a
- * newer format). */
+ * (a key for a plaintext store), SFS_KEYPERM, SFS_BADKEY (the key file or
+ * STATEFS_KEY is not a key), SFS_FORMAT (not a store, or a newer format). */
 int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice);
 
 /* Closes and frees the handle; NULL is fine. Outstanding lists stay valid;
@@ -439,8 +444,8 @@ int sfs_store_name(const char *db, char **out);
  *             (malloc'd), or NULL when the key came from elsewhere
  *             (STATEFS_KEY, cfg->key) or with SFS_OPEN_PLAINTEXT.
  * STATEFS_KEY is consumed, as by sfs_store_open. Errors: SFS_NOTFOUND (no
- * home directory for a default path), SFS_KEYPERM, SFS_INVALID (a key that
- * is not a key). */
+ * home directory for a default path), SFS_KEYPERM, SFS_BADKEY (a key file
+ * or STATEFS_KEY that is not a key), SFS_INVALID (a NULL argument). */
 int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
                        char **keyfile);
 

@@ -62,7 +62,8 @@ int cli_exit_for_status(int status)
 	case SFS_WRONGKEY:
 	case SFS_NOKEY:
 	case SFS_NOTENCRYPTED:
-	case SFS_KEYPERM: return CLI_EXIT_KEY;
+	case SFS_KEYPERM:
+	case SFS_BADKEY: return CLI_EXIT_KEY;
 	case SFS_CLAIMLOST: return CLI_EXIT_CLAIMLOST;
 	case SFS_CANCELLED: return CLI_EXIT_INTERRUPTED;
 	default: return CLI_EXIT_INTERNAL;

@@ -31,8 +31,9 @@ enum {
 
 /* Reads STATEFS_KEY (as sfs_key_from_text), then wipes the value in place
  * and removes it from the environment, also on error: the open rules'
- * reader of it (config.c). SFS_NOTFOUND when the variable is not set. Not
- * thread-safe (it edits the environment). */
+ * reader of it (config.c). SFS_NOTFOUND when the variable is not set,
+ * SFS_BADKEY when it is not a key. Not thread-safe (it edits the
+ * environment). */
 int crypt_key_from_env(sfs_key **out);
 
 /* The kdf byte a file created with key gets. */

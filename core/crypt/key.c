@@ -148,7 +148,7 @@ static int key_from_text(const char *text, size_t len, const char *what,
 		return rc;
 	if (key_decode(text, len, k->mat) != 0) {
 		sfs_key_destroy(k);
-		return sfs_err(SFS_INVALID,
+		return sfs_err(SFS_BADKEY,
 		               "%s is not a 32-byte key as base64 or 64 hex "
 		               "digits (%zu characters)", what, len);
 	}
@@ -201,7 +201,7 @@ static const char *file_type(mode_t m)
 	       S_ISBLK(m) ? "a block device" : "of an unknown type";
 }
 
-/* Refuses a key file that is not a regular file (SFS_INVALID: nothing to
+/* Refuses a key file that is not a regular file (SFS_BADKEY: nothing to
  * do with permissions), and one others may read, ssh-style (SFS_KEYPERM);
  * st from fstat. */
 static int key_check_file(const char *path, const struct stat *st)
@@ -209,7 +209,7 @@ static int key_check_file(const char *path, const struct stat *st)
 	uid_t me = geteuid();
 
 	if (!S_ISREG(st->st_mode))
-		return sfs_err(SFS_INVALID, "key file %s is %s, not a regular "
+		return sfs_err(SFS_BADKEY, "key file %s is %s, not a regular "
 		               "file", path, file_type(st->st_mode));
 	if (st->st_uid != me && st->st_uid != 0)
 		return sfs_err(SFS_KEYPERM,
@@ -275,8 +275,12 @@ int sfs_key_from_file(const char *path, sfs_key **out)
 		n += (size_t)r;
 	}
 	if (n > MAX_KEYFILE) {
-		rc = sfs_err(SFS_INVALID, "key file %s is too large to hold a "
+		rc = sfs_err(SFS_BADKEY, "key file %s is too large to hold a "
 		             "key", path);
+		goto out;
+	}
+	if (n == 0) {
+		rc = sfs_err(SFS_BADKEY, "key file %s is empty", path);
 		goto out;
 	}
 	if (n == KEY_BYTES) {
@@ -305,9 +309,9 @@ int sfs_key_from_passphrase(const void *pass, size_t len, sfs_key **out)
 		return sfs_err(SFS_INVALID,
 		               "sfs_key_from_passphrase: NULL argument");
 	if (len == 0)
-		return sfs_err(SFS_INVALID, "the passphrase is empty");
+		return sfs_err(SFS_BADKEY, "the passphrase is empty");
 	if (len > MAX_PASSPHRASE)
-		return sfs_err(SFS_INVALID, "the passphrase is longer than %d "
+		return sfs_err(SFS_BADKEY, "the passphrase is longer than %d "
 		               "bytes", MAX_PASSPHRASE);
 	rc = key_alloc(KEY_PASS, len, &k);
 	if (rc)

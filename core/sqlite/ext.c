@@ -73,6 +73,7 @@ static int ext_code(int status)
 	case SFS_WRONGKEY:
 	case SFS_NOKEY:
 	case SFS_KEYPERM:
+	case SFS_BADKEY:
 		return SQLITE_AUTH;
 	case SFS_NOTENCRYPTED:
 	case SFS_FORMAT:

@@ -139,7 +139,7 @@ static void test_key_sources(void **state)
 	/* A bad STATEFS_KEY is an error when it is the source used. */
 	cfg.keyfile = NULL;
 	setenv("STATEFS_KEY", "not even a key", 1);
-	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_BADKEY);
 	assert_non_null(strstr(sfs_errdetail(), "STATEFS_KEY"));
 
 	/* STATEFS_KEY_FILE. */

@@ -121,20 +121,24 @@ static void test_text_refused(void **state)
 	/* 31 bytes as hex, 33 bytes as base64, a bad alphabet, a
 	 * passphrase-like string, the empty string. */
 	snprintf(bad, sizeof(bad), "%.62s", hex_key);
-	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_BADKEY);
 	assert_null(strstr(sfs_errdetail(), bad));
 	assert_non_null(strstr(sfs_errdetail(), "32-byte key"));
 	assert_int_equal(sfs_key_from_text("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
-	                                   48, &k), SFS_INVALID);
+	                                   48, &k), SFS_BADKEY);
 	snprintf(bad, sizeof(bad), "%s", b64_key);
 	bad[5] = '!';
-	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_text(bad, strlen(bad), &k), SFS_BADKEY);
 	assert_null(strstr(sfs_errdetail(), bad));
 	assert_int_equal(sfs_key_from_text("correct horse battery staple",
-	                                   28, &k), SFS_INVALID);
-	assert_int_equal(sfs_key_from_text("", 0, &k), SFS_INVALID);
+	                                   28, &k), SFS_BADKEY);
+	assert_int_equal(sfs_key_from_text("", 0, &k), SFS_BADKEY);
 	assert_null(k);
 	assert_int_equal(sfs_key_from_text(NULL, 3, &k), SFS_INVALID);
+	/* A status of its own, added after the others so that their values
+	 * stay what programs built against an older header know. */
+	assert_int_equal(SFS_BADKEY, SFS_INTERNAL + 1);
+	assert_string_equal(sfs_strerror(SFS_BADKEY), "not a usable key");
 }
 
 static void test_file_modes(void **state)
@@ -183,16 +187,28 @@ static void test_file_modes(void **state)
 	/* Garbage, empty, a directory, a missing file: *out untouched. */
 	k = NULL;
 	write_file(path, "not a key\n", 10, 0600);
-	assert_int_equal(sfs_key_from_file(path, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_BADKEY);
 	write_file(path, "", 0, 0600);
-	assert_int_equal(sfs_key_from_file(path, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_BADKEY);
+	assert_non_null(strstr(sfs_errdetail(), "is empty"));
+	{
+		static char big[4097];
+
+		memset(big, 'A', sizeof(big));
+		write_file(path, big, sizeof(big), 0600);
+		assert_int_equal(sfs_key_from_file(path, &k), SFS_BADKEY);
+		assert_non_null(strstr(sfs_errdetail(), "too large"));
+	}
+	/* Misuse of the call is not a bad key. */
+	assert_int_equal(sfs_key_from_file(NULL, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(path, NULL), SFS_INVALID);
 	/* Not a regular file: refused for what it is, not for its mode, and
 	 * a FIFO without waiting for a writer (this test would hang). */
-	assert_int_equal(sfs_key_from_file(tmpdir, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(tmpdir, &k), SFS_BADKEY);
 	assert_non_null(strstr(sfs_errdetail(), "is a directory, not a regular file"));
 	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_int_equal(sfs_key_from_file(path, &k), SFS_INVALID);
+	assert_int_equal(sfs_key_from_file(path, &k), SFS_BADKEY);
 	assert_non_null(strstr(sfs_errdetail(), "is a FIFO (named pipe), not a regular file"));
 	assert_int_equal(unlink(path), 0);
 	snprintf(path, sizeof(path), "%s/absent", tmpdir);
@@ -239,7 +255,16 @@ static void test_passphrase_root(void **state)
 	sfs_key *p, *q, *raw;
 	(void)state;
 
-	assert_int_equal(sfs_key_from_passphrase("", 0, &p), SFS_INVALID);
+	assert_int_equal(sfs_key_from_passphrase("", 0, &p), SFS_BADKEY);
+	{
+		static char longpass[4097];
+
+		memset(longpass, 'x', sizeof(longpass));
+		assert_int_equal(sfs_key_from_passphrase(longpass,
+		                                         sizeof(longpass), &p),
+		                 SFS_BADKEY);
+	}
+	assert_int_equal(sfs_key_from_passphrase(NULL, 2, &p), SFS_INVALID);
 	assert_int_equal(sfs_key_from_passphrase("pw", 2, &p), SFS_OK);
 	assert_int_equal(crypt_key_kdf(p), CRYPT_KDF_MODERATE);
 	assert_true(crypt_key_is_passphrase(p));
@@ -393,10 +418,10 @@ static void test_env(void **state)
 	run_env_child(hex_key, SFS_OK);
 	/* Wrong length and wrong alphabet: refused, and wiped all the same. */
 	snprintf(bad, sizeof(bad), "%.40s", b64_key);
-	run_env_child(bad, SFS_INVALID);
+	run_env_child(bad, SFS_BADKEY);
 	snprintf(bad, sizeof(bad), "%s", hex_key);
 	bad[10] = 'g';
-	run_env_child(bad, SFS_INVALID);
+	run_env_child(bad, SFS_BADKEY);
 }
 
 int main(int argc, char **argv)
