@@ -2,8 +2,8 @@
 # cli_admin.sh: the store commands (init, keygen, info, verify, rekey,
 # checkpoint, restore), help and usage, the store/key rules (--db,
 # STATEFS_DB, STATEFS_KEY, STATEFS_KEY_FILE, the default store), progress
-# bars, and the error exits: missing key, wrong key, unknown command, bad
-# argument, corrupt file.
+# bars, and the error exits: missing key, wrong key, a key file that is
+# not a key, unknown command, bad argument, corrupt file.
 # Environment: see lib.sh. Exit: 0 pass, 1 fail.
 . "$(dirname "$0")/lib.sh"
 
@@ -196,6 +196,20 @@ if [ "$mode" = encrypted ]; then
 	expect_match "$err" "is encrypted and no key was given" "restore of an encrypted checkpoint into a plaintext store"
 	cp "$KEY" "$T/loose"; chmod 644 "$T/loose"
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/loose" get s n k
+	# a key file that is not a key is a key problem too, not bad data
+	printf '%s\n' "$(head -c 30 /dev/zero | base64 -w0)" >"$T/bad-key"
+	chmod 600 "$T/bad-key"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/bad-key" get s n k
+	expect_match "$err" "not a usable key \\(key file $T/bad-key is not a 32-byte key" "a key of the wrong length"
+	head -c 20 /dev/urandom >"$T/bad-key"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/bad-key" get s n k
+	expect_match "$err" "key file $T/bad-key is not a 32-byte key" "20 random bytes"
+	: >"$T/bad-key"
+	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/bad-key" get s n k
+	expect_match "$err" "key file $T/bad-key is empty" "an empty key file"
+	mkdir -m 700 "$T/key-dir"
+	expect_exit 3 "$STATECTL" --json --db "$DB" --key-file "$T/key-dir" get s n k
+	jqe "$err" '.status == "key" and .exit == 3 and (.error | contains("is a directory, not a regular file"))'
 	# the key from the environment, as text; removed once read
 	keytext=$(base64 -w0 <"$KEY" 2>/dev/null)
 	[ "$(stat -c %s "$KEY")" = 32 ] || keytext=$(tr -d '\n' <"$KEY")
