@@ -48,7 +48,9 @@ typedef struct fs_dir {
 	off_t pos;               /* entries returned so far */
 	enum stage stage;
 	size_t idx;              /* position within ST_FIXED / ST_EPHEMERAL */
-	fs_names eph;            /* ephemeral children, taken at OPENDIR */
+	fs_names eph;            /* children the store does not hold yet
+	                            (ephemeral, being created), taken at
+	                            OPENDIR */
 	fs_name_kind nk;         /* how its children's names are spelled */
 	/* ST_STORE: the pages read since the kernel's last request, in
 	 * order, each starting where the one before ended. */
@@ -322,8 +324,11 @@ static int dir_seek(fs *f, fs_dir *d, off_t off)
 	return SFS_OK;
 }
 
-/* OPENDIR: copies the directory's address; for a log namespace, takes the
- * ephemeral keys that hold no entry yet (fs_store_nonempty). */
+/* OPENDIR: copies the directory's address, and takes the children the
+ * store does not hold yet: a log namespace's ephemeral keys that hold no
+ * entry (fs_store_nonempty), and the keys and counters being created. A
+ * create committed between this and the store's page that holds it is
+ * listed twice. */
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fuse_req_userdata(req);
@@ -344,15 +349,24 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	d->async_since = fs_async_sample(f);
 	if ((err = fs_node_addr(f, n, &d->addr)))
 		goto fail;
-	if (d->addr.kind == FS_LOG_NS &&
-	    (err = fs_node_ephemeral_children(f, n, &d->eph)))
+	if ((d->addr.kind == FS_LOG_NS ||
+	     ((d->addr.kind == FS_KV_NS || d->addr.kind == FS_CNT_NS) &&
+	      fs_nodes_pending(f))) &&
+	    (err = fs_node_held_children(f, n, &d->eph)))
 		goto fail;
 	for (size_t i = 0; i < d->eph.n; i++) {
+		fs_kind kind = fs_class_of(d->addr.kind)->child;
+		uint64_t size;
+		int64_t mtime;
 		fs_addr k;
-		if (fs_addr_child(&d->addr, FS_LOG_KEY, d->eph.v[i].ptr,
+		int rc;
+
+		if (fs_addr_child(&d->addr, kind, d->eph.v[i].ptr,
 		                  d->eph.v[i].len, 0, &k))
 			continue;
-		if (fs_store_nonempty(f, &k) == SFS_OK) {
+		rc = kind == FS_LOG_KEY ? fs_store_nonempty(f, &k)
+		                        : fs_store_stat(f, &k, &size, &mtime);
+		if (rc == SFS_OK) {
 			/* listed by the store already */
 			sfs_buf_free(&d->eph.v[i]);
 			d->eph.v[i--] = d->eph.v[--d->eph.n];
@@ -436,9 +450,20 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			} else {
 				fs_node *n = fs_node_child(f, d->node, e.d.kind, e.d.p,
 				                           e.d.n, e.d.id, 1);
+				fs_view v;
+
 				if (!n) {
 					rc = SFS_NOMEM;
 					break;
+				}
+				/* An open file's unsaved changes, as GETATTR
+				 * shows them: the kernel takes this size for
+				 * its own, also for the writer's fstat and
+				 * lseek(SEEK_END) (fs_node_view). */
+				fs_node_view(f, n, NULL, &v);
+				if (v.unsaved) {
+					e.d.size = v.size;
+					e.d.mtime_ns = v.mtime_ns;
 				}
 				ep.ino = n->ino;
 				/* names as LOOKUP gives them (0 for items,

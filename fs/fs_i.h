@@ -294,9 +294,13 @@ typedef struct fs_names {
 	size_t n;
 } fs_names;
 void fs_names_free(fs_names *l);
-/* The names of the ephemeral children of dir, for its listing. 0 or
- * ENOMEM. */
-int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out);
+/* The names of dir's children the store may not hold, for its listing:
+ * ephemeral ones (log keys made by mkdir) and files being created
+ * (node.pending). 0 or ENOMEM. */
+int fs_node_held_children(fs *f, fs_node *dir, fs_names *out);
+/* Whether any node is being created (fs.pending_nodes): listings look
+ * for such children only then. */
+int fs_nodes_pending(fs *f);
 /* A node's identity hash, and its parent's inode number, under the lock. */
 uint64_t fs_node_ihash(fs *f, fs_node *n);
 uint64_t fs_node_parent_ino(fs *f, fs_node *n);
@@ -363,6 +367,8 @@ struct fs {
 	uint64_t buffered;         /* what they hold; guarded by lock */
 	uint64_t file_seq;         /* orders changes of images; guarded by
 	                              lock */
+	size_t pending_nodes;      /* nodes being created (node.pending > 0);
+	                              guarded by lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
 	fs_procs *procs;           /* FLUSH's /proc files (caller.c); may be

@@ -532,11 +532,34 @@ void fs_node_set_ephemeral(fs *f, fs_node *n, int on)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* Adds delta to n->pending, counting the nodes being created. Called
+ * with the lock held. */
+static void pending_add(fs *f, fs_node *n, int delta)
+{
+	int was = n->pending > 0;
+
+	n->pending += delta;
+	if (!was && n->pending > 0)
+		f->pending_nodes++;
+	else if (was && n->pending == 0)
+		f->pending_nodes--;
+}
+
 void fs_node_pending(fs *f, fs_node *n, int delta)
 {
 	pthread_mutex_lock(&f->lock);
-	n->pending += delta;
+	pending_add(f, n, delta);
 	pthread_mutex_unlock(&f->lock);
+}
+
+int fs_nodes_pending(fs *f)
+{
+	int any;
+
+	pthread_mutex_lock(&f->lock);
+	any = f->pending_nodes > 0;
+	pthread_mutex_unlock(&f->lock);
+	return any;
 }
 
 int fs_node_pending_claim(fs *f, fs_node *n, int excl)
@@ -546,7 +569,7 @@ int fs_node_pending_claim(fs *f, fs_node *n, int excl)
 	pthread_mutex_lock(&f->lock);
 	ok = !excl || n->pending == 0;
 	if (ok) {
-		n->pending++;
+		pending_add(f, n, 1);
 		n->pending_seq = ++f->file_seq;
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -632,7 +655,7 @@ uint64_t fs_node_parent_ino(fs *f, fs_node *n)
 	return ino;
 }
 
-int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out)
+int fs_node_held_children(fs *f, fs_node *dir, fs_names *out)
 {
 	fs_names l = { NULL, 0 };
 	size_t cap = 0;
@@ -642,7 +665,8 @@ int fs_node_ephemeral_children(fs *f, fs_node *dir, fs_names *out)
 	pthread_mutex_lock(&f->lock);
 	for (size_t b = 0; b < f->ino_buckets && !rc; b++) {
 		for (n = f->by_ino[b]; n && !rc; n = n->ino_next) {
-			if (n->parent != dir || !n->ephemeral || n->unlinked)
+			if (n->parent != dir || n->unlinked ||
+			    !(n->ephemeral || n->pending > 0))
 				continue;
 			if (l.n == cap) {
 				size_t nc = cap ? cap * 2 : 8;
@@ -745,7 +769,7 @@ int fs_node_holds_children(fs *f, fs_node *dir)
 	int found = 0;
 
 	pthread_mutex_lock(&f->lock);
-	for (size_t b = 0; b < f->ino_buckets && !found; b++)
+	for (size_t b = 0; f->pending_nodes && b < f->ino_buckets && !found; b++)
 		for (n = f->by_ino[b]; n && !found; n = n->ino_next)
 			found = n->parent == dir && !n->unlinked && n->pending > 0;
 	pthread_mutex_unlock(&f->lock);

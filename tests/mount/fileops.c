@@ -10,6 +10,11 @@
  *                      fstat (fsx's first probe); then write "hello world"
  *                      at 0 after ftruncate 0, lseek(SEEK_END), fstat,
  *                      write "X" (appends after SEEK_END), close
+ *   listed PATH        PATH holds a shorter value: opens it O_RDWR, writes
+ *                      100 bytes "y" at 0, lists PATH's directory (the
+ *                      kernel's READDIRPLUS), then fstat and
+ *                      lseek(SEEK_END) on the handle, writes "Z" there,
+ *                      closes; prints fstat's size and SEEK_END's offset
  *   copy SRC DST       writes 10,000 bytes to SRC (O_TRUNC) and, on that
  *                      handle before its commit, fstat and copy_file_range
  *                      them to DST in 3,000-byte calls until all are
@@ -123,6 +128,35 @@ static int op_handle(const char *path)
 	printf("seek_end %lld\nfstat %lld\n", (long long)end,
 	       (long long)st.st_size);
 	write_or_die(fd, "X", 1, "write after SEEK_END");
+	if (close(fd))
+		die_errno("close");
+	return 0;
+}
+
+static int op_listed(const char *path)
+{
+	char dir[4096], y[100];
+	int fd = open_or_die(path, O_RDWR);
+	struct dirent *de;
+	struct stat st;
+	off_t end;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	memset(y, 'y', sizeof(y));
+	if (pwrite(fd, y, sizeof(y), 0) != (ssize_t)sizeof(y))
+		die_errno("pwrite");
+	if (!(d = opendir(dir)))
+		die_errno("opendir");
+	while ((de = readdir(d)))
+		;
+	closedir(d);
+	if (fstat(fd, &st) || (end = lseek(fd, 0, SEEK_END)) < 0)
+		die_errno("fstat, lseek");
+	printf("fstat %lld\nseek_end %lld\n", (long long)st.st_size,
+	       (long long)end);
+	write_or_die(fd, "Z", 1, "write after SEEK_END");
 	if (close(fd))
 		die_errno("close");
 	return 0;
@@ -575,6 +609,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(op, "handle") && argc == 3)
 		return op_handle(argv[2]);
+	if (!strcmp(op, "listed") && argc == 3)
+		return op_listed(argv[2]);
 	if (!strcmp(op, "copy") && argc == 4)
 		return op_copy(argv[2], argv[3]);
 	if (!strcmp(op, "deleted") && argc == 3)

@@ -59,7 +59,26 @@ expect_eq "$(cat s/n/h)" "hello worldX" "a write after SEEK_END appends"
 out=$(fileops deleted "$mnt/s/n/d") || fail "fileops deleted: $out"
 expect_eq "$(field nlink <<< "$out")" 0 "fstat of a deleted file: st_nlink"
 expect_eq "$(field size <<< "$out")" 3 "fstat of a deleted file: st_size"
-ok "fstat, SEEK_END, fstat after a delete"
+# A listing of the directory gives the open file's unsaved length too:
+# the kernel takes READDIRPLUS's size for its own (fsx beside `ls -l`).
+printf 0123456789 > s/n/l
+out=$(fileops listed "$mnt/s/n/l") || fail "fileops listed: $out"
+expect_eq "$(field fstat <<< "$out")" 100 "fstat after a listing"
+expect_eq "$(field seek_end <<< "$out")" 100 "lseek(SEEK_END) after a listing"
+expect_eq "$(stat -c %s s/n/l)" 101 "the write at SEEK_END appended"
+expect_eq "$(tail -c 1 s/n/l)" Z "the write at SEEK_END appended: its byte"
+# A file being created is listed, as from creat(2) on a local filesystem.
+mkdir s/pc
+exec 4> s/pc/new
+printf x >&4
+expect_eq "$(ls s/pc)" new "a file being created is listed"
+expect_eq "$(ls -l s/pc | awk 'NR == 2 { print $5 }')" 1 \
+  "a file being created: its size in ls -l"
+rmdir s/pc 2> /dev/null && fail "rmdir of a namespace holding a file being created"
+exec 4>&-
+expect_eq "$(ls s/pc)" new "listed once, created"
+rm s/pc/new
+ok "fstat, SEEK_END, fstat after a delete, listings of open files"
 
 # copy_file_range, and cp.
 out=$(fileops copy "$mnt/s/n/src" "$mnt/s/n/dst") || fail "fileops copy: $out"
