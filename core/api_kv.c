@@ -87,8 +87,11 @@ static int chk_edits(const sfs_store *s, const sfs_edit *e, size_t n,
 {
 	if (n && !e)
 		return sfs_err(SFS_INVALID, "edits is NULL");
-	if (flags & ~(unsigned)SFS_EDIT_CREATE)
+	if (flags & ~(unsigned)(SFS_EDIT_CREATE | SFS_EDIT_EXCL))
 		return sfs_err(SFS_INVALID, "unknown edit flags 0x%x", flags);
+	if ((flags & SFS_EDIT_EXCL) && !(flags & SFS_EDIT_CREATE))
+		return sfs_err(SFS_INVALID, "SFS_EDIT_EXCL without "
+		               "SFS_EDIT_CREATE");
 	for (size_t i = 0; i < n; i++) {
 		switch (e[i].op) {
 		case SFS_EDIT_WRITE:

@@ -522,13 +522,18 @@ typedef struct sfs_edit {
 
 enum {
 	SFS_EDIT_CREATE = 1u << 0, /* an absent key starts as the empty value */
+	SFS_EDIT_EXCL = 1u << 1,   /* with SFS_EDIT_CREATE: the key must be
+	                              absent (SFS_EXISTS otherwise), the one
+	                              check and change of every client of the
+	                              store (O_EXCL) */
 };
 
 /* Applies n edits, in order, to the value of (scope, ns, key) in one
  * transaction, and sets its time as sfs_kv_put does; *size (may be NULL)
  * gets the value's length afterwards. n == 0 with SFS_EDIT_CREATE makes an
  * absent key the empty value and changes nothing else. Errors (nothing
- * changed): SFS_NOTFOUND (absent, without SFS_EDIT_CREATE), SFS_TOOBIG
+ * changed): SFS_NOTFOUND (absent, without SFS_EDIT_CREATE), SFS_EXISTS
+ * (present, with SFS_EDIT_EXCL), SFS_TOOBIG
  * (the final value, or an offset, beyond the store's max_value),
  * SFS_INVALID (edits NULL with n > 0, an unknown op or flag, NULL bytes
  * for a write or an append), SFS_READONLY, SFS_BUSY, SFS_FULL, SFS_IO,

@@ -361,14 +361,18 @@ static int edit_body(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 		sfs_slice sealed;
 		void *owned;
 
+		int64_t made = 0;
+
 		st = pgb_seal(c->b, &ad, sfs_bytes("", 0), &sealed, &owned);
 		if (st == SFS_OK) {
 			key3(&p, scope, ns, key);
 			pgp_bytes(&p, sealed);
-			st = pgb_exec(c, KV_CREATE, &p, 0, NULL,
-			              "creating a value");
+			st = pgb_exec_int(c, KV_CREATE " RETURNING 1", &p, 0,
+			                  &made, "creating a value");
 			free(owned);
 		}
+		if (st == SFS_OK && !made && (flags & SFS_EDIT_EXCL))
+			st = sfs_err(SFS_EXISTS, "the key exists");
 	}
 	if (st == SFS_OK) {
 		pgp q = PGP_INIT;

@@ -256,6 +256,8 @@ static int edit_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	exists = status == SFS_OK;
 	if (!exists && !(flags & SFS_EDIT_CREATE))
 		return sfs_err(SFS_NOTFOUND, "no such key");
+	if (exists && (flags & SFS_EDIT_EXCL))
+		return sfs_err(SFS_EXISTS, "the key exists");
 	status = plan_make(e, n, len, max_value, &p);
 	if (status != SFS_OK)
 		return status;

@@ -61,5 +61,22 @@ helper lappend s log k entry
 expect_eq "$(cat exec/s/log/k/*)" entry "a log entry"
 ok "counters, queues, logs"
 
+# O_EXCL holds among every client of the store (lock files): a second
+# mount of the store (another host on PostgreSQL) and the engine see the
+# name taken while the first create is still open, and its value is the
+# winner's. bash's noclobber (set -C) opens with O_CREAT|O_EXCL.
+mount_other "$work/b"
+mkdir -p app/locks
+(set -C; exec 5> app/locks/l; printf A >&5; : > "$work/held"; sleep 3) &
+holder=$!
+until [ -e "$work/held" ]; do nap 0.05; done
+(set -C; : > "$work/b/app/locks/l") 2> /dev/null &&
+  fail "an O_EXCL create in another mount of a name being created"
+expect_eq "$(helper get app locks l)" "" "the name is taken in the store"
+wait "$holder"
+expect_eq "$(cat "$work/b/app/locks/l")" A "the winner's value"
+(set -C; : > app/locks/l) 2> /dev/null && fail "O_EXCL of an existing key"
+ok "O_EXCL across mounts"
+
 cd /
 unmount_fs

@@ -212,8 +212,9 @@ mount_other() { # DIR [daemon options...]
   local dir=$1 i
   shift
   mkdir -p "$dir"
-  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
-    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$dir" 2>>"$work/daemon.err" &
+  # from /: a daemon started in the first mount would keep it busy
+  (cd / && exec perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- \
+    "$STATEFS_BIN" -f "${mode_opts[@]}" "$@" "$dir" 2>>"$work/daemon.err") &
   other_pid=$!
   other_mnts+=("$dir")
   other_pids+=("$other_pid")

@@ -188,6 +188,16 @@ static void test_edit_paths(void **state)
 	OK(sfs_kv_edit(t->s, SC, NS_, S("a"), NULL, 0, SFS_EDIT_CREATE, &size));
 	assert_int_equal(size, 0);
 	value_is(t->s, "a", "", 0);
+	/* EXCL: only an absent key (O_EXCL), and never without CREATE */
+	IS(SFS_EXISTS, sfs_kv_edit(t->s, SC, NS_, S("a"), e, 1,
+	                           SFS_EDIT_CREATE | SFS_EDIT_EXCL, &size));
+	value_is(t->s, "a", "", 0);
+	IS(SFS_INVALID, sfs_kv_edit(t->s, SC, NS_, S("x"), NULL, 0,
+	                            SFS_EDIT_EXCL, &size));
+	OK(sfs_kv_edit(t->s, SC, NS_, S("x"), e, 1,
+	               SFS_EDIT_CREATE | SFS_EDIT_EXCL, &size));
+	value_is(t->s, "x", "x", 1);
+	OK(sfs_kv_delete(t->s, SC, NS_, S("x")));
 
 	/* a 4 KiB write in the middle of 1 MiB: in place, length kept */
 	tfx_now = 1000000000000ll;
