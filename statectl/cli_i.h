@@ -293,6 +293,28 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
                      cli_name *start, cli_name *end);
 
+/* items.c: a queue's items in one state for a listing, read past damaged
+ * items (a store that authenticates each row alone: PostgreSQL). */
+typedef struct cli_items {
+	sfs_list l;              /* the items that could be read */
+	int owned;               /* their values are malloc'd one by one */
+	size_t damaged;          /* items left out, each named on stderr */
+} cli_items;
+/* sfs_item_scan with a's --after, --limit and --keys-only. When the values
+ * do not open (SFS_CORRUPT), lists again without them and reads each alone:
+ * an item that fails authentication is named on stderr ("cannot read
+ * <what> ID of queue 'q', so it is left out of the listing: ...") and left
+ * out of *out, the others stay. Any other failure is reported as "cannot
+ * <verb> queue 'q'". Returns CLI_EXIT_OK (*out filled: cli_items_free it)
+ * or the exit code of the failure. */
+int cli_items_scan(const cli *c, sfs_store *s, const struct cli_name *q,
+                   sfs_item_state state, const cli_args *a,
+                   const char *what, const char *verb, cli_items *out);
+/* The listing's exit code: rc, or CLI_EXIT_CORRUPT when it left out an
+ * item and rc is 0. */
+int cli_items_end(const cli_items *it, int rc);
+void cli_items_free(cli_items *it);
+
 /* store.c */
 /* CLI_STORE_GC: writable, without the claim recovery every writable open
  * runs (queue gc reports what its own pass did). */

@@ -244,25 +244,22 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 {
 	cli_name q;
 	sfs_store *s = NULL;
-	sfs_list l = { NULL, 0 };
+	cli_items l = { { NULL, 0 }, 0, 0 };
 	json_t *o = NULL, *arr = NULL, *e;
-	int rc, st;
+	int rc;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
-	st = sfs_item_scan(s, q.s, SFS_ITEM_INFLIGHT, a->after, a->limit,
-	                   a->keys_only, &l);
-	if (st != SFS_OK) {
-		rc = cli_fail_queue(c, st, "list claims of", &q);
+	if ((rc = cli_items_scan(c, s, &q, SFS_ITEM_INFLIGHT, a,
+	                         "item in flight", "list claims of", &l)))
 		goto out;
-	}
 	if (c->json) {
 		o = json_object();
 		cli_json_set_queue(o, &q);
 		arr = json_array();
 	}
-	for (size_t i = 0; i < l.n; i++) {
-		const sfs_item *it = &l.items[i];
+	for (size_t i = 0; i < l.l.n; i++) {
+		const sfs_item *it = &l.l.items[i];
 
 		if (!c->json) {
 			printf("%lld\t%lld\t", (long long)it->id,
@@ -295,8 +292,9 @@ int cmd_claim_inflight(cli *c, cli_args *a)
 		json_object_set_new(o, "entries", arr);
 		rc = cli_out_json(o);
 	}
+	rc = cli_items_end(&l, rc);
 out:
-	sfs_list_free(&l);
+	cli_items_free(&l);
 	sfs_store_close(s);
 	cli_name_free(&q);
 	return rc;
@@ -304,16 +302,16 @@ out:
 
 static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 {
-	sfs_list l = { NULL, 0 };
+	cli_items l;
 	json_t *o, *arr, *e;
-	int st = sfs_item_scan(s, q->s, SFS_ITEM_DEAD, a->after, a->limit,
-	                       a->keys_only, &l);
+	int rc = cli_items_scan(c, s, q, SFS_ITEM_DEAD, a, "dead letter",
+	                        "list dead letters of", &l);
 
-	if (st != SFS_OK)
-		return cli_fail_queue(c, st, "list dead letters of", q);
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	if (!c->json) {
-		for (size_t i = 0; i < l.n; i++) {
-			const sfs_item *it = &l.items[i];
+		for (size_t i = 0; i < l.l.n; i++) {
+			const sfs_item *it = &l.l.items[i];
 
 			printf("%lld\t", (long long)it->id);
 			cli_out_human(stdout, it->reason.ptr, it->reason.len);
@@ -325,14 +323,15 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 			}
 			fputc('\n', stdout);
 		}
-		sfs_list_free(&l);
-		return CLI_EXIT_OK;
+		rc = cli_items_end(&l, CLI_EXIT_OK);
+		cli_items_free(&l);
+		return rc;
 	}
 	o = json_object();
 	cli_json_set_queue(o, q);
 	arr = json_array();
-	for (size_t i = 0; i < l.n; i++) {
-		const sfs_item *it = &l.items[i];
+	for (size_t i = 0; i < l.l.n; i++) {
+		const sfs_item *it = &l.l.items[i];
 
 		e = json_object();
 		json_object_set_new(e, "id", json_integer(it->id));
@@ -349,8 +348,9 @@ static int dead_list(cli *c, cli_args *a, sfs_store *s, const cli_name *q)
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "entries", arr);
-	sfs_list_free(&l);
-	return cli_out_json(o);
+	rc = cli_items_end(&l, cli_out_json(o));
+	cli_items_free(&l);
+	return rc;
 }
 
 /* One dead letter's bytes, unchanged (or JSON). */

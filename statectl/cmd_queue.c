@@ -207,23 +207,21 @@ int cmd_queue_scan(cli *c, cli_args *a)
 {
 	cli_name q;
 	sfs_store *s = NULL;
-	sfs_list l = { NULL, 0 };
+	cli_items l = { { NULL, 0 }, 0, 0 };
 	json_t *o;
-	int rc, st;
+	int rc;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_READ, &q, &s)))
 		return rc;
-	st = sfs_item_scan(s, q.s, SFS_ITEM_PENDING, a->after, a->limit,
-	                   a->keys_only, &l);
-	if (st != SFS_OK) {
-		rc = cli_fail_queue(c, st, "list", &q);
+	if ((rc = cli_items_scan(c, s, &q, SFS_ITEM_PENDING, a, "item", "list",
+	                         &l)))
 		goto out;
-	}
 	o = json_object();
 	cli_json_set_queue(o, &q);
-	rc = cli_out_entries(c, o, &l, a->keys_only, CLI_LIST_IDS);
+	rc = cli_items_end(&l, cli_out_entries(c, o, &l.l, a->keys_only,
+	                                       CLI_LIST_IDS));
 out:
-	sfs_list_free(&l);
+	cli_items_free(&l);
 	sfs_store_close(s);
 	cli_name_free(&q);
 	return rc;

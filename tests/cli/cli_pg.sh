@@ -5,7 +5,8 @@
 # the command line refused with a sentence, sslmode passed through, a
 # missing store and an unreachable server told apart, init, info, verify,
 # checkpoint and restore (a checkpoint is a SQLite store), rekey refused,
-# and a canary that never reaches the server in the clear.
+# listings of queue items around a damaged item, and a canary that never
+# reaches the server in the clear.
 # Environment: see lib.sh, and STATEFS_TEST_PGPW (a role sfs_pw that logs
 # in with this password; without it the password checks are skipped).
 # Exit: 0 pass, 1 fail, 77 no server.
@@ -182,6 +183,52 @@ if [ "$mode" = postgres ]; then
 		--key-file "$T/newkey" import >/dev/null
 	expect_eq "$("$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}e" \
 		--key-file "$T/newkey" get s n k)" v "export | import under a new key"
+
+	# --- one damaged item hides no other from a listing: each is named
+	# on stderr and left out, the rest listed, exit 4 at the end
+	flip() { # TABLE COLUMN ID: what an operator of the server can do
+		psql -X -q "$STATEFS_TEST_PG" -c "UPDATE $schema.$1 SET $2 =
+		  set_byte($2, 30, get_byte($2, 30) # 1) WHERE id = $3"
+	}
+	mapfile -t ids < <(sc queue push dq a b c)
+	cid=$(sc queue claim dq --max 3 | head -n 1)
+	sc queue ack "$cid" "${ids[0]}:reject" "${ids[1]}:reject" "${ids[2]}:reject"
+	flip statefs_dead item "${ids[1]}"
+	expect_exit 4 sc queue dead dq
+	expect_eq "$(cut -f 1,2,4 <<<"$out")" "${ids[0]}	rejected	a
+${ids[2]}	rejected	c" "the other dead letters are listed"
+	expect_match "$err" "dead letter ${ids[1]} of queue 'dq'.*left out.*failed authentication" \
+		"the damaged dead letter is named"
+	expect_exit 4 sc --json queue dead dq
+	jqe "$out" '[.entries[].value] == ["a", "c"]'
+	jqe "$err" '.status == "corrupt" and .exit == 4'
+	expect_exit 0 sc queue dead dq --keys-only
+	expect_eq "$(cut -f 1 <<<"$out" | tr '\n' ' ')" "${ids[*]} " "--keys-only lists all three"
+	expect_exit 0 sc queue dead dq "${ids[2]}"
+	expect_eq "$out" c "another dead letter reads"
+	expect_exit 4 sc queue dead dq "${ids[1]}"
+	# a damaged pending item: listed around, then claimed into the dead
+	# letters (reason "damaged"), where the listing still shows the rest
+	mapfile -t ids < <(sc queue push dq2 x y z)
+	flip work_queue work_item "${ids[1]}"
+	expect_exit 4 sc queue scan dq2
+	expect_eq "$out" "${ids[0]}	x
+${ids[2]}	z" "a queue's other items are listed"
+	expect_match "$err" "item ${ids[1]} of queue 'dq2'.*left out" "the damaged item is named"
+	cid=$(sc queue claim dq2 --max 3 | head -n 1)
+	expect_exit 0 sc queue inflight dq2
+	expect_eq "$(cut -f 1 <<<"$out" | tr '\n' ' ')" "${ids[0]} ${ids[2]} " "claimed around it"
+	flip statefs_inflight item "${ids[2]}"
+	expect_exit 4 sc queue inflight dq2
+	expect_eq "$(cut -f 1,5 <<<"$out")" "${ids[0]}	x" "the other item in flight is listed"
+	expect_match "$err" "item in flight ${ids[2]} of queue 'dq2'.*left out" \
+		"the damaged item in flight is named"
+	sc queue nack "$cid"
+	expect_exit 4 sc queue dead dq2
+	expect_match "$err" "dead letter ${ids[1]} of queue 'dq2'.*left out" \
+		"the item the claim found damaged is a dead letter"
+	expect_exit 0 sc queue dead dq2 --keys-only
+	expect_eq "$(cut -f 1,2 <<<"$out")" "${ids[1]}	damaged" "its reason says so"
 
 	# --- a canary never reaches the server in the clear
 	canary=canary-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
