@@ -311,8 +311,8 @@ enum {
  * id can leave int64: a queue with items in flight keeps two marker rows
  * past its last item, and a push moves them further with arithmetic that
  * adds two ids (docs/claims.md, "Clears by another program"). A
- * PostgreSQL store refuses such imports too, but its sequences still issue
- * ids up to INT64_MAX (docs/postgres.md). */
+ * PostgreSQL store keeps the same bound: its id sequences stop there
+ * (docs/postgres.md). */
 #define SFS_ID_MAX INT64_C(4000000000000000000)
 
 /* What to open and how. Zero means the default for every number.

@@ -53,8 +53,9 @@
 #include "err_i.h"
 #include "list_i.h"
 
-/* The version of the statefs schema on PostgreSQL (its own numbering). */
-#define PGB_SCHEMA_VERSION 1
+/* The version of the statefs schema on PostgreSQL (its own numbering):
+ * 2 bounds the id sequences at SFS_ID_MAX (schema.c, migrate). */
+#define PGB_SCHEMA_VERSION 2
 
 /* Bytes a sealed value has beyond its plaintext: format 1, nonce 24,
  * tag 16 (seal.c). */

@@ -377,6 +377,12 @@ int pgb_fail(pgc *c, const PGresult *res, unsigned flags, const char *what)
 		st = SFS_BUSY;       /* lock_timeout, a cancel, no connection slot */
 	} else if (is(code, "22003")) {
 		st = SFS_OVERFLOW;   /* numeric_value_out_of_range */
+	} else if (is(code, "2200H")) {
+		/* sequence_generator_limit_exceeded: every id sequence stops
+		 * at SFS_ID_MAX (schema.c); the statement failed whole. */
+		return sfs_err(SFS_OVERFLOW, "%s would need an id past the"
+		               " largest id a store issues (%lld); nothing"
+		               " changed", what, (long long)SFS_ID_MAX);
 	} else if (is(code, "23505")) {
 		st = SFS_EXISTS;
 	} else if (is(code, "25006")) {

@@ -873,6 +873,88 @@ static void test_tampering(void **state)
 	PQfinish(c);
 }
 
+/* --- ids ----------------------------------------------------------------------- */
+
+#define ID_MAX_SQL "4000000000000000000"
+
+/* Idle connections holding an advisory lock: none, ever (sfs_ids holds
+ * its lock of the session only while it takes ids; the others end with
+ * their transaction). */
+static long long idle_advisory_locks(PGconn *c)
+{
+	return sql_int(c, "SELECT count(*) FROM pg_locks l JOIN"
+	               " pg_stat_activity a ON a.pid = l.pid WHERE"
+	               " l.locktype = 'advisory' AND a.state = 'idle'");
+}
+
+static long long bounded_sequences(PGconn *c)
+{
+	return sql_int(c, "SELECT count(*) FROM pg_sequences WHERE"
+	               " schemaname = current_schema() AND max_value = "
+	               ID_MAX_SQL);
+}
+
+/* Every id sequence stops at SFS_ID_MAX: with one set near the bound (as
+ * the server's superuser can), a push, append or claim past it is
+ * SFS_OVERFLOW with the engine's sentence, changes nothing, and leaves no
+ * lock behind. A store of schema version 1 (sequences to INT64_MAX) is
+ * bounded by its first writable open, and reads as it is before. */
+static void test_ids_bound(void **state)
+{
+	tfx *t = *state;
+	sfs_slice two[2] = { S("a"), S("b") };
+	PGconn *c = sql_conn(t->path);
+	int64_t id = 0, cid = 0;
+	sfs_store *ro;
+	uint64_t n = 0;
+	sfs_list l;
+
+	assert_int_equal(bounded_sequences(c), 3);
+	/* version 1, as it was created */
+	sfs_store_close(t->s);
+	t->s = NULL;
+	sql_do(c, "ALTER SEQUENCE work_queue_id_seq NO MAXVALUE;"
+	       " ALTER SEQUENCE function_state_log_id_seq NO MAXVALUE;"
+	       " ALTER SEQUENCE statefs_claim_claim_id_seq NO MAXVALUE;"
+	       " UPDATE statefs_meta SET value = '1'"
+	       " WHERE name = 'schema_version'");
+	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
+	OK(sfs_item_count(ro, S("q"), SFS_ITEM_PENDING, &n));
+	sfs_store_close(ro);
+	assert_int_equal(bounded_sequences(c), 0);
+	OK(tfx_open(t->path, 0, &t->s));
+	assert_int_equal(bounded_sequences(c), 3);
+	assert_int_equal(sql_int(c, "SELECT convert_from(value, 'UTF8')::int"
+	                 " FROM statefs_meta WHERE name = 'schema_version'"),
+	                 PGB_SCHEMA_VERSION);
+	tfx_reopen(t);   /* at the current version: nothing to do */
+
+	/* a batch that would cross the bound is refused whole */
+	sql_do(c, "SELECT setval('work_queue_id_seq', " ID_MAX_SQL " - 3)");
+	OK(sfs_queue_push(t->s, S("q"), two, 2, &id));
+	assert_true(id == SFS_ID_MAX - 2);
+	IS(SFS_OVERFLOW, sfs_queue_push(t->s, S("q"), two, 2, &id));
+	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
+	IS(SFS_OVERFLOW, sfs_queue_push(t->s, S("q"), two, 1, &id));
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 2);
+	/* an append at the bound */
+	sql_do(c, "SELECT setval('function_state_log_id_seq', " ID_MAX_SQL ")");
+	IS(SFS_OVERFLOW, sfs_log_append(t->s, S("sc"), S("ns"), S("k"), S("e"),
+	                                &id));
+	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
+	OK(sfs_log_scan(t->s, S("sc"), S("ns"), S("k"), -1, 0, 1, &l));
+	assert_int_equal(l.n, 0);
+	sfs_list_free(&l);
+	/* a claim at the bound takes nothing */
+	sql_do(c, "SELECT setval('statefs_claim_claim_id_seq', " ID_MAX_SQL ")");
+	IS(SFS_OVERFLOW, sfs_claim(t->s, S("q"), 1, 0, &cid, &l));
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 2);
+	assert_int_equal(idle_advisory_locks(c), 0);
+	PQfinish(c);
+}
+
 /* Names are keys of a B-tree, whose entries hold about 2.7 kB. */
 static void test_long_names(void **state)
 {
@@ -913,6 +995,7 @@ int main(void)
 		T(test_deadlock_retried),
 		T(test_tampering),
 		T(test_long_names),
+		T(test_ids_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
