@@ -1144,8 +1144,9 @@ int sfs_store_stats(sfs_store *s, sfs_stats **out);
 void sfs_stats_free(sfs_stats *st);
 
 /* Reads every page (authenticating each one in an encrypted store) and runs
- * the backend's integrity check; progress counts pages. Errors: SFS_CORRUPT
- * with the first problem in the detail, SFS_CANCELLED. */
+ * the backend's integrity check; progress counts pages (on PostgreSQL:
+ * rows, each sealed one authenticated). Errors: SFS_CORRUPT with the first
+ * problem in the detail, SFS_CANCELLED. */
 int sfs_store_verify(sfs_store *s, sfs_progress_fn progress, void *ctx);
 
 /* Re-encrypts the store db (as sfs_config.db names it) from old_key to
