@@ -152,8 +152,10 @@ static int op_listed(const char *path)
 	while ((de = readdir(d)))
 		;
 	closedir(d);
-	if (fstat(fd, &st) || (end = lseek(fd, 0, SEEK_END)) < 0)
-		die_errno("fstat, lseek");
+	if (fstat(fd, &st))
+		die_errno("fstat");
+	if ((end = lseek(fd, 0, SEEK_END)) < 0)
+		die_errno("lseek");
 	printf("fstat %lld\nseek_end %lld\n", (long long)st.st_size,
 	       (long long)end);
 	write_or_die(fd, "Z", 1, "write after SEEK_END");
