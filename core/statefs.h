@@ -352,7 +352,8 @@ typedef struct sfs_store sfs_store;
  * (may be NULL) gets a malloc'd sentence when the first run wrote a new key
  * file (where the key is, and to back it up apart from the store), else
  * NULL. A store created here is mode 0600, and missing parent directories
- * are created with mode 0700. A plaintext store written by the VGI Go SDK
+ * are created with mode 0700; so is a store made in an empty file (any
+ * read-write open makes one there), before anything is written to it. A plaintext store written by the VGI Go SDK
  * opens with SFS_OPEN_PLAINTEXT; missing statefs tables are added unless
  * read-only. The handle is the caller's until sfs_store_close.
  * Errors, each with a sentence in the detail: SFS_NOTFOUND (no store and no

@@ -566,6 +566,44 @@ static int peek_kind(const char *path)
 	       ? 1 : 2;
 }
 
+/* An empty file that a read-write open is about to make a store in (every
+ * such open makes one, not only SFS_OPEN_CREATE): the store is private, as
+ * a new file is, and its -wal and -shm, which SQLite creates with the
+ * file's mode, follow. Done on a descriptor, so that the file checked is
+ * the file changed; one that is no longer empty was made a store by
+ * another process meanwhile, which did this itself. O_NONBLOCK: what is
+ * at the name may have become a FIFO since the stat. */
+static int make_private(const char *path)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int saverr;
+
+	if (fd < 0)
+		return sfs_err(SFS_IO, "cannot open %s: %s", path,
+		               strerror(errno));
+	if (fstat(fd, &sb) != 0) {
+		saverr = errno;
+		close(fd);
+		return sfs_err(SFS_IO, "cannot stat %s: %s", path,
+		               strerror(saverr));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return sfs_err(SFS_FORMAT, "%s is not a regular file", path);
+	}
+	if (sb.st_size == 0 && (sb.st_mode & 077) &&
+	    fchmod(fd, sb.st_mode & 0700) != 0) {
+		saverr = errno;
+		close(fd);
+		return sfs_err(SFS_IO, "cannot make %s private (mode 0600) "
+		               "before making a store in it: %s", path,
+		               strerror(saverr));
+	}
+	close(fd);
+	return SFS_OK;
+}
+
 /* Checks or creates the file before SQLite opens it: SQLite would create a
  * missing file with mode 0644, and state is private, so a new store is
  * created here with 0600 (its -wal and -shm files inherit that mode).
@@ -592,15 +630,12 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 			               "cut short; refusing to make a new store "
 			               "over what is left", cfg->db, wal);
 		/* SFS_OPEN_EXCL: nothing to overwrite in an empty file, which
-		 * every other call takes for no store. A store made in one is
-		 * private, as a new file is (its -wal and -shm follow). */
+		 * every other call takes for no store. */
 		if ((cfg->flags & SFS_OPEN_CREATE) &&
 		    (cfg->flags & SFS_OPEN_EXCL) && sb.st_size > 0)
 			return sfs_err(SFS_EXISTS, "%s exists", cfg->db);
-		if ((cfg->flags & SFS_OPEN_CREATE) && sb.st_size == 0 &&
-		    (sb.st_mode & 077) && chmod(cfg->db, sb.st_mode & 0700) != 0)
-			return sfs_err(SFS_IO, "chmod %s: %s", cfg->db,
-			               strerror(errno));
+		if (sb.st_size == 0 && !(cfg->flags & SFS_OPEN_READONLY))
+			return make_private(cfg->db);
 		return SFS_OK;
 	}
 	if (errno != ENOENT)

@@ -65,6 +65,12 @@ else
 fi
 expect_exit 6 sc init
 expect_match "$err" "already exists" "init never overwrites a store"
+# Any write makes a store in an empty file, not only init: private too,
+# before the value is in it.
+(umask 022; : > "$T/touched.db")
+expect_exit 0 "$STATECTL" --db "$T/touched.db" "${modeopts[@]}" put s n k secret
+expect_eq "$(stat -c %a "$T/touched.db")" 600 \
+	"a store a put made in an empty file is private"
 if [ "$mode" = encrypted ]; then
 	expect_exit 6 "$STATECTL" --db "$T/other.db" --key-file "$KEY" init
 	expect_match "$err" "a key file already exists" "init never overwrites a key"

@@ -642,6 +642,40 @@ static void test_open_never_reformats(void **state)
 	free(lg);
 }
 
+/* An empty file that a read-write open makes a store in is made private
+ * before anything is written to it, as a new file is: with or without
+ * SFS_OPEN_CREATE (statectl's put opens without it), and its -wal and
+ * -shm follow. A read-only open makes nothing and changes no mode. */
+static void test_empty_file_made_private(void **state)
+{
+	static const unsigned flags[] = { 0, SFS_OPEN_CREATE };
+	tfx *t = *state;
+	char path[400], aux[420];
+	struct stat sb;
+	sfs_store *s;
+	int fd;
+
+	tfx_sqlite_only("a store in a local file");
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		snprintf(path, sizeof(path), "%s/touched%zu.db", t->dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(fchmod(fd, 0664), 0); /* umask 002's touch */
+		close(fd);
+		IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0664);
+		OK(tfx_open(path, flags[i], &s));
+		OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("secret")));
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+		snprintf(aux, sizeof(aux), "%s-wal", path);
+		assert_int_equal(stat(aux, &sb), 0);
+		assert_int_equal(sb.st_mode & 0077, 0);
+		sfs_store_close(s);
+	}
+}
+
 static void test_go_sdk_reads_ours(void **state)
 {
 	tfx *t = *state;
@@ -744,6 +778,7 @@ int main(void)
 		T(test_go_sdk_store_opens),
 		T(test_ts_sdk_store_opens),
 		T(test_open_never_reformats),
+		T(test_empty_file_made_private),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),
