@@ -423,8 +423,10 @@ int sfs_store_hold(sfs_store *s, int on);
 int sfs_store_commit(sfs_store *s);
 
 /* Whether the store db names exists, creating nothing. Errors:
- * SFS_NOTFOUND (no store there), else why it could not be told (SFS_IO:
- * the file cannot be read, the server cannot be reached). */
+ * SFS_NOTFOUND (no store there), SFS_FORMAT (something that is not a
+ * store: not a regular file, say a FIFO, which is never opened to wait
+ * for a writer), else why it could not be told (SFS_IO: the file cannot
+ * be read, the server cannot be reached). */
 int sfs_store_exists(const char *db);
 
 /* What messages should call the store db: its name without any password

@@ -119,7 +119,22 @@ static int head_read(const char *path, head *h, crypt_kind *kind)
 		*kind = CRYPT_KIND_NEW;
 		return SFS_OK;
 	}
-	h->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* Only a regular file can be a store. Asked before the open, which
+	 * would wait for a writer on a FIFO and fails on a socket, and again
+	 * of what was opened (O_NONBLOCK: the name may have changed
+	 * between). */
+	if (stat(path, &st) != 0) {
+		saverr = errno;
+		if (saverr == ENOENT) {
+			*kind = CRYPT_KIND_NEW;
+			return SFS_OK;
+		}
+		return sfs_err(SFS_IO, "cannot stat %s: %s", path,
+		               strerror(saverr));
+	}
+	if (!S_ISREG(st.st_mode))
+		return sfs_err(SFS_FORMAT, "%s is not a regular file", path);
+	h->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (h->fd < 0) {
 		saverr = errno;
 		if (saverr == ENOENT) {
@@ -134,6 +149,8 @@ static int head_read(const char *path, head *h, crypt_kind *kind)
 		return sfs_err(SFS_IO, "cannot stat %s: %s", path,
 		               strerror(saverr));
 	}
+	if (!S_ISREG(st.st_mode))
+		return sfs_err(SFS_FORMAT, "%s is not a regular file", path);
 	h->size = st.st_size;
 	n = pread_full(h->fd, hdr, sizeof(hdr), 0);
 	if (n < 0) {
@@ -307,7 +324,7 @@ static uint32_t wal_committed(const char *path, const unsigned char *salts)
 
 	if ((size_t)snprintf(shm, sizeof(shm), "%s-shm", path) >= sizeof(shm))
 		return 0;
-	fd = open(shm, O_RDONLY | O_CLOEXEC);
+	fd = open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -346,7 +363,7 @@ static int verify_wal(const char *path, const cp_filekey *fk, uint32_t P,
 
 	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", path) >= sizeof(wal))
 		return sfs_err(SFS_INVALID, "path too long");
-	fd = open(wal, O_RDONLY | O_CLOEXEC);
+	fd = open(wal, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return SFS_OK; /* no WAL: nothing to check */
 	if (fstat(fd, &st) != 0 || st.st_size < CP_WAL_HDR ||

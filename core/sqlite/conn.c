@@ -554,7 +554,7 @@ static int peek_kind(const char *path)
 	static const char magic[16] = "SQLite format 3";
 	char hdr[16];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return 0;

@@ -47,6 +47,20 @@ expect_exit 5 sc info
 expect_match "$err" "no store at $DB \\(create one with 'statectl init'\\)" "missing store"
 [ ! -e "$DB" ] || fail "a read must not create a store"
 
+# A FIFO is no store, and is never opened to wait for a writer: every
+# command says so at once, exit 5 (timeout: a hang fails as 124).
+mkfifo "$T/fifo.db"
+for cmd in "get s n k" "put s n k v" info verify "checkpoint $T/fifo-ck.db" \
+	"queue gc"; do
+	# shellcheck disable=SC2086 # the command's words
+	expect_exit 5 timeout 20 "$STATECTL" --db "$T/fifo.db" "${modeopts[@]}" $cmd
+	expect_match "$err" "fifo.db is not a regular file" "a FIFO as the store: $cmd"
+done
+# with no key given: the engine looks at the file to say why
+expect_exit 5 timeout 20 "$STATECTL" --db "$T/fifo.db" info
+expect_match "$err" "fifo.db is not a regular file" "a FIFO, no key"
+rm -f "$T/fifo.db"
+
 # --- init
 # An empty file (touch, a first run that died) is no store: the reads say
 # so, and init makes the store in it, private.

@@ -676,6 +676,32 @@ static void test_empty_file_made_private(void **state)
 	}
 }
 
+/* A FIFO named as a store, or as a checkpoint to restore, is refused as
+ * not a regular file, at once: opening it to read would wait for a
+ * writer that never comes. The alarm fails the test where it would
+ * hang. */
+static void test_fifo_refused(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_store *s;
+
+	tfx_sqlite_only("a store in a local file");
+	snprintf(path, sizeof(path), "%s/fifo.db", t->dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(60);
+	IS(SFS_FORMAT, sfs_store_exists(path));
+	assert_non_null(strstr(sfs_errdetail(), "not a regular file"));
+	IS(SFS_FORMAT, tfx_open(path, 0, &s));
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_READONLY, &s));
+	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
+	IS(SFS_FORMAT, sfs_restore(t->s, path, NULL, NULL));
+	assert_non_null(strstr(sfs_errdetail(), "not a regular file"));
+	if (tfx_encrypted())
+		IS(SFS_FORMAT, sfs_rekey(path, tfx_key(), NULL, NULL, NULL));
+	alarm(0);
+}
+
 static void test_go_sdk_reads_ours(void **state)
 {
 	tfx *t = *state;
@@ -779,6 +805,7 @@ int main(void)
 		T(test_ts_sdk_store_opens),
 		T(test_open_never_reformats),
 		T(test_empty_file_made_private),
+		T(test_fifo_refused),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),
