@@ -1061,9 +1061,9 @@ typedef struct sfs_info {
 	const char *path;        /* the store as opened; borrowed from the
 	                            handle */
 	const char *backend;     /* "sqlite"; static */
-	const char *file;        /* the local file holding the store (borrowed),
-	                            or NULL when there is none (":memory:", a
-	                            server) */
+	const char *file;        /* the local file holding the store, an
+	                            absolute path (borrowed), or NULL when
+	                            there is none (":memory:", a server) */
 	int schema_version;      /* statefs schema version */
 	int encrypted;
 	const char *cipher;      /* "xchacha20poly1305", or "none"; static */

@@ -102,6 +102,41 @@ int util_fsync_file(const char *path)
 	return fsync_path(path, O_RDONLY);
 }
 
+int util_abspath(const char *path, char **out)
+{
+	const char *slash = strrchr(path, '/'), *base;
+	char *dir, *real = NULL, *cwd = NULL;
+	int n, saverr;
+
+	if (path[0] == '/') {
+		*out = strdup(path);
+		return *out ? SFS_OK : sfs_err(SFS_NOMEM, "copying a path");
+	}
+	base = slash ? slash + 1 : path;
+	dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	if (!dir)
+		return sfs_err(SFS_NOMEM, "copying a path");
+	if (*base)
+		real = realpath(dir, NULL);
+	free(dir);
+	if (real) {
+		n = asprintf(out, "%s%s%s", real, strcmp(real, "/") ? "/" : "",
+		             base);
+		free(real);
+		return n < 0 ? sfs_err(SFS_NOMEM, "copying a path") : SFS_OK;
+	}
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		saverr = errno;
+		return sfs_err(saverr == ENOMEM ? SFS_NOMEM : SFS_IO,
+		               "cannot make %s absolute: no working directory "
+		               "(%s)", path, strerror(saverr));
+	}
+	n = asprintf(out, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path);
+	free(cwd);
+	return n < 0 ? sfs_err(SFS_NOMEM, "copying a path") : SFS_OK;
+}
+
 int util_fsync_parent(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -28,6 +28,15 @@ int64_t sfs_clock_mtime_ns(void);
  * SFS_IO with the detail set. */
 int util_mkparents(const char *path, unsigned mode);
 
+/* *out = path made absolute, malloc'd: a relative path is resolved
+ * against the working directory now, so that a process that changes it
+ * later (a daemon going to "/") still names the same file. The directory
+ * part goes through realpath, the last name stays as given (a symlinked
+ * store is still opened through its link); a directory that does not
+ * exist yet is taken as given, after the working directory. SFS_OK,
+ * SFS_NOMEM, or SFS_IO (no working directory) with the detail set. */
+int util_abspath(const char *path, char **out);
+
 /* fsyncs the directory that holds path, so a new or renamed entry in it
  * survives a power loss. */
 int util_fsync_parent(const char *path);

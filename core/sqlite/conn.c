@@ -823,19 +823,32 @@ void sqlb_close(sfs_backend *b)
 	free(b);
 }
 
-static int sqlb_open(const sfs_backend_cfg *cfg, sfs_backend **out)
+/* The store's file is named by an absolute path from here on (b->path,
+ * and cfg below): the reserve, the checkpoint thread's connection, the
+ * directory fsynced, info's sizes and verify all build on it, and a
+ * process may change its working directory while the store is open (the
+ * daemon, detached, goes to "/"). */
+static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 {
 	sfs_backend *b = calloc(1, sizeof(*b));
+	sfs_backend_cfg abs = *given;
+	const sfs_backend_cfg *cfg = &abs;
 	const char *vfsname = NULL;
 	crypt_kind kind;
 	int flags, rc, status, created = 0;
 
-	if (!b || !(b->path = strdup(cfg->db))) {
-		free(b);
+	if (!b)
 		return sfs_err(SFS_NOMEM, "allocating a store");
+	b->memory = strcmp(given->db, ":memory:") == 0;
+	b->readonly = !!(given->flags & SFS_OPEN_READONLY);
+	status = b->memory ? ((b->path = strdup(given->db)) ? SFS_OK :
+	                      sfs_err(SFS_NOMEM, "allocating a store"))
+	                   : util_abspath(given->db, &b->path);
+	if (status != SFS_OK) {
+		free(b);
+		return status;
 	}
-	b->memory = strcmp(cfg->db, ":memory:") == 0;
-	b->readonly = !!(cfg->flags & SFS_OPEN_READONLY);
+	abs.db = b->path;
 	if (!b->memory) {
 		status = prepare_file(cfg, &created);
 		if (status != SFS_OK)
@@ -887,7 +900,6 @@ fail:
 	if (b->db)
 		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
 		                  (int *)NULL);
-	sqlb_close(b);
 	/* A file this call created and could not make a store of goes. */
 	if (created) {
 		char aux[4096];
@@ -898,6 +910,7 @@ fail:
 		snprintf(aux, sizeof(aux), "%s-shm", cfg->db);
 		unlink(aux);
 	}
+	sqlb_close(b); /* frees b->path, which cfg->db is */
 	return status;
 }
 

@@ -2,9 +2,10 @@
 # fulldisk.sh - on a full disk writers get ENOSPC, and `rm` through the
 # mount still works (issue 10 item 11): the store gives back its reserve
 # to let a delete through, and what the deletes free makes room for new
-# writes again. The store lives on its own small tmpfs, filled to the last
-# block. Usage: see lib.sh. Exit: 0, 1, 77 (also when tmpfs cannot be
-# mounted: not root).
+# writes again; also with the daemon detached (it goes to "/") on a store
+# named by a relative path. The store lives on its own small tmpfs, filled
+# to the last block. Usage: see lib.sh. Exit: 0, 1, 77 (also when tmpfs
+# cannot be mounted: not root).
 . "$(dirname "$0")/lib.sh"
 
 if ! small_disk; then
@@ -59,3 +60,36 @@ for i in 12 $((n - 1)); do
 done
 unmount_fs
 ok "what the deletes freed is used again; nothing else changed"
+
+# The same with the daemon detached (no -f) and the store named by a
+# relative path: detached, it goes to "/", and the reserve it gives back
+# must still be the one beside the store, not "/rel.db-reserve" (the
+# engine keeps the store's path absolute from the open on).
+rm -f "$small"/state.db*
+(cd "$small" && "$STATEFS_BIN" "${mode_opts[@]}" -o db=rel.db "$mnt") ||
+  fail "the detached daemon did not start"
+wait_mounted
+dpid=$(pgrep -f -x ".*-o db=rel\.db $mnt") || fail "no detached daemon"
+expect_eq "$(readlink "/proc/$dpid/cwd")" / "the detached daemon's directory"
+[ -e "$small/rel.db-reserve" ] || fail "no reserve beside the store"
+mkdir -p "$mnt/s/n"
+n=0
+while put "k$n"; do
+  n=$((n + 1))
+  [ "$n" -lt 200 ] || fail "12 MiB took more than 200 values of 256 KiB"
+done
+dd if=/dev/zero of="$small/filler" bs=4k status=none 2>/dev/null || true
+expect_eq "$(df --output=avail -B1 "$small" | tail -n 1 | tr -d ' ')" 0 \
+  "free bytes (detached)"
+for i in $(seq 0 3); do
+  rm "$mnt/s/n/k$i" || fail "rm k$i on a full disk (detached, relative path)"
+done
+[ ! -e "$small/rel.db-reserve" ] || fail "the reserve was not given back"
+[ ! -e /rel.db-reserve ] || fail "a reserve in /"
+fusermount3 -u "$mnt"
+for _ in $(seq 600); do
+  kill -0 "$dpid" 2>/dev/null || break
+  nap 0.05
+done
+! kill -0 "$dpid" 2>/dev/null || fail "the detached daemon did not exit"
+ok "detached, with a relative store path: rm on a full disk works"

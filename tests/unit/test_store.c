@@ -6,6 +6,7 @@
  * opens here; the sqlite3 tool and the SDK's statements read ours).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -702,6 +703,48 @@ static void test_fifo_refused(void **state)
 	alarm(0);
 }
 
+/* A store opened by a relative path stays the file that path named when
+ * the process changes its working directory afterwards (the daemon,
+ * detached, goes to "/"): the files beside it (the reserve, the -wal, the
+ * directory to fsync) and what info and verify read are found from an
+ * absolute path taken at open. */
+static void test_relative_path(void **state)
+{
+	tfx *t = *state;
+	char *cwd, *real, want[PATH_MAX + 16], other[400];
+	sfs_store *s;
+	sfs_info in;
+	struct stat sb;
+
+	tfx_sqlite_only("a store in a local file");
+	cwd = getcwd(NULL, 0);
+	real = realpath(t->dir, NULL);
+	assert_true(cwd && real);
+	snprintf(want, sizeof(want), "%s/rel.db", real);
+	snprintf(other, sizeof(other), "%s/elsewhere", t->dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(chdir(t->dir), 0);
+	OK(tfx_open("rel.db", SFS_OPEN_CREATE, &s));
+	assert_int_equal(chdir(other), 0);
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+	OK(sfs_store_info(s, &in));
+	assert_string_equal(in.path, "rel.db");    /* as the caller named it */
+	assert_non_null(in.file);
+	assert_string_equal(in.file, want);
+	assert_int_equal(stat(want, &sb), 0);
+	assert_true(in.size >= (uint64_t)sb.st_size && sb.st_size > 0);
+	OK(sfs_store_sync(s));
+	OK(sfs_store_verify(s, NULL, NULL));
+	sfs_store_close(s);
+	snprintf(want, sizeof(want), "%s/rel.db-reserve", real);
+	assert_int_equal(stat(want, &sb), 0);
+	snprintf(want, sizeof(want), "%s/rel.db-reserve", other);
+	assert_int_not_equal(stat(want, &sb), 0);
+	assert_int_equal(chdir(cwd), 0);
+	free(cwd);
+	free(real);
+}
+
 static void test_go_sdk_reads_ours(void **state)
 {
 	tfx *t = *state;
@@ -806,6 +849,7 @@ int main(void)
 		T(test_open_never_reformats),
 		T(test_empty_file_made_private),
 		T(test_fifo_refused),
+		T(test_relative_path),
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),
