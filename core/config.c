@@ -150,20 +150,27 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 }
 
 /* The store: cfg->db, else (with SFS_OPEN_ENV) $STATEFS_DB, else the
- * default store. */
+ * default store. A name given and empty is refused, with SFS_OPEN_ENV too:
+ * it is what `--db "$DB"` or `-o db=$DB` makes of an unset variable, and
+ * taking it for "none given" would read and write the default store
+ * instead of the one meant. An empty $STATEFS_DB names no store: it
+ * counts as unset. */
 static int choose_db(const sfs_config *cfg, char **out)
 {
 	const char *db = cfg->db;
 
-	if (!(cfg->flags & SFS_OPEN_ENV) && db && !*db)
-		return sfs_err(SFS_INVALID, "the store's name is empty");
+	if (db && !*db)
+		return sfs_err(SFS_INVALID, "the store's name is empty: name a "
+		               "store, or give none for %s",
+		               (cfg->flags & SFS_OPEN_ENV) ? "$STATEFS_DB or the "
+		               "default store" : "the default store");
 	if ((cfg->flags & SFS_OPEN_ENV) && db && *db && be_for(db)->given) {
 		int rc = be_for(db)->given(db);
 
 		if (rc)
 			return rc;
 	}
-	if ((!db || !*db) && (cfg->flags & SFS_OPEN_ENV))
+	if (!db && (cfg->flags & SFS_OPEN_ENV))
 		db = getenv("STATEFS_DB");
 	if (!db || !*db)
 		return xdg_path("XDG_STATE_HOME", ".local/state", "state.db",

@@ -334,7 +334,10 @@ enum {
  * is written at the default key path first (the first run).
  *
  * A db of ":memory:" is a process-local store that vanishes on close; it
- * needs no key (it never reaches a disk). */
+ * needs no key (it never reaches a disk). A db that is given and empty is
+ * SFS_INVALID, with or without SFS_OPEN_ENV: it is never taken for "none"
+ * (a tool's --db "$DB" with DB unset would otherwise use the default
+ * store); an empty $STATEFS_DB counts as unset. */
 typedef struct sfs_config {
 	const char *db;          /* the store, as sfs_store_open chooses it */
 	const sfs_key *key;      /* borrowed for the call only */
@@ -448,7 +451,8 @@ int sfs_store_name(const char *db, char **out);
  *             (STATEFS_KEY, cfg->key) or with SFS_OPEN_PLAINTEXT.
  * STATEFS_KEY is consumed, as by sfs_store_open. Errors: SFS_NOTFOUND (no
  * home directory for a default path), SFS_KEYPERM, SFS_BADKEY (a key file
- * or STATEFS_KEY that is not a key), SFS_INVALID (a NULL argument). */
+ * or STATEFS_KEY that is not a key), SFS_INVALID (a NULL argument, a db
+ * given empty). */
 int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
                        char **keyfile);
 

@@ -115,7 +115,15 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	int rc;
 
 	switch (d->id) {
-	case OPT_DB: c->db = arg; break;
+	case OPT_DB:
+		/* --db "$DB" with DB unset: never the default store instead
+		 * (the engine refuses an empty name too) */
+		if (!*arg)
+			return cli_usage(c, "--db: the store's name is empty; "
+			                 "leave --db out for $STATEFS_DB or the "
+			                 "default store");
+		c->db = arg;
+		break;
 	case OPT_KEY_FILE: c->keyfile = arg; break;
 	case OPT_PLAINTEXT: c->plaintext = 1; break;
 	case OPT_PASSPHRASE: c->passphrase = 1; break;

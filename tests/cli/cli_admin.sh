@@ -37,6 +37,11 @@ expect_match "$err" "--limit needs N" "option without its value"
 expect_exit 2 "$STATECTL" scan s n --limit=-1
 expect_exit 2 "$STATECTL" --json=yes info
 expect_exit 2 "$STATECTL" --plaintext --key-file x info
+# --db "$DB" with DB unset: a usage error, never the default store
+expect_exit 2 "$STATECTL" --db "" "${modeopts[@]}" put s n k v
+expect_match "$err" "--db: the store's name is empty" "--db ''"
+expect_exit 2 "$STATECTL" --db= "${modeopts[@]}" info
+[ ! -e "$XDG_STATE_HOME/statefs/state.db" ] || fail "--db '' made the default store"
 expect_exit 0 "$STATECTL" --list-commands
 expect_match "$out" $'(^|\n)queue\n' "--list-commands for completion"
 expect_exit 0 "$STATECTL" --list-options queue pop

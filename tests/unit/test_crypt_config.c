@@ -219,6 +219,7 @@ static void test_resolve(void **state)
 {
 	sfs_config cfg = { .flags = SFS_OPEN_ENV };
 	sfs_key *k = NULL, *env = NULL;
+	sfs_store *s = NULL;
 	char *db = NULL, *kf = NULL, text[45];
 	(void)state;
 
@@ -267,6 +268,25 @@ static void test_resolve(void **state)
 	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
 	assert_null(k);
 	assert_null(kf);
+	free(db);
+
+	/* A store named and empty (`--db "$DB"`, `-o db=$DB` with DB unset)
+	 * is refused, never taken for none: not $STATEFS_DB, not the default
+	 * store, and nothing opened. An empty $STATEFS_DB names none. */
+	cfg.db = "";
+	db = NULL;
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf),
+	                 SFS_INVALID);
+	assert_null(db);
+	assert_non_null(strstr(sfs_errdetail(), "name is empty"));
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
+	unsetenv("STATEFS_DB");
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
+	assert_int_equal(access(store, F_OK), -1);
+	cfg.db = NULL;
+	setenv("STATEFS_DB", "", 1);
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf), SFS_OK);
+	assert_string_equal(db, store);
 	free(db);
 	unsetenv("STATEFS_DB");
 	sfs_key_destroy(env);
