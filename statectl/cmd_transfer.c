@@ -102,16 +102,31 @@ static int64_t row_n(const sfs_row *r)
 	}
 }
 
-static void row_set_n(sfs_row *r, int64_t n)
+/* Sets the field "n" carries. A dir row's family is an enum: an n outside
+ * the four families is refused here, before the cast would wrap it (2^32+1
+ * is 1 as an int) into one the engine accepts. */
+static int row_set_n(sfs_row *r, int64_t n, const char **err)
 {
+	static char msg[160];
+
 	switch (r->family) {
 	case SFS_FAM_COUNTER: r->counter = n; break;
-	case SFS_FAM_DIR: r->dir_family = (sfs_family)n; break;
+	case SFS_FAM_DIR:
+		if (n < SFS_FAM_KV || n > SFS_FAM_QUEUE) {
+			snprintf(msg, sizeof(msg), "a directory row's family "
+			         "is %lld, not key/value (1), counter (2), log "
+			         "(3) or queue (4)", (long long)n);
+			*err = msg;
+			return -1;
+		}
+		r->dir_family = (sfs_family)n;
+		break;
 	case SFS_FAM_CLAIM: r->lease_until_ns = n; break;
 	case SFS_FAM_INFLIGHT: r->claim_id = n; break;
 	case SFS_FAM_POLICY: r->ttl_ms = n; break;
 	default: break;
 	}
+	return 0;
 }
 
 static json_t *row_to_json(const sfs_row *r)
@@ -344,7 +359,8 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||
 	    int_field(o, "deliveries", &deliveries, err) < 0)
 		return -1;
-	row_set_n(row, num);
+	if (row_set_n(row, num, err) < 0)
+		return -1;
 	if (row->family == SFS_FAM_POLICY)
 		row->max_deliveries = deliveries;
 	else

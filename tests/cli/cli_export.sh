@@ -122,6 +122,12 @@ grep -q 'queue rows need an id > 0' "$T/.err" || fail "the family by name: $(cat
 grep -q "a directory row's family is 8, not key/value (1), counter (2), log (3) or queue (4)" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
 { head -n 1 "$T/e1"; echo '{"family":"dir","scope":"s","ns":"n","n":7}'; } | bad "a directory of in-flight items"
 grep -q "a directory row's family is 7" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
+# an n past an int is not wrapped into a family (2^32 + 1 was kv)
+for n in 4294967297 -4294967295 9223372036854775807; do
+	{ head -n 1 "$T/e1"; echo "{\"family\":\"dir\",\"scope\":\"s\",\"n\":$n}"; } | bad "a directory of family $n"
+	grep -q "line 2: a directory row's family is $n, not key/value (1)" "$T/.err" ||
+		fail "the dir row's sentence: $(cat "$T/.err")"
+done
 # a field the row's family does not have is refused, not dropped
 for row in '{"family":"counter","scope":"s","ns":"n","key":"c","n":5,"value":"dropped"}|counter|value' \
            '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","id":3}|kv|id' \
