@@ -315,6 +315,14 @@ enum {
  * (docs/postgres.md). */
 #define SFS_ID_MAX INT64_C(4000000000000000000)
 
+/* The largest delivery count an item carries: 2^31 - 1, more claims of
+ * one item than any queue sees. An import refuses a larger count
+ * (SFS_INVALID), and a claim of an item already at it leaves the count
+ * there instead of adding one: no claim's count can leave an integer
+ * column (SQLite would store INT64_MAX + 1 as a REAL; PostgreSQL's
+ * bigint would fail the claim), on either backend. */
+#define SFS_DELIVERIES_MAX INT64_C(2147483647)
+
 /* What to open and how. Zero means the default for every number.
  *
  * Without SFS_OPEN_ENV the caller says everything: the store is db, else
@@ -1197,7 +1205,8 @@ typedef struct sfs_row {
 	int64_t claim_id;         /* in-flight rows: the claim holding it */
 	int64_t lease_until_ns;   /* claim rows: when the lease ends */
 	int64_t deliveries;       /* queue, in-flight, dead rows: times the
-	                             item was claimed */
+	                             item was claimed, 0 to
+	                             SFS_DELIVERIES_MAX */
 	int64_t ttl_ms;           /* policy rows */
 	int64_t max_deliveries;   /* policy rows */
 } sfs_row;
@@ -1223,8 +1232,9 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
  * (export order does that). The claim and item id sequences move past every
  * imported id. Other threads' calls on the handle wait for the import.
  * On any failure nothing is imported. Errors: SFS_INVALID (a row that is
- * not valid: an id <= 0 where one is needed, an in-flight row before its
- * claim, a negative count), SFS_EXISTS (a log or queue id that holds
+ * not valid: an id <= 0 or past SFS_ID_MAX where one is needed, an
+ * in-flight row before its claim, a negative count, a delivery count past
+ * SFS_DELIVERIES_MAX), SFS_EXISTS (a log or queue id that holds
  * another row, an item id in another state), what next returned. */
 int sfs_import(sfs_store *s, int (*next)(sfs_row *row, void *ctx),
                void *ctx);

@@ -730,6 +730,13 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		return sfs_err(SFS_INVALID, "an in-flight row's claim id %lld is"
 		               " past the largest id a store issues (%lld)",
 		               (long long)row->claim_id, (long long)SFS_ID_MAX);
+	/* a claim adds one to the count: past the bound it could overflow */
+	if ((row->family == SFS_FAM_QUEUE || row->family == SFS_FAM_INFLIGHT ||
+	     row->family == SFS_FAM_DEAD) && row->deliveries > SFS_DELIVERIES_MAX)
+		return sfs_err(SFS_INVALID, "a %s row's delivery count %lld is"
+		               " past the largest a store keeps (%lld)",
+		               fam_name(row->family), (long long)row->deliveries,
+		               (long long)SFS_DELIVERIES_MAX);
 	switch (row->family) {
 	case SFS_FAM_KV:
 	case SFS_FAM_COUNTER:

@@ -44,6 +44,13 @@
 _Static_assert(SFS_ID_MAX == INT64_C(4000000000000000000),
                "ID_MAX is SFS_ID_MAX");
 
+/* SFS_DELIVERIES_MAX as SQL text: sfs_claim counts a delivery as
+ * least(count, DELIVERIES_MAX - 1) + 1, never past the bound and never a
+ * bigint overflow that would fail the claim. */
+#define DELIVERIES_MAX "2147483647"
+_Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
+               "DELIVERIES_MAX is SFS_DELIVERIES_MAX");
+
 /* The VGI SDK's tables, as PostgreSQL spells them. */
 static const char sdk_ddl[] =
 	"CREATE TABLE IF NOT EXISTS work_queue ("
@@ -232,8 +239,9 @@ static const char claim_ddl[] =
 	"    RETURNING s.id, s.enqueued_ns, s.deliveries),"
 	"   i AS (INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	"    enqueued_ns, deliveries) SELECT d.id, c, d.execution_id,"
-	"    d.work_item, coalesce(t.enqueued_ns, 0), coalesce(t.deliveries, 0)"
-	"    + 1 FROM d LEFT JOIN t ON t.id = d.id RETURNING"
+	"    d.work_item, coalesce(t.enqueued_ns, 0), least(coalesce("
+	"    t.deliveries, 0), " DELIVERIES_MAX " - 1) + 1"
+	"    FROM d LEFT JOIN t ON t.id = d.id RETURNING"
 	"    statefs_inflight.id AS xid, statefs_inflight.item AS xitem,"
 	"    statefs_inflight.deliveries AS xdel)"
 	"  SELECT c, i.xid, i.xitem, i.xdel, u FROM i ORDER BY i.xid;"

@@ -48,6 +48,12 @@
  * flight. */
 #define SQLB_SCHEMA_VERSION 4
 
+/* SFS_DELIVERIES_MAX as SQL text: a claim counts a delivery as
+ * min(count, SQLB_DELIVERIES_MAX - 1) + 1, which never leaves int64. */
+#define SQLB_DELIVERIES_MAX "2147483647"
+_Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
+               "SQLB_DELIVERIES_MAX is SFS_DELIVERIES_MAX");
+
 /* The rows of work_queue (alias q) that are items of queue ?1: not the
  * two marker rows at its tail (statefs_qmark, claim.c). */
 #define SQLB_QLIVE(q)                                                      \

@@ -122,6 +122,13 @@ grep -q 'queue rows need an id > 0' "$T/.err" || fail "the family by name: $(cat
 grep -q "a directory row's family is 8, not key/value (1), counter (2), log (3) or queue (4)" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
 { head -n 1 "$T/e1"; echo '{"family":"dir","scope":"s","ns":"n","n":7}'; } | bad "a directory of in-flight items"
 grep -q "a directory row's family is 7" "$T/.err" || fail "the dir row's sentence: $(cat "$T/.err")"
+# a delivery count past 2^31 - 1 (SFS_DELIVERIES_MAX): a claim's +1 would
+# leave int64 at INT64_MAX (a REAL in SQLite)
+for d in 2147483648 9223372036854775807; do
+	{ head -n 1 "$T/e1"; echo "{\"family\":\"queue\",\"scope\":\"q\",\"id\":99,\"value\":\"x\",\"deliveries\":$d}"; } | bad "a queue item delivered $d times"
+	grep -q "delivery count $d is past the largest a store keeps (2147483647)" "$T/.err" ||
+		fail "the deliveries sentence: $(cat "$T/.err")"
+done
 # an n past an int is not wrapped into a family (2^32 + 1 was kv)
 for n in 4294967297 -4294967295 9223372036854775807; do
 	{ head -n 1 "$T/e1"; echo "{\"family\":\"dir\",\"scope\":\"s\",\"n\":$n}"; } | bad "a directory of family $n"

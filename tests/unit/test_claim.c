@@ -1261,6 +1261,70 @@ static void test_ids_imported(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* Delivery counts stop at SFS_DELIVERIES_MAX on every backend: an import
+ * refuses a larger one (at INT64_MAX the next claim's count was a REAL in
+ * SQLite, an overflow on PostgreSQL) and imports nothing, and a claim of
+ * an item already at the bound leaves its count there. */
+static void test_deliveries_bound(void **state)
+{
+	static const sfs_family fams[] = { SFS_FAM_QUEUE, SFS_FAM_DEAD };
+	tfx *t = *state;
+	int64_t cid = 0;
+	uint64_t n = 0;
+	sfs_stat st;
+	sfs_list l;
+	sfs_row r;
+
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.family = fams[i];
+		r.scope = Q;
+		r.value = S("many");
+		r.reason = S("rejected");
+		r.id = 7;
+		r.deliveries = SFS_DELIVERIES_MAX + 1;
+		IS(SFS_INVALID, import_one(t->s, &r));
+		assert_non_null(strstr(sfs_errdetail(), "delivery count"));
+		r.deliveries = INT64_MAX;
+		IS(SFS_INVALID, import_one(t->s, &r));
+	}
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_PENDING, &n));
+	assert_int_equal(n, 0);
+	OK(sfs_item_count(t->s, Q, SFS_ITEM_DEAD, &n));
+	assert_int_equal(n, 0);
+
+	/* One below the bound: the claim takes it to the bound, and there
+	 * it stays, claim after claim. */
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_QUEUE;
+	r.scope = Q;
+	r.value = S("many");
+	r.id = 7;
+	r.deliveries = SFS_DELIVERIES_MAX - 1;
+	OK(import_one(t->s, &r));
+	for (int round = 0; round < 3; round++) {
+		OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+		values_are(&l, "many");
+		sfs_list_free(&l);
+		OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, 7, &st));
+		assert_true(st.deliveries == SFS_DELIVERIES_MAX);
+		OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+	}
+	/* An in-flight row past the bound is refused like the others. */
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	sfs_list_free(&l);
+	memset(&r, 0, sizeof(r));
+	r.family = SFS_FAM_INFLIGHT;
+	r.scope = Q;
+	r.value = S("other");
+	r.id = 9;
+	r.claim_id = cid;
+	r.deliveries = SFS_DELIVERIES_MAX + 1;
+	IS(SFS_INVALID, import_one(t->s, &r));
+	inflight_are(t->s, "many");
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+}
+
 /* A store issues no id past SFS_ID_MAX: every call that would (append,
  * push, retry, requeue) is SFS_OVERFLOW and changes nothing, while the
  * items at the bound stay visible and claimable (a claim of the last item
@@ -1390,6 +1454,7 @@ int main(void)
 		T(test_export_import_claims),
 		T(test_restore_claims),
 		T(test_ids_imported),
+		T(test_deliveries_bound),
 		T(test_ids_bounded),
 		T(test_claim_ids_bounded),
 	};
