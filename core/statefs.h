@@ -336,8 +336,10 @@ enum {
  *          else the default key file ($XDG_CONFIG_HOME/statefs/key, else
  *          ~/.config/statefs/key); none of them with SFS_OPEN_PLAINTEXT.
  * STATEFS_KEY is wiped from the environment once seen, even when another
- * source wins. A plaintext store opened without SFS_OPEN_PLAINTEXT is
- * refused with a sentence saying how to open it. When the store does not
+ * source wins: the C library's environment (environ), which children
+ * inherit; a copy the host runtime keeps of its own (Python's os.environ)
+ * is the host's to delete. A plaintext store opened without
+ * SFS_OPEN_PLAINTEXT is refused with a sentence saying how to open it. When the store does not
  * exist, SFS_OPEN_CREATE is set and no key was found either, a new key file
  * is written at the default key path first (the first run).
  *

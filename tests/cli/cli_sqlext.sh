@@ -6,8 +6,9 @@
 # writes through it that statectl reads and verifies, a new store made
 # through it (reserve, no plaintext header), temporary files refused when
 # temp_store is set back to FILE, mmap off, the URI-only entry point,
-# plaintext files refused by default and open with ?vfs=unix, a wrong key
-# and a tampered page.
+# plaintext files refused by default and open with ?vfs=unix, STATEFS_KEY
+# in a Python host (wiped from environ, kept in os.environ until the host
+# deletes it), a wrong key and a tampered page.
 # Environment: see lib.sh; STATEFS_SQLITE_EXT, the extension. Encrypted
 # mode only. Exit: 0 pass, 1 fail.
 . "$(dirname "$0")/lib.sh"
@@ -118,6 +119,45 @@ cp "$KEY" "$T/open-key"
 chmod 644 "$T/open-key"
 expect_fail env STATEFS_KEY_FILE="$T/open-key" sqlite3 -bail -cmd ".load $ext" -cmd ".open $DB" :memory: "SELECT count(*) FROM work_queue"
 expect_match "$err" "key file $T/open-key has mode 0644" "a key file others can read"
+
+# --- STATEFS_KEY in a Python host (docs/encryption.md, "The key"): the
+# extension wipes it from the C environment, which a child started without
+# env= inherits; Python's os.environ keeps its own copy, and a child given
+# env=dict(os.environ) gets the key, until the host deletes that copy as
+# the page says.
+py=/usr/bin/python3
+if [ -x "$py" ] && "$py" -c 'import sqlite3; sqlite3.connect(":memory:").enable_load_extension' 2>/dev/null; then
+	if [ -n "${STATEFS_TEST_PRELOAD:-}" ]; then
+		printf '#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 exec %s "$@"\n' \
+			"$STATEFS_TEST_PRELOAD" "$py" >"$T/python3"
+		chmod +x "$T/python3"
+		py=$T/python3
+	fi
+	cat >"$T/envkey.py" <<'PY'
+import os, sqlite3, subprocess, sys
+def child_has_key(**kw):
+    out = subprocess.run(["env"], capture_output=True, text=True, **kw).stdout
+    return any(l.startswith("STATEFS_KEY=") for l in out.splitlines())
+boot = sqlite3.connect(":memory:")
+boot.enable_load_extension(True)
+boot.load_extension(sys.argv[1])
+n = sqlite3.connect(sys.argv[2]).execute("SELECT count(*) FROM work_queue").fetchone()[0]
+with open(sys.argv[3], "rb") as f:
+    key = f.read().strip()
+with open("/proc/self/environ", "rb") as f:
+    proc = key in f.read()
+print(n, proc, child_has_key(), "STATEFS_KEY" in os.environ,
+      child_has_key(env=dict(os.environ, W="1")))
+os.environ.pop("STATEFS_KEY", None)
+print(child_has_key(env=dict(os.environ, W="1")))
+PY
+	expect_exit 0 env -u STATEFS_KEY_FILE STATEFS_KEY="$(cat "$KEY")" \
+		"$py" "$T/envkey.py" "$ext" "$DB" "$KEY"
+	expect_eq "$out" $'3 False False True True\nFalse' \
+		"STATEFS_KEY: wiped from environ, kept in os.environ until deleted"
+else
+	echo "no python3 with enable_load_extension: the os.environ check skipped"
+fi
 
 # --- a tampered page: refused, and SQLite's log names it
 cp "$DB" "$T/bad.db"
