@@ -24,7 +24,8 @@
  * the store is created and never changes.
  *
  * Versions: 1 created the sequences unbounded (INT64_MAX); 2 bounds them
- * at SFS_ID_MAX and makes sfs_ids release its lock when nextval fails.
+ * at SFS_ID_MAX, makes sfs_ids release its lock when nextval fails, and
+ * bounds sfs_claim's delivery counts at SFS_DELIVERIES_MAX.
  * A store at an older version is migrated by the first writable open,
  * under the creation lock, in one transaction (migrate); a read-only open
  * reads it as it is.
@@ -156,7 +157,7 @@ static const char clock_ddl[] =
 static const char claim_ddl[] =
 	/* Recovery of one queue (q) or all (NULL): time-to-live first, then
 	 * expired claims back to the queue (or dead at the limit). */
-	"CREATE FUNCTION sfs_recover(q bytea, tnow bigint, OUT expired bigint,"
+	"CREATE OR REPLACE FUNCTION sfs_recover(q bytea, tnow bigint, OUT expired bigint,"
 	" OUT returned bigint, OUT dead bigint, OUT claims bigint)"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE now_ns bigint := sfs_now(tnow); now_s bigint := sfs_mtime(tnow);"
@@ -211,7 +212,7 @@ static const char claim_ddl[] =
 	"   INTO returned, dead, claims;"
 	" END $$;"
 	/* Claims up to maxn head items (or the item one) under a new claim. */
-	"CREATE FUNCTION sfs_claim(q bytea, maxn bigint, one bigint,"
+	"CREATE OR REPLACE FUNCTION sfs_claim(q bytea, maxn bigint, one bigint,"
 	" lease bigint, tnow bigint) RETURNS TABLE (r_claim bigint,"
 	" r_id bigint, r_item bytea, r_deliveries bigint, r_until bigint)"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
@@ -250,7 +251,7 @@ static const char claim_ddl[] =
 	 * and how many, or no row when the namespace is empty. Expired
 	 * claims on the scope come back first, so a drain after a crashed
 	 * one takes what that one had taken. */
-	"CREATE FUNCTION sfs_kv_claim(sc bytea, n bytea, lease bigint,"
+	"CREATE OR REPLACE FUNCTION sfs_kv_claim(sc bytea, n bytea, lease bigint,"
 	" tnow bigint) RETURNS TABLE (r_claim bigint, r_count bigint)"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE c bigint; now_ns bigint; cnt bigint;"
@@ -278,7 +279,7 @@ static const char claim_ddl[] =
 	" END $$;"
 	/* Recovery of a claim's queue, then: 0 held (its row locked by this
 	 * transaction), 1 never issued, 2 issued and not held. */
-	"CREATE FUNCTION sfs_hold(c bigint, tnow bigint) RETURNS int"
+	"CREATE OR REPLACE FUNCTION sfs_hold(c bigint, tnow bigint) RETURNS int"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE q bytea; u bigint; last bigint; called boolean;"
 	" BEGIN"
@@ -302,7 +303,7 @@ static const char claim_ddl[] =
 	/* The lease of claim c (or of the one holding item one of queue q)
 	 * ends lease ns from now: the new end, or -1 never issued, -2 not
 	 * held, -3 the item is not in flight. */
-	"CREATE FUNCTION sfs_heartbeat(c bigint, q bytea, one bigint,"
+	"CREATE OR REPLACE FUNCTION sfs_heartbeat(c bigint, q bytea, one bigint,"
 	" lease bigint, tnow bigint) RETURNS bigint"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE h int; u bigint;"
@@ -323,7 +324,7 @@ static const char claim_ddl[] =
 	 * they go for good; 4 nack: back in the namespace, except a key
 	 * written again meanwhile, which keeps its new value and time). Codes
 	 * as sfs_settle's. */
-	"CREATE FUNCTION sfs_settle_kv(c bigint, ids bigint[], outs bigint[])"
+	"CREATE OR REPLACE FUNCTION sfs_settle_kv(c bigint, ids bigint[], outs bigint[])"
 	" RETURNS bigint[] LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE sc bytea; n bytea;"
 	" BEGIN"
@@ -361,7 +362,7 @@ static const char claim_ddl[] =
 	 * are sfs_settle_kv's. Returns {0, 0} or {code, id}: 1 never issued,
 	 * 2 not held, 3 the claim does not hold item id, 4 item id is not in
 	 * flight, 5 outcome id means nothing for a namespace's entries. */
-	"CREATE FUNCTION sfs_settle(c bigint, q bytea, ids bigint[],"
+	"CREATE OR REPLACE FUNCTION sfs_settle(c bigint, q bytea, ids bigint[],"
 	" outs bigint[], rids bigint[], ritems bytea[], tnow bigint)"
 	" RETURNS bigint[] LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE h int; now_s bigint := sfs_mtime(tnow); r record;"
@@ -433,7 +434,7 @@ static const char claim_ddl[] =
 	" END $$;"
 	/* A dead letter back at the tail: its new id, or NULL when there is
 	 * no such dead letter. nid and nitem as in sfs_settle. */
-	"CREATE FUNCTION sfs_requeue(q bytea, did bigint, nid bigint,"
+	"CREATE OR REPLACE FUNCTION sfs_requeue(q bytea, did bigint, nid bigint,"
 	" nitem bytea, tnow bigint) RETURNS bigint"
 	" LANGUAGE plpgsql SET search_path FROM CURRENT AS $$"
 	" DECLARE it bytea;"
@@ -746,6 +747,9 @@ static int migrate(sfs_backend *b, pgc *c, int64_t version)
 
 	if (version < 2)   /* ids stop at SFS_ID_MAX */
 		st = make_ids(b, c);
+	if (version < 2 && st == SFS_OK) /* delivery counts stop at
+	                                     SFS_DELIVERIES_MAX (sfs_claim) */
+		st = pgb_exec_text(c, claim_ddl, 0, "replacing statefs functions");
 	if (st != SFS_OK)
 		return st;
 	snprintf(sql, sizeof(sql), "UPDATE statefs_meta SET value = '%d'"

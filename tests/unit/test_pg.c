@@ -918,6 +918,14 @@ static void test_ids_bound(void **state)
 	       " ALTER SEQUENCE statefs_claim_claim_id_seq NO MAXVALUE;"
 	       " UPDATE statefs_meta SET value = '1'"
 	       " WHERE name = 'schema_version'");
+	/* and its sfs_claim, whose delivery count had no bound */
+	sql_do(c, "DO $$ BEGIN EXECUTE replace(pg_get_functiondef("
+	       "'sfs_claim'::regproc), '2147483647', '9223372036854775807');"
+	       " END $$");
+	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_proc WHERE"
+	                 " proname = 'sfs_claim' AND prosrc LIKE '%2147483647%'"
+	                 " AND pronamespace = current_schema()::regnamespace"),
+	                 0);
 	OK(tfx_open(t->path, SFS_OPEN_READONLY, &ro));
 	OK(sfs_item_count(ro, S("q"), SFS_ITEM_PENDING, &n));
 	sfs_store_close(ro);
@@ -927,6 +935,10 @@ static void test_ids_bound(void **state)
 	assert_int_equal(sql_int(c, "SELECT convert_from(value, 'UTF8')::int"
 	                 " FROM statefs_meta WHERE name = 'schema_version'"),
 	                 PGB_SCHEMA_VERSION);
+	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_proc WHERE"
+	                 " proname = 'sfs_claim' AND prosrc LIKE '%2147483647%'"
+	                 " AND pronamespace = current_schema()::regnamespace"),
+	                 1);
 	tfx_reopen(t);   /* at the current version: nothing to do */
 
 	/* a batch that would cross the bound is refused whole */
