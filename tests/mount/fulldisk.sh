@@ -20,18 +20,25 @@ allow_log "No space left|database or disk is full|disk has room again"
 put() {
   head -c 262144 /dev/urandom | dd of="$mnt/s/n/$1" bs=64k status=none 2>/dev/null
 }
+# Values of 256 KiB until the disk refuses one; n: how many fit.
+fill_values() {
+  n=0
+  while put "k$n"; do
+    n=$((n + 1))
+    [ "$n" -lt 200 ] || fail "12 MiB took more than 200 values of 256 KiB"
+  done
+}
+# What the store left free, filled too: not a block to spare.
+fill_rest() { # what the check says
+  dd if=/dev/zero of="$small/filler" bs=4k status=none 2>/dev/null || true
+  expect_eq "$(df --output=avail -B1 "$small" | tail -n 1 | tr -d ' ')" 0 "$1"
+}
 
 mount_fs
 mkdir -p "$mnt/s/n"
-n=0
-while put "k$n"; do
-  n=$((n + 1))
-  [ "$n" -lt 200 ] || fail "12 MiB took more than 200 values of 256 KiB"
-done
+fill_values
 [ "$n" -gt 16 ] || fail "only $n values fit"
-# What the store left free, filled too: not a block to spare.
-dd if=/dev/zero of="$small/filler" bs=4k status=none 2>/dev/null || true
-expect_eq "$(df --output=avail -B1 "$small" | tail -n 1 | tr -d ' ')" 0 "free bytes"
+fill_rest "free bytes"
 ok "a full disk: writes fail with ENOSPC ($n values fit)"
 
 # Deletes go through, one after another, a dozen of them.
@@ -73,14 +80,8 @@ dpid=$(pgrep -f -x ".*-o db=rel\.db $mnt") || fail "no detached daemon"
 expect_eq "$(readlink "/proc/$dpid/cwd")" / "the detached daemon's directory"
 [ -e "$small/rel.db-reserve" ] || fail "no reserve beside the store"
 mkdir -p "$mnt/s/n"
-n=0
-while put "k$n"; do
-  n=$((n + 1))
-  [ "$n" -lt 200 ] || fail "12 MiB took more than 200 values of 256 KiB"
-done
-dd if=/dev/zero of="$small/filler" bs=4k status=none 2>/dev/null || true
-expect_eq "$(df --output=avail -B1 "$small" | tail -n 1 | tr -d ' ')" 0 \
-  "free bytes (detached)"
+fill_values
+fill_rest "free bytes (detached)"
 for i in $(seq 0 3); do
   rm "$mnt/s/n/k$i" || fail "rm k$i on a full disk (detached, relative path)"
 done
