@@ -423,35 +423,6 @@ static unsigned theirs(const fs_others *others, pid_t pid)
 	return k;
 }
 
-/* Whether the task has a descriptor at all: 1, 0, or -1 when its fdinfo
- * cannot be read. A live task has; an exiting one has none left by the
- * time its files are closed (do_exit detaches the file table first). */
-static int has_descriptors(fs_procs *c, pid_t pid)
-{
-	char dents[4096];
-	proc_task *t = task_take(c, pid);
-	int dir, any = 0;
-	ssize_t n = list_fdinfo(c, t, pid, &dir, dents, sizeof(dents));
-
-	if (dir < 0)
-		return -1;
-	while (n > 0 && !any) {
-		for (ssize_t at = 0; at < n && !any;) {
-			struct dirent64 *de = (struct dirent64 *)(dents + at);
-
-			at += de->d_reclen;
-			any = de->d_name[0] != '.';
-		}
-		if (!any)
-			n = getdents64(dir, dents, sizeof(dents));
-	}
-	if (t)
-		task_give(c, t, n >= 0);
-	else
-		close(dir);
-	return any ? 1 : n < 0 ? -1 : 0;
-}
-
 void fs_writers_add(fs_writers *w, pid_t pid)
 {
 	for (unsigned i = 0; i < w->n && i < FS_WRITERS; i++)
@@ -498,15 +469,25 @@ static int made_changes(pid_t pid, pid_t tgid, const fs_writers *w)
 	return 0;
 }
 
-int fs_caller_killed(fs_procs *c, pid_t pid, const fs_writers *w)
+fs_exit fs_caller_exit(fs_procs *c, pid_t pid, uint64_t ino,
+                       const fs_writers *w)
 {
-	int exiting = 0;
+	int exiting = 0, fds, own;
 	pid_t ppid, tgid;
 
-	if (pid <= 0 || has_descriptors(c, pid) == 1)
-		return 0;
-	return status_of(pid, &exiting, &ppid, &tgid) == 0 && exiting &&
-	       killed_by_signal(pid) && made_changes(pid, tgid, w);
+	if (pid <= 0)
+		return FS_EXIT_NONE;
+	/* A task with descriptors is not exiting (fs_caller_close). */
+	if ((own = holds_for_writing(c, pid, ino, 0, &fds)) >= 0)
+		return own ? FS_EXIT_NONE : FS_EXIT_LEFT;
+	if (fds > 0 || status_of(pid, &exiting, &ppid, &tgid) != 0)
+		return FS_EXIT_NONE;
+	/* None at all: a live task that closed every one (head closes
+	 * its stdin, then its stdout and stderr, before it exits), or
+	 * one exiting, normally or not. */
+	if (!exiting || !killed_by_signal(pid))
+		return FS_EXIT_LEFT;
+	return made_changes(pid, tgid, w) ? FS_EXIT_KILLED : FS_EXIT_NONE;
 }
 
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,

@@ -1103,12 +1103,28 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* -o async_close: close returns now, and the value is
 		 * stored at RELEASE, which the kernel sends once no
 		 * descriptor of any process holds the file: no look at the
-		 * closing process's descriptors. A writer dying of a signal
-		 * still cancels the handle (loop.c). */
+		 * closing process's descriptors beyond what tells whether it
+		 * writes on. A writer dying of a signal still cancels the
+		 * handle (loop.c). One that closed its last descriptor of
+		 * the file, or exits normally, leaves h's writers, as its
+		 * last close does without the option: else, once reaped, it
+		 * is a writer gone that a child dying of a signal might have
+		 * been a thread of (`yes | head -1` with stderr on the file:
+		 * `yes`, killed by SIGPIPE after head's exit, cancelled the
+		 * value). */
 		pthread_mutex_lock(&h->lock);
-		if (has_work(h) &&
-		    fs_caller_killed(f->procs, pid, &h->writers))
+		switch (has_work(h) ? fs_caller_exit(f->procs, pid,
+		                                     h->node->ino, &h->writers)
+		                    : FS_EXIT_NONE) {
+		case FS_EXIT_KILLED:
 			cancel(f, h, pid);
+			break;
+		case FS_EXIT_LEFT:
+			fs_writers_remove(&h->writers, pid);
+			break;
+		case FS_EXIT_NONE:
+			break;
+		}
 		err = h->refused;
 		pthread_mutex_unlock(&h->lock);
 		fuse_reply_err(req, err);

@@ -707,10 +707,19 @@ typedef enum fs_close_kind {
 fs_close_kind fs_caller_close(fs_procs *c, pid_t pid, pid_t opener,
                               const fs_others *others, uint64_t ino,
                               const fs_writers *w);
-/* Whether a FLUSH from task pid comes from its death by a signal, having
- * made changes (w, as above): only that part of fs_caller_close, which
- * reads one directory of a live task (caller.c). 1 or 0. */
-int fs_caller_killed(fs_procs *c, pid_t pid, const fs_writers *w);
+/* What a FLUSH from task pid says of its writing to inode ino, for -o
+ * async_close, which does not tell held closes from last ones: whether it
+ * holds the file for writing still, and if not, how it ended. */
+typedef enum fs_exit {
+	FS_EXIT_NONE,   /* it may write on: it holds a descriptor for
+	                 * writing on ino, or it cannot be read */
+	FS_EXIT_LEFT,   /* it writes no more: no such descriptor, or it
+	                 * exits, not by a signal */
+	FS_EXIT_KILLED, /* dying of a signal, having made changes (w, as
+	                 * for fs_caller_close) */
+} fs_exit;
+fs_exit fs_caller_exit(fs_procs *c, pid_t pid, uint64_t ino,
+                       const fs_writers *w);
 /* The /proc files of the tasks that closed files lately, kept open for
  * fs_caller_close (caller.c); NULL (as from a failed fs_procs_new) reads
  * /proc afresh every time. */

@@ -8,7 +8,8 @@
 #    by four at once, values, counters and queue items; rm among them,
 #    answered before its commit too;
 #  - a shell's dup'd descriptor still gives one whole value, and a writer
-#    killed by a signal still stores nothing (the FLUSH check is kept);
+#    killed by a signal still stores nothing (the FLUSH check is kept),
+#    while a child killed without writing cancels nothing;
 #  - kill -9 of the daemon loses at most the uncommitted closes and rm:
 #    what the store holds afterwards is whole, the store passes its
 #    checks, every close that an fsync covered is there and every rm it
@@ -154,6 +155,18 @@ sync "$mnt/s/m/v" || fail "fsync"
 expect_eq "$(helper get s m dup)" "$(printf 'a\nb')" "the redirected block in the store"
 expect_eq "$(helper get s m v)" OLD "the killed writer's value in the store"
 ok "a redirected block is one value; a killed writer stores nothing"
+# A child killed by a signal that never wrote cancels nothing, after a
+# writer that closed its last descriptor before (head, which closes its
+# stdin, stdout and stderr itself) has been reaped: such a writer leaves the
+# handle's writers at that close. Before, it stayed, and once reaped
+# counted as a writer gone that the dying `yes` might have been a thread
+# of: 12 scripts in 100 failed at `echo end` (EIO) and stored nothing.
+for i in $(seq 20); do
+  bash -c 'echo start; yes | head -n 1; echo end' > "$mnt/s/m/yes$i" 2>&1 ||
+    fail "script $i, whose \`yes\` died of SIGPIPE, failed"
+  expect_eq "$(cat "$mnt/s/m/yes$i")" "$(printf 'start\ny\nend')" "script $i's value"
+done
+ok "20 scripts whose \`yes\` died of SIGPIPE after head wrote: each value whole"
 
 # --- four writers at once, counters and queue items; then unmount --------
 writer() { # NAME
