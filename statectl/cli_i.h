@@ -293,8 +293,9 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 int cli_bounds_parse(const cli *c, const cli_args *a, sfs_slice ns,
                      cli_name *start, cli_name *end);
 
-/* items.c: a queue's items in one state for a listing, read past damaged
- * items (a store that authenticates each row alone: PostgreSQL). */
+/* items.c: listings read past damaged rows (a store that authenticates
+ * each row alone: PostgreSQL): a queue's items in one state, a
+ * namespace's keys, a log's entries. */
 typedef struct cli_items {
 	sfs_list l;              /* the items that could be read */
 	int owned;               /* their values are malloc'd one by one */
@@ -310,6 +311,16 @@ typedef struct cli_items {
 int cli_items_scan(const cli *c, sfs_store *s, const struct cli_name *q,
                    sfs_item_state state, const cli_args *a,
                    const char *what, const char *verb, cli_items *out);
+/* sfs_kv_scan of namespace nm[1] of scope nm[0], and sfs_log_scan of log
+ * nm[2] there with a's --after, --limit and --keys-only, read past
+ * damaged rows as cli_items_scan does ("cannot read key 'k' in scope 's'
+ * namespace 'n', so it is left out of the listing", "cannot read entry 7
+ * of log 'k' in ..."). Return the engine's status: the caller reports a
+ * failure. */
+int cli_items_kv(const cli *c, sfs_store *s, const struct cli_name *nm,
+                 const sfs_scan_opts *so, cli_items *out);
+int cli_items_log(const cli *c, sfs_store *s, const struct cli_name *nm,
+                  const cli_args *a, cli_items *out);
 /* The listing's exit code: rc, or CLI_EXIT_CORRUPT when it left out an
  * item and rc is 0. */
 int cli_items_end(const cli_items *it, int rc);
@@ -372,6 +383,9 @@ int cli_interrupted(void);
 /* util (output.c): reading all of a stream, binary-safe. */
 int cli_read_all(FILE *f, void **p, size_t *n);
 void *cli_xmalloc(size_t n);
+/* asprintf that exits on allocation failure, as cli_xmalloc. */
+char *cli_xasprintf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 char *cli_xstrdup(const char *s);
 
 /* Command handlers, by file. */

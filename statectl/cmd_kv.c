@@ -177,7 +177,7 @@ int cmd_scan(cli *c, cli_args *a)
 	cli_name nm[2], start, end;
 	sfs_store *s = NULL;
 	sfs_scan_opts so;
-	sfs_list l = { NULL, 0 };
+	cli_items it = { { NULL, 0 }, 0, 0 };
 	int rc, st;
 
 	if ((rc = cli_names_parse(c, a->pos, 2, nm)))
@@ -195,14 +195,14 @@ int cmd_scan(cli *c, cli_args *a)
 	so.reverse = a->reverse;
 	so.limit = a->limit;
 	so.keys_only = a->keys_only;
-	st = sfs_kv_scan(s, nm[0].s, nm[1].s, &so, &l);
+	st = cli_items_kv(c, s, nm, &so, &it);
 	if (st != SFS_OK) {
 		rc = cli_fail_names(c, st, nm, 2, NULL, "scan");
 		goto out;
 	}
-	rc = print_entries(c, nm, &l, a->keys_only);
+	rc = cli_items_end(&it, print_entries(c, nm, &it.l, a->keys_only));
 out:
-	sfs_list_free(&l);
+	cli_items_free(&it);
 	sfs_store_close(s);
 	cli_name_free(&start);
 	cli_name_free(&end);

@@ -53,7 +53,7 @@ int cmd_log_scan(cli *c, cli_args *a)
 {
 	cli_name nm[3];
 	sfs_store *s = NULL;
-	sfs_list l = { NULL, 0 };
+	cli_items it = { { NULL, 0 }, 0, 0 };
 	json_t *o;
 	int rc, st;
 
@@ -62,17 +62,17 @@ int cmd_log_scan(cli *c, cli_args *a)
 	if ((rc = cli_store_open_names(c, CLI_STORE_READ, &s,
 	                                 SFS_FAM_LOG, nm, 3)))
 		goto out;
-	st = sfs_log_scan(s, nm[0].s, nm[1].s, nm[2].s, a->after, a->limit,
-	                  a->keys_only, &l);
+	st = cli_items_log(c, s, nm, a, &it);
 	if (st != SFS_OK) {
 		rc = cli_fail_names(c, st, nm, 3, "log", "read");
 		goto out;
 	}
 	o = json_object();
 	cli_names_json(o, nm, 3);
-	rc = cli_out_entries(c, o, &l, a->keys_only, CLI_LIST_IDS);
+	rc = cli_items_end(&it, cli_out_entries(c, o, &it.l, a->keys_only,
+	                                        CLI_LIST_IDS));
 out:
-	sfs_list_free(&l);
+	cli_items_free(&it);
 	sfs_store_close(s);
 	cli_names_free(nm, 3);
 	return rc;

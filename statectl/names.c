@@ -213,24 +213,19 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
 
 char *cli_names_where(const cli_name *nm, int n, const char *noun)
 {
-	char *s[3] = { NULL, NULL, NULL }, *out = NULL;
-	int len = -1;
+	char *s[3] = { NULL, NULL, NULL }, *out;
 
 	for (int i = 0; i < n && i < 3; i++)
 		s[i] = cli_name_show(nm[i].s.ptr, nm[i].s.len, nm[i].kind);
 	if (n >= 3)
-		len = asprintf(&out, "%s %s in scope %s namespace %s",
-		               noun ? noun : "key", s[2], s[0], s[1]);
+		out = cli_xasprintf("%s %s in scope %s namespace %s",
+		                    noun ? noun : "key", s[2], s[0], s[1]);
 	else if (n == 2)
-		len = asprintf(&out, "namespace %s of scope %s", s[1], s[0]);
+		out = cli_xasprintf("namespace %s of scope %s", s[1], s[0]);
 	else
-		len = asprintf(&out, "scope %s", s[0]);
+		out = cli_xasprintf("scope %s", s[0]);
 	for (int i = 0; i < 3; i++)
 		free(s[i]);
-	if (len < 0) {
-		fputs("statectl: out of memory\n", stderr);
-		exit(CLI_EXIT_SYSTEM);
-	}
 	return out;
 }
 

@@ -33,6 +33,22 @@ void *cli_xmalloc(size_t n)
 	return p;
 }
 
+char *cli_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *out;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&out, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fputs("statectl: out of memory\n", stderr);
+		exit(CLI_EXIT_SYSTEM);
+	}
+	return out;
+}
+
 char *cli_xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;

@@ -5,8 +5,8 @@
 # the command line refused with a sentence, sslmode passed through, a
 # missing store and an unreachable server told apart, init, info, verify,
 # checkpoint and restore (a checkpoint is a SQLite store), rekey refused,
-# listings of queue items around a damaged item, and a canary that never
-# reaches the server in the clear.
+# listings of queue items, keys and log entries around a damaged one, and
+# a canary that never reaches the server in the clear.
 # Environment: see lib.sh, and STATEFS_TEST_PGPW (a role sfs_pw that logs
 # in with this password; without it the password checks are skipped).
 # Exit: 0 pass, 1 fail, 77 no server.
@@ -233,6 +233,27 @@ ${ids[2]}	z" "a queue's other items are listed"
 		"the item the claim found damaged is a dead letter"
 	expect_exit 0 sc queue dead dq2 --keys-only
 	expect_eq "$(cut -f 1,2 <<<"$out")" "${ids[1]}	damaged" "its reason says so"
+	# the same for a namespace's keys (scan) and a log's entries (log scan)
+	for k in k1 k2 k3; do sc put s dk "$k" "v$k"; done
+	psql -X -q "$STATEFS_TEST_PG" -c "UPDATE $schema.function_state SET
+	  value = set_byte(value, 30, get_byte(value, 30) # 1)
+	  WHERE ns = 'dk'::bytea AND key = 'k2'::bytea"
+	expect_exit 4 sc scan s dk
+	expect_eq "$out" "k1	vk1
+k3	vk3" "a namespace's other keys are listed"
+	expect_match "$err" "key 'k2' in scope 's' namespace 'dk'.*left out" \
+		"the damaged key is named"
+	expect_exit 4 sc --json scan s dk
+	jqe "$out" '[.entries[].key] == ["k1", "k3"]'
+	expect_exit 0 sc scan s dk --keys-only
+	expect_eq "$(tr '\n' ' ' <<<"$out")" "k1 k2 k3 " "--keys-only lists all three keys"
+	mapfile -t ids < <(for e in e1 e2 e3; do sc log append s dk lg "$e"; done)
+	flip function_state_log value "${ids[1]}"
+	expect_exit 4 sc log scan s dk lg
+	expect_eq "$out" "${ids[0]}	e1
+${ids[2]}	e3" "a log's other entries are listed"
+	expect_match "$err" "entry ${ids[1]} of log 'lg' in scope 's' namespace 'dk'.*left out" \
+		"the damaged entry is named"
 
 	# --- a canary never reaches the server in the clear
 	canary=canary-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
