@@ -35,7 +35,7 @@
  * page: a reply of up to 1 MiB of names. */
 #define WINDOW 32
 
-enum stage { ST_DOT, ST_DOTDOT, ST_FIXED, ST_EPHEMERAL, ST_STORE, ST_END };
+enum stage { ST_DOT, ST_DOTDOT, ST_FIXED, ST_STORE, ST_EPHEMERAL, ST_END };
 
 typedef struct fs_dir {
 	fs_link link;            /* first: in fs.dirs */
@@ -50,7 +50,10 @@ typedef struct fs_dir {
 	size_t idx;              /* position within ST_FIXED / ST_EPHEMERAL */
 	fs_names eph;            /* children the store does not hold yet
 	                            (ephemeral, being created), taken at
-	                            OPENDIR */
+	                            OPENDIR, listed after the store's */
+	unsigned char *eph_seen; /* [i]: eph.v[i] was listed by the store
+	                            in this pass (committed since OPENDIR),
+	                            so it is not listed again */
 	fs_name_kind nk;         /* how its children's names are spelled */
 	/* ST_STORE: the pages read since the kernel's last request, in
 	 * order, each starting where the one before ended. */
@@ -121,6 +124,8 @@ static void dir_reset(fs_dir *d)
 	d->pos = 0;
 	d->stage = ST_DOT;
 	d->idx = 0;
+	if (d->eph.n)
+		memset(d->eph_seen, 0, d->eph.n);
 	for (size_t i = 0; i < d->nwin; i++)
 		sfs_list_free(&d->win[i].l);
 	d->nwin = d->cur = d->page_pos = 0;
@@ -189,8 +194,7 @@ static int dir_peek(fs *f, fs_dir *d, entry *e, int attrs, long limit)
 		case ST_FIXED:
 			if (d->addr.kind != FS_ROOT ||
 			    d->idx >= sizeof(fixed_dirs) / sizeof(fixed_dirs[0])) {
-				d->stage = ST_EPHEMERAL;
-				d->idx = 0;
+				d->stage = ST_STORE;
 				continue;
 			}
 			e->d.kind = fixed_dirs[d->idx];
@@ -200,8 +204,10 @@ static int dir_peek(fs *f, fs_dir *d, entry *e, int attrs, long limit)
 			e->ino = 2 + d->idx;
 			return SFS_OK;
 		case ST_EPHEMERAL:
+			while (d->idx < d->eph.n && d->eph_seen[d->idx])
+				d->idx++;
 			if (d->idx >= d->eph.n) {
-				d->stage = ST_STORE;
+				d->stage = ST_END;
 				continue;
 			}
 			e->d.kind = fs_class_of(d->addr.kind)->child;
@@ -222,7 +228,8 @@ static int dir_peek(fs *f, fs_dir *d, entry *e, int attrs, long limit)
 			}
 			if (!d->nwin || d->page_pos == d->win[d->cur].l.n) {
 				if (d->page_last) {
-					d->stage = ST_END;
+					d->stage = ST_EPHEMERAL;
+					d->idx = 0;
 					continue;
 				}
 				if ((rc = win_read(f, d, attrs,
@@ -230,12 +237,17 @@ static int dir_peek(fs *f, fs_dir *d, entry *e, int attrs, long limit)
 					return rc;
 				if (d->page_last && (!d->nwin ||
 				    d->page_pos == d->win[d->cur].l.n)) {
-					d->stage = ST_END;
+					d->stage = ST_EPHEMERAL;
+					d->idx = 0;
 					continue;
 				}
 			}
 			fs_store_dent(&d->addr, &d->win[d->cur].l, d->page_pos,
 			              &e->d);
+			for (size_t i = 0; i < d->eph.n; i++)
+				if (d->eph.v[i].len == e->d.n &&
+				    !memcmp(d->eph.v[i].ptr, e->d.p, e->d.n))
+					d->eph_seen[i] = 1;
 			break;
 		case ST_END:
 		default:
@@ -279,6 +291,7 @@ static void dir_release_memory(fs_dir *d)
 {
 	dir_reset(d);
 	fs_names_free(&d->eph);
+	free(d->eph_seen);
 	fs_addr_free(&d->addr);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -293,7 +306,8 @@ static int dir_seek(fs *f, fs_dir *d, off_t off)
 	entry e;
 	int rc;
 
-	if (d->nwin && (d->stage == ST_STORE || d->stage == ST_END) &&
+	if (d->nwin && (d->stage == ST_STORE ||
+	                (d->stage == ST_END && !d->eph.n)) &&
 	    off >= d->win[0].base && off <= d->pos) {
 		/* Where we are, or, for a reader whose buffer took fewer
 		 * entries than the last reply held (getdents with less than
@@ -326,9 +340,10 @@ static int dir_seek(fs *f, fs_dir *d, off_t off)
 
 /* OPENDIR: copies the directory's address, and takes the children the
  * store does not hold yet: a log namespace's ephemeral keys that hold no
- * entry (fs_store_nonempty), and the keys and counters being created. A
- * create committed between this and the store's page that holds it is
- * listed twice. */
+ * entry (fs_store_nonempty), and the keys and counters being created.
+ * They are listed after the store's, but for those the store's pages
+ * listed (a create committed since: once, as a local filesystem lists a
+ * file made during a listing at most once). */
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fs *f = fuse_req_userdata(req);
@@ -373,6 +388,10 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fs_addr_free(&k);
 	}
+	if (d->eph.n && !(d->eph_seen = calloc(d->eph.n, 1))) {
+		err = ENOMEM;
+		goto fail;
+	}
 	fs_node_ref(f, n);
 	d->node = n;
 	d->ihash = fs_node_ihash(f, n);
@@ -393,6 +412,7 @@ fail:
 	fuse_reply_err(req, err);
 free:
 	fs_names_free(&d->eph);
+	free(d->eph_seen);
 	fs_addr_free(&d->addr);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

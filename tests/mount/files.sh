@@ -78,6 +78,23 @@ rmdir s/pc 2> /dev/null && fail "rmdir of a namespace holding a file being creat
 exec 4>&-
 expect_eq "$(ls s/pc)" new "listed once, created"
 rm s/pc/new
+# Created while a listing is open: listed once. The directory is opened
+# (OPENDIR) while the file is being created, the create committed, then
+# the listing read; before, the name came from both and was listed twice.
+exec 4> s/pc/new
+printf x >&4
+coproc LS { python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("open", flush=True)
+sys.stdin.readline()
+print(" ".join(sorted(e.name for e in os.scandir(fd))), flush=True)' s/pc; }
+read -r line <&"${LS[0]}"
+exec 4>&-
+echo go >&"${LS[1]}"
+read -r line <&"${LS[0]}"
+wait "$LS_PID" || fail "the listing of a create committed after OPENDIR failed"
+expect_eq "$line" new "a create committed after OPENDIR: listed once"
+rm s/pc/new
 ok "fstat, SEEK_END, fstat after a delete, listings of open files"
 
 # copy_file_range, and cp.
