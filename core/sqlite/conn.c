@@ -33,7 +33,7 @@
 
 static void space_check(sfs_backend *b);
 
-int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
+int sqlb_status(sqlite3 *db, int ours, int rc, const char *what)
 {
 	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *cmsg;
@@ -79,7 +79,7 @@ int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
 	}
 	/* A page that failed authentication: the VFS knows which page of which
 	 * file, SQLite only says "disk I/O error". */
-	cmsg = encrypted ? crypt_last_error() : NULL;
+	cmsg = ours ? crypt_last_error() : NULL;
 	if (st == SFS_CORRUPT && cmsg)
 		return sfs_err(st, "%s: %s", what, cmsg);
 	if (st == SFS_IO && cmsg && (rc & 0xff) == SQLITE_IOERR)
@@ -89,7 +89,9 @@ int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what)
 
 int sqlb_fail(sfs_backend *b, int rc, const char *what)
 {
-	return sqlb_status(b ? b->db : NULL, b && b->vfs, rc, what);
+	/* A file's connection, encrypted or not, goes through our VFS
+	 * (crypt_vfs_open, crypt_plain_vfs), which may say more. */
+	return sqlb_status(b ? b->db : NULL, b && !b->memory, rc, what);
 }
 
 sqlite3_stmt *sqlb_stmt(sfs_backend *b, int slot, const char *sql,
@@ -863,6 +865,8 @@ static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 			vfsname = crypt_vfs_name(b->vfs);
 		} else {
 			status = check_plain(cfg->db);
+			if (status == SFS_OK)
+				status = crypt_plain_vfs(&vfsname);
 			if (status != SFS_OK)
 				goto fail;
 		}

@@ -197,10 +197,11 @@ void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer);
 
 /* THE translation of SQLite result codes into sfs_status: every failure of
  * a SQLite call in the engine goes through here. Sets the thread's detail to
- * "<what>: <sqlite message>" (or, with encrypted set, the encryption
- * layer's message for a page that failed authentication) and returns the
- * status. db may be NULL (before a connection exists). */
-int sqlb_status(sqlite3 *db, int encrypted, int rc, const char *what);
+ * "<what>: <sqlite message>" (or, with ours set, the message of our VFS,
+ * crypt_vfs_open's or crypt_plain_vfs's: a page that failed
+ * authentication, a store replaced since the connection opened it) and
+ * returns the status. db may be NULL (before a connection exists). */
+int sqlb_status(sqlite3 *db, int ours, int rc, const char *what);
 /* sqlb_status for the backend's own connection. */
 int sqlb_fail(sfs_backend *b, int rc, const char *what);
 

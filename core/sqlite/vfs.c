@@ -935,12 +935,21 @@ static int cv_file_size(sqlite3_file *pf, sqlite3_int64 *size)
 
 /* Whether the main file's name no longer names the file this connection
  * opened: a rekey or a restore renamed a new store over it. */
-static int replaced_since(const cfile *f)
+static int replaced_since(const char *zname, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
-	return stat(f->zname, &st) != 0 || st.st_dev != f->dev ||
-	       st.st_ino != f->ino;
+	return stat(zname, &st) != 0 || st.st_dev != dev || st.st_ino != ino;
+}
+
+/* The refusal of a connection's first lock on a store renamed over since
+ * it opened the file (cv_lock, pf_lock). */
+static int refuse_replaced(sqlite3_file *real, const char *zname)
+{
+	real->pMethods->xUnlock(real, SQLITE_LOCK_NONE);
+	return fail(SQLITE_IOERR_LOCK, "%s was replaced (by a rekey or a "
+	            "restore) after this connection opened it: open it again",
+	            zname);
 }
 
 static int cv_lock(sqlite3_file *pf, int lock)
@@ -960,12 +969,8 @@ static int cv_lock(sqlite3_file *pf, int lock)
 	 * lost, or, through the WAL that SQLite opens by name, land in the
 	 * new store. Refused before SQLite reads anything. */
 	if (rc == SQLITE_OK && lock == SQLITE_LOCK_SHARED && f->type == CF_DB &&
-	    replaced_since(f)) {
-		f->real->pMethods->xUnlock(f->real, SQLITE_LOCK_NONE);
-		return fail(SQLITE_IOERR_LOCK, "%s was replaced (by a rekey or "
-		            "a restore) after this connection opened it: open "
-		            "it again", f->zname);
-	}
+	    replaced_since(f->zname, f->dev, f->ino))
+		return refuse_replaced(f->real, f->zname);
 	return rc;
 }
 
@@ -1396,5 +1401,234 @@ int crypt_db_setup(sqlite3 *db)
 		sqlite3_free(msg);
 		return rc;
 	}
+	return SFS_OK;
+}
+
+/* ---- plaintext stores: the replaced check, nothing else ----
+ *
+ * A plaintext store has no cipher to run, but the rekey that encrypts it
+ * (or a restore) renames a new file over it, and a connection that opened
+ * the old one before and takes its first lock after would write into the
+ * file renamed away (docs/encryption.md, "Keeps everyone out"). This VFS
+ * forwards every call to the default one, and refuses that first lock as
+ * cv_lock does. */
+
+typedef struct pfile {
+	sqlite3_file base;
+	sqlite3_file *real;        /* right after this struct */
+	const char *zname;
+	int main;                  /* the main database file */
+	dev_t dev;                 /* the file opened (replaced_since) */
+	ino_t ino;
+} pfile;
+
+#define PREAL(pf) (((pfile *)(pf))->real)
+
+static int pf_close(sqlite3_file *pf)
+{
+	return PREAL(pf)->pMethods->xClose(PREAL(pf));
+}
+
+static int pf_read(sqlite3_file *pf, void *buf, int n, sqlite3_int64 off)
+{
+	return PREAL(pf)->pMethods->xRead(PREAL(pf), buf, n, off);
+}
+
+static int pf_write(sqlite3_file *pf, const void *buf, int n,
+                    sqlite3_int64 off)
+{
+	return PREAL(pf)->pMethods->xWrite(PREAL(pf), buf, n, off);
+}
+
+static int pf_truncate(sqlite3_file *pf, sqlite3_int64 size)
+{
+	return PREAL(pf)->pMethods->xTruncate(PREAL(pf), size);
+}
+
+static int pf_sync(sqlite3_file *pf, int flags)
+{
+	return PREAL(pf)->pMethods->xSync(PREAL(pf), flags);
+}
+
+static int pf_file_size(sqlite3_file *pf, sqlite3_int64 *size)
+{
+	return PREAL(pf)->pMethods->xFileSize(PREAL(pf), size);
+}
+
+static int pf_lock(sqlite3_file *pf, int lock)
+{
+	pfile *f = (pfile *)pf;
+	int rc;
+
+	if (lock == SQLITE_LOCK_SHARED)
+		last_error[0] = '\0';
+	rc = f->real->pMethods->xLock(f->real, lock);
+	if (rc == SQLITE_OK && lock == SQLITE_LOCK_SHARED && f->main &&
+	    replaced_since(f->zname, f->dev, f->ino))
+		return refuse_replaced(f->real, f->zname);
+	return rc;
+}
+
+static int pf_unlock(sqlite3_file *pf, int lock)
+{
+	return PREAL(pf)->pMethods->xUnlock(PREAL(pf), lock);
+}
+
+static int pf_check_reserved(sqlite3_file *pf, int *out)
+{
+	return PREAL(pf)->pMethods->xCheckReservedLock(PREAL(pf), out);
+}
+
+static int pf_file_control(sqlite3_file *pf, int op, void *arg)
+{
+	return PREAL(pf)->pMethods->xFileControl(PREAL(pf), op, arg);
+}
+
+static int pf_sector_size(sqlite3_file *pf)
+{
+	return PREAL(pf)->pMethods->xSectorSize(PREAL(pf));
+}
+
+static int pf_device_characteristics(sqlite3_file *pf)
+{
+	return PREAL(pf)->pMethods->xDeviceCharacteristics(PREAL(pf));
+}
+
+static int pf_shm_map(sqlite3_file *pf, int region, int size, int extend,
+                      void volatile **out)
+{
+	return PREAL(pf)->pMethods->xShmMap(PREAL(pf), region, size, extend,
+	                                    out);
+}
+
+static int pf_shm_lock(sqlite3_file *pf, int off, int n, int flags)
+{
+	return PREAL(pf)->pMethods->xShmLock(PREAL(pf), off, n, flags);
+}
+
+static void pf_shm_barrier(sqlite3_file *pf)
+{
+	PREAL(pf)->pMethods->xShmBarrier(PREAL(pf));
+}
+
+static int pf_shm_unmap(sqlite3_file *pf, int del)
+{
+	return PREAL(pf)->pMethods->xShmUnmap(PREAL(pf), del);
+}
+
+/* Memory-mapped reads where the default VFS has them: a fetch it cannot
+ * serve gives no pointer, and SQLite reads instead. */
+static int pf_fetch(sqlite3_file *pf, sqlite3_int64 off, int n, void **pp)
+{
+	const sqlite3_io_methods *m = PREAL(pf)->pMethods;
+
+	if (m->iVersion < 3) {
+		*pp = NULL;
+		return SQLITE_OK;
+	}
+	return m->xFetch(PREAL(pf), off, n, pp);
+}
+
+static int pf_unfetch(sqlite3_file *pf, sqlite3_int64 off, void *p)
+{
+	const sqlite3_io_methods *m = PREAL(pf)->pMethods;
+
+	return m->iVersion < 3 ? SQLITE_OK : m->xUnfetch(PREAL(pf), off, p);
+}
+
+static const sqlite3_io_methods pf_methods = {
+	.iVersion = 3,
+	.xClose = pf_close,
+	.xRead = pf_read,
+	.xWrite = pf_write,
+	.xTruncate = pf_truncate,
+	.xSync = pf_sync,
+	.xFileSize = pf_file_size,
+	.xLock = pf_lock,
+	.xUnlock = pf_unlock,
+	.xCheckReservedLock = pf_check_reserved,
+	.xFileControl = pf_file_control,
+	.xSectorSize = pf_sector_size,
+	.xDeviceCharacteristics = pf_device_characteristics,
+	.xShmMap = pf_shm_map,
+	.xShmLock = pf_shm_lock,
+	.xShmBarrier = pf_shm_barrier,
+	.xShmUnmap = pf_shm_unmap,
+	.xFetch = pf_fetch,
+	.xUnfetch = pf_unfetch,
+};
+
+static int pv_open(sqlite3_vfs *pv, const char *zname, sqlite3_file *pf,
+                   int flags, int *out_flags)
+{
+	pfile *f = (pfile *)pf;
+	struct stat st;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->real = (sqlite3_file *)(f + 1);
+	f->zname = zname;
+	f->main = zname && (flags & SQLITE_OPEN_MAIN_DB);
+	if (f->main && stat(zname, &st) == 0) {
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+	}
+	rc = REAL(pv)->xOpen(REAL(pv), zname, f->real, flags, out_flags);
+	if (rc) {
+		f->real->pMethods = NULL;
+		return rc;
+	}
+	if (f->main && !f->ino && stat(zname, &st) == 0) {
+		f->dev = st.st_dev; /* made by this open */
+		f->ino = st.st_ino;
+	}
+	f->base.pMethods = &pf_methods;
+	return SQLITE_OK;
+}
+
+static struct crypt_vfs plain_vfs;
+static pthread_once_t plain_once = PTHREAD_ONCE_INIT;
+static int plain_ok;
+
+static void plain_register(void)
+{
+	struct crypt_vfs *v = &plain_vfs;
+	sqlite3_vfs *real;
+
+	if (sqlite3_initialize() != SQLITE_OK ||
+	    !(real = sqlite3_vfs_find(NULL)) || real->iVersion < 2)
+		return;
+	if (crypt_vfs_is(real))
+		real = ((struct crypt_vfs *)real)->real;
+	snprintf(v->name, sizeof(v->name), "statefs-plain");
+	v->real = real;
+	v->base.iVersion = 2;
+	v->base.szOsFile = (int)sizeof(pfile) + real->szOsFile;
+	v->base.mxPathname = real->mxPathname;
+	v->base.zName = v->name;
+	v->base.pAppData = v;
+	v->base.xOpen = pv_open;
+	v->base.xDelete = cv_delete;
+	v->base.xAccess = cv_access;
+	v->base.xFullPathname = cv_full_pathname;
+	v->base.xDlOpen = cv_dlopen;
+	v->base.xDlError = cv_dlerror;
+	v->base.xDlSym = cv_dlsym;
+	v->base.xDlClose = cv_dlclose;
+	v->base.xRandomness = cv_randomness;
+	v->base.xSleep = cv_sleep;
+	v->base.xCurrentTime = cv_current_time;
+	v->base.xGetLastError = cv_get_last_error;
+	v->base.xCurrentTimeInt64 = cv_current_time64;
+	plain_ok = sqlite3_vfs_register(&v->base, 0) == SQLITE_OK;
+}
+
+int crypt_plain_vfs(const char **name)
+{
+	pthread_once(&plain_once, plain_register);
+	if (!plain_ok)
+		return sfs_err(SFS_INTERNAL, "cannot register the plaintext "
+		               "VFS");
+	*name = plain_vfs.name;
 	return SFS_OK;
 }

@@ -73,6 +73,13 @@ void crypt_vfs_describe(const crypt_vfs *v, const char **cipher,
  * preflight was skipped. */
 const char *crypt_last_error(void);
 
+/* The VFS for plaintext stores ("statefs-plain", registered once): the
+ * default VFS, and the check that refuses a connection's first lock on a
+ * file renamed over since it was opened (a rekey that encrypts the store,
+ * a restore), with the same crypt_last_error. SFS_INTERNAL when SQLite has
+ * no usable default VFS. */
+int crypt_plain_vfs(const char **name);
+
 /* Forgets the message above (call at the start of an operation, so that a
  * later failure never shows an older message). */
 void crypt_clear_error(void);

@@ -253,6 +253,31 @@ static void test_rekey_opened_before(void **state)
 	assert_true(digest(path, key_b) == before);
 }
 
+/* The same through the plaintext VFS the engine opens plaintext stores
+ * with (crypt_plain_vfs), when a rekey encrypts the store: before it, the
+ * insert succeeded into the file renamed away, and was lost. */
+static void test_rekey_plaintext_opened_before(void **state)
+{
+	char path[128];
+	const char *plain;
+	sqlite3 *db = NULL;
+	unsigned long long before;
+	(void)state;
+
+	make_store(path, sizeof(path), NULL, 500);
+	before = digest(path, NULL);
+	assert_int_equal(crypt_plain_vfs(&plain), SFS_OK);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE,
+	                                 plain), SQLITE_OK);
+	assert_int_equal(sfs_rekey(path, NULL, key_a, NULL, NULL), SFS_OK);
+	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO t VALUES(-2, "
+	                                  "x'03')", NULL, NULL, NULL),
+	                     SQLITE_OK);
+	assert_non_null(strstr(crypt_last_error(), "was replaced"));
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	assert_true(digest(path, key_a) == before);
+}
+
 static void test_rekey_plaintext_both_ways(void **state)
 {
 	char path[128];
@@ -296,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_rekey_basic),
 		cmocka_unit_test(test_rekey_busy_and_cancel),
 		cmocka_unit_test(test_rekey_opened_before),
+		cmocka_unit_test(test_rekey_plaintext_opened_before),
 		cmocka_unit_test(test_rekey_plaintext_both_ways),
 	};
 
