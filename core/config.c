@@ -270,12 +270,25 @@ static int explain_no_key(const char *db, be_kind kind,
 	               NONE_FOUND, db, c->file);
 }
 
+/* The name a message gives the store db (malloc'd): the backend's
+ * display name, without any password. */
+static int shown_name(const char *db, char **out)
+{
+	const sfs_backend_ops *ops = be_for(db);
+
+	if (ops->display)
+		return ops->display(db, out);
+	*out = strdup(db);
+	return *out ? SFS_OK : sfs_err(SFS_NOMEM, "out of memory");
+}
+
 /* The tools' rules (SFS_OPEN_ENV): the key, or the first run, or why
  * neither. */
 static int plan_env(const sfs_config *cfg, cfg_plan *p, struct key_choice *c,
                     char **notice)
 {
 	be_kind kind = BE_KIND_NEW;
+	char *shown = NULL;
 	int rc;
 
 	if (c->file_missing && c->file_from)
@@ -285,11 +298,21 @@ static int plan_env(const sfs_config *cfg, cfg_plan *p, struct key_choice *c,
 	rc = be_for(p->db)->probe(p->db, &kind);
 	if (rc)
 		return rc;
+	/* The sentences below name the store as every message does: by the
+	 * backend's display name, which leaves out a password that a
+	 * connection string in STATEFS_DB may hold. */
+	rc = shown_name(p->db, &shown);
+	if (rc)
+		return rc;
 	if (kind != BE_KIND_NEW)
-		return explain_no_key(p->db, kind, c);
-	if ((cfg->flags & SFS_OPEN_CREATE) && !(cfg->flags & SFS_OPEN_READONLY))
-		return first_run_key(c, notice, p->db);
-	return sfs_err(SFS_NOTFOUND, "the store %s does not exist", p->db);
+		rc = explain_no_key(shown, kind, c);
+	else if ((cfg->flags & SFS_OPEN_CREATE) &&
+	         !(cfg->flags & SFS_OPEN_READONLY))
+		rc = first_run_key(c, notice, shown);
+	else
+		rc = sfs_err(SFS_NOTFOUND, "the store %s does not exist", shown);
+	free(shown);
+	return rc;
 }
 
 int cfg_plan_open(const sfs_config *cfg, cfg_plan *p, char **notice)

@@ -112,6 +112,13 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
 		"$STATECTL" "${popts[@]}" info
 	[[ $out == *"$pw"* ]] && fail "the password was printed by info"
+	# no key given (or no --plaintext): the sentence names the store
+	# without its password
+	expect_exit 3 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
+		"$STATECTL" info
+	expect_match "$err" "schema=${schema}p is (encrypted|a plaintext)" \
+		"no key: the store is named"
+	[[ $err == *"$pw"* ]] && fail "the password was printed (no key)"
 	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
 		"$STATECTL" "${popts[@]}" del p n e
 	# no password: libpq says so
