@@ -277,6 +277,61 @@ static void kv_value(strb *s, const char *v)
 	sb_add(s, "'", 1);
 }
 
+/* --- libpq's parse errors without the password ----------------------------- */
+
+/* Whether msg holds the secret of n bytes (n > 0). */
+static int holds(const char *msg, const char *sec, size_t n)
+{
+	for (const char *p = msg; (p = strchr(p, *sec)); p++)
+		if (!strncmp(p, sec, n))
+			return 1;
+	return 0;
+}
+
+/* Whether libpq's message about a URI it could not parse shows the
+ * password: libpq quotes what it could not read ("invalid
+ * percent-encoded token: \"...\"", the whole URI after a bad IPv6
+ * address), and that can be the password of the userinfo or of a
+ * password= parameter, as written or decoded. */
+static int shows_password(const char *db, const char *msg)
+{
+	const char *p = strstr(db, "://"), *at = NULL, *colon;
+	size_t end;
+	int shown = 0;
+
+	if (!p)
+		return 0;
+	p += 3;
+	end = strcspn(p, "/?");
+	for (size_t i = 0; i < end; i++)
+		if (p[i] == '@')
+			at = p + i;
+	if (at && (colon = memchr(p, ':', (size_t)(at - p))) && at > colon + 1) {
+		char *dec = uri_decode(colon + 1, (size_t)(at - colon - 1));
+
+		shown = holds(msg, colon + 1, (size_t)(at - colon - 1)) ||
+		        !dec || (*dec && holds(msg, dec, strlen(dec)));
+		free(dec);
+	}
+	for (p = strchr(p, '?'); p && !shown; p = strchr(p + 1, '&')) {
+		const char *v = p + 1;
+		size_t n;
+		char *dec;
+
+		if (strncmp(v, "password=", 9))
+			continue;
+		v += 9;
+		n = strcspn(v, "&");
+		if (!n)
+			continue;
+		dec = uri_decode(v, n);
+		shown = holds(msg, v, n) || !dec ||
+		        (*dec && holds(msg, dec, strlen(dec)));
+		free(dec);
+	}
+	return shown;
+}
+
 int pgb_target_parse(const char *db, pgb_target *t)
 {
 	PQconninfoOption *opts = NULL;
@@ -299,9 +354,18 @@ int pgb_target_parse(const char *db, pgb_target *t)
 
 		while (n && (perr[n - 1] == '\n' || perr[n - 1] == ' '))
 			perr[--n] = '\0';
-		st = sfs_err(perr ? SFS_INVALID : SFS_NOMEM, "the db string is"
-		             " not a PostgreSQL connection string: %s",
-		             perr ? perr : "out of memory");
+		if (perr && uri && shows_password(db, perr))
+			st = sfs_err(SFS_INVALID, "the db string is not a"
+			             " PostgreSQL connection string (libpq's"
+			             " reason is not shown: it quotes the"
+			             " password); check the URI's syntax and its"
+			             " percent-encoding (%%XX)");
+		else
+			st = sfs_err(perr ? SFS_INVALID : SFS_NOMEM, "the db"
+			             " string is not a PostgreSQL connection"
+			             " string: %s", perr ? perr : "out of memory");
+		if (perr)
+			memset(perr, 0, n);
 		PQfreemem(perr);
 		goto fail;
 	}

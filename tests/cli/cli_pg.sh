@@ -119,6 +119,14 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_match "$err" "schema=${schema}p is (encrypted|a plaintext)" \
 		"no key: the store is named"
 	[[ $err == *"$pw"* ]] && fail "the password was printed (no key)"
+	# a URI libpq cannot parse: its reason quotes the password, so it
+	# is not shown
+	for bad in "postgresql://sfs_pw:$pw%zz@/$dbname?host=$host" \
+	    "postgresql://sfs_pw:$pw@[::1/$dbname"; do
+		expect_exit 8 env STATEFS_DB="$bad" "$STATECTL" "${popts[@]}" info
+		expect_match "$err" "not a PostgreSQL connection string" "a bad URI"
+		[[ $err == *"$pw"* ]] && fail "a bad URI's password was printed"
+	done
 	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
 		"$STATECTL" "${popts[@]}" del p n e
 	# no password: libpq says so
