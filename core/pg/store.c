@@ -71,9 +71,16 @@ static void *listen_main(void *arg)
 	sfs_backend *b = l->b;
 	PGconn *conn = NULL;
 	int st, pause = 50;
-	char sql[160];
+	char sql[160], *q = quote_ident(b->channel);
 
-	snprintf(sql, sizeof(sql), "LISTEN \"%s\"", b->channel);
+	/* The channel as an identifier: a '"' in the schema's name doubled. */
+	if (!q) {
+		sfs_log(LOG_WARNING, "%s: cannot listen for pushes: out of"
+		        " memory", b->display);
+		return NULL;
+	}
+	snprintf(sql, sizeof(sql), "LISTEN %s", q);
+	free(q);
 	for (;;) {
 		struct pollfd p[2];
 		PGnotify *n;
@@ -202,6 +209,7 @@ static int prepare(const char *db, unsigned flags, int busy_ms,
 {
 	sfs_backend *b = calloc(1, sizeof(*b));
 	pgb_target t;
+	size_t cut;
 	int st;
 
 	if (!b)
@@ -219,8 +227,17 @@ static int prepare(const char *db, unsigned flags, int busy_ms,
 	b->busy_ms = busy_ms;
 	b->qschema = quote_ident(b->schema);
 	/* A channel name is at most 63 bytes: a long schema's is cut, which
-	 * can only wake another store's waiters for nothing. */
-	if (b->qschema && asprintf(&b->channel, "statefs %.54s", b->schema) < 0)
+	 * can only wake another store's waiters for nothing. The cut never
+	 * splits a UTF-8 character: the server refuses a channel name that
+	 * is not valid in the database's encoding (and the store could not
+	 * be created). */
+	cut = strlen(b->schema);
+	if (cut > 54)
+		for (cut = 54; cut > 0 &&
+		     ((unsigned char)b->schema[cut] & 0xc0) == 0x80; cut--)
+			;
+	if (b->qschema && asprintf(&b->channel, "statefs %.*s", (int)cut,
+	                           b->schema) < 0)
 		b->channel = NULL;
 	if (!b->qschema || !b->channel) {
 		pgb_close(b);

@@ -988,6 +988,62 @@ static void test_long_names(void **state)
 	free(big);
 }
 
+/* A schema named with a '"' and a two-byte character where its channel
+ * name is cut (54 bytes in): the store is created, and a push from
+ * another handle reaches this one's listener (before, the cut split the
+ * character and the server refused the channel: no store; and LISTEN
+ * did not double the '"': no wake-ups, ever). */
+static void test_odd_schema(void **state)
+{
+	char name[64], *db, sql_text[256];
+	sfs_store *s, *other;
+	sfs_config o;
+	sfs_slice it = S("i");
+	uint64_t v0, v1;
+	PGconn *c;
+	int i;
+
+	(void)state;
+	/* the pid: the two modes' runs never meet */
+	snprintf(name, sizeof(name), "q\"%08x", (unsigned)getpid());
+	memset(name + 10, 'a', 43);
+	memcpy(name + 53, "\xc3\xa9", 3); /* é, bytes 54 and 55 */
+	assert_true(asprintf(&db, "%s schema='%s'", getenv("STATEFS_TEST_PG"),
+	                     name) > 0);
+	memset(&o, 0, sizeof(o));
+	o.db = db;
+	o.key = tfx_key();
+	o.flags = SFS_OPEN_CREATE | (o.key ? 0 : SFS_OPEN_PLAINTEXT);
+	OK(sfs_store_open(&o, &s, NULL));
+	o.flags &= ~(unsigned)SFS_OPEN_CREATE;
+	OK(sfs_store_open(&o, &other, NULL));
+	/* the listener's connect moves the counter once; then a push */
+	OK(sfs_store_version(s, &v0));
+	for (i = 0; i < 3000; i++) {
+		OK(sfs_store_version(s, &v1));
+		if (v1 != v0)
+			break;
+		usleep(10000);
+	}
+	assert_true(v1 != v0);
+	OK(sfs_queue_push(other, S("q"), &it, 1, NULL));
+	for (i = 0; i < 3000; i++) {
+		OK(sfs_store_version(s, &v0));
+		if (v0 != v1)
+			break;
+		usleep(10000);
+	}
+	assert_true(v0 != v1);
+	sfs_store_close(other);
+	sfs_store_close(s);
+	c = sql_conn(NULL);
+	snprintf(sql_text, sizeof(sql_text), "DROP SCHEMA \"q\"\"%s\" CASCADE",
+	         name + 2);
+	sql_do(c, sql_text);
+	PQfinish(c);
+	free(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1008,6 +1064,7 @@ int main(void)
 		T(test_tampering),
 		T(test_long_names),
 		T(test_ids_bound),
+		T(test_odd_schema),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
