@@ -192,28 +192,51 @@ static int export_rows(pgc *c, size_t f, const PGresult *r, export_ctx *x)
 	return st;
 }
 
+/* One FETCH of up to BATCH rows, each row to the callback as it arrives
+ * (libpq's single-row mode): a batch of values of many megabytes each
+ * (up to the store's max_value) is never held at once, so an export,
+ * a verify or a checkpoint needs memory for one row, as on SQLite. Every
+ * result is read, even after a failure, so the connection stays usable
+ * (or is found broken). *n: the rows the server sent. */
+static int fetch_batch(pgc *c, size_t f, export_ctx *x, int *n)
+{
+	PGresult *r;
+	int st = SFS_OK;
+
+	*n = 0;
+	if (!PQsendQuery(c->conn, "FETCH FORWARD " "256" " FROM sfs_export"))
+		return pgb_fail(c, NULL, 0, "exporting");
+	if (!PQsetSingleRowMode(c->conn))
+		st = sfs_err(SFS_INTERNAL, "exporting: libpq refused single-row"
+		             " mode");
+	while ((r = PQgetResult(c->conn))) {
+		ExecStatusType rs = PQresultStatus(r);
+
+		if (rs == PGRES_SINGLE_TUPLE) {
+			++*n;
+			if (st == SFS_OK)
+				st = export_rows(c, f, r, x);
+		} else if (rs != PGRES_TUPLES_OK && st == SFS_OK) {
+			st = pgb_fail(c, r, 0, "exporting");
+		}
+		PQclear(r);
+	}
+	return st;
+}
+
 static int export_family(pgc *c, size_t f, export_ctx *x)
 {
 	char sql[1024];
-	PGresult *r;
 	int st, n;
 
 	snprintf(sql, sizeof(sql), "DECLARE sfs_export BINARY NO SCROLL CURSOR"
 	         " FOR %s", families[f].sql);
 	st = pgb_exec_text(c, sql, 0, "exporting");
-	do {
-		if (st != SFS_OK)
+	while (st == SFS_OK) {
+		st = fetch_batch(c, f, x, &n);
+		if (n < BATCH)
 			break;
-		r = PQexec(c->conn, "FETCH FORWARD " "256" " FROM sfs_export");
-		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-			st = pgb_fail(c, r, 0, "exporting");
-			PQclear(r);
-			break;
-		}
-		n = PQntuples(r);
-		st = export_rows(c, f, r, x);
-		PQclear(r);
-	} while (st == SFS_OK && n == BATCH);
+	}
 	if (st == SFS_OK)
 		st = pgb_exec_text(c, "CLOSE sfs_export", 0, "exporting");
 	return st;
