@@ -492,11 +492,14 @@ PGconn *pgb_connect(sfs_backend *b, const char *schema, int *status)
 	PQsetNoticeProcessor(conn, on_notice, NULL);
 	/* The store's tables and functions by their plain names; waits for
 	 * another client's lock bounded as SQLite's busy timeout bounds
-	 * them; a read-only handle cannot write by mistake. */
+	 * them; a read-only handle cannot write by mistake. A writable
+	 * handle leaves default_transaction_read_only as the server has it:
+	 * a database or role an administrator made read-only stays so (its
+	 * writes fail, SFS_READONLY), never written behind their back. */
 	snprintf(sql, sizeof(sql), "SET search_path TO %s;"
-	         " SET lock_timeout = %d; SET default_transaction_read_only = %s",
-	         schema ? schema : "pg_catalog", b->busy_ms,
-	         b->readonly ? "on" : "off");
+	         " SET lock_timeout = %d%s", schema ? schema : "pg_catalog",
+	         b->busy_ms, b->readonly ? "; SET default_transaction_read_only"
+	         " = on" : "");
 	r = PQexec(conn, sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);

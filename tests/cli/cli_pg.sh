@@ -92,6 +92,12 @@ expect_eq "$(PGHOST=$host PGPORT=$port PGDATABASE=$dbname PGUSER=$user \
 	"PGHOST, PGPORT, PGDATABASE"
 expect_eq "$("$STATECTL" --db "$DB sslmode=disable" "${modeopts[@]}" get s n k)" v \
 	"sslmode passes through"
+# a database or role the administrator made read-only stays so (as
+# PGOPTIONS sets it here): a write fails with a sentence, nothing changes
+expect_exit 9 env PGOPTIONS="-c default_transaction_read_only=on" \
+	"$STATECTL" --db "$DB" "${modeopts[@]}" put s n k changed
+expect_match "$err" "read-only" "a read-only database refuses a put"
+expect_eq "$(sc get s n k)" v "a read-only database kept the value"
 expect_exit 5 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n k
 expect_match "$err" "sslmode" "a bad sslmode is libpq's sentence"
 expect_exit 8 "$STATECTL" --db "$DB frobnicate=1" "${modeopts[@]}" get s n k
