@@ -450,6 +450,40 @@ static int64_t row_n(const sfs_row *r)
 	}
 }
 
+/* Whether s is text PostgreSQL keeps in a UTF-8 database: valid UTF-8
+ * (no overlong forms, no surrogates, at most U+10FFFF) without NUL. */
+static int pg_text(sfs_slice s)
+{
+	const unsigned char *p = s.ptr, *end = p + s.len;
+
+	while (p < end) {
+		unsigned c = *p++, n, min, cp;
+
+		if (c == 0)
+			return 0;
+		if (c < 0x80)
+			continue;
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, min = 0x80, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, min = 0x800, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, min = 0x10000, cp = c & 0x07;
+		else
+			return 0;
+		if ((size_t)(end - p) < n)
+			return 0;
+		for (unsigned i = 0; i < n; i++, p++) {
+			if ((*p & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (*p & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+	}
+	return 1;
+}
+
 int pgb_import_one(pgb_imp *imp, const sfs_row *row)
 {
 	/* The columns as this file's statements bind them: n, a dead
@@ -590,6 +624,14 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *row)
 	case SFS_FAM_DEAD: {
 		int64_t ints[2] = { r->deliveries, r->mtime_ns };
 
+		/* The reason is a text column here (a SQLite store keeps
+		 * bytes): refused with a sentence, not the server's
+		 * "invalid byte sequence" as an internal error. */
+		if (!pg_text(r->key))
+			return sfs_err(SFS_INVALID, "dead letter %lld: its reason"
+			               " is not UTF-8 text without NUL bytes, as a"
+			               " PostgreSQL store keeps reasons",
+			               (long long)r->id);
 		st = check_places(c, r->id, 2);
 		if (st == SFS_OK)
 			st = insert_same(c, "INSERT INTO statefs_dead (id, queue, item,"

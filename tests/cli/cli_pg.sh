@@ -98,6 +98,13 @@ expect_exit 9 env PGOPTIONS="-c default_transaction_read_only=on" \
 	"$STATECTL" --db "$DB" "${modeopts[@]}" put s n k changed
 expect_match "$err" "read-only" "a read-only database refuses a put"
 expect_eq "$(sc get s n k)" v "a read-only database kept the value"
+# a dead letter's reason is text here: one of bytes (a SQLite store's) is
+# refused with a sentence, not as an internal error
+printf '%s\n' '{"format":"statefs-export","version":1}' \
+	'{"family":"dead","scope":"dq","key_b64":"/w==","id":90,"value":"x"}' \
+	> "$T/reason.jsonl"
+expect_exit 8 sc import "$T/reason.jsonl"
+expect_match "$err" "reason is not UTF-8 text" "a reason of bytes"
 expect_exit 5 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n k
 expect_match "$err" "sslmode" "a bad sslmode is libpq's sentence"
 expect_exit 8 "$STATECTL" --db "$DB frobnicate=1" "${modeopts[@]}" get s n k
