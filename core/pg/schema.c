@@ -684,12 +684,26 @@ static int create(sfs_backend *b, pgc *c, const sfs_key *key)
 {
 	char sql[2048];
 	sfs_buf meta = { NULL, 0 };
-	pgp p = PGP_INIT;
+	pgp p = PGP_INIT, name = PGP_INIT;
+	int64_t exists = 0;
 	int st;
 
-	snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS %s;"
-	         " SET LOCAL search_path TO %s", b->qschema, b->qschema);
-	st = pgb_exec_text(c, sql, 0, "creating the store's schema");
+	/* A schema that exists (an administrator's, owned by this role) is
+	 * used as it is: CREATE SCHEMA checks the right to create schemas in
+	 * the database before it looks whether the schema exists, and a
+	 * role given only its own schema has no such right. */
+	pgp_text(&name, b->schema);
+	st = pgb_exec_int(c, "SELECT count(*) FROM pg_catalog.pg_namespace"
+	                  " WHERE nspname = $1", &name, 0, &exists,
+	                  "looking for the store's schema");
+	pgp_free(&name);
+	if (st == SFS_OK) {
+		snprintf(sql, sizeof(sql), "%s%s%s SET LOCAL search_path TO %s",
+		         exists ? "" : "CREATE SCHEMA IF NOT EXISTS ",
+		         exists ? "" : b->qschema, exists ? "" : ";",
+		         b->qschema);
+		st = pgb_exec_text(c, sql, 0, "creating the store's schema");
+	}
 	if (st == SFS_OK)
 		st = pgb_exec_text(c, sdk_ddl, 0, "creating the VGI tables");
 	if (st == SFS_OK)

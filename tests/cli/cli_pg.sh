@@ -98,6 +98,20 @@ expect_exit 9 env PGOPTIONS="-c default_transaction_read_only=on" \
 	"$STATECTL" --db "$DB" "${modeopts[@]}" put s n k changed
 expect_match "$err" "read-only" "a read-only database refuses a put"
 expect_eq "$(sc get s n k)" v "a read-only database kept the value"
+# a role without the right to create schemas, given a schema of its own
+# by the administrator, creates the store in it
+psql -X -q "$STATEFS_TEST_PG" -c "CREATE ROLE ${schema}_own LOGIN;
+  CREATE SCHEMA ${schema}o AUTHORIZATION ${schema}_own" >/dev/null
+drop_own() {
+	psql -X -q "$STATEFS_TEST_PG" -c "SET client_min_messages = warning;
+	  DROP SCHEMA IF EXISTS ${schema}o CASCADE;
+	  DROP ROLE IF EXISTS ${schema}_own" >/dev/null 2>&1 || true
+}
+cleanup_hooks+=(drop_own)
+odb="$DB user=${schema}_own schema=${schema}o"
+oopts=(--plaintext); [ "$mode" = postgres ] && oopts=(--key-file "$T/okey")
+expect_exit 0 "$STATECTL" --db "$odb" "${oopts[@]}" init
+expect_exit 0 "$STATECTL" --db "$odb" "${oopts[@]}" put o n k v
 # a dead letter's reason is text here: one of bytes (a SQLite store's) is
 # refused with a sentence, not as an internal error
 printf '%s\n' '{"format":"statefs-export","version":1}' \
