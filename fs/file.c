@@ -691,18 +691,45 @@ fail:
 	fs_addr_free(&dir);
 }
 
-/* The store's bytes below an image's cut, for fs_image_read. */
+void fs_file_keep(fs *f, fs_node *dn, const fs_addr *a)
+{
+	const void *p;
+	size_t n;
+	fs_node *node;
+	sfs_buf v = { NULL, 0 };
+
+	fs_child_part(a, &p, &n);
+	node = fs_node_find(f, dn, a->kind, p, n, 0);
+	if (!node || !fs_node_wants_kept(f, node))
+		return;
+	if (sfs_kv_get(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
+	               &v) == SFS_OK)
+		fs_node_set_kept(f, node, &v);
+}
+
+/* The store's bytes below an image's cut, for fs_image_read: the node's
+ * kept bytes once it was deleted or replaced (fs_file_keep). */
 typedef struct base_ctx {
 	fs *f;
+	fs_node *node;
 	const fs_addr *a;
 } base_ctx;
 
 static int read_base(void *ctx, uint64_t off, size_t n, unsigned char *out)
 {
 	base_ctx *c = ctx;
+	const sfs_buf *kept = fs_node_kept(c->f, c->node);
 	sfs_buf v = { NULL, 0 };
-	int rc = sfs_kv_read(c->f->store, fs_part(c->a, 0), fs_part(c->a, 1),
-	                     fs_part(c->a, 2), off, n, &v, NULL);
+	int rc;
+
+	if (kept) {
+		if (off < kept->len)
+			memcpy(out, (const unsigned char *)kept->ptr + off,
+			       kept->len - off < n ? (size_t)(kept->len - off) : n);
+		return 0;
+	}
+	rc = sfs_kv_read(c->f->store, fs_part(c->a, 0), fs_part(c->a, 1),
+	                 fs_part(c->a, 2), off, n, &v, NULL);
 
 	if (rc == SFS_NOTFOUND)
 		return 0; /* deleted meanwhile: zeros */
@@ -758,7 +785,7 @@ static int file_bytes(fs *f, fs_file *h, uint64_t off, size_t size,
                       unsigned char **tmp)
 {
 	fs_addr a = { 0 };
-	base_ctx c = { f, &a };
+	base_ctx c = { f, h->node, &a };
 	int err;
 
 	*got = 0;

@@ -193,6 +193,14 @@ typedef struct fs_node {
 	                              only change is a cut does not undo a
 	                              later value (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
+	unsigned has_kept : 1;     /* kept holds the bytes below */
+	sfs_buf kept;              /* the value as it was just before it was
+	                              deleted or replaced through the mount
+	                              while open for reading and writing: what
+	                              reads of those handles show of the
+	                              store's bytes once the node is unlinked
+	                              (file.c, fs_file_keep). Freed with the
+	                              node */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
 	                              store cannot hold empty: lives here */
 	struct fs_file *files;     /* its open files (fs_file.node_next) */
@@ -270,6 +278,18 @@ uint64_t fs_node_stored(fs *f, fs_node *n);
 uint64_t fs_node_stored_seq(fs *f, const fs_node *n);
 /* Whether the node still stands for its name (not deleted or replaced). */
 int fs_node_linked(fs *f, fs_node *n);
+/* Whether the node still stands for its name and has a file open for
+ * reading and writing (O_RDWR): a delete or replacement must keep its
+ * bytes for it. */
+int fs_node_wants_kept(fs *f, fs_node *n);
+/* Gives the node the bytes of its value (*v, taken), replacing what a
+ * delete or rename that then failed kept; freed at once when the node was
+ * unlinked meanwhile. */
+void fs_node_set_kept(fs *f, fs_node *n, sfs_buf *v);
+/* The node's kept bytes once it is unlinked, else NULL: borrowed for as
+ * long as the caller holds a reference on the node (an unlinked node's
+ * are never replaced). */
+const sfs_buf *fs_node_kept(fs *f, fs_node *n);
 /* The node's open files: linked at open, unlinked at free. */
 void fs_node_file_add(fs *f, fs_node *n, struct fs_file *h);
 void fs_node_file_del(fs *f, fs_node *n, struct fs_file *h);
@@ -676,6 +696,12 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                            struct fuse_file_info *fi_in, fuse_ino_t ino_out,
                            off_t off_out, struct fuse_file_info *fi_out,
                            size_t len, int flags);
+/* Before the value a (a key, child of dn) is deleted or replaced through
+ * the mount: if it is open for reading and writing, its bytes are kept
+ * for those handles, whose reads would otherwise show the store's bytes
+ * below their changes, gone then (zeros) or another value's. Best
+ * effort: on an error the handles read what the store holds. */
+void fs_file_keep(fs *f, fs_node *dn, const fs_addr *a);
 /* SETATTR's size change on an open handle (ftruncate) by task pid. 0 or
  * an errno. */
 int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid);

@@ -180,6 +180,7 @@ static void maybe_free(fs *f, fs_node *n)
 		if (!n->unlinked)
 			name_remove(f, n);
 		f->nodes--;
+		sfs_buf_free(&n->kept);
 		free(n->name);
 		free(n);
 		if (!parent)
@@ -280,6 +281,7 @@ void fs_inodes_free(fs *f)
 	for (size_t b = 0; f->by_ino && b < f->ino_buckets; b++) {
 		for (n = f->by_ino[b]; n; n = next) {
 			next = n->ino_next;
+			sfs_buf_free(&n->kept);
 			free(n->name);
 			free(n);
 		}
@@ -624,6 +626,43 @@ int fs_node_linked(fs *f, fs_node *n)
 	linked = !n->unlinked;
 	pthread_mutex_unlock(&f->lock);
 	return linked;
+}
+
+int fs_node_wants_kept(fs *f, fs_node *n)
+{
+	int want = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (fs_file *h = n->files; h && !n->unlinked && !want; h = h->node_next)
+		want = (h->flags & O_ACCMODE) == O_RDWR;
+	pthread_mutex_unlock(&f->lock);
+	return want;
+}
+
+void fs_node_set_kept(fs *f, fs_node *n, sfs_buf *v)
+{
+	sfs_buf old = { NULL, 0 };
+
+	pthread_mutex_lock(&f->lock);
+	if (!n->unlinked) { /* else another delete kept them first */
+		old = n->kept;
+		n->kept = *v;
+		n->has_kept = 1;
+		*v = (sfs_buf){ NULL, 0 };
+	}
+	pthread_mutex_unlock(&f->lock);
+	sfs_buf_free(&old);
+	sfs_buf_free(v);
+}
+
+const sfs_buf *fs_node_kept(fs *f, fs_node *n)
+{
+	const sfs_buf *kept;
+
+	pthread_mutex_lock(&f->lock);
+	kept = n->unlinked && n->has_kept ? &n->kept : NULL;
+	pthread_mutex_unlock(&f->lock);
+	return kept;
 }
 
 uint64_t fs_node_ihash(fs *f, fs_node *n)

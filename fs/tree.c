@@ -160,6 +160,8 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (fs_kind_is_dir(child.kind))
 		err = EISDIR;
 	else {
+		if (child.kind == FS_KV_KEY)
+			fs_file_keep(f, dn, &child);
 		hold = f->async_close && (child.kind == FS_KV_KEY ||
 		                          child.kind == FS_CNT_KEY) &&
 		       fs_hold_begin(f);
@@ -306,6 +308,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EXDEV;
 		goto out;
 	}
+	if (!(flags & RENAME_NOREPLACE))
+		fs_file_keep(f, ndn, &to); /* the target is replaced */
 	rc = fs_store_rename(f, &from, &to,
 	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
 	fs_child_part(&from, &p, &n);

@@ -2,7 +2,8 @@
 # files.sh - values as files, where tools expect a filesystem:
 #   - attributes of an open handle: fsx's first probe (ftruncate 0 and
 #     100000, fstat), lseek(SEEK_END) and fstat after unsaved writes, a
-#     write after SEEK_END appends, fstat of a deleted file says st_nlink 0;
+#     write after SEEK_END appends, fstat of a deleted file says st_nlink 0,
+#     a file open O_RDWR reads its own bytes after rm or a replacing mv;
 #   - copy_file_range on a handle before its commit, looping until done,
 #     and cp (coreutils uses copy_file_range) of a value in the mount;
 #   - create, close, unlink 2,000 times (O_CREAT|O_EXCL), nothing left; a
@@ -95,6 +96,22 @@ read -r line <&"${LS[0]}"
 wait "$LS_PID" || fail "the listing of a create committed after OPENDIR failed"
 expect_eq "$line" new "a create committed after OPENDIR: listed once"
 rm s/pc/new
+# A file open for reading and writing (O_RDWR) keeps its bytes when it
+# is deleted or replaced, as an unlinked file does: before, its reads
+# showed zeros (the store's bytes were gone) or the new value's.
+printf abcdef > s/n/rw
+exec 5<> s/n/rw
+rm s/n/rw
+expect_eq "$(cat <&5)" abcdef "an O_RDWR file read after rm"
+exec 5>&-
+printf abcdef > s/n/rw
+printf NEW > s/n/rw.new
+exec 5<> s/n/rw
+mv s/n/rw.new s/n/rw
+expect_eq "$(cat <&5)" abcdef "an O_RDWR file read after mv replaced it"
+exec 5>&-
+expect_eq "$(cat s/n/rw)" NEW "the value that replaced it"
+rm s/n/rw
 ok "fstat, SEEK_END, fstat after a delete, listings of open files"
 
 # copy_file_range, and cp.
