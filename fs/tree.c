@@ -329,13 +329,73 @@ out:
 	fs_addr_free(&ndir);
 }
 
-/* MKNOD, SYMLINK, LINK: the store holds none of these. */
+/* The empty file mknod(S_IFREG) makes: a value with one insert-if-absent
+ * (sfs_kv_edit, SFS_EDIT_EXCL), a counter at 0 (an add of 0 makes it
+ * absent, changes nothing present). SFS_EXISTS when it exists. */
+static int make_empty(fs *f, fs_node *dn, const fs_addr *child)
+{
+	uint64_t size;
+	int64_t mtime;
+	int rc;
+
+	if (held(f, dn, child))
+		return SFS_EXISTS; /* being created */
+	if (child->kind == FS_KV_KEY)
+		return sfs_kv_edit(f->store, fs_part(child, 0), fs_part(child, 1),
+		                   fs_part(child, 2), NULL, 0,
+		                   SFS_EDIT_CREATE | SFS_EDIT_EXCL, NULL);
+	rc = fs_store_stat(f, child, &size, &mtime);
+	if (rc != SFS_NOTFOUND)
+		return rc == SFS_OK ? SFS_EXISTS : rc;
+	return sfs_counter_add(f->store, fs_part(child, 0), fs_part(child, 1),
+	                       fs_part(child, 2), 0, NULL);
+}
+
+/* MKNOD of a regular file (tar --xattrs makes each file so, then opens
+ * it; Python's os.mknod): an empty value or counter, made at once
+ * (make_empty); EEXIST when there is one, as on a local filesystem.
+ * Entries and items are named by the store, so not made so (EPERM), nor
+ * devices, fifos and sockets, which the store does not hold. */
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev)
 {
-	(void)parent, (void)name, (void)mode, (void)rdev;
-	fuse_reply_err(req, EPERM);
+	fs *f = fs_of(req);
+	fs_addr dir = { 0 }, child = { 0 };
+	fs_node *dn;
+	fs_kind kind;
+	int rc, err;
+
+	(void)rdev;
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((err = fs_name_check(name)) ||
+	    (err = fs_node_addr_of(f, parent, &dn, &dir))) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	kind = fs_class_of(dir.kind)->create;
+	if (f->readonly)
+		err = EROFS;
+	else if (kind != FS_KV_KEY && kind != FS_CNT_KEY)
+		err = EPERM;
+	else if ((rc = fs_resolve(f, &dir, name, 1, &child)) != SFS_OK)
+		err = fs_errno(f, rc, "mknod"); /* EINVAL: no name of anything */
+	else if (child.kind != kind)
+		err = EEXIST; /* a special file */
+	else if ((rc = make_empty(f, dn, &child)) != SFS_OK)
+		err = rc == SFS_EXISTS ? EEXIST : fs_errno(f, rc, "mknod");
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fs_reply_entry(f, req, dn, &child, child.kind == FS_CNT_KEY ? 2 : 0,
+		               fs_now_ns());
+	fs_addr_free(&child);
+	fs_addr_free(&dir);
 }
+
+/* SYMLINK, LINK: the store holds neither. */
 
 void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
                        const char *name)

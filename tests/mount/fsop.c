@@ -10,6 +10,7 @@
  *                       knows the next request is the READ)
  *   openw PATH          open(O_WRONLY) and close
  *   symlink PATH TARGET   link PATH OLD   mknod PATH   mkfifo PATH
+ *   mkreg PATH          mknod of a regular file (S_IFREG), as tar does
  *   mkdir PATH   rmdir PATH   unlink PATH   rename PATH NEW
  *   truncate PATH SIZE   stat PATH
  * Prints "OK" or the errno's name ("ENODATA") of the first call that
@@ -107,6 +108,8 @@ int main(int argc, char **argv)
 		return result(link(a, path) != 0);
 	if (!strcmp(op, "mknod"))
 		return result(mknod(path, S_IFCHR | 0644, makedev(1, 3)) != 0);
+	if (!strcmp(op, "mkreg"))
+		return result(mknod(path, S_IFREG | 0644, 0) != 0);
 	if (!strcmp(op, "mkfifo"))
 		return result(mkfifo(path, 0644) != 0);
 	if (!strcmp(op, "mkdir"))

@@ -2,7 +2,8 @@
 # tools.sh - tools that walk the whole mount change nothing (grep -r,
 # find -exec cat, xargs, tar c, cp -r, rsync, diff -r, ls -lR, du: no pop,
 # no drain, queue lengths and key counts the same before and after), and
-# tar and rsync round trips of values and counters through the mount.
+# tar and rsync round trips of values and counters through the mount;
+# mknod of a regular file (tar --xattrs) makes an empty one.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -53,6 +54,19 @@ tar -C "$mnt/counter" --transform 's,^app,app2,' -xf "$work/c.tar"
 diff -r counter/app counter/app2 || fail "tar round trip of counters"
 expect_eq "$(helper cget app2 stats done)" 42 "counter restored by tar x"
 ok "tar c / tar x"
+
+# mknod of a regular file (tar x --xattrs makes each file with it, then
+# opens it): an empty value or counter, EEXIST when there is one. Before,
+# every mknod was EPERM and tar --xattrs extracted nothing.
+expect_op OK mkreg app/cfg/made
+expect_eq "$(helper get app cfg made; echo .)" . "mknod made an empty value"
+expect_op EEXIST mkreg app/cfg/made
+expect_op OK mkreg counter/app/stats/made
+expect_eq "$(helper cget app stats made)" 0 "mknod made a counter at 0"
+expect_op EEXIST mkreg counter/app/stats/made
+expect_op EPERM mkreg queue/q/made
+rm app/cfg/made counter/app/stats/made
+ok "mknod of a regular file"
 
 # rsync -a round trip (temporary file, chmod, utimes, rename on the way in).
 rsync -a app/ "$work/rs/"
