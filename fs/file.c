@@ -984,18 +984,26 @@ static int file_write(fs *f, fs_file *h, pid_t pid, const void *buf,
 	return err;
 }
 
-/* WRITE: file_write. */
+/* WRITE: file_write. A value opened O_SYNC or O_DSYNC is committed and
+ * synced at each write, as FSYNC does: the kernel sends no FSYNC after a
+ * synchronous write to a direct_io file, and write(2) must not return
+ * before its bytes are stored. Not entries, items and counters, where
+ * each commit is one more entry, item or token. */
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
                  size_t size, off_t off, struct fuse_file_info *fi)
 {
 	fs *f = fs_of(req);
 	fs_file *h = file_of(fi);
-	int err;
+	int err, sync = (h->flags & O_DSYNC) && h->kind == FS_KV_KEY;
 
 	(void)ino;
 	pthread_mutex_lock(&h->lock);
 	err = file_write(f, h, fuse_req_ctx(req)->pid, buf, size, off);
+	if (!err && sync)
+		err = h->cancelled ? EIO : commit(f, h, 1, "write");
 	pthread_mutex_unlock(&h->lock);
+	if (!err && sync)
+		err = fs_sync_store(f, &h->lock, &h->async_since, "write");
 	if (err)
 		fuse_reply_err(req, err);
 	else

@@ -30,7 +30,9 @@
  *                      its own descriptor; prints fstat's size and PID's
  *                      VmRSS (kB) with all N open, then truncates them to 0
  *                      and closes
- *   hold PATH N GO     opens PATH O_WRONLY|O_CREAT (no O_TRUNC), writes N
+ *   hold PATH N GO [sync]
+ *                      opens PATH O_WRONLY|O_CREAT (no O_TRUNC; with
+ *                      sync, O_DSYNC too), writes N
  *                      zero bytes, prints "ready" (or "write <errno>"),
  *                      waits until the file GO exists, closes (a close
  *                      that fails after a failed write prints "close
@@ -297,10 +299,10 @@ static int op_sparse(const char *dir, int n, const char *pid)
 	return 0;
 }
 
-static int op_hold(const char *path, long n, const char *go)
+static int op_hold(const char *path, long n, const char *go, int sync)
 {
 	static const char zeros[65536];
-	int fd = open_or_die(path, O_WRONLY | O_CREAT);
+	int fd = open_or_die(path, O_WRONLY | O_CREAT | (sync ? O_DSYNC : 0));
 	long done = 0;
 
 	while (done < n) {
@@ -623,8 +625,9 @@ int main(int argc, char **argv)
 		return op_unlinkopen(argv[2]);
 	if (!strcmp(op, "sparse") && argc == 5)
 		return op_sparse(argv[2], atoi(argv[3]), argv[4]);
-	if (!strcmp(op, "hold") && argc == 5)
-		return op_hold(argv[2], atol(argv[3]), argv[4]);
+	if (!strcmp(op, "hold") && (argc == 5 ||
+	                             (argc == 6 && !strcmp(argv[5], "sync"))))
+		return op_hold(argv[2], atol(argv[3]), argv[4], argc == 6);
 	if (!strcmp(op, "refused") && argc == 4)
 		return op_refused(argv[2], atol(argv[3]));
 	if (!strcmp(op, "race") && argc == 5)

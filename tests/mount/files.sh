@@ -3,7 +3,8 @@
 #   - attributes of an open handle: fsx's first probe (ftruncate 0 and
 #     100000, fstat), lseek(SEEK_END) and fstat after unsaved writes, a
 #     write after SEEK_END appends, fstat of a deleted file says st_nlink 0,
-#     a file open O_RDWR reads its own bytes after rm or a replacing mv;
+#     a file open O_RDWR reads its own bytes after rm or a replacing mv,
+#     an O_DSYNC write is in the store before the close;
 #   - copy_file_range on a handle before its commit, looping until done,
 #     and cp (coreutils uses copy_file_range) of a value in the mount;
 #   - create, close, unlink 2,000 times (O_CREAT|O_EXCL), nothing left; a
@@ -30,11 +31,11 @@ bg=()
 reap_bg() { for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap 'rc_=$?; set +e; reap_bg; (exit $rc_); cleanup' EXIT
 
-# hold NAME PATH BYTES: a file held open (fileops hold) until `release
-# NAME`; waits until fileops has written and said so in $work/hold.NAME
-# ("ready", or the write's errno).
+# hold NAME PATH BYTES [sync]: a file held open (fileops hold; O_DSYNC
+# with sync) until `release NAME`; waits until fileops has written and
+# said so in $work/hold.NAME ("ready", or the write's errno).
 hold() {
-  fileops hold "$2" "$3" "$work/go.$1" > "$work/hold.$1" &
+  fileops hold "$2" "$3" "$work/go.$1" ${4:-} > "$work/hold.$1" &
   bg+=($!)
   eval "held_$1=$!"
   for _ in $(seq 600); do [ -s "$work/hold.$1" ] && return 0; nap 0.05; done
@@ -112,7 +113,14 @@ expect_eq "$(cat <&5)" abcdef "an O_RDWR file read after mv replaced it"
 exec 5>&-
 expect_eq "$(cat s/n/rw)" NEW "the value that replaced it"
 rm s/n/rw
-ok "fstat, SEEK_END, fstat after a delete, listings of open files"
+# A write through an O_DSYNC (or O_SYNC) file is stored when write(2)
+# returns, as fsync would store it; before, only at the close.
+hold dsync "$mnt/s/n/dsync" 5 sync
+expect_eq "$(said dsync)" ready "an O_DSYNC write"
+expect_eq "$(helper get s n dsync | wc -c)" 5 "an O_DSYNC write is stored before the close"
+release dsync
+rm s/n/dsync
+ok "fstat, SEEK_END, fstat after a delete, listings of open files, O_DSYNC"
 
 # copy_file_range, and cp.
 out=$(fileops copy "$mnt/s/n/src" "$mnt/s/n/dst") || fail "fileops copy: $out"
