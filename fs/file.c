@@ -325,7 +325,7 @@ static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 		                 fs_part(a, 2), e, n, flags, &size);
 		if (rc == SFS_OK) {
 			fs_image_reset(&h->img, size);
-			fs_node_stored(f, h->node);
+			h->base_stored = fs_node_stored(f, h->node);
 		}
 	}
 	pthread_mutex_unlock(mu);
@@ -430,6 +430,7 @@ static int load(fs *f, fs_file *h, const fs_addr *a)
 			} else if (fs_node_pending_empty(f, h->node)) {
 				fs_image_init(&h->img, 0, 0); /* being created */
 			} else {
+				h->base_stored = fs_node_stored_seq(f, h->node);
 				rc = sfs_kv_stat(f->store, fs_part(a, 0),
 				                 fs_part(a, 1), fs_part(a, 2), &st);
 				if (rc)
@@ -776,6 +777,27 @@ static int follow(fs *f, fs_file *h, uint64_t end)
 	return err;
 }
 
+/* An O_RDWR handle with no changes of its own reads the value as it is:
+ * when another handle of the mount stored the value since its base was
+ * read, the image starts again over the new length. Before, it kept the
+ * old length, and a shorter value read back padded with zeros that no
+ * version held. Called with h->lock held. */
+static void rebase(fs *f, fs_file *h, const fs_addr *a)
+{
+	uint64_t seq = fs_node_stored_seq(f, h->node);
+	sfs_stat st;
+
+	if (seq == h->base_stored || fs_image_changed(&h->img) ||
+	    h->refused || h->cancelled || !fs_node_linked(f, h->node))
+		return;
+	if (sfs_kv_stat(f->store, fs_part(a, 0), fs_part(a, 1), fs_part(a, 2),
+	                &st) != SFS_OK)
+		return; /* reads show what the store has, as before */
+	fs_image_reset(&h->img, st.size);
+	h->base_stored = seq;
+	publish(f, h);
+}
+
 /* The bytes of a handle at [off, off + size) for READ and
  * COPY_FILE_RANGE: *p points into the snapshot (valid while h->lock is
  * held) or into *tmp (malloc'd; the caller frees it). Called with h->lock
@@ -792,14 +814,19 @@ static int file_bytes(fs *f, fs_file *h, uint64_t off, size_t size,
 	*p = NULL;
 	*tmp = NULL;
 	if (h->image) {
-		if (off >= h->img.size || size == 0)
-			return 0;
-		if (size > h->img.size - off)
-			size = (size_t)(h->img.size - off);
-		if (!(*tmp = malloc(size)))
-			return ENOMEM;
 		if ((err = fs_node_addr(f, h->node, &a)))
 			return err;
+		rebase(f, h, &a);
+		if (off >= h->img.size || size == 0) {
+			fs_addr_free(&a);
+			return 0;
+		}
+		if (size > h->img.size - off)
+			size = (size_t)(h->img.size - off);
+		if (!(*tmp = malloc(size))) {
+			fs_addr_free(&a);
+			return ENOMEM;
+		}
 		err = fs_image_read(&h->img, off, size, *tmp, got, read_base, &c);
 		fs_addr_free(&a);
 		*p = *tmp;

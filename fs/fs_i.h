@@ -620,6 +620,8 @@ typedef struct fs_file {
 	fs_writers writers;        /* who changed it (fs_caller_close) */
 	uint64_t cut_stored;       /* node->stored_seq when the image was last
 	                              cut (O_TRUNC, ftruncate) */
+	uint64_t base_stored;      /* node->stored_seq when the image's base
+	                              length was last read from the store */
 	int refused;               /* the errno of a refused write (EFBIG,
 	                              ENOBUFS, EINVAL) or 0: the handle
 	                              commits nothing, not even its create or

@@ -4,6 +4,7 @@
 #     100000, fstat), lseek(SEEK_END) and fstat after unsaved writes, a
 #     write after SEEK_END appends, fstat of a deleted file says st_nlink 0,
 #     a file open O_RDWR reads its own bytes after rm or a replacing mv,
+#     and a shorter value stored meanwhile whole, without zeros,
 #     an O_DSYNC write is in the store before the close;
 #   - copy_file_range on a handle before its commit, looping until done,
 #     and cp (coreutils uses copy_file_range) of a value in the mount;
@@ -112,6 +113,13 @@ mv s/n/rw.new s/n/rw
 expect_eq "$(cat <&5)" abcdef "an O_RDWR file read after mv replaced it"
 exec 5>&-
 expect_eq "$(cat s/n/rw)" NEW "the value that replaced it"
+# ... and with no changes of its own reads a shorter value stored by
+# another file of the mount without zeros at its end (before: "XY\0\0").
+printf abcdef > s/n/rw
+exec 5<> s/n/rw
+printf XY > s/n/rw
+expect_eq "$(cat <&5 | od -An -c | tr -d ' \n')" XY "an O_RDWR file read after a shorter value was stored"
+exec 5>&-
 rm s/n/rw
 # A write through an O_DSYNC (or O_SYNC) file is stored when write(2)
 # returns, as fsync would store it; before, only at the close.
