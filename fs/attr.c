@@ -219,11 +219,26 @@ static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
 	return sfs_item_heartbeat(f->store, fs_part(a, 0), a->id, lease);
 }
 
+/* touch of a value (utimes to now): sfs_kv_edit with no edits, which
+ * sets its write time and changes nothing else. A value being created
+ * gets its time at its commit. */
+static int touch_value(fs *f, fs_node *n, const fs_addr *a)
+{
+	int rc = sfs_kv_edit(f->store, fs_part(a, 0), fs_part(a, 1),
+	                     fs_part(a, 2), NULL, 0, 0, NULL);
+
+	if (rc == SFS_OK)
+		fs_node_stored(f, n);
+	return rc == SFS_NOTFOUND ? SFS_OK : rc;
+}
+
 /* SETATTR: a size change is a truncate of the open handle's image
  * (committed at FLUSH) or, without a handle, one sfs_kv_edit.
- * A time change of an in-flight item is a heartbeat (touch). Other mode,
- * owner and time changes are the store's and are accepted and ignored, so
- * cp -a, tar x and rsync -a work. */
+ * A time change of an in-flight item is a heartbeat (touch); a value's
+ * mtime set to now (touch) is a write time of now (touch_value). Other
+ * mode, owner and time changes (a time given: the store keeps write times,
+ * which never go back) are accepted and ignored, so cp -a, tar x and
+ * rsync -a work. */
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int valid, struct fuse_file_info *fi)
 {
@@ -264,6 +279,16 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		err = f->readonly ? EROFS
 		                  : fs_errno(f, heartbeat(f, &a, attr, valid),
 		                             "heartbeat");
+		if (err) {
+			fuse_reply_err(req, err);
+			fs_addr_free(&a);
+			return;
+		}
+	}
+	if (n->kind == FS_KV_KEY && (valid & FUSE_SET_ATTR_MTIME_NOW) &&
+	    !(valid & FUSE_SET_ATTR_SIZE)) {
+		err = f->readonly ? EROFS
+		                  : fs_errno(f, touch_value(f, n, &a), "touch");
 		if (err) {
 			fuse_reply_err(req, err);
 			fs_addr_free(&a);
