@@ -173,6 +173,8 @@ struct fs_stream {
 	unsigned taken : 1;    /* drains: the take was done */
 	unsigned ended : 1;    /* drains: every row rendered */
 	unsigned lost : 1;     /* drains: an ack found the claim lost */
+	unsigned last : 1;     /* drains: the page rendered holds the
+	                          claim's last rows */
 };
 
 /* The open .follow handles, so that a stat of a .follow (which the
@@ -313,21 +315,25 @@ static int fill(fs *f, fs_file *h, const fs_addr *a)
 		}
 		rc = beat(f, s);
 	}
-	/* Sizes first: as many rows as fit in a page, at least one. */
+	/* Sizes first: as many rows as fit in a page, at least one; one
+	 * more than a page's rows tells whether this page is the last. */
 	if (rc == SFS_OK)
-		rc = rows(f, h, a, PAGE_ROWS, 1, &keys);
-	if (rc == SFS_CLAIMLOST && is_drain(h) && !s->lost) {
+		rc = rows(f, h, a, PAGE_ROWS + 1, 1, &keys);
+	if (rc == SFS_CLAIMLOST && is_drain(h) && !s->lost && s->last) {
 		/* Every row was delivered and settled: the claim ended with
-		 * its last one. */
+		 * its last one. Without the last page acked, a lost claim is
+		 * a lease that ran out (the rest went back): ENOENT, not an
+		 * end that would pass a cut stream off as whole. */
 		s->claim = 0;
 		s->ended = 1;
 		return SFS_NOTFOUND;
 	}
 	if (rc != SFS_OK)
 		return rc;
-	while ((size_t)take < keys.n &&
+	while ((size_t)take < keys.n && take < PAGE_ROWS &&
 	       (take == 0 || bytes + keys.items[take].st.size <= PAGE_BYTES))
 		bytes += keys.items[take++].st.size;
+	s->last = (size_t)take == keys.n;
 	sfs_list_free(&keys);
 	if (take == 0) {
 		s->ended = is_drain(h);

@@ -57,6 +57,28 @@ expect_eq "$(jq -r .name "$q/.drain" | tr '\n' ' ')" "$qleft" "the queue's rest"
 expect_eq "$(ls "$q" | wc -l)" 0 "the queue drained"
 unmount_fs
 
+# A reader that stops longer than the lease loses the rest to recovery and
+# is told so (ENOENT), also when it stopped at a page's end, with every
+# row it had acked: 300 items are two pages (256 rows a page), dd reads
+# the first whole (a short read ends at the page's end), and the read
+# after the pause must fail, not end the stream as if it were whole.
+mount_fs -o lease=1s
+helper qpush stall $(seq 300)
+exec 3< "$mnt/queue/stall/.drain"
+dd bs=1M count=1 status=none <&3 > "$work/page1"
+expect_eq "$(grep -c '' "$work/page1")" 256 "the first page, whole"
+nap 2.5 # past the lease
+if cat <&3 > /dev/null 2> "$work/err"; then
+  exec 3<&-
+  fail "a drain whose lease ran out read as ended: $(ls "$mnt/queue/stall" | wc -l) items went back unseen"
+fi
+exec 3<&-
+grep -q 'No such file or directory' "$work/err" || fail "not ENOENT: $(cat "$work/err")"
+expect_eq "$(ls "$mnt/queue/stall" | wc -l)" 44 "the rest is back"
+rm "$mnt"/queue/stall/*
+unmount_fs
+ok "a drain that outlived its lease fails its next read"
+
 # The daemon killed while a namespace's drain waits to answer: nothing is
 # lost, the lease (2 s) gives it back. The daemon holds its answer until
 # the reader is interrupted (a test hook), so the kill lands between the
