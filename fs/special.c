@@ -355,6 +355,30 @@ static int fill(fs *f, fs_file *h, const fs_addr *a)
 	return err ? SFS_NOMEM : rc;
 }
 
+/* Acks the next m rows one by one, after an ack of all of them together
+ * found one that is not the claim's any more: someone settled it under
+ * inflight/ (a file is an item, whatever claim holds it). The others were
+ * delivered whole all the same, and would come back at the release if
+ * left. A lost claim after an ack here ended with its last item: the
+ * rest were settled elsewhere. Lock held. */
+static int ack_each(fs *f, struct fs_stream *s, size_t m)
+{
+	static const sfs_outcome done = SFS_OUTCOME_DONE;
+	int rc = SFS_OK, any = 0;
+
+	for (size_t i = 0; i < m && rc == SFS_OK; i++) {
+		rc = sfs_claim_settle(f->store, s->claim, s->ids + s->acked + i,
+		                      &done, 1);
+		if (rc == SFS_OK)
+			any = 1;
+		else if (rc == SFS_NOTFOUND)
+			rc = SFS_OK;
+		else if (rc == SFS_CLAIMLOST && any)
+			return SFS_OK;
+	}
+	return rc;
+}
+
 /* Acks the drain's rows whose last byte is before offset e: the reader
  * has them whole. Lock held. */
 static void ack_through(fs *f, struct fs_stream *s, off_t e)
@@ -372,6 +396,8 @@ static void ack_through(fs *f, struct fs_stream *s, off_t e)
 
 		rc = sfs_claim_settle(f->store, s->claim, s->ids + s->acked,
 		                      done, m);
+		if (rc == SFS_NOTFOUND)
+			rc = ack_each(f, s, m);
 		if (rc) {
 			s->lost = 1;
 			fs_log(f, LOG_WARNING, "rows of a drain were delivered "
