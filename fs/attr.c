@@ -210,6 +210,12 @@ static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
 	int64_t lease = f->lease_ms, until;
 
 	if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW)) {
+		/* Nanoseconds since 1970 end in 2262: a later time would
+		 * wrap around (into the past, or into an hour from now), an
+		 * earlier one than 1970 is past anyway. */
+		if (attr->st_mtim.tv_sec < 0 ||
+		    attr->st_mtim.tv_sec >= INT64_MAX / 1000000000)
+			return SFS_INVALID;
 		until = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
 		        attr->st_mtim.tv_nsec;
 		lease = (until - fs_now_ns()) / 1000000;

@@ -166,6 +166,11 @@ end2=$(mtime $q/inflight/$n)
 if touch -d @1000000000 $q/inflight/$n 2>/dev/null; then
   fail "a lease end in the past was accepted"
 fi
+# nor one past what nanoseconds since 1970 hold (2262): the year 2611,
+# whose nanoseconds wrap around to an hour from now, is refused too
+if touch -d "@$((18446744073 + $(now) + 3601))" $q/inflight/$n 2>/dev/null; then
+  fail "a lease end in the year 2611 was accepted (it ends at $(mtime $q/inflight/$n))"
+fi
 mv $q/inflight/$n $q/
 ok "touch heartbeats"
 
