@@ -847,6 +847,13 @@ typedef enum sfs_outcome {
 	SFS_OUTCOME_RETRY,    /* pushed again at the tail, under a new id */
 	SFS_OUTCOME_REJECT,   /* moved to the dead letters ("rejected") */
 	SFS_OUTCOME_NACK,     /* back at its original id (its FIFO place) */
+	SFS_OUTCOME_RELEASE,  /* never delivered: a nack that first takes
+	                         back the delivery the claim counted, so a
+	                         reader that got nothing (interrupted, a
+	                         failed write, a drain's rest) uses up no
+	                         delivery and sends nothing to the dead
+	                         letters that was not there before it;
+	                         for a namespace's entries, a nack */
 } sfs_outcome;
 
 /* Claims up to max (>= 1) pending items from the head of the queue under a

@@ -138,7 +138,7 @@ int chk_lease(const sfs_store *s, int64_t lease_ms, int64_t *ns)
 
 int chk_outcome(sfs_outcome o)
 {
-	if (o < SFS_OUTCOME_DONE || o > SFS_OUTCOME_NACK)
+	if (o < SFS_OUTCOME_DONE || o > SFS_OUTCOME_RELEASE)
 		return sfs_err(SFS_INVALID, "unknown outcome %d", (int)o);
 	return SFS_OK;
 }

@@ -15,7 +15,8 @@
  * item's name and leaves the claim to the reader, who settles it under
  * inflight/ (rm = ack, mv back = nack, touch = heartbeat). If the reader
  * was interrupted (Ctrl-C, `timeout`) by the time the item was taken, or
- * the kernel refuses the reply, the claim is nacked: the item is back at
+ * the kernel refuses the reply, the claim is released (a nack that takes
+ * back the delivery it counted): the item is back at
  * its place, the head, under its name, and the READ fails with EINTR.
  * Should the daemon die between the take and the ack, the lease runs out
  * and the item comes back: nothing is lost. Once bytes were delivered a
@@ -69,10 +70,11 @@ static int serve(fuse_req_t req, fs_file *h, size_t size, off_t off)
 	                                                  : size);
 }
 
-/* Puts a taken item back at its place (the claim's nack). Lock held. */
+/* Puts a taken item back at its place, the delivery its claim counted
+ * taken back: the reader got nothing (a release). Lock held. */
 static void put_back(fs *f, fs_file *h)
 {
-	int rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_NACK);
+	int rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_RELEASE);
 
 	/* A lost claim went back by itself (its lease ran out). */
 	if (rc && rc != SFS_CLAIMLOST)
@@ -551,7 +553,7 @@ void fs_special_release(fs *f, fs_file *h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	if (s->claim) {
-		rc = sfs_claim_end(f->store, s->claim, SFS_OUTCOME_NACK);
+		rc = sfs_claim_end(f->store, s->claim, SFS_OUTCOME_RELEASE);
 		if (rc && rc != SFS_CLAIMLOST)
 			fs_log(f, LOG_ERR, "a drain's rows that were not "
 			       "delivered could not be given back now (its "

@@ -384,7 +384,7 @@ int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
 	}
 	if (!saverr)
 		saverr = EIO;
-	st = sfs_claim_end(s, claim, SFS_OUTCOME_NACK);
+	st = sfs_claim_end(s, claim, SFS_OUTCOME_RELEASE);
 	if (st != SFS_OK)
 		return cli_fail_status(c, st, "cannot write the output (%s), and "
 		                       "cannot put back what was taken from %s "

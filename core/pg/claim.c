@@ -636,8 +636,76 @@ static int claim_ids(sfs_backend *b, int64_t cid, int64_t **ids, size_t *n)
 	return *ids ? SFS_OK : sfs_err(SFS_NOMEM, "reading a claim");
 }
 
+/* A release is a nack that first takes back the delivery the claim
+ * counted: the item (id, or every item of the claim when id is 0) was
+ * never delivered. The server's sfs_settle knows nacks only, so this is a
+ * statement of its own before the nack, not one transaction with it: on
+ * its own (the caller gone in between) it leaves the items in flight with
+ * the count they had before the claim, which recovery returns as it is,
+ * right for items nobody got. Items no longer in flight under the claim
+ * are left alone (they were returned, and maybe claimed again). */
+static int uncount(sfs_backend *b, int64_t cid, const sfs_slice *queue,
+                   int64_t id)
+{
+	pgp p = PGP_INIT;
+	int64_t n = 0;
+
+	if (queue) {
+		pgp_bytes(&p, *queue);
+		pgp_i64(&p, id);
+		return pgb_run_int(b, "WITH u AS (UPDATE statefs_inflight SET"
+		                   " deliveries = GREATEST(deliveries - 1, 0)"
+		                   " WHERE queue = $1 AND id = $2 RETURNING 1)"
+		                   " SELECT count(*) FROM u", &p, PGB_COMMIT, &n,
+		                   "releasing an item");
+	}
+	pgp_i64(&p, cid);
+	pgp_i64(&p, id);
+	return pgb_run_int(b, "WITH u AS (UPDATE statefs_inflight SET"
+	                   " deliveries = GREATEST(deliveries - 1, 0)"
+	                   " WHERE claim_id = $1 AND ($2 = 0 OR id = $2)"
+	                   " RETURNING 1) SELECT count(*) FROM u", &p,
+	                   PGB_COMMIT, &n, "releasing a claim");
+}
+
+/* Outcomes for the server: a release is a nack there, after uncount(). */
+static int releases(sfs_backend *b, int64_t cid, const sfs_slice *queue,
+                    const int64_t *ids, const sfs_outcome *outcomes,
+                    size_t n, sfs_outcome *outs)
+{
+	int st = SFS_OK;
+
+	for (size_t i = 0; i < (ids ? n : 1) && st == SFS_OK; i++) {
+		outs[i] = outcomes[i];
+		if (outcomes[i] != SFS_OUTCOME_RELEASE)
+			continue;
+		outs[i] = SFS_OUTCOME_NACK;
+		st = uncount(b, cid, queue, ids ? ids[i] : 0);
+	}
+	return st;
+}
+
+static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
+                        const sfs_outcome *outcomes, size_t n);
+
 int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
-                     const sfs_outcome *outcomes, size_t n)
+                     const sfs_outcome *in, size_t n)
+{
+	sfs_outcome *outcomes;
+	int st;
+
+	outcomes = malloc((ids && n ? n : 1) * sizeof(*outcomes));
+	if (!outcomes)
+		return sfs_err(SFS_NOMEM, "settling");
+	st = releases(b, claim_id, NULL, ids, in, n, outcomes);
+	if (st == SFS_OK)
+		st = claim_settle(b, claim_id, ids, outcomes, n);
+	free(outcomes);
+	return st;
+}
+
+static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
+                        const sfs_outcome *outcomes, size_t n)
 {
 	sfs_outcome *outs;
 	int64_t *all = NULL;
@@ -672,7 +740,10 @@ int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
 int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                         sfs_outcome outcome)
 {
-	return settle(b, 0, &queue, &id, &outcome, 1);
+	sfs_outcome o;
+	int st = releases(b, 0, &queue, &id, &outcome, 1, &o);
+
+	return st == SFS_OK ? settle(b, 0, &queue, &id, &o, 1) : st;
 }
 
 /* --- in-flight items and dead letters: reading ---------------------------- */

@@ -907,6 +907,13 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 		status = on_items(b, ST_SETTLE_DEAD_REJECT, DEAD_SQL("rejected", ""),
 		                  cid, lo, hi, now_s, 0, NULL);
 		break;
+	case SFS_OUTCOME_RELEASE: /* the claim's delivery taken back, a nack */
+		status = on_items(b, ST_SETTLE_UNCOUNT, "UPDATE statefs_inflight"
+		        " AS i SET deliveries=max(deliveries - 1, 0) WHERE "
+		        OF_CLAIM, cid, lo, hi, now_s, 0, NULL);
+		if (status != SFS_OK)
+			break;
+		__attribute__((fallthrough)); /* then a nack */
 	case SFS_OUTCOME_NACK:
 		status = on_items(b, ST_SETTLE_DEAD_LIMIT, DEAD_SQL("delivery limit",
 		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
@@ -969,6 +976,7 @@ static int apply_kv(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 	case SFS_OUTCOME_DONE:
 		break;
 	case SFS_OUTCOME_NACK:
+	case SFS_OUTCOME_RELEASE: /* entries count no deliveries */
 		status = on_items(b, ST_KVC_BACK_TIME, KV_BACK_TIME("t.claim_id=?1"
 		                  " AND t.id BETWEEN ?2 AND ?3"), cid, lo, hi,
 		                  now_s, 0, NULL);

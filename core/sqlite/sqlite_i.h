@@ -118,7 +118,7 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	/* claim.c: settling items */                                      \
 	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
 	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \
-	X(SETTLE_DEL, 1) X(SETTLE_END, 1)                                  \
+	X(SETTLE_DEL, 1) X(SETTLE_END, 1) X(SETTLE_UNCOUNT, 1)             \
 	/* claim.c: recovery (pairs: every queue, one queue) */            \
 	X(GC_POLICY, 1) X(GC_POLICIES, 1) X(GC_ANY, 1) X(GC_TTL_Z, 1)      \
 	X(GC_TTL_C, 1) X(GC_TTL_MAP, 1) X(GC_TTL_OWN, 1) X(GC_TTL_PEND, 1) \

@@ -160,6 +160,17 @@ expect_exit 0 sc --json queue gc jobs
 jqe "$out" '.dead == 1 and .returned == 0'
 expect_exit 0 sc --json queue dead jobs
 jqe "$out" '.entries[0].value == "poison" and .entries[0].reason == "delivery limit"'
+# a pop whose output fails gave nothing away: it uses up no delivery, so
+# at a limit of 1 the item stays pending, with no delivery counted
+sc queue push jobs spared >/dev/null
+expect_exit_into 9 /dev/full sc queue pop jobs
+expect_exit_into 9 pipe-gone sc queue pop jobs
+expect_exit 0 sc --json queue scan jobs
+jqe "$out" '.entries | length == 1 and .[0].value == "spared"'
+expect_exit 0 sc --json queue dead jobs
+jqe "$out" '.entries | length == 1'
+expect_exit 0 sc queue pop jobs
+expect_eq "$out" spared "popped at last"
 expect_exit 0 sc queue policy jobs --max-deliveries 0 --ttl 0
 expect_exit 0 sc --json queue policy jobs
 jqe "$out" '.ttl_ms == 0 and .max_deliveries == 0'

@@ -234,6 +234,10 @@ cd "$mnt"
 inflight_any() { [ "$(helper qinflight jobs)" -gt 0 ]; }
 for i in x y; do echo $i > $q/new; done
 names=$(ls $q | tr '\n' ' ')
+# A reader that got nothing uses up no delivery: at a limit of one, an
+# item nacked after each interrupted take would be dead after the first.
+helper qpolicy jobs 0 1
+dead0=$(helper qdead jobs)
 for f in .pop .wait .claim .drain; do
   # a background job ignores SIGINT: perl puts it back, as for the daemon
   perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' -- cat $q/$f >/dev/null 2>&1 &
@@ -267,6 +271,8 @@ for r in "${readers[@]}"; do
   expect_eq "$rc" 130 "a reader of two was interrupted (SIGINT)"
 done
 await "after two readers: the same items, names and order, nothing in flight" back
+expect_eq "$(helper qdead jobs)" "$dead0" "no new dead letters"
+helper qpolicy jobs 0 0
 ok "two readers interrupted at once leave their items"
 
 # --- the daemon killed between a drain's take and its reply ----------------

@@ -506,6 +506,25 @@ static void test_delivery_limit(void **state)
 	assert_memory_equal(l.items[0].reason.ptr, "delivery limit", 14);
 	assert_int_equal(l.items[0].st.deliveries, 2);
 	sfs_list_free(&l);
+	/* a release (the taker got nothing) takes its delivery back: at a
+	 * limit of 1, "ok" claimed and released three times stays pending,
+	 * no delivery counted; per item (the file view's call) too */
+	p.max_deliveries = 1;
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	for (int i = 0; i < 3; i++) {
+		OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
+		OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_RELEASE));
+	}
+	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
+	OK(sfs_item_settle(t->s, Q, l.items[0].id, SFS_OUTCOME_RELEASE));
+	sfs_list_free(&l);
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
+	values_are(&l, "ok");
+	assert_int_equal(l.items[0].st.deliveries, 0);
+	sfs_list_free(&l);
+	IS(SFS_INVALID, sfs_claim_end(t->s, cid, (sfs_outcome)(SFS_OUTCOME_RELEASE + 1)));
+	p.max_deliveries = 2;
+	OK(sfs_queue_policy_set(t->s, Q, &p));
 	/* a nack at the limit goes dead too; below it, back */
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, NULL));
 	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
