@@ -1259,6 +1259,52 @@ static const char *cv_next_syscall(sqlite3_vfs *pv, const char *z)
 	return REAL(pv)->xNextSystemCall(REAL(pv), z);
 }
 
+/* SQLite's default VFS, the one ours wrap: what the extension (ext.c)
+ * wraps if it made an encrypting VFS the default (never encrypt twice).
+ * NULL when there is none usable. */
+static sqlite3_vfs *default_real(void)
+{
+	sqlite3_vfs *real;
+
+	if (sqlite3_initialize() != SQLITE_OK ||
+	    !(real = sqlite3_vfs_find(NULL)) || real->iVersion < 2)
+		return NULL;
+	return crypt_vfs_is(real) ? ((struct crypt_vfs *)real)->real : real;
+}
+
+/* Makes v a VFS over real named v->name, whose files are file_size bytes
+ * before real's and opened by xopen; every other call is forwarded. */
+static void vfs_wrap(struct crypt_vfs *v, sqlite3_vfs *real, int file_size,
+                     int (*xopen)(sqlite3_vfs *, const char *,
+                                  sqlite3_file *, int, int *))
+{
+	v->real = real;
+	/* The default VFS's version, at most 3 (what we know to forward). */
+	v->base.iVersion = real->iVersion < 3 ? real->iVersion : 3;
+	v->base.szOsFile = file_size + real->szOsFile;
+	v->base.mxPathname = real->mxPathname;
+	v->base.zName = v->name;
+	v->base.pAppData = v;
+	v->base.xOpen = xopen;
+	v->base.xDelete = cv_delete;
+	v->base.xAccess = cv_access;
+	v->base.xFullPathname = cv_full_pathname;
+	v->base.xDlOpen = cv_dlopen;
+	v->base.xDlError = cv_dlerror;
+	v->base.xDlSym = cv_dlsym;
+	v->base.xDlClose = cv_dlclose;
+	v->base.xRandomness = cv_randomness;
+	v->base.xSleep = cv_sleep;
+	v->base.xCurrentTime = cv_current_time;
+	v->base.xGetLastError = cv_get_last_error;
+	v->base.xCurrentTimeInt64 = cv_current_time64;
+	if (v->base.iVersion >= 3) {
+		v->base.xSetSystemCall = cv_set_syscall;
+		v->base.xGetSystemCall = cv_get_syscall;
+		v->base.xNextSystemCall = cv_next_syscall;
+	}
+}
+
 int crypt_vfs_open(const sfs_key *key, crypt_vfs **out)
 {
 	return crypt_vfs_register(key, NULL, 0, out);
@@ -1277,15 +1323,8 @@ int crypt_vfs_register(const sfs_key *key, const char *name,
 		return sfs_err(SFS_INVALID, "crypt_vfs_register: NULL argument");
 	if (name && strlen(name) >= sizeof(v->name))
 		return sfs_err(SFS_INVALID, "VFS name '%s' is too long", name);
-	if (sqlite3_initialize() != SQLITE_OK)
-		return sfs_err(SFS_INTERNAL, "sqlite3_initialize failed");
-	real = sqlite3_vfs_find(NULL);
-	if (!real || real->iVersion < 2)
+	if (!(real = default_real()))
 		return sfs_err(SFS_INTERNAL, "no usable default SQLite VFS");
-	/* The extension (ext.c) may have made an encrypting VFS the
-	 * default: wrap what it wraps, never encrypt twice. */
-	if (crypt_vfs_is(real))
-		real = ((struct crypt_vfs *)real)->real;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return sfs_err(SFS_NOMEM, "out of memory");
@@ -1302,31 +1341,7 @@ int crypt_vfs_register(const sfs_key *key, const char *name,
 		snprintf(v->name, sizeof(v->name), "statefs-crypt-%s", hex);
 	}
 	pthread_mutex_init(&v->mu, NULL);
-	v->real = real;
-	/* The default VFS's version, at most 3 (what we know to forward). */
-	v->base.iVersion = real->iVersion < 3 ? real->iVersion : 3;
-	v->base.szOsFile = (int)sizeof(cfile) + real->szOsFile;
-	v->base.mxPathname = real->mxPathname;
-	v->base.zName = v->name;
-	v->base.pAppData = v;
-	v->base.xOpen = cv_open;
-	v->base.xDelete = cv_delete;
-	v->base.xAccess = cv_access;
-	v->base.xFullPathname = cv_full_pathname;
-	v->base.xDlOpen = cv_dlopen;
-	v->base.xDlError = cv_dlerror;
-	v->base.xDlSym = cv_dlsym;
-	v->base.xDlClose = cv_dlclose;
-	v->base.xRandomness = cv_randomness;
-	v->base.xSleep = cv_sleep;
-	v->base.xCurrentTime = cv_current_time;
-	v->base.xGetLastError = cv_get_last_error;
-	v->base.xCurrentTimeInt64 = cv_current_time64;
-	if (v->base.iVersion >= 3) {
-		v->base.xSetSystemCall = cv_set_syscall;
-		v->base.xGetSystemCall = cv_get_syscall;
-		v->base.xNextSystemCall = cv_next_syscall;
-	}
+	vfs_wrap(v, real, (int)sizeof(cfile), cv_open);
 	if (sqlite3_vfs_register(&v->base, make_default) != SQLITE_OK) {
 		sfs_key_destroy(v->key);
 		pthread_mutex_destroy(&v->mu);
@@ -1593,33 +1608,12 @@ static int plain_ok;
 static void plain_register(void)
 {
 	struct crypt_vfs *v = &plain_vfs;
-	sqlite3_vfs *real;
+	sqlite3_vfs *real = default_real();
 
-	if (sqlite3_initialize() != SQLITE_OK ||
-	    !(real = sqlite3_vfs_find(NULL)) || real->iVersion < 2)
+	if (!real)
 		return;
-	if (crypt_vfs_is(real))
-		real = ((struct crypt_vfs *)real)->real;
 	snprintf(v->name, sizeof(v->name), "statefs-plain");
-	v->real = real;
-	v->base.iVersion = 2;
-	v->base.szOsFile = (int)sizeof(pfile) + real->szOsFile;
-	v->base.mxPathname = real->mxPathname;
-	v->base.zName = v->name;
-	v->base.pAppData = v;
-	v->base.xOpen = pv_open;
-	v->base.xDelete = cv_delete;
-	v->base.xAccess = cv_access;
-	v->base.xFullPathname = cv_full_pathname;
-	v->base.xDlOpen = cv_dlopen;
-	v->base.xDlError = cv_dlerror;
-	v->base.xDlSym = cv_dlsym;
-	v->base.xDlClose = cv_dlclose;
-	v->base.xRandomness = cv_randomness;
-	v->base.xSleep = cv_sleep;
-	v->base.xCurrentTime = cv_current_time;
-	v->base.xGetLastError = cv_get_last_error;
-	v->base.xCurrentTimeInt64 = cv_current_time64;
+	vfs_wrap(v, real, (int)sizeof(pfile), pv_open);
 	plain_ok = sqlite3_vfs_register(&v->base, 0) == SQLITE_OK;
 }
 
