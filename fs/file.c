@@ -1214,6 +1214,14 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		err = commit(f, h, kind == FS_CLOSE_LAST, "flush");
 		if (held)
 			fs_hold_end(f);
+		/* close(2) tells the writer, but a shell's redirection
+		 * does not look (`echo v > k` on a store made read-only
+		 * says nothing): the log does. Engine failures (EIO,
+		 * EBUSY) were logged by fs_errno already. */
+		if (err == EROFS || err == ENOSPC || err == ENOMEM)
+			fs_log(f, LOG_WARNING, "a %s was not stored at its "
+			       "close: %s", fs_class_of(h->kind)->what,
+			       strerror(err));
 		break;
 	}
 	pthread_mutex_unlock(&h->lock);

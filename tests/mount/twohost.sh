@@ -53,6 +53,24 @@ rm "$mnt/app/cfg/k"
 cat "$b/app/cfg/k" 2>/dev/null && fail "B still reads a value A removed"
 ok "a value written through A is read through B by the next cat"
 
+# --- a host whose connections are read-only -------------------------------
+# (the role's or the database's default_transaction_read_only): `echo v >
+# k` there is told EROFS at its close, which the shell ignores, so the
+# daemon logs it; nothing is stored.
+allow_log 'read-only transaction|not stored at its close: Read-only file system'
+mkdir -p "$mnt/app/ro"
+echo old > "$mnt/app/ro/k"
+b_pid=$other_pid
+PGOPTIONS="-c default_transaction_read_only=on" mount_other "$work/ro"
+echo new > "$work/ro/app/ro/k"
+expect_eq "$(cat "$mnt/app/ro/k")" old "a value written on a read-only host"
+grep -q "a key was not stored at its close: Read-only file system" \
+  "$work/daemon.err" || fail "the read-only host did not log the lost close"
+fusermount3 -u "$work/ro" || fail "cannot unmount the read-only host"
+wait "$other_pid" || fail "the read-only host exited badly"
+other_pid=$b_pid
+ok "a read-only host: its failed close is logged, nothing stored"
+
 # --- 4 producers and 4 consumers on both mounts: 5,000 items, once each -----
 per=${TWOHOST_PER:-1250}
 mkdir -p "$mnt/queue/work"
