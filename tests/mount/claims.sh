@@ -61,7 +61,13 @@ lease_end=$(mtime $q/inflight/$n)
 [ "$lease_end" -ge $((t0 + lease)) ] && [ "$lease_end" -le $((t1 + lease)) ] ||
   fail "mtime $lease_end is not the lease end (claimed in [$t0, $t1], lease $lease s)"
 expect_eq "$(stat -c '%s %A' $q/inflight/$n)" "6 -r--------" "size and mode"
-rm $q/inflight/$n
+if ! rm $q/inflight/$n 2>/dev/null; then
+  # Only when the checks above outlasted the lease (a machine slower now
+  # than when the lease was measured: the daemon took the item back):
+  # claimed again and acked at once.
+  [ "$(now)" -ge "$lease_end" ] || fail "rm of an item in flight within its lease"
+  n=$(cat $q/.claim) && rm $q/inflight/$n || fail "rm of an item claimed again"
+fi
 expect_eq "$(ls $q/inflight)" "" "rm acks"
 expect_eq "$(helper qlen jobs)" 2 "the others are still pending"
 ok ".claim, inflight/, rm"
