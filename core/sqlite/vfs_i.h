@@ -25,6 +25,8 @@
 #ifndef STATEFS_SQLITE_VFS_I_H
 #define STATEFS_SQLITE_VFS_I_H
 
+#include <sys/types.h>
+
 #include <sqlite3.h>
 
 #include "crypt/crypt_i.h"
@@ -79,6 +81,19 @@ const char *crypt_last_error(void);
  * a restore), with the same crypt_last_error. SFS_INTERNAL when SQLite has
  * no usable default VFS. */
 int crypt_plain_vfs(const char **name);
+
+/* Shared by the two VFSs (vfs.c, plainvfs.c). */
+/* Whether zname no longer names the main file opened as dev/ino: a rekey
+ * or a restore renamed a new store over it. */
+int crypt_replaced_since(const char *zname, dev_t dev, ino_t ino);
+/* Refuses a connection's first lock on such a file: unlocks real, leaves
+ * the message in crypt_last_error, returns SQLITE_IOERR_LOCK. */
+int crypt_refuse_replaced(sqlite3_file *real, const char *zname);
+/* statefs-plain's files (plainvfs.c): their size before the default
+ * VFS's, and their xOpen over real. */
+size_t crypt_plain_file_size(void);
+int crypt_plain_open(sqlite3_vfs *real, const char *zname, sqlite3_file *pf,
+                     int flags, int *out_flags);
 
 /* Forgets the message above (call at the start of an operation, so that a
  * later failure never shows an older message). */
