@@ -692,8 +692,13 @@ int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
                      const sfs_outcome *in, size_t n)
 {
 	sfs_outcome *outcomes;
+	size_t k = ids ? n : 1, i = 0;
 	int st;
 
+	while (i < k && in[i] != SFS_OUTCOME_RELEASE)
+		i++;
+	if (i == k) /* no release: the outcomes as they are (every ack) */
+		return claim_settle(b, claim_id, ids, in, n);
 	outcomes = malloc((ids && n ? n : 1) * sizeof(*outcomes));
 	if (!outcomes)
 		return sfs_err(SFS_NOMEM, "settling");
