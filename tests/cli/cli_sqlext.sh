@@ -161,7 +161,13 @@ fi
 
 # --- a tampered page: refused, and SQLite's log names it
 cp "$DB" "$T/bad.db"
-printf '\x01' | dd of="$T/bad.db" bs=1 seek=$((4096 + 300)) conv=notrunc status=none
+# every bit of the byte flipped: a fixed byte left the page as it was
+# whenever the ciphertext already held it there (1 run in 256)
+off=$((4096 + 300))
+b=$(od -An -tu1 -j "$off" -N1 "$T/bad.db")
+printf "\\$(printf %03o $((b ^ 255)))" |
+	dd of="$T/bad.db" bs=1 seek="$off" conv=notrunc status=none
+cmp -s "$DB" "$T/bad.db" && fail "the tampered copy is the same as the store"
 expect_fail sqlite3 -bail -cmd ".log stderr" -cmd ".load $ext" -cmd ".open $T/bad.db" :memory: "PRAGMA integrity_check"
 expect_match "$err" "page 2 of $T/bad.db failed authentication" "a tampered page"
 echo "cli_sqlext: ok"
