@@ -182,7 +182,14 @@ int pgb_claim(sfs_backend *b, sfs_slice queue, long max, int64_t lease_ns,
 	pgc *c;
 	int st;
 
-	PGB_TRY(b, c, st, 0) {
+	/* Run again when the commit's outcome is unknown: a claim lost
+	 * after its commit left its items in flight under a claim nobody
+	 * holds, and they come back when that lease ends, as a crashed
+	 * worker's do (a delivery counted, none lost). A claim of one
+	 * named item (pgb_claim_item) would find it gone and say so, and a
+	 * namespace's (pgb_kv_claim) would find it empty: those report the
+	 * doubt instead. */
+	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
 		st = claim_body(c, queue, max, 0, lease_ns, items != NULL, &cid,
 		                &n, &l);
 	}

@@ -775,6 +775,9 @@ int pgb_try_next(pgb_try *t, pgc **cp, int *st)
 	} else {
 		retry = *st != SFS_OK && (c->transient ||
 		        (c->unknown && (t->flags & PGB_IDEMPOTENT)));
+		if (retry && !c->transient)
+			sfs_log(LOG_WARNING, "%s; running it again",
+			        sfs_errdetail());
 		c->transient = c->unknown = 0;
 		pgb_release(t->b, c);
 		t->c = NULL;
