@@ -164,12 +164,7 @@ int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_out(p, "policy"));
-	if (p->ttl_ms < 0 || p->max_deliveries < 0)
-		return sfs_err(SFS_INVALID, "a negative time-to-live or"
-		               " delivery limit");
-	if (p->ttl_ms > MAX_LEASE_MS)
-		return sfs_err(SFS_INVALID, "time-to-live of %lld ms is out of"
-		               " range", (long long)p->ttl_ms);
+	CHECK(chk_policy(p->ttl_ms, p->max_deliveries));
 	CALL(s, s->ops->policy_set(s->be, queue, p));
 }
 

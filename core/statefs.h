@@ -954,7 +954,8 @@ typedef struct sfs_queue_policy {
 } sfs_queue_policy;
 
 /* Sets (or with all fields 0 removes) the policy. Errors: SFS_INVALID for
- * a negative field or a time-to-live over 100 years. */
+ * a negative field, a time-to-live over 100 years or a delivery limit
+ * over SFS_DELIVERIES_MAX. */
 int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,
                          const sfs_queue_policy *p);
 

@@ -28,6 +28,22 @@ int chk_name(sfs_slice n, const char *what)
 	return SFS_OK;
 }
 
+int chk_policy(int64_t ttl_ms, int64_t max_deliveries)
+{
+	if (ttl_ms < 0 || max_deliveries < 0)
+		return sfs_err(SFS_INVALID, "a negative time-to-live or"
+		               " delivery limit");
+	if (ttl_ms > MAX_LEASE_MS)
+		return sfs_err(SFS_INVALID, "time-to-live of %lld ms is out of"
+		               " range", (long long)ttl_ms);
+	if (max_deliveries > SFS_DELIVERIES_MAX)
+		return sfs_err(SFS_INVALID, "a delivery limit of %lld is more"
+		               " than the %lld deliveries an item can count"
+		               " (0: no limit)", (long long)max_deliveries,
+		               (long long)SFS_DELIVERIES_MAX);
+	return SFS_OK;
+}
+
 int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key)
 {
 	CHECK(chk_name(scope, "scope"));
@@ -774,10 +790,7 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 		return SFS_OK;
 	case SFS_FAM_POLICY:
 		CHECK(chk_name(row->scope, "queue"));
-		if (row->ttl_ms < 0 || row->max_deliveries < 0)
-			return sfs_err(SFS_INVALID, "a negative time-to-live or"
-			               " delivery limit");
-		return SFS_OK;
+		return chk_policy(row->ttl_ms, row->max_deliveries);
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)row->family);
 }

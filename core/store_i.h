@@ -190,6 +190,11 @@ int chk_family(sfs_family fam, sfs_slice ns);
  * must fit int64 ns. */
 #define MAX_LEASE_MS (1000LL * 3600 * 24 * 365 * 100)
 
+/* A queue policy's fields: not negative, a time-to-live up to
+ * MAX_LEASE_MS, a delivery limit up to SFS_DELIVERIES_MAX (a count
+ * never passes it, so a larger limit would never be reached). */
+int chk_policy(int64_t ttl_ms, int64_t max_deliveries);
+
 /* An item state. */
 int chk_state(sfs_item_state st);
 /* A lease in ms (0: the store's default) as ns, into *ns. */

@@ -9,6 +9,7 @@
  * does not. Global options (--db, --json, ...) are accepted anywhere, so
  * `statectl get s n k --json` works as well as `statectl --json get s n k`.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -71,7 +72,8 @@ int cli_parse_i64(const char *text, int64_t *out)
 	char *end;
 	long long v;
 
-	if (!text || !*text)
+	/* strtoll skips leading white space; a number here has none */
+	if (!text || !*text || isspace((unsigned char)*text))
 		return -1;
 	errno = 0;
 	v = strtoll(text, &end, 10);

@@ -32,6 +32,8 @@ expect_op EPERM unlink app/cfg/.drain
 expect_op EPERM rename queue/q/.pop queue/q/x
 expect_op EPERM rename app/cfg/k app/cfg/.drain
 expect_op EBUSY rmdir exec
+expect_op EBUSY rmdir queue/q/inflight
+expect_op EBUSY rmdir queue/q/dead
 ok "EPERM, EBUSY"
 
 expect_op EACCES write "exec/s/log/k/$entry" x

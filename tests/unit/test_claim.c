@@ -540,6 +540,12 @@ static void test_delivery_limit(void **state)
 	assert_int_equal(got.max_deliveries, 0);
 	p.ttl_ms = -1;
 	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, &p));
+	/* a limit no count reaches (counts stop at SFS_DELIVERIES_MAX) */
+	p.ttl_ms = 0;
+	p.max_deliveries = SFS_DELIVERIES_MAX + 1;
+	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, &p));
+	p.max_deliveries = SFS_DELIVERIES_MAX;
+	OK(sfs_queue_policy_set(t->s, Q, &p));
 }
 
 /* The time-to-live drops pending items that waited longer than it, and
