@@ -498,11 +498,15 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	/* Claim recovery at open (docs/claims.md). It takes the write lock
 	 * only when a lease has run out or a queue has a time-to-live. A
 	 * failure here does not fail the open: every claim call recovers its
-	 * queue again before it acts. */
-	if (!(p->flags & (SFS_OPEN_READONLY | SFS_OPEN_NORECOVER)) &&
-	    s->ops->queue_gc(s->be, SFS_NONE, 1, NULL) != SFS_OK)
-		sfs_log(LOG_WARNING, "%s: claim recovery at open: %s", s->path,
-		        sfs_errdetail());
+	 * queue again before it acts. A store the server or the file's mode
+	 * keeps read-only says nothing: no write of any caller can succeed
+	 * there, and each open would warn (every statectl command). */
+	if (!(p->flags & (SFS_OPEN_READONLY | SFS_OPEN_NORECOVER))) {
+		status = s->ops->queue_gc(s->be, SFS_NONE, 1, NULL);
+		if (status != SFS_OK && status != SFS_READONLY)
+			sfs_log(LOG_WARNING, "%s: claim recovery at open: %s",
+			        s->path, sfs_errdetail());
+	}
 	*out = s;
 	return SFS_OK;
 }

@@ -29,20 +29,29 @@ struct mountd_gc {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;       /* CLOCK_MONOTONIC */
 	int stop;                  /* guarded by lock */
+	int last_rc;               /* the last pass's status; the thread's */
 	pthread_t thread;
 };
 
-/* One pass, and a line in the log when it did something or failed. */
+/* One pass, and a line in the log when it did something or failed. A
+ * failure like the last pass's is not logged again (a read-only
+ * database fails every pass, once a second with a short lease); the
+ * first pass that works after failures says so. */
 static void gc_pass(struct mountd_gc *g)
 {
 	sfs_gc_stats st;
 	int rc = sfs_queue_gc(g->store, SFS_NONE, &st);
 
-	if (rc)
+	if (rc && rc != g->last_rc)
 		mountd_log(rc == SFS_BUSY ? LOG_WARNING : LOG_ERR,
-		           "claim recovery: %s: %s", sfs_strerror(rc),
-		           sfs_errdetail());
-	else if (st.returned || st.dead || st.expired)
+		           "claim recovery: %s: %s (not logged again while"
+		           " it fails so)", sfs_strerror(rc), sfs_errdetail());
+	else if (!rc && g->last_rc)
+		mountd_log(LOG_INFO, "claim recovery works again");
+	g->last_rc = rc;
+	if (rc)
+		return;
+	if (st.returned || st.dead || st.expired)
 		mountd_log(LOG_INFO, "claim recovery: %llu items back in their"
 		           " queues, %llu to dead letters, %llu dropped by their"
 		           " time-to-live", (unsigned long long)st.returned,

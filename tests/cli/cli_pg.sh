@@ -98,6 +98,10 @@ expect_exit 9 env PGOPTIONS="-c default_transaction_read_only=on" \
 	"$STATECTL" --db "$DB" "${modeopts[@]}" put s n k changed
 expect_match "$err" "read-only" "a read-only database refuses a put"
 expect_eq "$(sc get s n k)" v "a read-only database kept the value"
+# and reads work there, with nothing on stderr
+expect_exit 0 env PGOPTIONS="-c default_transaction_read_only=on" \
+	"$STATECTL" --db "$DB" "${modeopts[@]}" get s n k
+expect_eq "$out$err" v "a read of a read-only database, and its stderr"
 # a role without the right to create schemas, given a schema of its own
 # by the administrator, creates the store in it
 psql -X -q "$STATEFS_TEST_PG" -c "CREATE ROLE ${schema}_own LOGIN;
