@@ -31,6 +31,7 @@
  * is told at open, in the same sentences as for a SQLite store, before
  * any row is read.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@
 #include "pg_i.h"
 
 #define FORMAT 1
+#define NAME_TEXT (64 * 4 + 4) /* name_text: each byte as \xNN, "..." */
 #define SALT 16
 #define KCV 16
 #define META_LEN (2 + SALT + KCV)
@@ -220,18 +222,46 @@ int64_t pgb_plain_len(const sfs_backend *b, size_t stored)
 	return b->keys ? (int64_t)stored - PGB_SEAL_OVERHEAD : (int64_t)stored;
 }
 
+/* A name as text for a message: printable ASCII as it is, other bytes
+ * as \xNN, cut after 64 bytes ("..."). */
+static const char *name_text(char out[NAME_TEXT], sfs_slice n)
+{
+	const unsigned char *p = n.ptr;
+	size_t o = 0;
+
+	for (size_t i = 0; i < n.len && i < 64; i++)
+		o += (size_t)snprintf(out + o, NAME_TEXT - o,
+		                      p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\'
+		                      ? "%c" : "\\x%02x", p[i]);
+	snprintf(out + o, NAME_TEXT - o, "%s", n.len > 64 ? "..." : "");
+	return out;
+}
+
+/* A row that does not open, named as statectl names it. */
 static int bad_row(const pgb_ad *ad, const char *why)
 {
-	static const char *const what[] = { "a row", "a key's value",
-		"log entry", "queue item" };
-	const char *w = ad->fam >= 1 && ad->fam <= 3 ? what[ad->fam] : what[0];
+	char sc[NAME_TEXT], ns[NAME_TEXT], k[NAME_TEXT];
 
-	if (ad->fam == PGB_AD_KV)
-		return sfs_err(SFS_CORRUPT, "%s %s: it was changed on the server,"
-		               " or moved there from another key", w, why);
-	return sfs_err(SFS_CORRUPT, "%s %lld %s: it was changed on the server,"
-	               " or moved there from another place", w,
-	               (long long)ad->id, why);
+	switch (ad->fam) {
+	case PGB_AD_KV:
+		return sfs_err(SFS_CORRUPT, "the value of key '%s' in scope '%s'"
+		               " namespace '%s' %s: it was changed on the server,"
+		               " or moved there from another key",
+		               name_text(k, ad->key), name_text(sc, ad->scope),
+		               name_text(ns, ad->ns), why);
+	case PGB_AD_LOG:
+		return sfs_err(SFS_CORRUPT, "entry %lld of log '%s' in scope '%s'"
+		               " namespace '%s' %s: it was changed on the server,"
+		               " or moved there from another place",
+		               (long long)ad->id, name_text(k, ad->key),
+		               name_text(sc, ad->scope), name_text(ns, ad->ns),
+		               why);
+	default:
+		return sfs_err(SFS_CORRUPT, "item %lld of queue '%s' %s: it was"
+		               " changed on the server, or moved there from"
+		               " another place", (long long)ad->id,
+		               name_text(sc, ad->scope), why);
+	}
 }
 
 int pgb_unseal(const sfs_backend *b, const pgb_ad *ad, sfs_slice sealed,

@@ -316,6 +316,10 @@ k3	vk3" "a namespace's other keys are listed"
 ${ids[2]}	e3" "a log's other entries are listed"
 	expect_match "$err" "entry ${ids[1]} of log 'lg' in scope 's' namespace 'dk'.*left out" \
 		"the damaged entry is named"
+	# verify names the first damaged row it meets (the key, before the log)
+	expect_exit 4 sc verify
+	expect_match "$err" "the value of key 'k2' in scope 's' namespace 'dk' failed authentication" \
+		"verify names the damaged key"
 
 	# --- a canary never reaches the server in the clear
 	canary=canary-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
