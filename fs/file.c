@@ -163,7 +163,7 @@ static int hold(fs *f, fs_file *h, size_t want, int check)
 
 	pthread_mutex_lock(&f->lock);
 	if (check && want > h->held &&
-	    want - h->held > f->max_buffered - f->buffered)
+	    f->buffered + (want - h->held) > f->max_buffered)
 		err = ENOBUFS;
 	else
 		f->buffered = f->buffered - h->held + want;
@@ -719,11 +719,13 @@ typedef struct base_ctx {
 static int read_base(void *ctx, uint64_t off, size_t n, unsigned char *out)
 {
 	base_ctx *c = ctx;
-	const sfs_buf *kept = fs_node_kept(c->f, c->node);
+	const sfs_buf *kept;
 	sfs_buf v = { NULL, 0 };
-	int rc;
+	int rc = fs_node_kept(c->f, c->node, &kept);
 
-	if (kept) {
+	if (rc < 0)
+		return EIO; /* over max_buffered: logged when it was deleted */
+	if (rc) {
 		if (off < kept->len)
 			memcpy(out, (const unsigned char *)kept->ptr + off,
 			       kept->len - off < n ? (size_t)(kept->len - off) : n);

@@ -194,13 +194,14 @@ typedef struct fs_node {
 	                              later value (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned has_kept : 1;     /* kept holds the bytes below */
+	unsigned kept_over : 1;    /* they were not kept: over max_buffered */
 	sfs_buf kept;              /* the value as it was just before it was
 	                              deleted or replaced through the mount
 	                              while open for reading and writing: what
 	                              reads of those handles show of the
 	                              store's bytes once the node is unlinked
-	                              (file.c, fs_file_keep). Freed with the
-	                              node */
+	                              (file.c, fs_file_keep). Counted in
+	                              fs.buffered; freed with the node */
 	unsigned ephemeral : 1;    /* a log key or queue made by mkdir that the
 	                              store cannot hold empty: lives here */
 	struct fs_file *files;     /* its open files (fs_file.node_next) */
@@ -284,12 +285,15 @@ int fs_node_linked(fs *f, fs_node *n);
 int fs_node_wants_kept(fs *f, fs_node *n);
 /* Gives the node the bytes of its value (*v, taken), replacing what a
  * delete or rename that then failed kept; freed at once when the node was
- * unlinked meanwhile. */
+ * unlinked meanwhile. They count against max_buffered, as the bytes of
+ * open files do; past it they are not kept, and reads of the unlinked
+ * node's handles fail (fs_node_kept). */
 void fs_node_set_kept(fs *f, fs_node *n, sfs_buf *v);
-/* The node's kept bytes once it is unlinked, else NULL: borrowed for as
- * long as the caller holds a reference on the node (an unlinked node's
- * are never replaced). */
-const sfs_buf *fs_node_kept(fs *f, fs_node *n);
+/* Once the node is unlinked: 1 and its kept bytes in *out (borrowed for
+ * as long as the caller holds a reference on the node: an unlinked
+ * node's are never replaced), or -1 when they were over max_buffered.
+ * Else 0: the store holds its bytes. */
+int fs_node_kept(fs *f, fs_node *n, const sfs_buf **out);
 /* The node's open files: linked at open, unlinked at free. */
 void fs_node_file_add(fs *f, fs_node *n, struct fs_file *h);
 void fs_node_file_del(fs *f, fs_node *n, struct fs_file *h);

@@ -180,6 +180,7 @@ static void maybe_free(fs *f, fs_node *n)
 		if (!n->unlinked)
 			name_remove(f, n);
 		f->nodes--;
+		f->buffered -= n->kept.len;
 		sfs_buf_free(&n->kept);
 		free(n->name);
 		free(n);
@@ -642,26 +643,41 @@ int fs_node_wants_kept(fs *f, fs_node *n)
 void fs_node_set_kept(fs *f, fs_node *n, sfs_buf *v)
 {
 	sfs_buf old = { NULL, 0 };
+	int over = 0;
 
 	pthread_mutex_lock(&f->lock);
 	if (!n->unlinked) { /* else another delete kept them first */
 		old = n->kept;
-		n->kept = *v;
+		f->buffered -= old.len;
+		n->kept = (sfs_buf){ NULL, 0 };
 		n->has_kept = 1;
-		*v = (sfs_buf){ NULL, 0 };
+		over = f->buffered + v->len > f->max_buffered;
+		n->kept_over = (unsigned)over;
+		if (!over) {
+			n->kept = *v;
+			f->buffered += v->len;
+			*v = (sfs_buf){ NULL, 0 };
+		}
 	}
 	pthread_mutex_unlock(&f->lock);
+	if (over)
+		fs_log(f, LOG_WARNING, "a value deleted or replaced while open"
+		       " for reading and writing (%zu bytes) is over"
+		       " -o max_buffered: not kept, reads of it fail with EIO",
+		       v->len);
 	sfs_buf_free(&old);
 	sfs_buf_free(v);
 }
 
-const sfs_buf *fs_node_kept(fs *f, fs_node *n)
+int fs_node_kept(fs *f, fs_node *n, const sfs_buf **out)
 {
-	const sfs_buf *kept;
+	int kept = 0;
 
 	pthread_mutex_lock(&f->lock);
-	kept = n->unlinked && n->has_kept ? &n->kept : NULL;
+	if (n->unlinked && n->has_kept)
+		kept = n->kept_over ? -1 : 1;
 	pthread_mutex_unlock(&f->lock);
+	*out = &n->kept;
 	return kept;
 }
 

@@ -237,9 +237,24 @@ expect_op ENOBUFS write s/n/b3 x
 [ ! -e s/n/b3 ] || fail "a refused create was made"
 hold w3 "$mnt/s/n/b4" 10
 expect_eq "$(said w3)" "write ENOBUFS" "a write past the bound"
+# the copy an O_RDWR file keeps of its deleted value counts too: past the
+# bound it is not kept, and the file's reads fail instead of showing the
+# store's bytes (none, or a new value's)
+allow_log 'is over -o max_buffered: not kept'
+helper put s n kept abc
+exec 5<> s/n/kept
+rm s/n/kept
+out=$(cat <&5 2>&1) && fail "an O_RDWR file whose deleted bytes are over the bound read: $out"
+[[ $out == *"Input/output error"* ]] || fail "the read over the bound said: $out"
+exec 5>&-
 release w1
 release w2
 release w3
+printf abc > s/n/kept
+exec 5<> s/n/kept
+rm s/n/kept
+expect_eq "$(cat <&5)" abc "an O_RDWR file whose deleted bytes are within the bound"
+exec 5>&-
 [ ! -e s/n/b4 ] || fail "a handle refused at the bound was committed"
 expect_eq "$(sed -n 2p "$work/hold.w3")" "close ENOBUFS" "the close of a refused handle"
 expect_eq "$(stat -c %s s/n/b1)" 1048576 "b1 committed"
