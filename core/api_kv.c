@@ -311,7 +311,16 @@ int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value));
+	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value, 0));
+}
+
+int sfs_counter_create(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, int64_t value)
+{
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_key3(scope, ns, key));
+	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value, 1));
 }
 
 int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,

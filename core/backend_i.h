@@ -156,8 +156,9 @@ typedef struct sfs_backend_ops {
 	                   sfs_slice key, int64_t *value, int64_t *mtime_ns);
 	int (*counter_add)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                   sfs_slice key, int64_t delta, int64_t *value);
+	/* excl: only when absent, else SFS_EXISTS (sfs_counter_create) */
 	int (*counter_set)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-	                   sfs_slice key, int64_t value);
+	                   sfs_slice key, int64_t value, int excl);
 	int (*counter_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                      sfs_slice key);
 	int (*counter_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,

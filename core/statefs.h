@@ -695,6 +695,13 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t value);
 
+/* Creates the counter at value, only when it is absent: the check and the
+ * insert are one transaction, so of several clients creating one counter
+ * (the mount's O_EXCL creates, on any host) exactly one succeeds.
+ * Errors: SFS_EXISTS when it exists (nothing changed). */
+int sfs_counter_create(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, int64_t value);
+
 /* Deletes the counter. Errors: SFS_NOTFOUND when it was absent (nothing
  * changed). */
 int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,

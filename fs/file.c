@@ -643,14 +643,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		}
 		h->pending = 1;
 		h->created = 1;
-		if ((fi->flags & O_EXCL) && kind == FS_KV_KEY &&
-		    (rc = sfs_kv_edit(f->store, fs_part(&child, 0),
-		                      fs_part(&child, 1), fs_part(&child, 2),
-		                      NULL, 0, SFS_EDIT_CREATE | SFS_EDIT_EXCL,
-		                      NULL)) != SFS_OK) {
+		if ((fi->flags & O_EXCL) &&
+		    (kind == FS_KV_KEY || kind == FS_CNT_KEY) &&
+		    (rc = kind == FS_KV_KEY
+		          ? sfs_kv_edit(f->store, fs_part(&child, 0),
+		                        fs_part(&child, 1), fs_part(&child, 2),
+		                        NULL, 0, SFS_EDIT_CREATE | SFS_EDIT_EXCL,
+		                        NULL)
+		          : sfs_counter_create(f->store, fs_part(&child, 0),
+		                               fs_part(&child, 1),
+		                               fs_part(&child, 2), 0)) != SFS_OK) {
 			/* O_EXCL holds among every client of the store:
-			 * its empty value is made now, where other creates
-			 * wait for their first commit. */
+			 * its empty value (its counter at 0) is made now,
+			 * where other creates wait for their first commit. */
 			fs_file_free(f, h);
 			fs_node_forget(f, n, 1);
 			h = NULL;

@@ -817,25 +817,43 @@ int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 }
 
 int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    sfs_slice key, int64_t value)
+                    sfs_slice key, int64_t value, int excl)
 {
+	int64_t made = 1;
 	pgc *c;
 	int st;
 
-	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
+	/* A create whose outcome is unknown is not run again: the second
+	 * run would find its own counter and say it exists. */
+	PGB_TRY(b, c, st, excl ? 0 : PGB_IDEMPOTENT) {
 		pgp p = PGP_INIT;
 
 		key3(&p, scope, ns, key);
 		pgp_i64(&p, value);
 		pgp_clock(&p);
-		st = pgb_exec(c, PGB_SQL_CTR_TIME "INSERT INTO function_counter (scope_id,"
-		              " ns, key, n) VALUES ($1, $2, $3, $4) ON CONFLICT"
-		              " (scope_id, ns, key) DO UPDATE SET n = excluded.n", &p,
-		              PGB_COMMIT, NULL, "setting a counter");
+		if (excl)
+			st = pgb_exec_int(c, "WITH c AS (INSERT INTO"
+			        " function_counter (scope_id, ns, key, n) VALUES"
+			        " ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key)"
+			        " DO NOTHING RETURNING 1), t AS (INSERT INTO"
+			        " statefs_counter_time (scope_id, ns, key, mtime_ns)"
+			        " SELECT $1, $2, $3, sfs_mtime($5) FROM c ON CONFLICT"
+			        " (scope_id, ns, key) DO UPDATE SET mtime_ns ="
+			        " excluded.mtime_ns) SELECT count(*) FROM c", &p,
+			        PGB_COMMIT, &made, "creating a counter");
+		else
+			st = pgb_exec(c, PGB_SQL_CTR_TIME "INSERT INTO"
+			        " function_counter (scope_id, ns, key, n) VALUES"
+			        " ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key)"
+			        " DO UPDATE SET n = excluded.n", &p, PGB_COMMIT, NULL,
+			        "setting a counter");
 	}
-	if (st == SFS_OK)
-		pgb_committed(b);
-	return st;
+	if (st != SFS_OK)
+		return st;
+	if (!made)
+		return sfs_err(SFS_EXISTS, "the counter exists");
+	pgb_committed(b);
+	return SFS_OK;
 }
 
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,

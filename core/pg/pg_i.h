@@ -360,7 +360,7 @@ int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t delta, int64_t *value);
 int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                    sfs_slice key, int64_t value);
+                    sfs_slice key, int64_t value, int excl);
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                        sfs_slice key);
 int pgb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -699,26 +699,33 @@ int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 }
 
 static int counter_set_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                          sfs_slice key, int64_t value)
+                          sfs_slice key, int64_t value, int excl)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_SET,
-	        "INSERT INTO function_counter (scope_id, ns, key, n)"
-	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-	        " DO UPDATE SET n=excluded.n", &status);
+	sqlite3_stmt *st = excl
+	        ? sqlb_stmt(b, ST_CTR_CREATE, "INSERT INTO function_counter"
+	                    " (scope_id, ns, key, n) VALUES (?1, ?2, ?3, ?4)"
+	                    " ON CONFLICT (scope_id, ns, key) DO NOTHING",
+	                    &status)
+	        : sqlb_stmt(b, ST_CTR_SET, "INSERT INTO function_counter"
+	                    " (scope_id, ns, key, n) VALUES (?1, ?2, ?3, ?4)"
+	                    " ON CONFLICT (scope_id, ns, key)"
+	                    " DO UPDATE SET n=excluded.n", &status);
 
 	if (!st)
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
 	sqlite3_bind_int64(st, 4, value);
 	status = sqlb_run(b, st, "setting a counter");
+	if (status == SFS_OK && excl && sqlite3_changes(b->db) == 0)
+		return sfs_err(SFS_EXISTS, "the counter exists");
 	return status == SFS_OK ? counter_time(b, scope, ns, key) : status;
 }
 
 int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key, int64_t value)
+                     sfs_slice key, int64_t value, int excl)
 {
-	IN_STAMPED_TX(b, counter_set_tx(b, scope, ns, key, value));
+	IN_STAMPED_TX(b, counter_set_tx(b, scope, ns, key, value, excl));
 }
 
 int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,

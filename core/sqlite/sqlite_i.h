@@ -86,7 +86,7 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
-	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
+	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_CREATE, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
 	X(CTR_DEL, 1) X(CTR_UNTIME, 1) X(CTR_SCAN, 32)                     \
 	X(CTR_SCAN_TIME, 32)                                               \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
@@ -393,7 +393,7 @@ int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 int sqlb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t delta, int64_t *value);
 int sqlb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key, int64_t value);
+                     sfs_slice key, int64_t value, int excl);
 int sqlb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key);
 int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,

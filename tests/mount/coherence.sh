@@ -76,7 +76,19 @@ expect_eq "$(helper get app locks l)" "" "the name is taken in the store"
 wait "$holder"
 expect_eq "$(cat "$work/b/app/locks/l")" A "the winner's value"
 (set -C; : > app/locks/l) 2> /dev/null && fail "O_EXCL of an existing key"
-ok "O_EXCL across mounts"
+# the same for a counter (its O_EXCL was mount-local: both won)
+mkdir -p counter/app/locks
+(set -C; exec 5> counter/app/locks/c; printf 7 >&5; : > "$work/cheld"
+ until [ -e "$work/cgo" ]; do sleep 0.05; done) &
+holder=$!
+until [ -e "$work/cheld" ]; do nap 0.05; done
+(set -C; echo 9 > "$work/b/counter/app/locks/c") 2> /dev/null &&
+  fail "an O_EXCL create of a counter in another mount while it is being created"
+expect_eq "$(helper cget app locks c)" 0 "the counter is taken in the store"
+: > "$work/cgo"
+wait "$holder"
+expect_eq "$(cat "$work/b/counter/app/locks/c")" 7 "the winner's counter"
+ok "O_EXCL across mounts, values and counters"
 
 cd /
 unmount_fs

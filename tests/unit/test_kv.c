@@ -423,6 +423,18 @@ static void test_counter_basic(void **state)
 	OK(sfs_counter_add(t->s, SC, NS_, S("zero"), 0, &v));
 	assert_int_equal(v, 0);
 	ctr_is(t->s, "zero", 0, 1);
+	/* create: only when absent; an existing counter is left as it is
+	 * (its time: test_times.c) */
+	OK(sfs_counter_create(t->s, SC, NS_, S("made"), 7));
+	ctr_is(t->s, "made", 7, 1);
+	IS(SFS_EXISTS, sfs_counter_create(t->s, SC, NS_, S("new"), 1));
+	ctr_is(t->s, "new", 42, 1);
+	IS(SFS_EXISTS, sfs_counter_create(t->s, SC, NS_, S("made"), 0));
+	ctr_is(t->s, "made", 7, 1);
+	/* a key/value entry of the name does not count */
+	put(t->s, "kvonly", "x");
+	OK(sfs_counter_create(t->s, SC, NS_, S("kvonly"), 3));
+	ctr_is(t->s, "kvonly", 3, 1);
 }
 
 /* A counter and a key/value entry with the same name are independent. */

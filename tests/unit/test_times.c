@@ -85,6 +85,16 @@ static void test_kv_seconds(void **state)
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.items[0].st.mtime_ns, 2003 * SEC);
 	sfs_list_free(&l);
+	/* a create stamps a new counter, and leaves an existing one's time */
+	tfx_now = 2010 * SEC;
+	IS(SFS_EXISTS, sfs_counter_create(t->s, SC, S("c"), S("n"), 1));
+	OK(sfs_counter_create(t->s, SC, S("c"), S("o"), 1));
+	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.items[0].st.counter, 7);
+	assert_int_equal(l.items[0].st.mtime_ns, 2003 * SEC);
+	assert_int_equal(l.items[1].st.mtime_ns, 2010 * SEC);
+	sfs_list_free(&l);
 }
 
 static void times_are(const sfs_list *l, const int64_t *want, size_t n)
