@@ -554,6 +554,25 @@ static void *claim_one(void *arg)
 	return NULL;
 }
 
+/* Runs fn on s in a thread while c holds what lock_sql takes, kills the
+ * thread's backend once it waits for that lock, then lets the lock go:
+ * a call that is run again on a new connection gets it then. */
+static void run_killed(PGconn *c, const char *app, const char *lock_sql,
+                       void *(*fn)(void *), sfs_store *s, adder *a)
+{
+	pthread_t th;
+
+	sql_do(c, lock_sql);
+	memset(a, 0, sizeof(*a));
+	a->s = s;
+	assert_int_equal(pthread_create(&th, NULL, fn, a), 0);
+	until_waiting(c, app);
+	kill_app(c, app, 1);
+	usleep(100000);
+	sql_do(c, "COMMIT");
+	pthread_join(th, NULL);
+}
+
 static void test_transient_failures(void **state)
 {
 	tfx *t = *state;
@@ -594,16 +613,8 @@ static void test_transient_failures(void **state)
 	OK(sfs_counter_get(s, S("s"), S("n"), S("c"), &n, NULL));
 	assert_int_equal(n, 11); /* it did not commit; the caller could not know */
 	/* 3. the same for a put, which is idempotent: run again, done */
-	sql_do(c, "BEGIN; SELECT 1 FROM function_state WHERE key = 'k'"
-	       " FOR UPDATE");
-	memset(&a, 0, sizeof(a));
-	a.s = s;
-	assert_int_equal(pthread_create(&th, NULL, put_one, &a), 0);
-	until_waiting(c, app);
-	kill_app(c, app, 1);
-	usleep(100000);
-	sql_do(c, "COMMIT");
-	pthread_join(th, NULL);
+	run_killed(c, app, "BEGIN; SELECT 1 FROM function_state WHERE"
+	           " key = 'k' FOR UPDATE", put_one, s, &a);
 	OK(a.st);
 	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
 	tfx_buf(&v, "after");
@@ -616,15 +627,8 @@ static void test_transient_failures(void **state)
 
 		OK(sfs_queue_push(s, S("q"), items, 2, NULL));
 	}
-	sql_do(c, "BEGIN; LOCK TABLE statefs_claim IN EXCLUSIVE MODE");
-	memset(&a, 0, sizeof(a));
-	a.s = s;
-	assert_int_equal(pthread_create(&th, NULL, claim_one, &a), 0);
-	until_waiting(c, app);
-	kill_app(c, app, 1);
-	usleep(100000);
-	sql_do(c, "COMMIT");
-	pthread_join(th, NULL);
+	run_killed(c, app, "BEGIN; LOCK TABLE statefs_claim IN EXCLUSIVE MODE",
+	           claim_one, s, &a);
 	OK(a.st);
 	assert_string_equal(a.detail, "first");
 	{
