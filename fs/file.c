@@ -1044,11 +1044,11 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, size);
 }
 
-int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
+/* fs_file_truncate with h->lock held. */
+static int truncate_locked(fs *f, fs_file *h, off_t size, pid_t pid)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&h->lock);
 	if (h->cancelled) {
 		err = EIO;
 	} else if (h->refused) {
@@ -1084,8 +1084,49 @@ int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
 		fs_writers_add(&h->writers, pid);
 		publish(f, h);
 	}
+	return err;
+}
+
+int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid)
+{
+	int err;
+
+	pthread_mutex_lock(&h->lock);
+	err = truncate_locked(f, h, size, pid);
 	pthread_mutex_unlock(&h->lock);
 	return err;
+}
+
+/* FALLOCATE: mode 0 makes the value at least off + len bytes long (zeros
+ * past its end, as a truncate up), under the handle's lock, so a write
+ * past that end meanwhile is never cut back; FALLOC_FL_KEEP_SIZE changes
+ * nothing (no blocks to reserve: the store's pages are made at the
+ * commit). Punching, zeroing, collapsing and inserting ranges are
+ * EOPNOTSUPP, on which tools fall back or say so. */
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+                     off_t len, struct fuse_file_info *fi)
+{
+	fs *f = fs_of(req);
+	fs_file *h = file_of(fi);
+	uint64_t size;
+	int err = 0;
+
+	(void)ino;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		err = EOPNOTSUPP;
+	else if (off < 0 || len <= 0)
+		err = EINVAL;
+	else if (off > INT64_MAX - len)
+		err = EFBIG;
+	else if (!(mode & FALLOC_FL_KEEP_SIZE)) {
+		pthread_mutex_lock(&h->lock);
+		size = h->image ? h->img.size : h->len;
+		if ((uint64_t)(off + len) > size)
+			err = truncate_locked(f, h, off + len,
+			                      fuse_req_ctx(req)->pid);
+		pthread_mutex_unlock(&h->lock);
+	}
+	fuse_reply_err(req, err);
 }
 
 /* COPY_FILE_RANGE: the bytes of one open file written into another (or

@@ -156,6 +156,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.fsync = fs_op_fsync,
 	.release = fs_op_release,
 	.copy_file_range = fs_op_copy_file_range,
+	.fallocate = fs_op_fallocate,
 	.opendir = fs_op_opendir,
 	.readdir = fs_op_readdir,
 	.readdirplus = fs_op_readdirplus,

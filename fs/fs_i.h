@@ -711,6 +711,8 @@ void fs_file_keep(fs *f, fs_node *dn, const fs_addr *a);
 /* SETATTR's size change on an open handle (ftruncate) by task pid. 0 or
  * an errno. */
 int fs_file_truncate(fs *f, fs_file *h, off_t size, pid_t pid);
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+                     off_t len, struct fuse_file_info *fi);
 /* What a FLUSH from task pid (fuse_req_ctx: a thread id) is for a file of
  * inode ino that it had open for writing (caller.c), opened by task
  * opener; shared: another handle has the file open for writing too. */

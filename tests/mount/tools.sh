@@ -3,7 +3,7 @@
 # find -exec cat, xargs, tar c, cp -r, rsync, diff -r, ls -lR, du: no pop,
 # no drain, queue lengths and key counts the same before and after), and
 # tar and rsync round trips of values and counters through the mount;
-# mknod of a regular file (tar --xattrs) makes an empty one.
+# mknod of a regular file (tar --xattrs) makes an empty one; fallocate.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -67,6 +67,25 @@ expect_op EEXIST mkreg counter/app/stats/made
 expect_op EPERM mkreg queue/q/made
 rm app/cfg/made counter/app/stats/made
 ok "mknod of a regular file"
+
+# fallocate(1) and posix_fallocate: the value made that long (zeros), or
+# left as it is with --keep-size and when it is longer; punching a hole
+# is EOPNOTSUPP. Before, every fallocate was EOPNOTSUPP and `fallocate
+# -l` left an empty file.
+fallocate -l 100000 app/cfg/alloc || fail "fallocate -l"
+expect_eq "$(stat -c %s app/cfg/alloc)" 100000 "the size fallocate made"
+cmp -s app/cfg/alloc <(head -c 100000 /dev/zero) || fail "fallocate made other bytes than zeros"
+printf abc > app/cfg/alloc
+fallocate -n -l 1M app/cfg/alloc || fail "fallocate --keep-size"
+fallocate -o 1 -l 1 app/cfg/alloc || fail "fallocate inside the value"
+expect_eq "$(cat app/cfg/alloc)" abc "a value fallocate had nothing to add to"
+fallocate -p -o 0 -l 1 app/cfg/alloc 2>/dev/null && fail "a punched hole"
+python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"de"); os.posix_fallocate(fd, 0, 8); os.close(fd)' app/cfg/alloc
+expect_eq "$(od -An -c app/cfg/alloc | tr -s ' ')" " a b c d e \\0 \\0 \\0" "posix_fallocate after a write"
+rm app/cfg/alloc
+ok "fallocate"
 
 # rsync -a round trip (temporary file, chmod, utimes, rename on the way in).
 rsync -a app/ "$work/rs/"
