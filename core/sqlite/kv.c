@@ -193,16 +193,39 @@ static sqlite3_stmt *get_stmt(sfs_backend *b, int *status)
 	        "SELECT value FROM function_state WHERE " SQLB_KEYEQ, status);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* A value below SQLB_BIG_VALUE in one statement; a longer one (the
+ * statement says NULL) through a blob handle, in one snapshot of its own. */
 int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 sfs_buf *out)
 {
-	int status = SFS_OK;
-	sqlite3_stmt *st = get_stmt(b, &status);
+	int status = SFS_OK, rc;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_GET_SMALL,
+	        "SELECT CASE WHEN length(value) < " STR(SQLB_BIG_VALUE)
+	        " THEN value END FROM function_state WHERE " SQLB_KEYEQ,
+	        &status);
+	const void *p;
+	size_t n;
 
 	if (!st)
 		return status;
 	sqlb_bind_key(st, scope, ns, key);
-	return sqlb_one_blob(b, st, out, "reading a value");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		p = sqlb_col(st, 0, &n);
+		status = buf_copy(out, p, n);
+	} else if (rc == SQLITE_ROW) {
+		status = SFS_TOOBIG; /* read below */
+	} else {
+		status = rc == SQLITE_DONE ? SFS_NOTFOUND
+		                           : sqlb_fail(b, rc, "reading a value");
+	}
+	sqlite3_reset(st);
+	if (status == SFS_TOOBIG)
+		status = sqlb_kv_read(b, scope, ns, key, 0, SIZE_MAX, out, NULL);
+	return status;
 }
 
 int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -265,7 +265,7 @@ static int edit_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		/* In place: the length and every old byte stay. */
 		status = p.nw ? blob_fill(b, rowid, &p, NULL) : SFS_OK;
 	} else if (p.keep == 0 && p.nw == 1 && p.w[0].off == 0 &&
-	           p.w[0].n == p.final) {
+	           p.w[0].n == p.final && p.final < SQLB_BIG_VALUE) {
 		/* A whole replacement: its bytes as they are. */
 		status = set_row(b, exists, &rowid, scope, ns, key,
 		                 sfs_bytes(p.w[0].p, p.w[0].n), p.final);

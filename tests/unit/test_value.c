@@ -244,6 +244,24 @@ static void test_edit_paths(void **state)
 	e[2] = (sfs_edit){ SFS_EDIT_TRUNCATE, 8, SFS_NONE };
 	OK(sfs_kv_edit(t->s, SC, NS_, S("t"), e, 3, 0, &size));
 	value_is(t->s, "t", "abcdX\0\0\0", 8);
+
+	/* whole replacements (a cut to 0, then the bytes) on either side of
+	 * 1 MiB, where the SQLite backend stops binding the value and writes
+	 * it through a blob handle, and reads it back through one */
+	for (size_t len = n - 1; len <= n; len++) {
+		unsigned char *r = pattern(len, (unsigned)(len % 7));
+
+		e[0] = (sfs_edit){ SFS_EDIT_TRUNCATE, 0, SFS_NONE };
+		e[1] = (sfs_edit){ SFS_EDIT_WRITE, 0, sfs_bytes(r, len) };
+		OK(sfs_kv_edit(t->s, SC, NS_, S("big"), e, 2, 0, &size));
+		assert_int_equal(size, len);
+		value_is(t->s, "big", r, len);
+		OK(sfs_kv_edit(t->s, SC, NS_, S("new"), e, 2, SFS_EDIT_CREATE,
+		               &size));
+		value_is(t->s, "new", r, len);
+		OK(sfs_kv_delete(t->s, SC, NS_, S("new")));
+		free(r);
+	}
 	free(v);
 	free(w);
 }
