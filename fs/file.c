@@ -497,7 +497,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_addr a = { 0 };
 	fs_file *h;
 	mode_t mode;
-	int rc, err, writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	int rc, err, flags = fi->flags;
+	int writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -508,6 +509,13 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* O_RDONLY|O_TRUNC cuts the value, as Linux does on a local
+	 * filesystem (the kernel leaves the cut to us: atomic O_TRUNC):
+	 * the handle is a writing one that reads its own, empty, bytes.
+	 * A counter's cut changes nothing, as `: > counter`. */
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) == O_RDONLY &&
+	    n->kind == FS_KV_KEY)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
 	if (writing && f->readonly) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -520,7 +528,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, err);
 		return;
 	}
-	h = fs_file_new(f, n, n->kind, fi->flags, fuse_req_ctx(req)->pid);
+	h = fs_file_new(f, n, n->kind, flags, fuse_req_ctx(req)->pid);
 	if (!h) {
 		fs_addr_free(&a);
 		fuse_reply_err(req, ENOMEM);

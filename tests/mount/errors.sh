@@ -43,6 +43,7 @@ for s in queue/q/.pop queue/q/.drain queue/q/.wait app/cfg/.drain; do
   expect_op EACCES openw $s
 done
 expect_op EACCES truncate "exec/s/log/k/$entry" 0
+expect_op EACCES readtrunc "exec/s/log/k/$entry"
 ok "EACCES"
 
 big=$(head -c 5000 /dev/zero | tr '\0' x)

@@ -8,6 +8,7 @@
  *   read PATH [FLAG]    open(O_RDONLY), read to EOF, close; with FLAG,
  *                       creates the file FLAG once PATH is open (a test
  *                       knows the next request is the READ)
+ *   readtrunc PATH      the same with O_RDONLY|O_TRUNC (Linux cuts)
  *   openw PATH          open(O_WRONLY) and close
  *   symlink PATH TARGET   link PATH OLD   mknod PATH   mkfifo PATH
  *   mkreg PATH          mknod of a regular file (S_IFREG), as tar does
@@ -52,11 +53,12 @@ static int do_write(const char *path, const char *data, int flags)
 	return result(close(fd) != 0);
 }
 
-static int do_read(const char *path, int verbose, const char *flag)
+static int do_read(const char *path, int verbose, const char *flag,
+                   int flags)
 {
 	char buf[65536];
 	ssize_t n;
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | flags);
 
 	if (fd < 0)
 		return result(1);
@@ -95,7 +97,9 @@ int main(int argc, char **argv)
 	if (!strcmp(op, "append") && a)
 		return do_write(path, a, O_APPEND);
 	if (!strcmp(op, "read"))
-		return do_read(path, verbose, a);
+		return do_read(path, verbose, a, 0);
+	if (!strcmp(op, "readtrunc"))
+		return do_read(path, verbose, NULL, O_TRUNC);
 	if (!strcmp(op, "openw")) {
 		int fd = open(path, O_WRONLY);
 		if (fd < 0)

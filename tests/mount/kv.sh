@@ -91,6 +91,13 @@ echo again > app/cfg/made
 expect_eq "$(helper get app cfg made)" again "a builtin's, fd 3 open"
 exec 3>&-
 rm app/cfg/made
+# O_RDONLY|O_TRUNC cuts the value, as Linux does on ext4 and tmpfs
+# (before, the mount ignored the O_TRUNC of a read-only open).
+echo old > app/cfg/rtrunc
+expect_eq "$(fsop -v readtrunc app/cfg/rtrunc)" OK "O_RDONLY|O_TRUNC reads nothing"
+expect_eq "$(stat -c %s app/cfg/rtrunc)" 0 "O_RDONLY|O_TRUNC cuts"
+expect_eq "$(cat app/cfg/rtrunc)" "" "O_RDONLY|O_TRUNC cut, read back"
+rm app/cfg/rtrunc
 ok "append, dd conv=notrunc, truncate"
 
 # A value is replaced whole: a reader never sees a half. A second reader
