@@ -5,12 +5,15 @@
  * returned), never by position, so the daemon holds only the pages read
  * since the kernel's last request (memory stays flat on a namespace of
  * any size) and entries added or removed while a listing runs neither
- * repeat nor hide the others. The kernel's directory offset is our entry
- * count. It asks again from an earlier offset when the reader's buffer
- * took fewer entries than our reply held (getdents with less than the
- * kernel's 4 KiB): that offset is in the pages kept, which answer it as
- * before. Any other offset (seekdir, rewinddir) restarts the listing and
- * skips.
+ * repeat nor hide the others. The kernel's directory offset (d_off, what
+ * telldir returns) is the entry's count in its high 32 bits and a hash of
+ * its name in the low 32 (dir_cookie). The kernel asks again from an
+ * earlier offset when the reader's buffer took fewer entries than our
+ * reply held (getdents with less than the kernel's 4 KiB): that offset is
+ * in the pages kept, which answer it as before. Any other offset (seekdir)
+ * restarts the listing and resumes after the entry of that name, however
+ * many entries before it were added or removed since (as on ext4 and
+ * tmpfs); only when that entry is gone does it skip by count.
  *
  * Special files (.drain, .pop, .wait) are never listed: a tool that walks
  * the tree must not pop or drain anything. READDIRPLUS gives each entry's
@@ -46,6 +49,7 @@ typedef struct fs_dir {
 	uint64_t ihash;          /* its identity hash at OPENDIR */
 	uint64_t parent_ino;
 	off_t pos;               /* entries returned so far */
+	uint32_t last_tag;       /* the name hash of the last one */
 	enum stage stage;
 	size_t idx;              /* position within ST_FIXED / ST_EPHEMERAL */
 	fs_names eph;            /* children the store does not hold yet
@@ -70,6 +74,23 @@ typedef struct fs_dir {
 } fs_dir;
 
 static void dir_release_memory(fs_dir *d);
+
+/* A name's 32-bit FNV-1a hash, the low half of its offset. */
+static uint32_t name_tag(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+/* The offset after the entry at position pos (counted from 0) named
+ * name: the position of the next one and the name's hash. */
+static off_t dir_cookie(off_t pos, const char *name)
+{
+	return (off_t)(((uint64_t)(pos + 1) << 32) | name_tag(name));
+}
 
 static const fs_kind fixed_dirs[] = { FS_EXEC_ROOT, FS_QUEUE_ROOT,
                                       FS_COUNTER_ROOT };
@@ -122,6 +143,7 @@ static void win_cut(fs_dir *d)
 static void dir_reset(fs_dir *d)
 {
 	d->pos = 0;
+	d->last_tag = 0;
 	d->stage = ST_DOT;
 	d->idx = 0;
 	if (d->eph.n)
@@ -297,12 +319,16 @@ static void dir_release_memory(fs_dir *d)
 	free(d);
 }
 
-/* Brings the listing to offset off: where we are, back within the pages
- * read since the last request, or else a fresh start and a skip. Pages
- * before off are dropped: the kernel asks for them again only after a
- * seekdir, which starts afresh. */
-static int dir_seek(fs *f, fs_dir *d, off_t off)
+/* Brings the listing to offset off (dir_cookie): where we are, back
+ * within the pages read since the last request, or else a fresh start,
+ * up to the entry whose name has the offset's hash (a seekdir: entries
+ * before it may have come or gone since its telldir), or, when there is
+ * none, a skip by count. Pages before off are dropped: the kernel asks
+ * for them again only after a seekdir, which starts afresh. */
+static int dir_seek(fs *f, fs_dir *d, off_t cookie)
 {
+	off_t off = (off_t)((uint64_t)cookie >> 32);
+	uint32_t tag = (uint32_t)cookie;
 	entry e;
 	int rc;
 
@@ -321,12 +347,27 @@ static int dir_seek(fs *f, fs_dir *d, off_t off)
 			d->cur = i;
 			d->page_pos = (size_t)(off - d->win[i].base);
 			d->pos = off;
+			d->last_tag = tag;
 		}
 		return win_drop_front(d, d->cur);
 	}
-	if (off == d->pos)
+	if (off == d->pos && (off == 0 || tag == d->last_tag))
 		return SFS_OK;
 	dir_reset(d);
+	if (off == 0)
+		return SFS_OK;
+	for (;;) {
+		rc = dir_peek(f, d, &e, 0, PAGE);
+		if (rc == SFS_NOTFOUND)
+			break;
+		if (rc)
+			return rc;
+		dir_advance(d);
+		d->last_tag = name_tag(e.name);
+		if (d->last_tag == tag)
+			return SFS_OK;
+	}
+	dir_reset(d); /* that entry is gone: by count */
 	while (d->pos < off) {
 		rc = dir_peek(f, d, &e, 0, PAGE);
 		if (rc == SFS_NOTFOUND)
@@ -334,6 +375,7 @@ static int dir_seek(fs *f, fs_dir *d, off_t off)
 		if (rc)
 			return rc;
 		dir_advance(d);
+		d->last_tag = name_tag(e.name);
 	}
 	return SFS_OK;
 }
@@ -456,7 +498,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			                             e.d.id);
 			ep.attr.st_mode = fs_class_of(e.d.kind)->mode;
 			need = fuse_add_direntry(req, p, rem, e.name, &ep.attr,
-			                         d->pos + 1);
+			                         dir_cookie(d->pos, e.name));
 			if (need > rem)
 				break;
 		} else {
@@ -494,11 +536,13 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 				fs_stat_fill(f, e.d.kind, n->ino, e.d.size,
 				             e.d.mtime_ns, &ep.attr);
 			}
-			fuse_add_direntry_plus(req, p, rem, e.name, &ep, d->pos + 1);
+			fuse_add_direntry_plus(req, p, rem, e.name, &ep,
+			                       dir_cookie(d->pos, e.name));
 		}
 		p += need;
 		rem -= need;
 		dir_advance(d);
+		d->last_tag = name_tag(e.name);
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (rc != SFS_OK && rc != SFS_NOTFOUND && rem == size)

@@ -98,6 +98,53 @@ read -r line <&"${LS[0]}"
 wait "$LS_PID" || fail "the listing of a create committed after OPENDIR failed"
 expect_eq "$line" new "a create committed after OPENDIR: listed once"
 rm s/pc/new
+# seekdir to what telldir said, after entries before it were removed and
+# added, resumes after that entry, as on ext4 and tmpfs: the offset names
+# the entry. Before, it was a count, so the listing skipped as many
+# unread entries as had been removed (600 keys: past the pages kept).
+mkdir s/sd
+python3 - s/sd <<'PY' || fail "seekdir after removals and additions"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class dirent(ctypes.Structure):
+    _fields_ = [('ino', ctypes.c_uint64), ('off', ctypes.c_int64),
+                ('reclen', ctypes.c_ushort), ('type', ctypes.c_ubyte),
+                ('name', ctypes.c_char * 256)]
+libc.opendir.restype = ctypes.c_void_p
+libc.readdir.restype = ctypes.POINTER(dirent)
+libc.readdir.argtypes = libc.telldir.argtypes = libc.closedir.argtypes = [ctypes.c_void_p]
+libc.telldir.restype = ctypes.c_long
+libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+d = sys.argv[1]
+for i in range(600):
+    os.close(os.open('%s/k%03d' % (d, i), os.O_WRONLY | os.O_CREAT, 0o600))
+def rest(h):
+    out = []
+    while True:
+        e = libc.readdir(h)
+        if not e:
+            return out
+        out.append(e.contents.name.decode())
+h = libc.opendir(d.encode())
+got = []
+while len(got) < 102:
+    got.append(libc.readdir(h).contents.name.decode())
+loc = libc.telldir(h)
+first = set(got) | set(rest(h))
+removed = [n for n in got if n.startswith('k')][:20]
+for n in removed:
+    os.unlink(d + '/' + n)
+for i in range(5):
+    os.close(os.open('%s/a%d' % (d, i), os.O_WRONLY | os.O_CREAT, 0o600))
+libc.seekdir(h, loc)
+want = sorted(first - set(got))
+tail = sorted(n for n in rest(h) if not n.startswith('a'))
+libc.closedir(h)
+if tail != want:
+    sys.exit('after seekdir: %d entries, want %d; missing %s' %
+             (len(tail), len(want), sorted(set(want) - set(tail))[:5]))
+PY
+rm -r s/sd
 # A file open for reading and writing (O_RDWR) keeps its bytes when it
 # is deleted or replaced, as an unlinked file does: before, its reads
 # showed zeros (the store's bytes were gone) or the new value's.
