@@ -26,6 +26,13 @@ expect_op EPERM mkfifo app/cfg/fifo
 expect_op EPERM write file-at-root x
 expect_op EPERM write app/file-in-a-scope x
 expect_op EPERM mkdir app/cfg/dir-in-a-namespace
+# No extended attributes and no O_TMPFILE: EOPNOTSUPP, what ext4 mounted
+# without them says (tar --xattrs, cp -a and rsync -X go on without).
+expect_op EOPNOTSUPP getxattr app/cfg/k user.x
+expect_op EOPNOTSUPP setxattr app/cfg/k user.x
+expect_op EOPNOTSUPP listxattr app/cfg/k
+expect_op EOPNOTSUPP getxattr "exec/s/log/k/$entry" user.x
+expect_op EOPNOTSUPP tmpfile app/cfg
 expect_op EPERM mkdir queue/q/dir
 expect_op EPERM unlink queue/q/.pop
 expect_op EPERM unlink app/cfg/.drain

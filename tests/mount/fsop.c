@@ -9,6 +9,8 @@
  *                       creates the file FLAG once PATH is open (a test
  *                       knows the next request is the READ)
  *   readtrunc PATH      the same with O_RDONLY|O_TRUNC (Linux cuts)
+ *   tmpfile DIR         open(DIR, O_RDWR|O_TMPFILE) and close
+ *   getxattr PATH NAME  setxattr PATH NAME   listxattr PATH
  *   openw PATH          open(O_WRONLY) and close
  *   symlink PATH TARGET   link PATH OLD   mknod PATH   mkfifo PATH
  *   mkreg PATH          mknod of a regular file (S_IFREG), as tar does
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static int result(int failed)
@@ -105,6 +108,22 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			return result(1);
 		return result(close(fd) != 0);
+	}
+	if (!strcmp(op, "tmpfile")) {
+		int fd = open(path, O_RDWR | O_TMPFILE, 0600);
+		if (fd < 0)
+			return result(1);
+		return result(close(fd) != 0);
+	}
+	if (!strcmp(op, "getxattr") && a) {
+		char v[64];
+		return result(getxattr(path, a, v, sizeof(v)) < 0);
+	}
+	if (!strcmp(op, "setxattr") && a)
+		return result(setxattr(path, a, "v", 1, 0) != 0);
+	if (!strcmp(op, "listxattr")) {
+		char v[256];
+		return result(listxattr(path, v, sizeof(v)) < 0);
 	}
 	if (!strcmp(op, "symlink") && a)
 		return result(symlink(a, path) != 0);
