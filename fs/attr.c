@@ -94,7 +94,8 @@ void fs_ttl(fs_kind k, double *entry, double *attr)
  * does the kernel, which bounds copy_file_range by the size it was told.
  * Otherwise the store's (fs_store_stat); a file still being created, its
  * empty self; a value deleted while open, the open file's length with no
- * link (st_nlink 0), as a deleted file has. */
+ * link (st_nlink 0), as a deleted file has; a directory removed through
+ * the mount that the kernel still holds, no link either. */
 static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
                      struct stat *st)
 {
@@ -123,6 +124,14 @@ static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
 			rc = SFS_OK;
 			size = v.size;
 			mtime = fs_now_ns();
+			linked = 0;
+		} else if (rc == SFS_NOTFOUND && fs_kind_is_dir(n->kind) &&
+		           !fs_node_linked(f, n)) {
+			/* removed through the mount while a process holds
+			 * it (its cwd, an open descriptor): an empty
+			 * directory with no link, as a removed one is on a
+			 * local filesystem, so fstat and `ls` in it work */
+			rc = SFS_OK;
 			linked = 0;
 		}
 	}

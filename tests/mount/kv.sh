@@ -157,6 +157,19 @@ cd "$mnt"
 [ -d app3 ] || fail "an empty scope persists"
 rmdir empty/ns empty app3
 [ ! -e empty ] || fail "rmdir"
+# A directory removed while a shell is in it is an empty directory with
+# no link, as on ext4 and tmpfs: ls works, stat says 0 links, a create
+# there is ENOENT. Before, its GETATTR was ENOENT, so fstat and ls failed.
+mkdir -p gone/ns
+(
+  cd gone/ns
+  rmdir ../ns ../../gone
+  ls -a . >/dev/null || fail "ls in a removed namespace"
+  expect_eq "$(ls -a .)" "" "ls -a in a removed namespace (the kernel: nothing, not even . and ..)"
+  expect_eq "$(stat -c %h .)" 0 "links of a removed namespace"
+  expect_op ENOENT write k x
+)
+[ ! -e gone ] || fail "a create in a removed namespace made it again"
 ok "directories"
 
 # cp -r and rm -r.
