@@ -105,8 +105,8 @@ static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
 	int rc, linked = 1;
 
 	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
-		fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0, fs_now_ns(),
-		             st);
+		fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0,
+		             fs_write_time_ns(), st);
 		return SFS_OK;
 	}
 	fs_node_view(f, n, h, &v);
@@ -119,11 +119,11 @@ static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
 		rc = fs_store_stat(f, a, &size, &mtime);
 		if (rc == SFS_NOTFOUND && fs_node_held(f, n)) {
 			rc = SFS_OK;
-			mtime = fs_now_ns();
+			mtime = fs_write_time_ns();
 		} else if (rc == SFS_NOTFOUND && v.files) {
 			rc = SFS_OK;
 			size = v.size;
-			mtime = fs_now_ns();
+			mtime = fs_write_time_ns();
 			linked = 0;
 		} else if (rc == SFS_NOTFOUND && fs_kind_is_dir(n->kind) &&
 		           !fs_node_linked(f, n)) {

@@ -230,7 +230,7 @@ static void publish(fs *f, fs_file *h)
 	h->pub_size = h->image ? h->img.size : h->len;
 	if (unsaved) {
 		h->pub_seq = ++f->file_seq;
-		h->pub_mtime = fs_now_ns();
+		h->pub_mtime = fs_write_time_ns();
 	} else {
 		h->pub_seq = 0;
 	}
@@ -607,7 +607,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		memset(&e, 0, sizeof(e));
 		e.ino = n->ino;
 		fs_ttl(kind, &e.entry_timeout, &e.attr_timeout);
-		fs_stat_fill(f, kind, n->ino, 0, fs_now_ns(), &e.attr);
+		fs_stat_fill(f, kind, n->ino, 0, fs_write_time_ns(), &e.attr);
 		goto reply;
 	}
 
@@ -627,8 +627,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = fs_errno(f, rc, "create");
 		goto fail;
 	}
-	if ((err = fs_entry_fill(f, dn, &child, size, mtime ? mtime : fs_now_ns(),
-	                         &e, &n)))
+	if ((err = fs_entry_fill(f, dn, &child, size,
+	                         mtime ? mtime : fs_write_time_ns(), &e, &n)))
 		goto fail;
 	h = fs_file_new(f, n, kind, fi->flags, fuse_req_ctx(req)->pid);
 	if (!h) {

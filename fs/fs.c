@@ -89,6 +89,17 @@ int64_t fs_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The time the store records for a write made now: whole seconds of
+ * the coarse clock, as the engine takes it (sfs_clock_mtime_ns), so a
+ * time shown before the commit is never later than the one stored. */
+int64_t fs_write_time_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000;
+}
+
 void fs_deadline(clockid_t clock, long ms, struct timespec *ts)
 {
 	clock_gettime(clock, ts);

@@ -160,7 +160,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (child.kind && fs_node_find_held(f, dn, child.kind, p, n,
 		                                    child.id)) {
 			rc = SFS_OK;
-			mtime = fs_now_ns();
+			mtime = fs_write_time_ns();
 		}
 	}
 	if (rc)

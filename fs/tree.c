@@ -390,7 +390,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, err);
 	else
 		fs_reply_entry(f, req, dn, &child, child.kind == FS_CNT_KEY ? 2 : 0,
-		               fs_now_ns());
+		               fs_write_time_ns());
 	fs_addr_free(&child);
 	fs_addr_free(&dir);
 }

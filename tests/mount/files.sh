@@ -175,6 +175,22 @@ expect_eq "$(said dsync)" ready "an O_DSYNC write"
 expect_eq "$(helper get s n dsync | wc -c)" 5 "an O_DSYNC write is stored before the close"
 release dsync
 rm s/n/dsync
+# The mtime an open writer shows (fstat, stat, ls -l) is never later than
+# the one stored at its close: whole seconds, as the store keeps. Before,
+# it was the write's time to the nanosecond, so it went back at the close.
+python3 - s/n/mt <<'PY' || fail "mtime went back at the close"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+shown = []
+for i in range(3):
+    os.write(fd, b'x')
+    shown += [os.fstat(fd).st_mtime_ns, os.stat(sys.argv[1]).st_mtime_ns]
+os.close(fd)
+stored = os.stat(sys.argv[1]).st_mtime_ns
+if max(shown) > stored:
+    sys.exit('shown %d while open, %d after the close' % (max(shown), stored))
+PY
+rm s/n/mt
 ok "fstat, SEEK_END, fstat after a delete, listings of open files, O_DSYNC"
 
 # copy_file_range, and cp.
