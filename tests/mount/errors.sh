@@ -33,6 +33,8 @@ expect_op EOPNOTSUPP setxattr app/cfg/k user.x
 expect_op EOPNOTSUPP listxattr app/cfg/k
 expect_op EOPNOTSUPP getxattr "exec/s/log/k/$entry" user.x
 expect_op EOPNOTSUPP tmpfile app/cfg
+expect_op EPERM mkreg exec/s/log/k/made
+expect_op EINVAL truncate counter/app/stats/c 3
 expect_op EPERM mkdir queue/q/dir
 expect_op EPERM unlink queue/q/.pop
 expect_op EPERM unlink app/cfg/.drain
