@@ -46,7 +46,7 @@ typedef struct fs_dir {
 	fs_addr addr;            /* the directory, copied at OPENDIR */
 	fs_node *node;           /* a reference */
 	uint32_t async_since;    /* fs.async_error as FSYNCDIR last saw it */
-	uint64_t ihash;          /* its identity hash at OPENDIR */
+	uint64_t ihash;          /* its identity hash when addr was taken */
 	uint64_t parent_ino;
 	off_t pos;               /* entries returned so far */
 	uint32_t last_tag;       /* the name hash of the last one */
@@ -380,6 +380,24 @@ static int dir_seek(fs *f, fs_dir *d, off_t cookie)
 	return SFS_OK;
 }
 
+/* The directory moved (a rename of it or of a directory above it) since
+ * its address was taken: the listing goes on at its new address, as an
+ * open directory's does on a local filesystem. Its pages and cursor are
+ * names within it, which the rename did not change. */
+static void dir_follow(fs *f, fs_dir *d)
+{
+	uint64_t ih = fs_node_ihash(f, d->node);
+	fs_addr a;
+
+	if (ih == d->ihash || fs_node_addr(f, d->node, &a))
+		return;
+	fs_addr_free(&d->addr);
+	d->addr = a;
+	d->ihash = ih;
+	d->nk = fs_names_of(&d->addr, fs_class_of(d->addr.kind)->child);
+	d->parent_ino = fs_node_parent_ino(f, d->node);
+}
+
 /* OPENDIR: copies the directory's address, and takes the children the
  * store does not hold yet: a log namespace's ephemeral keys that hold no
  * entry (fs_store_nonempty), and the keys and counters being created.
@@ -483,6 +501,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&d->lock);
+	dir_follow(f, d);
 	rc = dir_seek(f, d, off);
 	while (rc == SFS_OK) {
 		struct fuse_entry_param ep;

@@ -144,7 +144,20 @@ if tail != want:
     sys.exit('after seekdir: %d entries, want %d; missing %s' %
              (len(tail), len(want), sorted(set(want) - set(tail))[:5]))
 PY
-rm -r s/sd
+# A namespace renamed while it is listed goes on being listed, as an open
+# directory does on a local filesystem; before, the listing read its old
+# address from then on and ended there (216 of 585 names here).
+python3 - s/sd s/sd-moved <<'PY' || fail "listing a namespace renamed meanwhile"
+import os, sys
+it = os.scandir(sys.argv[1])
+seen = [next(it).name for _ in range(50)]
+os.rename(sys.argv[1], sys.argv[2])
+seen += [e.name for e in it]
+want = sorted(os.listdir(sys.argv[2]))
+if sorted(seen) != want:
+    sys.exit('listed %d of %d after the rename' % (len(seen), len(want)))
+PY
+rm -r s/sd-moved
 # A file open for reading and writing (O_RDWR) keeps its bytes when it
 # is deleted or replaced, as an unlinked file does: before, its reads
 # showed zeros (the store's bytes were gone) or the new value's.
