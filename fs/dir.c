@@ -319,6 +319,29 @@ static void dir_release_memory(fs_dir *d)
 	free(d);
 }
 
+/* The name hash of the entry at position pos of the window's pages, or
+ * -1 when they do not hold it. */
+static int64_t win_tag(fs_dir *d, off_t pos)
+{
+	for (size_t i = d->nwin; i-- > 0;) {
+		struct dir_page *pg = &d->win[i];
+		entry e;
+
+		if (pg->base > pos)
+			continue;
+		if ((size_t)(pos - pg->base) >= pg->l.n)
+			return -1;
+		fs_store_dent(&d->addr, &pg->l, (size_t)(pos - pg->base), &e.d);
+		if (fs_class_of(e.d.kind)->by_id)
+			fs_id_name(e.d.id, e.name);
+		else if (fs_name_encode(sfs_bytes(e.d.p, e.d.n), d->nk, e.name,
+		                        NULL))
+			return -1;
+		return name_tag(e.name);
+	}
+	return -1;
+}
+
 /* Brings the listing to offset off (dir_cookie): where we are, back
  * within the pages read since the last request, or else a fresh start,
  * up to the entry whose name has the offset's hash (a seekdir: entries
@@ -334,10 +357,13 @@ static int dir_seek(fs *f, fs_dir *d, off_t cookie)
 
 	if (d->nwin && (d->stage == ST_STORE ||
 	                (d->stage == ST_END && !d->eph.n)) &&
-	    off >= d->win[0].base && off <= d->pos) {
+	    off >= d->win[0].base && off <= d->pos &&
+	    (off == d->pos ? tag == d->last_tag : win_tag(d, off - 1) == tag)) {
 		/* Where we are, or, for a reader whose buffer took fewer
 		 * entries than the last reply held (getdents with less than
-		 * the kernel's page), the first entry it dropped. */
+		 * the kernel's page), the first entry it dropped. The entry
+		 * before must be the one the offset names: after a rewind,
+		 * an offset from before it may count other entries. */
 		size_t i = d->nwin - 1;
 
 		while (d->win[i].base > off)

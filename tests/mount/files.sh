@@ -112,7 +112,8 @@ class dirent(ctypes.Structure):
                 ('name', ctypes.c_char * 256)]
 libc.opendir.restype = ctypes.c_void_p
 libc.readdir.restype = ctypes.POINTER(dirent)
-libc.readdir.argtypes = libc.telldir.argtypes = libc.closedir.argtypes = [ctypes.c_void_p]
+libc.readdir.argtypes = libc.telldir.argtypes = [ctypes.c_void_p]
+libc.closedir.argtypes = libc.rewinddir.argtypes = [ctypes.c_void_p]
 libc.telldir.restype = ctypes.c_long
 libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
 d = sys.argv[1]
@@ -139,9 +140,19 @@ for i in range(5):
 libc.seekdir(h, loc)
 want = sorted(first - set(got))
 tail = sorted(n for n in rest(h) if not n.startswith('a'))
-libc.closedir(h)
 if tail != want:
     sys.exit('after seekdir: %d entries, want %d; missing %s' %
+             (len(tail), len(want), sorted(set(want) - set(tail))[:5]))
+# The same offset after a rewind and a second pass as far (which counts
+# other entries now): the listing resumes after that entry all the same.
+libc.rewinddir(h)
+for _ in range(102):
+    libc.readdir(h)
+libc.seekdir(h, loc)
+tail = sorted(n for n in rest(h) if not n.startswith('a'))
+libc.closedir(h)
+if tail != want:
+    sys.exit('after rewinddir and seekdir: %d entries, want %d; missing %s' %
              (len(tail), len(want), sorted(set(want) - set(tail))[:5]))
 PY
 # A namespace renamed while it is listed goes on being listed, as an open
