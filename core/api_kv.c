@@ -305,6 +305,19 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	               s->ops->counter_add(s->be, scope, ns, key, delta, &v_));
 }
 
+int sfs_kv_set_mtime(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t mtime_ns)
+{
+	int64_t sec = mtime_ns / 1000000000;
+
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_key3(scope, ns, key));
+	if (mtime_ns < 0 && mtime_ns % 1000000000)
+		sec--; /* whole seconds down, before 1970 too */
+	CALL(s, s->ops->kv_set_mtime(s->be, scope, ns, key, sec * 1000000000));
+}
+
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t value)
 {

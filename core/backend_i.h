@@ -116,6 +116,9 @@ typedef struct sfs_backend_ops {
 	               sfs_slice key, sfs_stat *out);
 	int (*kv_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                 sfs_slice key);
+	/* mtime_ns in whole seconds already */
+	int (*kv_set_mtime)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	                    sfs_slice key, int64_t mtime_ns);
 	/* Ranged access: edits are checked (ops, bytes, offsets within
 	 * max_value); the final length is the backend's to check against
 	 * max_value. */

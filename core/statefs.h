@@ -691,6 +691,15 @@ int sfs_counter_get(sfs_store *s, sfs_slice scope, sfs_slice ns,
 int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t delta, int64_t *value);
 
+/* Sets the value's write time to mtime_ns, earlier or later than it was
+ * (what `touch -d`, `cp -a`, `tar x` and `rsync -a` ask of a file); the
+ * store keeps whole seconds, so the part below one is dropped. The next
+ * write sets its own time again, unless that is earlier than this one
+ * (write times never go back). Errors: SFS_NOTFOUND when the key is
+ * absent (nothing changed). */
+int sfs_kv_set_mtime(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t mtime_ns);
+
 /* Sets the counter, creating it if absent. Errors: the common ones. */
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                     int64_t value);

@@ -247,13 +247,36 @@ static int touch_value(fs *f, fs_node *n, const fs_addr *a)
 	return rc == SFS_NOTFOUND ? SFS_OK : rc;
 }
 
+/* A time given to a value (touch -d, cp -a, tar x, rsync -a): stored in
+ * whole seconds, the store's; through a handle whose changes are not
+ * stored yet (any file's, fs_node_give_mtime), after them, at the commit
+ * that stores them (a value being created gets it then too). A time past what int64 nanoseconds hold (2262) is EINVAL. */
+static int set_mtime(fs *f, fs_node *n, const fs_addr *a,
+                     const struct stat *attr)
+{
+	pthread_mutex_t *mu = &f->value_mu[n->ino % FS_VALUE_LOCKS];
+	time_t s = attr->st_mtim.tv_sec;
+	int64_t t;
+	int rc;
+
+	if (s > INT64_MAX / 1000000000 || s < INT64_MIN / 1000000000)
+		return SFS_INVALID;
+	t = (int64_t)s * 1000000000;
+
+	pthread_mutex_lock(mu);
+	rc = fs_node_give_mtime(f, n, t) ? SFS_OK
+	   : sfs_kv_set_mtime(f->store, fs_part(a, 0), fs_part(a, 1),
+	                      fs_part(a, 2), t);
+	pthread_mutex_unlock(mu);
+	return rc == SFS_NOTFOUND ? SFS_OK : rc;
+}
+
 /* SETATTR: a size change is a truncate of the open handle's image
  * (committed at FLUSH) or, without a handle, one sfs_kv_edit.
  * A time change of an in-flight item is a heartbeat (touch); a value's
- * mtime set to now (touch) is a write time of now (touch_value). Other
- * mode, owner and time changes (a time given: the store keeps write times,
- * which never go back) are accepted and ignored, so cp -a, tar x and
- * rsync -a work. */
+ * mtime set to now (touch) is a write time of now (touch_value), a time
+ * given is its write time (set_mtime). Other mode, owner and time changes
+ * are accepted and ignored, so cp -a, tar x and rsync -a work. */
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int valid, struct fuse_file_info *fi)
 {
@@ -304,6 +327,15 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	    !(valid & FUSE_SET_ATTR_SIZE)) {
 		err = f->readonly ? EROFS
 		                  : fs_errno(f, touch_value(f, n, &a), "touch");
+		if (err) {
+			fuse_reply_err(req, err);
+			fs_addr_free(&a);
+			return;
+		}
+	} else if (n->kind == FS_KV_KEY && (valid & FUSE_SET_ATTR_MTIME)) {
+		err = f->readonly ? EROFS
+		                  : fs_errno(f, set_mtime(f, n, &a, attr),
+		                             "setting a time");
 		if (err) {
 			fuse_reply_err(req, err);
 			fs_addr_free(&a);

@@ -306,6 +306,7 @@ static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 	 * the value (a pool of threads serves them at once on PostgreSQL). */
 	pthread_mutex_t *mu = &f->value_mu[h->node->ino % FS_VALUE_LOCKS];
 	sfs_edit *e;
+	int64_t mtime;
 	uint64_t size = 0;
 	unsigned flags = 0;
 	size_t n;
@@ -327,6 +328,9 @@ static int commit_value(fs *f, fs_file *h, const fs_addr *a)
 			fs_image_reset(&h->img, size);
 			h->base_stored = fs_node_stored(f, h->node);
 		}
+		if (rc == SFS_OK && fs_node_take_mtime(f, h->node, &mtime))
+			rc = sfs_kv_set_mtime(f->store, fs_part(a, 0),
+			                      fs_part(a, 1), fs_part(a, 2), mtime);
 	}
 	pthread_mutex_unlock(mu);
 	free(e);
@@ -1012,6 +1016,7 @@ static int file_write(fs *f, fs_file *h, pid_t pid, const void *buf,
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
+		fs_node_drop_mtime(f, h->node); /* written after a time given */
 		publish(f, h);
 	}
 	if (err == EFBIG || err == EINVAL || err == ENOBUFS) {
@@ -1089,6 +1094,7 @@ static int truncate_locked(fs *f, fs_file *h, off_t size, pid_t pid)
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
+		fs_node_drop_mtime(f, h->node);
 		fs_writers_add(&h->writers, pid);
 		publish(f, h);
 	}

@@ -194,6 +194,10 @@ typedef struct fs_node {
 	                              later value (commit_value, file.c) */
 	unsigned unlinked : 1;     /* out of the name table */
 	unsigned has_kept : 1;     /* kept holds the bytes below */
+	unsigned has_mtime : 1;    /* mtime was given (touch -d, cp -a's
+	                              futimens) while the value's changes
+	                              were unsaved: stored after them */
+	int64_t mtime;
 	unsigned kept_over : 1;    /* they were not kept: over max_buffered */
 	sfs_buf kept;              /* the value as it was just before it was
 	                              deleted or replaced through the mount
@@ -309,6 +313,15 @@ typedef struct fs_view {
 	int64_t mtime_ns;
 } fs_view;
 void fs_node_view(fs *f, fs_node *n, struct fs_file *h, fs_view *out);
+/* A time given to a value whose node has changes not yet stored (an open
+ * file's, a create's): 1, and the node keeps it for the commit that
+ * stores them (fs_node_take_mtime); a write or truncation before that
+ * drops it (fs_node_drop_mtime), as a write after a time given makes the
+ * write's time. 0: nothing unsaved; the caller stores the time. Both
+ * under the value's commit lock (fs.value_mu). */
+int fs_node_give_mtime(fs *f, fs_node *n, int64_t mtime_ns);
+int fs_node_take_mtime(fs *f, fs_node *n, int64_t *mtime_ns);
+void fs_node_drop_mtime(fs *f, fs_node *n);
 /* Whether dir has a child that a pending create holds (rmdir must say
  * ENOTEMPTY though the store has nothing in it). */
 int fs_node_holds_children(fs *f, fs_node *dir);

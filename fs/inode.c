@@ -813,8 +813,44 @@ void fs_node_view(fs *f, fs_node *n, fs_file *h, fs_view *out)
 		out->files = 1;
 		out->unsaved = best->pub_seq > (best == h ? 0 : n->stored_seq);
 		out->size = best->pub_size;
-		out->mtime_ns = best->pub_mtime;
+		out->mtime_ns = out->unsaved && n->has_mtime ? n->mtime
+		                                            : best->pub_mtime;
 	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+int fs_node_give_mtime(fs *f, fs_node *n, int64_t mtime_ns)
+{
+	int held;
+
+	pthread_mutex_lock(&f->lock);
+	held = n->pending > 0;
+	for (fs_file *x = n->files; x && !held; x = x->node_next)
+		held = x->pub_seq > n->stored_seq && !x->pub_cancelled;
+	if (held) {
+		n->has_mtime = 1;
+		n->mtime = mtime_ns;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return held;
+}
+
+int fs_node_take_mtime(fs *f, fs_node *n, int64_t *mtime_ns)
+{
+	int had;
+
+	pthread_mutex_lock(&f->lock);
+	had = n->has_mtime;
+	*mtime_ns = n->mtime;
+	n->has_mtime = 0;
+	pthread_mutex_unlock(&f->lock);
+	return had;
+}
+
+void fs_node_drop_mtime(fs *f, fs_node *n)
+{
+	pthread_mutex_lock(&f->lock);
+	n->has_mtime = 0;
 	pthread_mutex_unlock(&f->lock);
 }
 

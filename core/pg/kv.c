@@ -462,6 +462,33 @@ int pgb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                  key);
 }
 
+int pgb_kv_set_mtime(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t mtime_ns)
+{
+	pgc *c;
+	int64_t n = 0;
+	int st;
+
+	PGB_TRY(b, c, st, PGB_IDEMPOTENT) {
+		pgp p = PGP_INIT;
+
+		key3(&p, scope, ns, key);
+		pgp_i64(&p, mtime_ns);
+		st = pgb_exec_int(c, "WITH k AS (SELECT 1 FROM function_state"
+		        " WHERE " KEYEQ " FOR KEY SHARE), t AS (INSERT INTO"
+		        " statefs_kv_time (scope_id, ns, key, mtime_ns) SELECT $1,"
+		        " $2, $3, $4 FROM k ON CONFLICT (scope_id, ns, key) DO"
+		        " UPDATE SET mtime_ns = excluded.mtime_ns) SELECT count(*)"
+		        " FROM k", &p, PGB_COMMIT, &n, "setting a value's time");
+	}
+	if (st != SFS_OK)
+		return st;
+	if (!n)
+		return sfs_err(SFS_NOTFOUND, "no such key");
+	pgb_committed(b);
+	return SFS_OK;
+}
+
 /* The bounds of a range as SQL text, parameters $first and on; after:
  * the start is exclusive. */
 static void range_sql(char *out, size_t len, const char *col,

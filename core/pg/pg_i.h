@@ -359,6 +359,8 @@ int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t *value, int64_t *mtime_ns);
 int pgb_counter_add(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t delta, int64_t *value);
+int pgb_kv_set_mtime(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key, int64_t mtime_ns);
 int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t value, int excl);
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,

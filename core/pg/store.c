@@ -384,6 +384,7 @@ const sfs_backend_ops pgb_ops = {
 	.kv_get_many = pgb_kv_get_many,
 	.kv_stat = pgb_kv_stat,
 	.kv_delete = pgb_kv_delete,
+	.kv_set_mtime = pgb_kv_set_mtime,
 	.kv_edit = pgb_kv_edit,
 	.kv_read = pgb_kv_read,
 	.kv_scan = pgb_kv_scan,

@@ -1051,6 +1051,7 @@ const sfs_backend_ops sqlb_ops = {
 	.kv_get_many = sqlb_kv_get_many,
 	.kv_stat = sqlb_kv_stat,
 	.kv_delete = sqlb_kv_delete,
+	.kv_set_mtime = sqlb_kv_set_mtime,
 	.kv_edit = sqlb_kv_edit,
 	.kv_read = sqlb_kv_read,
 	.kv_scan = sqlb_kv_scan,

@@ -151,6 +151,33 @@ int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return sqlb_run(b, tput, "writing a value's time");
 }
 
+/* An explicit time: not a stamped write (it may move a time back), so
+ * the stamp cache is emptied by its commit (stamp.c). */
+static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                     sfs_slice key);
+
+static int set_mtime_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key, int64_t mtime_ns)
+{
+	int status = kv_exists(b, scope, ns, key);
+	sqlite3_stmt *st = status == SFS_OK ? sqlb_stmt(b, ST_KV_SET_TIME,
+	        "INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key) DO"
+	        " UPDATE SET mtime_ns=excluded.mtime_ns", &status) : NULL;
+
+	if (!st)
+		return status;
+	sqlb_bind_key(st, scope, ns, key);
+	sqlite3_bind_int64(st, 4, mtime_ns);
+	return sqlb_run(b, st, "setting a value's time");
+}
+
+int sqlb_kv_set_mtime(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      sfs_slice key, int64_t mtime_ns)
+{
+	IN_WRITE_TX(b, set_mtime_tx(b, scope, ns, key, mtime_ns));
+}
+
 /* Writes one value and its time; inside a write transaction. */
 static int put_one(sfs_backend *b, sqlite3_stmt *put, sfs_slice scope,
                    sfs_slice ns, sfs_slice key, sfs_slice value, int64_t now)

@@ -86,7 +86,7 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
 	 * exclusive) */                                                   \
-	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_CREATE, 1) X(KV_GET_SMALL, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
+	X(CTR_ADD, 1) X(CTR_SET, 1) X(CTR_CREATE, 1) X(KV_GET_SMALL, 1) X(KV_SET_TIME, 1) X(CTR_TIME, 1) X(CTR_GET, 1)           \
 	X(CTR_DEL, 1) X(CTR_UNTIME, 1) X(CTR_SCAN, 32)                     \
 	X(CTR_SCAN_TIME, 32)                                               \
 	/* seq.c: logs (scan: keys only; clear: scope, ns, key) */         \
@@ -371,6 +371,8 @@ void sqlb_close(sfs_backend *b);
 int sqlb_kv_put_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      const sfs_slice *keys, const sfs_slice *values,
                      size_t n, unsigned flags);
+int sqlb_kv_set_mtime(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                      sfs_slice key, int64_t mtime_ns);
 int sqlb_kv_get(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 sfs_buf *out);
 int sqlb_kv_get_many(sfs_backend *b, sfs_slice scope, sfs_slice ns,

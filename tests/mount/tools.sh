@@ -92,9 +92,32 @@ rsync -a app/ "$work/rs/"
 rsync -a "$work/rs/" app3/
 diff -r app app3 || fail "rsync -a round trip"
 expect_eq "$(ls -a app3/cfg | grep -c '^\.')" 2 "no rsync temporary left"
-rsync -a app/ app3/   # nothing to do the second time
+# nothing to copy the second time: the times rsync gave are kept (they
+# were not: every file was copied again at every run)
+out=$(rsync -ai app/ app3/)
+grep '^>f' <<<"$out" && fail "the second rsync copied again: $out"
 diff -r app app3 || fail "second rsync"
 ok "rsync -a"
+
+# Times given: touch -d of a value and of a new one, cp -a (futimens on
+# an open file, before its close), a write after them (its own time),
+# and a time past 2262 (EINVAL: the store's times are int64 ns)
+printf v > app/cfg/timed
+touch -d "2020-01-02 03:04:05.6" app/cfg/timed
+expect_eq "$(stat -c %Y app/cfg/timed)" "$(date -d '2020-01-02 03:04:05' +%s)" "touch -d of a value"
+touch -d "1999-12-31 23:59:59" app/cfg/timed-new
+expect_eq "$(stat -c %Y app/cfg/timed-new)" "$(date -d '1999-12-31 23:59:59' +%s)" "touch -d making a value"
+printf src > "$work/src"
+touch -d "2010-05-05 05:05:05" "$work/src"
+cp -a "$work/src" app/cfg/timed-cp
+expect_eq "$(stat -c %Y app/cfg/timed-cp)" "$(stat -c %Y "$work/src")" "cp -a"
+expect_eq "$(cat app/cfg/timed-cp)" src "cp -a's bytes"
+before=$(date +%s)
+printf w >> app/cfg/timed
+[ "$(stat -c %Y app/cfg/timed)" -ge "$before" ] || fail "a write after touch -d kept the time given"
+touch -d "3000-01-01" app/cfg/timed 2>/dev/null && fail "a time past 2262 was taken"
+rm app/cfg/timed app/cfg/timed-new app/cfg/timed-cp
+ok "times given: touch -d, cp -a; a write after them"
 
 cd /
 unmount_fs

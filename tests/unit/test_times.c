@@ -52,6 +52,34 @@ static int64_t kv_mtime(sfs_store *s, const char *key)
 	return st.mtime_ns;
 }
 
+/* A time given (touch -d, cp -a): kept in whole seconds, earlier or
+ * later than the value's; the next write's time replaces it, unless that
+ * is earlier (write times never go back); an absent key is NOTFOUND. */
+static void test_kv_set_mtime(void **state)
+{
+	tfx *t = *state;
+
+	tfx_now = 5000 * SEC;
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("v")));
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 1234 * SEC + 999));
+	assert_int_equal(kv_mtime(t->s, "k"), 1234 * SEC);
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("w")));
+	assert_int_equal(kv_mtime(t->s, "k"), 5000 * SEC);
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 9000 * SEC));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("x")));
+	assert_int_equal(kv_mtime(t->s, "k"), 9000 * SEC);
+	/* before 1970: whole seconds down */
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), -SEC / 2));
+	assert_int_equal(kv_mtime(t->s, "k"), -SEC);
+	IS(SFS_NOTFOUND, sfs_kv_set_mtime(t->s, SC, S("ns"), S("absent"), 0));
+	{
+		sfs_stat st;
+
+		IS(SFS_NOTFOUND, sfs_kv_stat(t->s, SC, S("ns"), S("absent"),
+		                             &st));
+	}
+}
+
 static void test_kv_seconds(void **state)
 {
 	tfx *t = *state;
@@ -802,6 +830,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_kv_seconds),
+		T(test_kv_set_mtime),
 		T(test_log_map),
 		T(test_queue_map),
 		T(test_import_interleaved_log),
