@@ -963,7 +963,8 @@ int sfs_item_requeue(sfs_store *s, sfs_slice queue, int64_t id,
 typedef struct sfs_queue_policy {
 	int64_t ttl_ms;         /* drop pending items that waited longer;
 	                           0: never. Items whose enqueue time is
-	                           unknown (pushed by the Go SDK) are kept */
+	                           unknown (pushed by another program, an
+	                           SDK) are kept */
 	int64_t max_deliveries; /* an item claimed this many times goes to the
 	                           dead letters instead of back to the queue
 	                           (expiry, nack, retry); 0: no limit */

@@ -115,10 +115,15 @@ static int ttl_pass(sfs_backend *b, sfs_slice queue, int64_t cut,
 	sqlite3_stmt *c = z ? sqlb_stmt(b, ST_GC_TTL_C, "SELECT id FROM"
 	        " statefs_queue_timemap WHERE enqueued_ns>=?1"
 	        " ORDER BY enqueued_ns, id LIMIT 1", &status) : NULL;
+	/* Not the items of other programs: above TM_QUEUE_KNOWN, or in a
+	 * run the map dates 0. */
 	sqlite3_stmt *m = c ? sqlb_stmt(b, ST_GC_TTL_MAP, "DELETE FROM work_queue"
 	        " WHERE execution_id=?1 AND id>=?2 AND id<?3 AND "
 	        SQLB_QLIVE("") " AND NOT EXISTS (SELECT 1 FROM"
-	        " statefs_queue_pending p WHERE p.id=work_queue.id)", &status)
+	        " statefs_queue_pending p WHERE p.id=work_queue.id) AND"
+	        " id<=coalesce(" TM_QUEUE_KNOWN ", 9223372036854775807) AND"
+	        " (SELECT t.enqueued_ns FROM statefs_queue_timemap t WHERE"
+	        " t.id<=work_queue.id ORDER BY t.id DESC LIMIT 1)>0", &status)
 	        : NULL;
 	sqlite3_stmt *o = m ? sqlb_stmt(b, ST_GC_TTL_OWN, "DELETE FROM work_queue"
 	        " WHERE execution_id=?1 AND id IN (SELECT id FROM"
@@ -281,7 +286,7 @@ static int marks_make(sfs_backend *b, sfs_slice queue)
 	        &status) : NULL;
 	sqlite3_stmt *set = rows ? sqlb_stmt(b, ST_MARK_SET, "INSERT INTO statefs_qmark"
 	        " (queue, lo, cleared) VALUES (?1, ?2, 0)", &status) : NULL;
-	int64_t v;
+	int64_t v, lo;
 
 	if (!set)
 		return status;
@@ -293,9 +298,12 @@ static int marks_make(sfs_backend *b, sfs_slice queue)
 	status = sqlb_run(b, rows, "adding queue markers");
 	if (status != SFS_OK)
 		return status;
+	lo = sqlite3_last_insert_rowid(b->db) - 1;
 	sqlb_bind(set, 1, queue);
-	sqlite3_bind_int64(set, 2, sqlite3_last_insert_rowid(b->db) - 1);
-	return sqlb_run(b, set, "adding queue markers");
+	sqlite3_bind_int64(set, 2, lo);
+	status = sqlb_run(b, set, "adding queue markers");
+	/* the markers are ours: no other program's items */
+	return status == SFS_OK ? tm_queue_ours(b, lo) : status;
 }
 
 /* Removes the markers of queue (or of every queue) that has no item in

@@ -517,6 +517,10 @@ int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
 	}
 	if (status == SFS_OK)
 		status = sqlb_begin_write(b);
+	/* Items other programs pushed before the import keep no time; the
+	 * imported ones have theirs (timemap.c). */
+	if (status == SFS_OK)
+		status = tm_queue_ours(b, INT64_MAX);
 	if (status == SFS_OK) {
 		while ((got = next(&row, ctx)) == SFS_OK &&
 		       (status = import_row(&imp, &row)) == SFS_OK)
@@ -527,6 +531,8 @@ int sqlb_import(sfs_backend *b, int (*next)(sfs_row *row, void *ctx),
 		/* Imported items in flight need their queue's markers. */
 		if (status == SFS_OK)
 			status = sqlb_marks_ensure(b);
+		if (status == SFS_OK)
+			status = tm_queue_ours(b, 0);
 		status = sqlb_end_write(b, status);
 	}
 	for (int i = 0; i < IM_MAX; i++)

@@ -100,7 +100,8 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	X(ITEM_COUNT, 3) X(ITEM_SCAN, 6) X(ITEM_GET, 3) X(ITEM_STAT, 3)    \
 	/* timemap.c: [tm_which] pairs */                                  \
 	X(TM_NOTE, 2) X(TM_PRUNE_BELOW, 2) X(TM_PRUNE_RANGE, 2)            \
-	X(TM_OVR_SET, 1) X(TM_OVR_DEL, 1)                                  \
+	X(TM_OVR_SET, 1) X(TM_OVR_DEL, 1) X(TM_FOREIGN, 1) X(TM_KNOWN, 1)  \
+	X(TM_KNOWN_NEW, 1)                                                 \
 	/* claim.c: claiming and acting on a claim */                      \
 	X(CLAIM_SEQ, 1) X(CLAIM_GET, 1) X(CLAIM_NEW, 1) X(CLAIM_HEAD, 1)   \
 	X(CLAIM_ONE, 1) X(CLAIM_ANY, 1) X(CLAIM_ANY_ONE, 1)                \
@@ -338,12 +339,30 @@ typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
 	" ORDER BY id DESC LIMIT 1), 0)"
 #define TM_QUEUE_AT(e)                                                     \
 	"coalesce((SELECT enqueued_ns FROM statefs_queue_pending"          \
-	" WHERE id=" e "), (SELECT enqueued_ns FROM statefs_queue_timemap"  \
+	" WHERE id=" e "), CASE WHEN " e ">" TM_QUEUE_KNOWN " THEN 0 END," \
+	" (SELECT enqueued_ns FROM statefs_queue_timemap"                  \
 	" WHERE id<=" e " ORDER BY id DESC LIMIT 1), 0)"
+/* The last work_queue id whose time statefs knows: every item above it
+ * was pushed by another program (the SDKs' INSERT), and so is every item
+ * in a run the queue map dates 0. Kept as a row of sqlite_sequence, the
+ * page every push writes anyway; NULL (a store of an older statefs):
+ * every item's time is the map's. See timemap.c. */
+#define TM_QUEUE_KNOWN_NAME "statefs_queue_known"
+#define TM_QUEUE_KNOWN                                                     \
+	"(SELECT seq FROM sqlite_sequence WHERE name='" TM_QUEUE_KNOWN_NAME "')"
 
 /* After entry id (the first of a batch) was inserted at now (whole
- * seconds): adds a map row if now is later than the latest row's time. */
+ * seconds): adds a map row if now is later than the latest row's time.
+ * On the queue map, first a row dated 0 for the items other programs
+ * pushed since statefs last did, and after, TM_QUEUE_KNOWN moves up to
+ * the batch's last id. */
 int tm_note(sfs_backend *b, tm_which w, int64_t id, int64_t now);
+/* The same for rows statefs inserts into work_queue without a time of the
+ * map (queue markers from first_id on; an import, INT64_MAX before its
+ * rows, 0 after): the items of other programs above TM_QUEUE_KNOWN and
+ * below first_id are dated 0, and TM_QUEUE_KNOWN moves up to the queue's
+ * sequence. */
+int tm_queue_ours(sfs_backend *b, int64_t first_id);
 /* After entries with ids in [lo, hi] were deleted: drops the map rows
  * that no longer govern any entry. */
 int tm_prune(sfs_backend *b, tm_which w, int64_t lo, int64_t hi);

@@ -28,8 +28,16 @@
  *    that governs the smallest live id (checked whenever a row is added,
  *    at most once a second), and in the id range of a delete or clear. The
  *    latest row is always kept: the next append compares with it.
- *  - Entries the Go SDK appends carry no time of their own: they show the
- *    time of the statefs write before them (a lower bound), or 0.
+ *  - Log entries the SDKs append carry no time of their own: they show
+ *    the time of the statefs write before them (a lower bound), or 0.
+ *  - Queue items the SDKs push must not: a time-to-live would drop an
+ *    item pushed a moment ago for the age of the statefs push before it.
+ *    TM_QUEUE_KNOWN (a row of sqlite_sequence, the page every push writes
+ *    anyway) is the last id whose time statefs knows; items above it are
+ *    another program's and read as 0, and the next statefs push first
+ *    dates their run 0 with a map row of its own (queue_foreign). Runs
+ *    dated 0 lie between dated rows, which stay monotone; the time-to-live
+ *    passes over them.
  *
  * Stores of schema version 1 kept one time row per entry; tm_convert_v1
  * turns such a table into a map (and overrides) that gives every entry
@@ -128,20 +136,86 @@ static int prune_below(sfs_backend *b, tm_which w)
 	return st ? sqlb_run(b, st, "pruning a time map") : status;
 }
 
+/* Items of other programs: TM_QUEUE_KNOWN moves up to the queue's
+ * sequence (made there when missing: an older statefs's store, whose
+ * items all keep the map's times). */
+static int queue_known(sfs_backend *b)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *up = sqlb_stmt(b, ST_TM_KNOWN, "UPDATE sqlite_sequence"
+	        " SET seq=max(seq, coalesce((SELECT seq FROM sqlite_sequence"
+	        " WHERE name='work_queue'), 0)) WHERE name='"
+	        TM_QUEUE_KNOWN_NAME "'", &status);
+	sqlite3_stmt *in = up ? sqlb_stmt(b, ST_TM_KNOWN_NEW, "INSERT INTO"
+	        " sqlite_sequence (name, seq) SELECT '" TM_QUEUE_KNOWN_NAME "',"
+	        " coalesce((SELECT seq FROM sqlite_sequence WHERE"
+	        " name='work_queue'), 0)", &status) : NULL;
+
+	if (!in)
+		return status;
+	status = sqlb_run(b, up, "noting the queue's known items");
+	if (status != SFS_OK || sqlite3_changes(b->db) > 0)
+		return status;
+	return sqlb_run(b, in, "noting the queue's known items");
+}
+
+/* Before rows statefs inserts from first_id on: items other programs
+ * pushed after TM_QUEUE_KNOWN and before first_id get a map row dated 0
+ * (unknown: no time-to-live drops them), unless the run before them is
+ * already dated 0. The map stays monotone over its dated rows. */
+static int queue_foreign(sfs_backend *b, int64_t first_id)
+{
+	int status = SFS_OK;
+	sqlite3_stmt *st = sqlb_stmt(b, ST_TM_FOREIGN, "INSERT INTO"
+	        " statefs_queue_timemap (id, enqueued_ns) SELECT k.seq+1, 0"
+	        " FROM sqlite_sequence k WHERE k.name='" TM_QUEUE_KNOWN_NAME "'"
+	        " AND coalesce((SELECT enqueued_ns FROM statefs_queue_timemap"
+	        " ORDER BY id DESC LIMIT 1), 0)>0 AND coalesce((SELECT max(id)"
+	        " FROM statefs_queue_timemap), 0)<=k.seq AND EXISTS (SELECT 1"
+	        " FROM work_queue q WHERE q.id>k.seq AND q.id<?1)", &status);
+
+	if (!st)
+		return status;
+	status = run2(b, st, 1, first_id, 0, "dating other programs' items");
+	if (status == SFS_OK && sqlite3_changes(b->db) > 0)
+		stamp_forget(b);
+	return status;
+}
+
+int tm_queue_ours(sfs_backend *b, int64_t first_id)
+{
+	int status = queue_foreign(b, first_id);
+
+	return status == SFS_OK ? queue_known(b) : status;
+}
+
 int tm_note(sfs_backend *b, tm_which w, int64_t id, int64_t now)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = tm_stmt(b, ST_TM_NOTE, w,
+	/* The queue map's dated rows never go back in time, also after a
+	 * run dated 0: a clock stepped back gives the latest dated time. */
+	sqlite3_stmt *st = tm_stmt(b, ST_TM_NOTE, w, w == TM_QUEUE ?
+	        "INSERT INTO {map} (id, {col}) SELECT ?1, max(?2,"
+	        " coalesce((SELECT max({col}) FROM {map}), 0)) WHERE ?2 >"
+	        " coalesce((SELECT {col} FROM {map} ORDER BY id DESC LIMIT 1),"
+	        " -1)" :
 	        "INSERT INTO {map} (id, {col}) SELECT ?1, ?2 WHERE ?2 >"
 	        " coalesce((SELECT {col} FROM {map} ORDER BY id DESC LIMIT 1),"
 	        " -1)", &status);
 
-	if (!st || stamp_map(b, w, now))
+	if (!st)
 		return status;
-	status = run2(b, st, 2, id, now, "writing a time");
-	if (status != SFS_OK || sqlite3_changes(b->db) == 0)
-		return status;
-	return prune_below(b, w);
+	/* Stamped: nobody else committed since this connection's last push,
+	 * so no other program's items lie between. */
+	if (stamp_map(b, w, now))
+		return w == TM_QUEUE ? queue_known(b) : SFS_OK;
+	if (w == TM_QUEUE)
+		status = queue_foreign(b, id);
+	if (status == SFS_OK)
+		status = run2(b, st, 2, id, now, "writing a time");
+	if (status == SFS_OK && sqlite3_changes(b->db) > 0)
+		status = prune_below(b, w);
+	return status == SFS_OK && w == TM_QUEUE ? queue_known(b) : status;
 }
 
 int tm_prune(sfs_backend *b, tm_which w, int64_t lo, int64_t hi)
@@ -275,6 +349,18 @@ int tm_import(sfs_backend *b, tm_which w, int64_t x, int64_t t)
 		return status;
 	/* Their time now: the row at x's, else the one before x's, else 0. */
 	old = !no_at ? at_x : !no_prev ? prev : 0;
+	/* On the queue, the dated rows around x (runs of other programs'
+	 * items, dated 0, lie between them). */
+	if (status == SFS_OK && w == TM_QUEUE)
+		status = one_int(b, "SELECT {col} FROM {map} WHERE id<?1 AND"
+		                 " {col}>0 ORDER BY id DESC LIMIT 1", w, x, 0,
+		                 &prev, &no_prev);
+	if (status == SFS_OK && w == TM_QUEUE)
+		status = one_int(b, "SELECT {col} FROM {map} WHERE id>?1 AND"
+		                 " {col}>0 ORDER BY id LIMIT 1", w, x, 0,
+		                 &next_t, &no_next);
+	if (status != SFS_OK)
+		return status;
 	if (w == TM_QUEUE && ((!no_prev && t < prev) ||
 	                      (!no_next && t > next_t) || (!no_y && t > old)))
 		return tm_override_set(b, x, t);

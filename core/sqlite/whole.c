@@ -403,6 +403,18 @@ static int restore_tx(sfs_backend *b, progress *p, int64_t version)
 		status = keep_sequence(b, "function_state_log");
 	if (status == SFS_OK)
 		status = keep_sequence(b, "work_queue");
+	/* Which items statefs dated is the checkpoint's (none said: an older
+	 * store, whose items keep the map's times). */
+	if (status == SFS_OK)
+		status = run_named(b, "DELETE FROM main.sqlite_sequence WHERE"
+		                   " name=?1", TM_QUEUE_KNOWN_NAME, "restoring");
+	if (status == SFS_OK && (t = has_ckpt_table(b, "sqlite_sequence")) < 0)
+		status = -t;
+	if (status == SFS_OK && t)
+		status = run_named(b, "INSERT INTO main.sqlite_sequence (name,"
+		                   " seq) SELECT name, seq FROM ckpt.sqlite_sequence"
+		                   " WHERE name=?1", TM_QUEUE_KNOWN_NAME,
+		                   "restoring");
 	/* A claim id issued after the checkpoint must never be issued again:
 	 * its holder's ack would reach the new claim. */
 	if (status == SFS_OK)

@@ -587,7 +587,7 @@ static void test_ttl(void **state)
 	tfx_now = 1041 * SEC;
 	IS(SFS_NOTFOUND, sfs_claim(t->s, Q, 1, 0, &cid, NULL)); /* dropped */
 	pending_are(t->s, "");
-	/* an item pushed by the Go SDK has no known time: never dropped */
+	/* an item another program pushed: test_ttl_foreign */
 }
 
 static void test_recovery_at_open(void **state)
@@ -1102,6 +1102,61 @@ static void test_foreign_clear(void **state)
 /* A version-3 store (no markers, no namespace claims) with an item in
  * flight opens migrated: the item's queue gets its markers, so an SDK
  * clear reaches it. */
+/* Items another program pushes (the SDKs' INSERT, no time of ours) have
+ * no known time: the time-to-live never drops them, however old the
+ * statefs push before them, and listings show their time as 0. Seen
+ * before: the map's run of the statefs push before them dated them, so a
+ * gc dropped an SDK item pushed a moment ago. Also across a run in the
+ * same second (the stamp cache) and with the queue's markers present. */
+static void test_ttl_foreign(void **state)
+{
+	tfx *t = *state;
+	sfs_queue_policy p = { 10000, 0 };
+	int64_t cid = 0;
+	sfs_gc_stats g;
+	sfs_list l;
+	sdk k;
+
+	tfx_sqlite_only("the SDKs' statements on the store's SQLite file");
+	sdk_open(t, &k);
+	OK(sfs_queue_policy_set(t->s, Q, &p));
+	push(t->s, "mine1");                               /* at 1000 s */
+	assert_int_equal(sdk_run(&k, SDK_PUSH, "sdk1", NULL, 0), 1);
+	tfx_now = 1005 * SEC;
+	push(t->s, "mine2");
+	assert_int_equal(sdk_run(&k, SDK_PUSH, "sdk2", NULL, 0), 1);
+	tfx_now = 1020 * SEC;
+	OK(sfs_item_scan(t->s, Q, SFS_ITEM_PENDING, -1, 0, 0, &l));
+	values_are(&l, "mine1 sdk1 mine2 sdk2");
+	assert_int_equal(l.items[0].st.mtime_ns, 1000 * SEC);
+	assert_int_equal(l.items[1].st.mtime_ns, 0);
+	assert_int_equal(l.items[2].st.mtime_ns, 1005 * SEC);
+	assert_int_equal(l.items[3].st.mtime_ns, 0);
+	sfs_list_free(&l);
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 2);
+	pending_are(t->s, "sdk1 sdk2");
+	/* a foreign push between two of ours in the same second */
+	push(t->s, "mine3");
+	assert_int_equal(sdk_run(&k, SDK_PUSH, "sdk3", NULL, 0), 1);
+	push(t->s, "mine4");
+	tfx_now = 1031 * SEC;
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 2);
+	pending_are(t->s, "sdk1 sdk2 sdk3");
+	/* with items in flight (the markers at the tail) */
+	OK(sfs_claim(t->s, Q, 1, 60000, &cid, NULL));     /* sdk1 */
+	assert_int_equal(sdk_run(&k, SDK_PUSH, "sdk4", NULL, 0), 1);
+	push(t->s, "mine5");
+	assert_int_equal(sdk_run(&k, SDK_PUSH, "sdk5", NULL, 0), 1);
+	tfx_now = 1042 * SEC;
+	OK(sfs_queue_gc(t->s, Q, &g));
+	assert_int_equal(g.expired, 1);
+	pending_are(t->s, "sdk2 sdk3 sdk4 sdk5");
+	OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
+	sdk_close(&k);
+}
+
 static void test_v3_migrates(void **state)
 {
 	tfx *t = *state;
@@ -1474,6 +1529,7 @@ int main(void)
 		T(test_kv_claim),
 		T(test_clear_in_flight),
 		T(test_foreign_clear),
+		T(test_ttl_foreign),
 		T(test_v3_migrates),
 		T(test_bad_args),
 		T(test_export_import_claims),
