@@ -1,6 +1,7 @@
 /*
- * duration.c - fs_duration_parse (text.h): a lease or time-to-live as a
- * person writes it, for the mount's options and statectl's.
+ * duration.c - fs_duration_parse and fs_size_parse (text.h): a lease or
+ * time-to-live, and a size, as a person writes them, for the mount's
+ * options and statectl's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,4 +37,29 @@ int fs_duration_parse(const char *text, int64_t *ms)
 		return SFS_OK;
 	}
 	return SFS_INVALID;
+}
+
+uint64_t fs_size_parse(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024; end++; break;
+	case 'm': case 'M': mult = 1024 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && mult > 1 && end[1] == 'B')
+		end += 2; /* "64MiB" */
+	if (*end || v > UINT64_MAX / mult)
+		return 0;
+	return v * mult;
 }

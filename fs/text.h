@@ -110,4 +110,17 @@ int fs_name_decode(const char *name, size_t len, fs_name_kind kind,
  */
 int fs_duration_parse(const char *text, int64_t *ms);
 
+/* ------------------------------------------------------------------------
+ * Sizes (the largest value, buffers) as a person writes them (statectl,
+ * mount options): a whole number of bytes with an optional K, M or G
+ * (powers of 1024, "MiB" too). 0 for anything else (and for 0 or an
+ * overflow).
+ */
+uint64_t fs_size_parse(const char *text);
+
+/* The most a store's max_value may be: SQLite's default SQLITE_MAX_LENGTH,
+ * the largest value one row holds (Debian's SQLite keeps that default), so
+ * 953M; 1G is more. */
+#define FS_MAX_VALUE_CEILING 1000000000ull
+
 #endif /* STATEFS_FS_TEXT_H */

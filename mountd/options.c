@@ -17,11 +17,6 @@
 
 #include "mountd_i.h"
 
-/* Hard ceiling for max_value: SQLite's default SQLITE_MAX_LENGTH, the
- * largest value one row holds (Debian's SQLite keeps that default), so
- * 953M; 1G is more. */
-#define MAX_VALUE_CEILING 1000000000ull
-
 /* Most threads -o threads= may ask for. */
 #define MAX_THREADS 64
 
@@ -127,31 +122,6 @@ static int parse_unsigned(const char *s, int base, unsigned long lo,
 }
 
 /* "64M" -> 67108864; 0 when it is not a size. */
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mult = 1;
-
-	if (!s || *s < '0' || *s > '9')
-		return 0;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': mult = 1024; end++; break;
-	case 'm': case 'M': mult = 1024 * 1024; end++; break;
-	case 'g': case 'G': mult = 1024 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (*end == 'i' && mult > 1 && end[1] == 'B')
-		end += 2; /* "64MiB" */
-	if (*end || v > UINT64_MAX / mult)
-		return 0;
-	return v * mult;
-}
-
 /* fsname=PATH for mount(8) and df, with fuse_opt's separators escaped. */
 static int add_fsname(struct fuse_args *args, const char *db)
 {
@@ -218,20 +188,20 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		return -1;
 	}
 	if (o->max_value_text) {
-		o->max_value = parse_size(o->max_value_text);
+		o->max_value = fs_size_parse(o->max_value_text);
 		if (o->max_value == 0) {
 			fprintf(stderr, "%s: -o max_value=%s is not a size (a number "
 			        "of bytes, optionally followed by K, M or G); see -h\n",
 			        prog, o->max_value_text);
 			return -1;
 		}
-		if (o->max_value > MAX_VALUE_CEILING) {
+		if (o->max_value > FS_MAX_VALUE_CEILING) {
 			fprintf(stderr, "%s: -o max_value=%s is %llu bytes, more than "
 			        "SQLite stores in one value (%llu bytes, %lluM at "
 			        "most); see -h\n", prog, o->max_value_text,
 			        (unsigned long long)o->max_value,
-			        (unsigned long long)MAX_VALUE_CEILING,
-			        (unsigned long long)(MAX_VALUE_CEILING >> 20));
+			        (unsigned long long)FS_MAX_VALUE_CEILING,
+			        (unsigned long long)(FS_MAX_VALUE_CEILING >> 20));
 			return -1;
 		}
 	}
@@ -239,7 +209,7 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 		uint64_t vmax = o->max_value ? o->max_value
 		                             : SFS_DEFAULT_MAX_VALUE;
 
-		o->max_buffered = parse_size(o->max_buffered_text);
+		o->max_buffered = fs_size_parse(o->max_buffered_text);
 		if (o->max_buffered == 0) {
 			fprintf(stderr, "%s: -o max_buffered=%s is not a size (a "
 			        "number, optionally followed by K, M or G); see "

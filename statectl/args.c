@@ -33,6 +33,7 @@ static const cli_optdef optdefs[] = {
 	{ "raw", OPT_RAW, NULL, "names are bytes as given, not written as under the mount" },
 	{ "progress", OPT_PROGRESS, NULL, "always draw progress bars on stderr" },
 	{ "no-progress", OPT_NO_PROGRESS, NULL, "never draw progress bars" },
+	{ "max-value", OPT_MAX_VALUE, "SIZE", "the largest value a put or an import takes (default 64M, at most 953M)" },
 	{ "help", OPT_HELP, NULL, "show help (also -h)" },
 	{ "version", OPT_VERSION, NULL, "show the version (also -V)" },
 	{ "start", OPT_START, "KEY", "first key, inclusive (default: from the first key)" },
@@ -133,6 +134,17 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_RAW: c->raw = 1; break;
 	case OPT_PROGRESS: c->progress = CLI_PROGRESS_ALWAYS; break;
 	case OPT_NO_PROGRESS: c->progress = CLI_PROGRESS_NEVER; break;
+	case OPT_MAX_VALUE:
+		c->max_value = fs_size_parse(arg);
+		if (!c->max_value)
+			return cli_usage(c, "--max-value: '%s' is not a size (a"
+			                 " number of bytes, then K, M or G)", arg);
+		if (c->max_value > FS_MAX_VALUE_CEILING)
+			return cli_usage(c, "--max-value: '%s' is more than SQLite"
+			                 " stores in one value (%lluM at most)", arg,
+			                 (unsigned long long)(FS_MAX_VALUE_CEILING
+			                                      >> 20));
+		break;
 	case OPT_START: a->start = arg; break;
 	case OPT_END: a->end = arg; break;
 	case OPT_REVERSE: a->reverse = 1; break;

@@ -66,6 +66,7 @@ enum cli_optid {
 	OPT_RAW,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_MAX_VALUE,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_GLOBAL_LAST = OPT_VERSION,
@@ -105,6 +106,7 @@ typedef struct cli {
 	int json;                /* --json */
 	int raw;                 /* --raw: names are bytes as given */
 	int progress;            /* enum cli_progress_mode */
+	uint64_t max_value;      /* --max-value, 0: the engine's default */
 	/* the command being run, for usage messages */
 	const struct cli_cmd *cmd;
 	char cmdname[48];        /* "queue push" */

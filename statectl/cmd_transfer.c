@@ -406,11 +406,12 @@ static int check_header(const cli *c, const char *line, size_t len)
 }
 
 /* The longest line a row can take: every byte field at its largest (a
- * value of the default max_value, three names of SFS_MAX_NAME), written in
- * the longest JSON form, \u00XX escapes of six bytes a byte (base64 is
- * 4/3), plus field names and integers. About 385 MiB. */
-#define IMPORT_LINE_MAX \
-	(6 * ((size_t)SFS_DEFAULT_MAX_VALUE + 3 * (size_t)SFS_MAX_NAME) + 4096)
+ * value of max_value, --max-value or the default, three names of
+ * SFS_MAX_NAME), written in the longest JSON form, \u00XX escapes of six
+ * bytes a byte (base64 is 4/3), plus field names and integers. About 385
+ * MiB by default. */
+#define IMPORT_LINE_MAX(max_value) \
+	(6 * ((size_t)(max_value) + 3 * (size_t)SFS_MAX_NAME) + 4096)
 #define IMPORT_READ_BLOCK (1u << 14)
 
 /* The lines of an export, read(2) into one buffer (what a pipe has, as it
@@ -549,8 +550,9 @@ static int next_row(sfs_row *row, void *arg)
 	if (got == -2) {
 		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: longer than any"
 		                 " row of an export (%zu bytes); nothing was"
-		                 " imported", (unsigned long long)x->lineno + 1,
-		                 x->r.max);
+		                 " imported%s", (unsigned long long)x->lineno + 1,
+		                 x->r.max, x->c->max_value ? "" : " (a value"
+		                 " larger than 64M: --max-value)");
 		return -1;
 	}
 	if (cli_interrupted()) { /* Ctrl-C while waiting for input */
@@ -583,7 +585,8 @@ int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
 	x.c = c;
 	x.name = name;
 	x.r.fd = fileno(in);
-	x.r.max = IMPORT_LINE_MAX;
+	x.r.max = IMPORT_LINE_MAX(c->max_value ? c->max_value
+	                                       : SFS_DEFAULT_MAX_VALUE);
 	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
 		x.total = (uint64_t)sb.st_size;
 	cli_progress_begin(&x.p, c, "import", "bytes");
@@ -594,6 +597,11 @@ int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
 	else if (st != SFS_OK && x.ended)
 		rc = cli_fail_status(c, st, "cannot commit the import; nothing was"
 		                     " imported");
+	else if (st == SFS_TOOBIG && strstr(sfs_errdetail(), "store's limit"))
+		rc = cli_fail_status(c, st, "line %llu: cannot import the row"
+		                     " (--max-value SIZE takes larger values);"
+		                     " nothing was imported",
+		                     (unsigned long long)x.lineno);
 	else if (st != SFS_OK)
 		rc = cli_fail_status(c, st, "line %llu: cannot import the row;"
 		                     " nothing was imported",

@@ -232,6 +232,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	            (mode == CLI_STORE_READ ? SFS_OPEN_READONLY : 0) |
 	            (mode == CLI_STORE_GC ? SFS_OPEN_NORECOVER : 0);
 	cfg.key = pass ? pass : key;
+	cfg.max_value = c->max_value;
 	st = sfs_store_open(&cfg, out, &notice);
 	if (notice) {
 		fprintf(stderr, "statectl: %s\n", notice);
