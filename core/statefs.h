@@ -626,6 +626,10 @@ typedef enum sfs_family {
 	SFS_FAM_INFLIGHT,   /* a claimed item */
 	SFS_FAM_DEAD,       /* a dead letter */
 	SFS_FAM_POLICY,     /* a queue's policy */
+	SFS_FAM_SEQ,        /* the last id an id space issued ("log",
+	                       "queue", "claim"), when above every id the
+	                       export holds: ids of entries, items and
+	                       claims that are gone are never issued again */
 } sfs_family;
 
 /* The names in a directory of a family, ascending, strictly after `after`
@@ -1221,7 +1225,10 @@ typedef struct sfs_row {
 	sfs_slice value;          /* value, entry or item bytes */
 	sfs_slice reason;         /* dead letters */
 	int64_t id;               /* log entries and items (queue, in-flight,
-	                             dead rows); claim rows: the claim's id */
+	                             dead rows); claim rows: the claim's id;
+	                             seq rows: the last id issued in the id
+	                             space named by scope ("log", "queue" or
+	                             "claim") */
 	int64_t mtime_ns;         /* kv, counter, log rows: the time of the
 	                             write; queue and in-flight rows: when the
 	                             item's wait began; dead rows: its death;
@@ -1239,8 +1246,9 @@ typedef struct sfs_row {
 } sfs_row;
 
 /* Calls fn for every row, from one consistent snapshot, in a fixed order
- * (family, then scope, ns, key, id; claims before their in-flight items).
- * The row and its slices are borrowed for the duration of the call.
+ * (family, then scope, ns, key, id; claims before their in-flight items;
+ * last, SFS_FAM_SEQ rows for the id spaces that issued ids above every id
+ * exported). The row and its slices are borrowed for the duration of the call.
  * progress (may be NULL) counts rows. Errors: whatever nonzero value fn
  * returned, which stops the export; SFS_CANCELLED. */
 int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
@@ -1256,8 +1264,9 @@ int sfs_export(sfs_store *s, int (*fn)(const sfs_row *row, void *ctx),
  * nothing is overwritten. Key/value entries and counters are replaced, as a
  * put or set would; so are queue policies. mtime_ns is kept as given.
  * Claims keep their ids; an in-flight row needs its claim imported first
- * (export order does that). The claim and item id sequences move past every
- * imported id. Other threads' calls on the handle wait for the import.
+ * (export order does that). The log, claim and item id sequences move past
+ * every imported id and to the id of every SFS_FAM_SEQ row, so no id the
+ * exported store issued is issued again. Other threads' calls on the handle wait for the import.
  * On any failure nothing is imported. Errors: SFS_INVALID (a row that is
  * not valid: an id <= 0 or past SFS_ID_MAX where one is needed, an
  * in-flight row before its claim, a negative count, a delivery count past

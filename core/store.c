@@ -114,6 +114,7 @@ static const char *fam_name(sfs_family fam)
 		[SFS_FAM_DIR] = "directory", [SFS_FAM_CLAIM] = "claim",
 		[SFS_FAM_INFLIGHT] = "in-flight item",
 		[SFS_FAM_DEAD] = "dead letter", [SFS_FAM_POLICY] = "queue policy",
+		[SFS_FAM_SEQ] = "sequence",
 	};
 
 	if ((int)fam < 0 || (size_t)fam >= sizeof(names) / sizeof(names[0]) ||
@@ -736,7 +737,8 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 	             row->family == SFS_FAM_QUEUE ||
 	             row->family == SFS_FAM_CLAIM ||
 	             row->family == SFS_FAM_INFLIGHT ||
-	             row->family == SFS_FAM_DEAD;
+	             row->family == SFS_FAM_DEAD ||
+	             row->family == SFS_FAM_SEQ;
 
 	if (has_id && row->id <= 0)
 		return sfs_err(SFS_INVALID, "%s rows need an id > 0",
@@ -795,6 +797,17 @@ static int chk_row(const sfs_store *s, const sfs_row *row)
 	case SFS_FAM_POLICY:
 		CHECK(chk_name(row->scope, "queue"));
 		return chk_policy(row->ttl_ms, row->max_deliveries);
+	case SFS_FAM_SEQ:
+		for (size_t i = 0; i < 3; i++) {
+			static const char *const spaces[] = { "log", "queue",
+			                                      "claim" };
+
+			if (row->scope.ptr && row->scope.len == strlen(spaces[i]) &&
+			    !memcmp(row->scope.ptr, spaces[i], row->scope.len))
+				return SFS_OK;
+		}
+		return sfs_err(SFS_INVALID, "a sequence row names \"log\","
+		               " \"queue\" or \"claim\"");
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)row->family);
 }

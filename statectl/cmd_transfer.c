@@ -66,6 +66,7 @@ static const struct {
 	  F_ID | F_N | F_VALUE | F_MTIME | F_DELIVERIES },
 	{ "dead", SFS_FAM_DEAD, F_KEY | F_ID | F_VALUE | F_MTIME | F_DELIVERIES },
 	{ "policy", SFS_FAM_POLICY, F_N | F_DELIVERIES },
+	{ "seq", SFS_FAM_SEQ, F_ID },
 };
 
 static const char *family_name(sfs_family f)

@@ -28,6 +28,22 @@
 
 /* Every statement gives: scope, ns, key, value, mtime, id, n, deliveries;
  * ad says how its values are sealed. */
+
+/* The id spaces whose last issued id is above every id the export holds
+ * (entries, items, claims that are gone): an import raises its sequence
+ * there, so none of those ids is issued again. */
+#define SEQ_LAST(seq)                                                      \
+	"(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM " seq ")"
+#define SEQ_SQL                                                            \
+	"SELECT convert_to(n, 'UTF8'), NULL::bytea, NULL::bytea, NULL::bytea," \
+	" 0::bigint, v, 0::bigint, 0::bigint FROM (SELECT 'claim' AS n, "      \
+	SEQ_LAST("statefs_claim_claim_id_seq") " AS v, (SELECT max(claim_id)"  \
+	" FROM statefs_claim WHERE ns IS NULL) AS m UNION ALL SELECT 'log', "  \
+	SEQ_LAST("function_state_log_id_seq") ", (SELECT max(id) FROM"        \
+	" function_state_log) UNION ALL SELECT 'queue', "                     \
+	SEQ_LAST("work_queue_id_seq") ", greatest((SELECT max(id) FROM"       \
+	" work_queue), (SELECT max(id) FROM statefs_inflight), (SELECT"       \
+	" max(id) FROM statefs_dead))) s WHERE v > coalesce(m, 0) ORDER BY n"
 static const struct {
 	sfs_family fam;
 	int ad;
@@ -78,6 +94,7 @@ static const struct {
 	  "SELECT queue, NULL::bytea, NULL::bytea, NULL::bytea, 0::bigint,"
 	  " 0::bigint, ttl_ms, max_deliveries FROM statefs_queue_policy"
 	  " ORDER BY queue" },
+	{ SFS_FAM_SEQ, 0, SEQ_SQL },
 };
 
 #define N_FAM (sizeof(families) / sizeof(families[0]))
@@ -104,7 +121,8 @@ static int count_all(pgc *c, uint64_t *total)
 	        " + (SELECT count(*) FROM statefs_claim WHERE ns IS NULL)"
 	        " + (SELECT count(*) FROM statefs_inflight)"
 	        " + (SELECT count(*) FROM statefs_dead)"
-	        " + (SELECT count(*) FROM statefs_queue_policy)", NULL, 0, &r,
+	        " + (SELECT count(*) FROM statefs_queue_policy)"
+	        " + (SELECT count(*) FROM (" SEQ_SQL ") q)", NULL, 0, &r,
 	        "counting rows");
 
 	if (st != SFS_OK)
@@ -645,6 +663,11 @@ int pgb_import_one(pgb_imp *imp, const sfs_row *row)
 			raise_max(&imp->max_item, r->id);
 		return st;
 	}
+	case SFS_FAM_SEQ: /* chk_row: one of the three */
+		raise_max(*(const char *)r->scope.ptr == 'l' ? &imp->max_log
+		          : *(const char *)r->scope.ptr == 'q' ? &imp->max_item
+		          : &imp->max_claim, r->id);
+		return SFS_OK;
 	case SFS_FAM_POLICY:
 		pgp_bytes(&p, r->scope);
 		pgp_i64(&p, rn);

@@ -286,19 +286,36 @@ static int marks_make(sfs_backend *b, sfs_slice queue)
 	        &status) : NULL;
 	sqlite3_stmt *set = rows ? sqlb_stmt(b, ST_MARK_SET, "INSERT INTO statefs_qmark"
 	        " (queue, lo, cleared) VALUES (?1, ?2, 0)", &status) : NULL;
-	int64_t v, lo;
+	/* Markers take no id of the queue's sequence: an export's "seq"
+	 * row (export.c) is the last id an item had, which an import
+	 * reproduces, whatever markers it makes. Later pushes get ids past
+	 * the markers all the same (the largest rowid). */
+	sqlite3_stmt *seq = set ? sqlb_stmt(b, ST_MARK_SEQ, "SELECT"
+	        " coalesce((SELECT seq FROM sqlite_sequence WHERE"
+	        " name='work_queue'), 0)", &status) : NULL;
+	sqlite3_stmt *seq_set = seq ? sqlb_stmt(b, ST_MARK_SEQ_SET, "UPDATE"
+	        " sqlite_sequence SET seq=?1 WHERE name='work_queue'", &status)
+	        : NULL;
+	int64_t v, lo, before;
 
-	if (!set)
+	if (!seq_set)
 		return status;
 	sqlb_bind(has, 1, queue);
 	status = one_row(b, has, &v, 0, &found, "reading queue markers");
 	if (status != SFS_OK || found)
+		return status;
+	status = one_row(b, seq, &before, 1, &found, "reading queue markers");
+	if (status != SFS_OK)
 		return status;
 	sqlb_bind(rows, 1, queue);
 	status = sqlb_run(b, rows, "adding queue markers");
 	if (status != SFS_OK)
 		return status;
 	lo = sqlite3_last_insert_rowid(b->db) - 1;
+	sqlite3_bind_int64(seq_set, 1, before);
+	status = sqlb_run(b, seq_set, "adding queue markers");
+	if (status != SFS_OK)
+		return status;
 	sqlb_bind(set, 1, queue);
 	sqlite3_bind_int64(set, 2, lo);
 	status = sqlb_run(b, set, "adding queue markers");

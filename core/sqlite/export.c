@@ -3,8 +3,8 @@
  * import such rows back in one transaction.
  *
  * Export order is fixed (statefs.h): family (KV, counters, logs, queues,
- * directories, claims, in-flight items, dead letters, queue policies),
- * then scope, namespace, key, id, each served by the table's own index,
+ * directories, claims, in-flight items, dead letters, queue policies,
+ * sequences), then scope, namespace, key, id, each served by the table's own index,
  * so the same store always exports the same byte sequence.
  * Import keeps what export gives: ids of log and queue rows, every mtime
  * (0 stays 0: no time row), explicit directories. Log and queue times go
@@ -30,6 +30,23 @@
 /* Every statement gives the generic columns scope, ns, key, value, mtime,
  * id, n, deliveries; wire_*() below say which sfs_row field each carries
  * in each family. */
+
+/* The id spaces whose last issued id is above every id the export holds
+ * (entries, items, claims that are gone): an import raises its sequence
+ * there, so none of those ids is issued again. Queue items are pending,
+ * in flight or dead (markers are not exported). */
+#define SEQ_SQL                                                            \
+	"SELECT n, NULL, NULL, NULL, 0, seq, 0, 0 FROM (SELECT 'claim' AS n,"   \
+	" (SELECT seq FROM sqlite_sequence WHERE name='statefs_claim') AS seq," \
+	" (SELECT max(claim_id) FROM statefs_claim WHERE ns IS NULL) AS m"    \
+	" UNION ALL SELECT 'log', (SELECT seq FROM sqlite_sequence WHERE"     \
+	" name='function_state_log'), (SELECT max(id) FROM"                   \
+	" function_state_log) UNION ALL SELECT 'queue', (SELECT seq FROM"     \
+	" sqlite_sequence WHERE name='work_queue'), max(coalesce((SELECT"     \
+	" max(id) FROM work_queue q WHERE " SQLB_QLIVE_ANY("q.") "), 0),"     \
+	" coalesce((SELECT max(id) FROM statefs_inflight), 0),"               \
+	" coalesce((SELECT max(id) FROM statefs_dead), 0)))"                  \
+	" WHERE seq > coalesce(m, 0) ORDER BY n"
 static const char *const export_sql[] = {
 	/* Entries a namespace drain holds are still the namespace's until
 	 * delivered: they travel as entries. */
@@ -61,11 +78,13 @@ static const char *const export_sql[] = {
 	" FROM statefs_dead ORDER BY queue, id",
 	"SELECT queue, NULL, NULL, NULL, 0, 0, ttl_ms, max_deliveries"
 	" FROM statefs_queue_policy ORDER BY queue",
+	SEQ_SQL,
 };
 
 static const sfs_family export_fam[] = {
 	SFS_FAM_KV, SFS_FAM_COUNTER, SFS_FAM_LOG, SFS_FAM_QUEUE, SFS_FAM_DIR,
 	SFS_FAM_CLAIM, SFS_FAM_INFLIGHT, SFS_FAM_DEAD, SFS_FAM_POLICY,
+	SFS_FAM_SEQ,
 };
 
 #define N_FAM (sizeof(export_fam) / sizeof(export_fam[0]))
@@ -141,7 +160,8 @@ static int count_all(sfs_backend *b, uint64_t *total)
 		" + (SELECT count(*) FROM statefs_claim WHERE ns IS NULL)"
 		" + (SELECT count(*) FROM statefs_inflight)"
 		" + (SELECT count(*) FROM statefs_dead)"
-		" + (SELECT count(*) FROM statefs_queue_policy)";
+		" + (SELECT count(*) FROM statefs_queue_policy)"
+		" + (SELECT count(*) FROM (" SEQ_SQL "))";
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 
@@ -498,6 +518,11 @@ static int import_row(import *imp, const sfs_row *r)
 		st = imp->st[IM_POLICY];
 		bind_row(st, r);
 		return step(b, st);
+	case SFS_FAM_SEQ: /* chk_row: one of the three */
+		return raise_seq(imp, *(const char *)r->scope.ptr == 'l'
+		                 ? "function_state_log"
+		                 : *(const char *)r->scope.ptr == 'q'
+		                 ? "work_queue" : "statefs_claim", r->id);
 	}
 	return sfs_err(SFS_INVALID, "unknown family %d", (int)r->family);
 }

@@ -115,7 +115,7 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	X(KVC_HOLDS, 1) X(KVC_BACK_TIME, 1) X(KVC_BACK, 1) X(KVC_DONE, 1)  \
 	/* claim.c: queue markers (tidy: every queue, one queue) */        \
 	X(MARK_HAS, 1) X(MARK_ROWS, 1) X(MARK_SET, 1) X(MARK_TIDY_ROWS, 2) \
-	X(MARK_TIDY, 2)                                                    \
+	X(MARK_TIDY, 2) X(MARK_SEQ, 1) X(MARK_SEQ_SET, 1)                   \
 	/* claim.c: settling items */                                      \
 	X(SETTLE_DEAD_LIMIT, 1) X(SETTLE_DEAD_REJECT, 1) X(SETTLE_BACK, 1) \
 	X(SETTLE_BACK_PEND, 1) X(SETTLE_RETRY, 1) X(SETTLE_RETRY_PEND, 1)  \

@@ -172,7 +172,8 @@ static int queue_foreign(sfs_backend *b, int64_t first_id)
 	        " AND coalesce((SELECT enqueued_ns FROM statefs_queue_timemap"
 	        " ORDER BY id DESC LIMIT 1), 0)>0 AND coalesce((SELECT max(id)"
 	        " FROM statefs_queue_timemap), 0)<=k.seq AND EXISTS (SELECT 1"
-	        " FROM work_queue q WHERE q.id>k.seq AND q.id<?1)", &status);
+	        " FROM work_queue q WHERE q.id>k.seq AND q.id<?1 AND "
+	        SQLB_QLIVE_ANY("q.") ")", &status);
 
 	if (!st)
 		return status;

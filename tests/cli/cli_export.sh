@@ -28,7 +28,7 @@ cmp "$T/e1" "$T/e1c" || fail "export - writes the export to stdout"
 [ ! -e "$T/-" ] || fail "export - made a file named -"
 expect_eq "$(head -n1 "$T/e1")" '{"format":"statefs-export","version":1}' "versioned header"
 # every line after the header is one JSON object with a known family
-tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy"))' >/dev/null ||
+tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy","seq"))' >/dev/null ||
 	fail "rows with families"
 for fam in kv counter log queue dir claim inflight dead policy; do
 	tail -n +2 "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
@@ -267,5 +267,36 @@ if [ -z "$pg" ]; then
 	expect_match "$err" "more than SQLite stores in one value" "--max-value past SQLite's limit"
 	rm -f "$T/bigexport"
 fi
+
+# Ids of entries, items and claims that are gone (cleared, popped, acked)
+# are not issued again after an import: the export carries the last id of
+# each space above those it holds (a "seq" row), and the import raises the
+# sequence to it. Seen before: an SDK's log cleared, exported, imported,
+# and its next append got id 1 again, so a reader's cursor skipped it.
+DB6=$T/sixth.db
+opts6=(--plaintext); [ "$mode" = encrypted ] && opts6=(--key-file "$T/key6")
+"$STATECTL" --db "$DB6" "${opts6[@]}" init >/dev/null
+for i in 1 2 3; do lid=$(sc log append gone n k "e$i"); done
+sc log clear gone >/dev/null
+sc queue push gq a b >/dev/null
+sc queue pop gq >/dev/null
+sc queue pop gq >/dev/null
+qid=$(sc queue push gq2 c | tail -n1)
+cid=$(sc queue claim gq2 | head -n1)
+sc queue ack "$cid" >/dev/null
+sc export >"$T/seqexport"
+jq -e -s "any(.[]; .family == \"seq\" and .scope == \"log\" and .id == $lid)" <"$T/seqexport" >/dev/null ||
+	fail "no seq row for the log: $(grep seq "$T/seqexport")"
+expect_exit 0 "$STATECTL" --db "$DB6" "${opts6[@]}" import "$T/seqexport"
+expect_exit 0 "$STATECTL" --db "$DB6" "${opts6[@]}" log append gone n k again
+[ "$out" -gt "$lid" ] || fail "a cleared log id issued again: $out, not above $lid"
+expect_exit 0 "$STATECTL" --db "$DB6" "${opts6[@]}" queue push gq again
+[ "$out" -gt "$qid" ] || fail "a popped item id issued again: $out, not above $qid"
+expect_exit 0 "$STATECTL" --db "$DB6" "${opts6[@]}" queue claim gq
+[ "$(head -n1 <<<"$out")" -gt "$cid" ] || fail "an acked claim id issued again: $out, not above $cid"
+printf '%s\n%s\n' "$hdr" '{"family":"seq","scope":"other","id":5}' >"$T/badseq"
+expect_exit 8 "$STATECTL" --db "$DB6" "${opts6[@]}" import "$T/badseq"
+expect_match "$err" 'a sequence row names "log", "queue" or "claim"' "an unknown id space"
+rm -f "$T/seqexport" "$T/badseq"
 
 echo "cli_export ($mode): ok"
