@@ -57,7 +57,7 @@
  * meanwhile keeps its new value (and time), so times go first and only
  * where no value is. */
 #define KV_BACK_TIME(cond)                                                 \
-	"INSERT OR IGNORE INTO statefs_kv_time (scope_id, ns, key, mtime_ns)" \
+	"INSERT OR IGNORE INTO statefs_kv_time (scope, ns, key, mtime_ns)"    \
 	" SELECT c.queue, c.ns, t.key, t.mtime_ns FROM statefs_kv_taken t"    \
 	" JOIN statefs_claim c ON c.claim_id=t.claim_id WHERE " cond          \
 	" AND t.mtime_ns>0 AND NOT EXISTS (SELECT 1 FROM function_state f"    \
@@ -687,11 +687,11 @@ static int kv_claim_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	sqlite3_stmt *take = any ? sqlb_stmt(b, ST_KVC_TAKE, "INSERT INTO statefs_kv_taken"
 	        " (claim_id, key, value, mtime_ns) SELECT ?3, f.key, f.value,"
 	        " coalesce(t.mtime_ns, 0) FROM function_state f LEFT JOIN"
-	        " statefs_kv_time t ON t.scope_id=f.scope_id AND t.ns=f.ns AND"
+	        " statefs_kv_time t ON t.scope=f.scope_id AND t.ns=f.ns AND"
 	        " t.key=f.key WHERE f.scope_id=?1 AND f.ns=?2 ORDER BY f.key",
 	        &status) : NULL;
 	sqlite3_stmt *dt = take ? sqlb_stmt(b, ST_KVC_DEL_TIME, "DELETE FROM"
-	        " statefs_kv_time WHERE scope_id=?1 AND ns=?2", &status) : NULL;
+	        " statefs_kv_time WHERE scope=?1 AND ns=?2", &status) : NULL;
 	sqlite3_stmt *dv = dt ? sqlb_stmt(b, ST_KVC_DEL, "DELETE FROM function_state"
 	        " WHERE scope_id=?1 AND ns=?2", &status) : NULL;
 	sfs_gc_stats g = { 0, 0, 0, 0 };

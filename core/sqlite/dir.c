@@ -53,12 +53,12 @@ static sqlite3_stmt *next_scope_stmt(sfs_backend *b, sfs_family fam, int nx,
 		         nx ? " WHERE queue>?1" : "");
 	snprintf(sql, sizeof(sql),
 	         "SELECT min(s) FROM (SELECT (SELECT %s FROM %s%s ORDER BY %s"
-	         " LIMIT 1) AS s UNION ALL SELECT (SELECT scope_id FROM"
-	         " statefs_dir WHERE family=%d%s ORDER BY scope_id LIMIT 1)%s)",
+	         " LIMIT 1) AS s UNION ALL SELECT (SELECT scope FROM"
+	         " statefs_dir WHERE family=%d%s ORDER BY scope LIMIT 1)%s)",
 	         d->scol, d->table, nx ? (fam == SFS_FAM_QUEUE
 	                                  ? " WHERE execution_id>?1"
 	                                  : " WHERE scope_id>?1") : "",
-	         d->scol, (int)fam, nx ? " AND scope_id>?1" : "", claimed);
+	         d->scol, (int)fam, nx ? " AND scope>?1" : "", claimed);
 	return sqlb_stmt(b, slot, sql, status);
 }
 
@@ -74,7 +74,7 @@ static sqlite3_stmt *next_ns_stmt(sfs_backend *b, sfs_family fam, int nx,
 	snprintf(sql, sizeof(sql),
 	         "SELECT min(s) FROM (SELECT (SELECT ns FROM %s WHERE"
 	         " scope_id=?1%s ORDER BY ns LIMIT 1) AS s UNION ALL SELECT"
-	         " (SELECT ns FROM statefs_dir WHERE family=%d AND scope_id=?1"
+	         " (SELECT ns FROM statefs_dir WHERE family=%d AND scope=?1"
 	         " AND has_ns=1%s ORDER BY ns LIMIT 1))",
 	         d->table, nx ? " AND ns>?2" : "", (int)fam,
 	         nx ? " AND ns>?2" : "");
@@ -239,12 +239,12 @@ static int exists(sfs_backend *b, sfs_family fam, sfs_slice scope,
 		if (ns.ptr)
 			snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM %s"
 			         " WHERE scope_id=?1 AND ns=?2) OR EXISTS (SELECT 1"
-			         " FROM statefs_dir WHERE family=%d AND scope_id=?1"
+			         " FROM statefs_dir WHERE family=%d AND scope=?1"
 			         " AND has_ns=1 AND ns=?2)", d->table, (int)fam);
 		else
 			snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM %s"
 			         " WHERE %s=?1) OR EXISTS (SELECT 1 FROM statefs_dir"
-			         " WHERE family=%d AND scope_id=?1)%s", d->table,
+			         " WHERE family=%d AND scope=?1)%s", d->table,
 			         d->scol, (int)fam, fam == SFS_FAM_QUEUE ?
 			         " OR EXISTS (SELECT 1 FROM statefs_inflight WHERE"
 			         " queue=?1) OR EXISTS (SELECT 1 FROM statefs_dead"
@@ -294,9 +294,9 @@ static int dir_row(sfs_backend *b, int slot, const char *sql, sfs_family fam,
 }
 
 #define DIR_INSERT_SQL "INSERT OR IGNORE INTO statefs_dir" \
-	" (family, scope_id, has_ns, ns) VALUES (?1, ?2, ?3, ?4)"
+	" (family, scope, has_ns, ns) VALUES (?1, ?2, ?3, ?4)"
 #define DIR_DELETE_SQL "DELETE FROM statefs_dir WHERE family=?1" \
-	" AND scope_id=?2 AND has_ns=?3 AND ns=?4"
+	" AND scope=?2 AND has_ns=?3 AND ns=?4"
 
 static int dir_create_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
                          sfs_slice ns)
@@ -354,7 +354,7 @@ static int is_empty(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	if (ns.ptr)
 		return 1;
 	status = dir_row(b, ST_DIR_HAS_NS_DIRS, "SELECT 1 FROM statefs_dir"
-	                 " WHERE family=?1 AND scope_id=?2 AND has_ns=1"
+	                 " WHERE family=?1 AND scope=?2 AND has_ns=1"
 	                 " AND ?3=?3 AND ?4=?4 LIMIT 1", fam, scope, SFS_NONE,
 	                 &row);
 	if (status != SFS_OK)
@@ -429,7 +429,7 @@ static int drop_times(sfs_backend *b, const char *ttable, sfs_slice scope,
 	char sql[256];
 	int rc;
 
-	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE scope_id=?1%s", ttable,
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE scope=?1%s", ttable,
 	         ns.ptr ? " AND ns=?2" : "");
 	rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -510,7 +510,7 @@ static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	if (status == SFS_OK && d->ttable)
 		status = drop_times(b, d->ttable, to_scope, to_ns);
 	if (status == SFS_OK && d->ttable)
-		status = move(b, d->ttable, "scope_id", "", scope, ns, to_scope,
+		status = move(b, d->ttable, "scope", "", scope, ns, to_scope,
 		              to_ns);
 	if (status == SFS_OK && fam == SFS_FAM_QUEUE)
 		status = move_queue_rest(b, scope, to_scope);
@@ -525,7 +525,7 @@ static int dir_rename_tx(sfs_backend *b, sfs_family fam, sfs_slice scope,
 	 * rename, the namespace's own for a namespace rename. */
 	snprintf(extra, sizeof(extra), " AND family=%d%s", (int)fam,
 	         ns.ptr ? " AND has_ns=1" : "");
-	return move(b, "statefs_dir", "scope_id", extra, scope, ns, to_scope,
+	return move(b, "statefs_dir", "scope", extra, scope, ns, to_scope,
 	            to_ns);
 }
 

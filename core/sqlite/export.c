@@ -52,13 +52,13 @@ static const char *const export_sql[] = {
 	 * delivered: they travel as entries. */
 	"SELECT f.scope_id, f.ns, f.key, f.value, t.mtime_ns, 0, 0, 0"
 	" FROM function_state f LEFT JOIN statefs_kv_time t"
-	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
+	" ON t.scope=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	" UNION ALL SELECT c.queue, c.ns, k.key, k.value, k.mtime_ns, 0, 0, 0"
 	" FROM statefs_kv_taken k JOIN statefs_claim c"
 	" ON c.claim_id=k.claim_id ORDER BY 1, 2, 3",
 	"SELECT f.scope_id, f.ns, f.key, NULL, t.mtime_ns, 0, f.n, 0"
 	" FROM function_counter f LEFT JOIN statefs_counter_time t"
-	" ON t.scope_id=f.scope_id AND t.ns=f.ns AND t.key=f.key"
+	" ON t.scope=f.scope_id AND t.ns=f.ns AND t.key=f.key"
 	" ORDER BY f.scope_id, f.ns, f.key",
 	"SELECT l.scope_id, l.ns, l.key, l.value, " TM_LOG_AT("l.id") ", l.id,"
 	" 0, 0 FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
@@ -67,8 +67,8 @@ static const char *const export_sql[] = {
 	" WHERE p.id=q.id), 0) FROM work_queue q WHERE " SQLB_QLIVE_ANY("q.")
 	" ORDER BY q.execution_id, q.id",
 	/* A directory's own family travels in row.n. */
-	"SELECT scope_id, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
-	" family, 0 FROM statefs_dir ORDER BY scope_id, has_ns, ns, family",
+	"SELECT scope, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"
+	" family, 0 FROM statefs_dir ORDER BY scope, has_ns, ns, family",
 	/* Claims before their items, so an import meets a claim first. */
 	"SELECT queue, NULL, NULL, NULL, claimed_ns, claim_id, lease_until, 0"
 	" FROM statefs_claim WHERE ns IS NULL ORDER BY queue, claim_id",
@@ -247,20 +247,20 @@ static const char *const import_sql[IM_MAX] = {
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
 	        " DO UPDATE SET value=excluded.value"
 	        " WHERE value IS NOT excluded.value",
-	[IM_KV_TIME] = "INSERT INTO statefs_kv_time (scope_id, ns, key,"
-	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns,"
+	[IM_KV_TIME] = "INSERT INTO statefs_kv_time (scope, ns, key,"
+	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns,"
 	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns IS NOT excluded.mtime_ns",
-	[IM_KV_UNTIME] = "DELETE FROM statefs_kv_time WHERE scope_id=?1"
+	[IM_KV_UNTIME] = "DELETE FROM statefs_kv_time WHERE scope=?1"
 	        " AND ns=?2 AND key=?3",
 	[IM_CTR] = "INSERT INTO function_counter (scope_id, ns, key, n)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
 	        " DO UPDATE SET n=excluded.n WHERE n IS NOT excluded.n",
-	[IM_CTR_TIME] = "INSERT INTO statefs_counter_time (scope_id, ns, key,"
-	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns,"
+	[IM_CTR_TIME] = "INSERT INTO statefs_counter_time (scope, ns, key,"
+	        " mtime_ns) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns,"
 	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns IS NOT excluded.mtime_ns",
-	[IM_CTR_UNTIME] = "DELETE FROM statefs_counter_time WHERE scope_id=?1"
+	[IM_CTR_UNTIME] = "DELETE FROM statefs_counter_time WHERE scope=?1"
 	        " AND ns=?2 AND key=?3",
 	[IM_LOG] = "INSERT INTO function_state_log (id, scope_id, ns, key,"
 	        " value) VALUES (?5, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
@@ -275,7 +275,7 @@ static const char *const import_sql[IM_MAX] = {
 	        " deliveries=excluded.deliveries",
 	[IM_Q_UNDELIV] = "UPDATE statefs_queue_pending SET deliveries=0"
 	        " WHERE id=?5",
-	[IM_DIR] = "INSERT OR IGNORE INTO statefs_dir (family, scope_id,"
+	[IM_DIR] = "INSERT OR IGNORE INTO statefs_dir (family, scope,"
 	        " has_ns, ns) VALUES (?1, ?2, ?3, ?4)",
 	/* ?6 n, ?7 mtime_ns, ?8 deliveries (bind_row) */
 	[IM_CLAIM] = "INSERT INTO statefs_claim (claim_id, queue, lease_until,"

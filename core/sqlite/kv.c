@@ -83,7 +83,7 @@ static sqlite3_stmt *scan_time_stmt(sfs_backend *b, int counters, int v,
 		return b->st[slot];
 	snprintf(sql, sizeof(sql),
 	         "SELECT key, mtime_ns FROM %s"
-	         " WHERE scope_id=?1 AND ns=?2%s%s ORDER BY key%s",
+	         " WHERE scope=?1 AND ns=?2%s%s ORDER BY key%s",
 	         counters ? "statefs_counter_time" : "statefs_kv_time",
 	         range_lo(v), range_hi(v), range_dir(v));
 	return sqlb_stmt(b, slot, sql, status);
@@ -133,8 +133,8 @@ int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 }
 
 #define KV_TIME_SQL                                                        \
-	"INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"         \
-	" VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"           \
+	"INSERT INTO statefs_kv_time (scope, ns, key, mtime_ns)"            \
+	" VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key)"              \
 	" DO UPDATE SET mtime_ns=excluded.mtime_ns"                          \
 	" WHERE mtime_ns<excluded.mtime_ns"
 
@@ -161,8 +161,8 @@ static int set_mtime_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = kv_exists(b, scope, ns, key);
 	sqlite3_stmt *st = status == SFS_OK ? sqlb_stmt(b, ST_KV_SET_TIME,
-	        "INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)"
-	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key) DO"
+	        "INSERT INTO statefs_kv_time (scope, ns, key, mtime_ns)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key) DO"
 	        " UPDATE SET mtime_ns=excluded.mtime_ns", &status) : NULL;
 
 	if (!st)
@@ -306,7 +306,7 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_STAT,
 	        "SELECT length(f.value), t.mtime_ns FROM function_state f"
-	        " LEFT JOIN statefs_kv_time t ON t.scope_id=f.scope_id"
+	        " LEFT JOIN statefs_kv_time t ON t.scope=f.scope_id"
 	        " AND t.ns=f.ns AND t.key=f.key"
 	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
 
@@ -350,9 +350,9 @@ static sfs_slice part(const unsigned char **p)
 static int untime_flush(sfs_backend *b)
 {
 	static const char *const sql[2] = {
-		"DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ " AND NOT"
+		"DELETE FROM statefs_kv_time WHERE " SQLB_OWN_KEYEQ " AND NOT"
 		" EXISTS (SELECT 1 FROM function_state WHERE " SQLB_KEYEQ ")",
-		"DELETE FROM statefs_counter_time WHERE " SQLB_KEYEQ " AND NOT"
+		"DELETE FROM statefs_counter_time WHERE " SQLB_OWN_KEYEQ " AND NOT"
 		" EXISTS (SELECT 1 FROM function_counter WHERE " SQLB_KEYEQ ")",
 	};
 	struct untimed *u = b->untimed;
@@ -463,7 +463,7 @@ static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 {
 	int status = SFS_OK;
 	sqlite3_stmt *tst = sqlb_stmt(b, ST_KV_DEL_TIME,
-	        "DELETE FROM statefs_kv_time WHERE " SQLB_KEYEQ, &status);
+	        "DELETE FROM statefs_kv_time WHERE " SQLB_OWN_KEYEQ, &status);
 
 	if (!tst)
 		return status;
@@ -491,7 +491,7 @@ static int delete_range_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 	if (!(tst = b->st[ST_KV_DELRANGE_TIME + v])) {
 		snprintf(sql, sizeof(sql), "DELETE FROM statefs_kv_time"
-		         " WHERE scope_id=?1 AND ns=?2%s%s", lo, hi);
+		         " WHERE scope=?1 AND ns=?2%s%s", lo, hi);
 		if (!(tst = sqlb_stmt(b, ST_KV_DELRANGE_TIME + v, sql, &status)))
 			return status;
 	}
@@ -626,8 +626,8 @@ static int kv_rename_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	        "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
 	        " WHERE " SQLB_KEYEQ, &status);
 	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME,
-	        "UPDATE statefs_kv_time SET scope_id=?4, ns=?5, key=?6"
-	        " WHERE " SQLB_KEYEQ, &status) : NULL;
+	        "UPDATE statefs_kv_time SET scope=?4, ns=?5, key=?6"
+	        " WHERE " SQLB_OWN_KEYEQ, &status) : NULL;
 	if (!tmv)
 		return status;
 	for (int i = 0; i < 2; i++) {
@@ -660,7 +660,7 @@ int sqlb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_GET,
 	        "SELECT f.n, t.mtime_ns FROM function_counter f"
-	        " LEFT JOIN statefs_counter_time t ON t.scope_id=f.scope_id"
+	        " LEFT JOIN statefs_counter_time t ON t.scope=f.scope_id"
 	        " AND t.ns=f.ns AND t.key=f.key"
 	        " WHERE f.scope_id=?1 AND f.ns=?2 AND f.key=?3", &status);
 	int rc;
@@ -688,8 +688,8 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	int status = SFS_OK;
 	int64_t now = sfs_clock_mtime_ns();
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_TIME,
-	        "INSERT INTO statefs_counter_time (scope_id, ns, key, mtime_ns)"
-	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
+	        "INSERT INTO statefs_counter_time (scope, ns, key, mtime_ns)"
+	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key)"
 	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns<excluded.mtime_ns", &status);
 

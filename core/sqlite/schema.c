@@ -91,13 +91,13 @@ static const char *const own_ddl[] = {
 	"IF NOT EXISTS statefs_meta ("
 	" name TEXT NOT NULL PRIMARY KEY, value ANY) WITHOUT ROWID",
 	"IF NOT EXISTS statefs_kv_time ("
-	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" scope BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
 	" mtime_ns INTEGER NOT NULL,"
-	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID",
+	" PRIMARY KEY (scope, ns, key)) WITHOUT ROWID",
 	"IF NOT EXISTS statefs_counter_time ("
-	" scope_id BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
+	" scope BLOB NOT NULL, ns BLOB NOT NULL, key BLOB NOT NULL,"
 	" mtime_ns INTEGER NOT NULL,"
-	" PRIMARY KEY (scope_id, ns, key)) WITHOUT ROWID",
+	" PRIMARY KEY (scope, ns, key)) WITHOUT ROWID",
 	/* (id, t): entries from id up to the next row were written at t. */
 	"IF NOT EXISTS statefs_log_timemap ("
 	" id INTEGER PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
@@ -144,9 +144,9 @@ static const char *const own_ddl[] = {
 	/* family: an sfs_family; has_ns 0 is the scope itself (ns = x''),
 	 * which is not the namespace named "" (has_ns 1, ns = x''). */
 	"IF NOT EXISTS statefs_dir ("
-	" family INTEGER NOT NULL, scope_id BLOB NOT NULL,"
+	" family INTEGER NOT NULL, scope BLOB NOT NULL,"
 	" has_ns INTEGER NOT NULL, ns BLOB NOT NULL,"
-	" PRIMARY KEY (family, scope_id, has_ns, ns)) WITHOUT ROWID",
+	" PRIMARY KEY (family, scope, has_ns, ns)) WITHOUT ROWID",
 };
 
 #define N_OWN (sizeof(own_ddl) / sizeof(own_ddl[0]))
@@ -202,16 +202,19 @@ static const char *const sdk_tables[N_SDK] = {
 };
 
 /* 1 if table exists in main, 0 if not, negative status on failure. */
-static int has_table(sfs_backend *b, const char *name)
+/* Whether a query of the schema with text parameters ?1 (and ?2, when
+ * p2 is not NULL) finds a row: 1, 0, or a negative status. */
+static int schema_has(sfs_backend *b, const char *sql, const char *p1,
+                      const char *p2)
 {
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(b->db,
-	        "SELECT 1 FROM main.sqlite_schema WHERE type='table' AND name=?1",
-	        -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return -sqlb_fail(b, rc, "reading the schema");
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, p1, -1, SQLITE_STATIC);
+	if (p2)
+		sqlite3_bind_text(st, 2, p2, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc == SQLITE_ROW)
@@ -219,6 +222,47 @@ static int has_table(sfs_backend *b, const char *name)
 	if (rc == SQLITE_DONE)
 		return 0;
 	return -sqlb_fail(b, rc, "reading the schema");
+}
+
+static int has_table(sfs_backend *b, const char *name)
+{
+	return schema_has(b, "SELECT 1 FROM main.sqlite_schema WHERE"
+	                  " type='table' AND name=?1", name, NULL);
+}
+
+/* Our tables keyed by scope that had the SDKs' column name, scope_id,
+ * before version 5: the Python SDK's audit of a store takes every table
+ * with a scope_id column for one of its own (and fails on a statefs
+ * store), so ours call it scope. */
+static const char *const scoped_own[] = {
+	"statefs_kv_time", "statefs_counter_time", "statefs_dir",
+};
+
+/* 1 when table has column col, 0 when not (or there is no such table), or
+ * a negative status. */
+static int has_column(sfs_backend *b, const char *table, const char *col)
+{
+	return schema_has(b, "SELECT 1 FROM pragma_table_info(?1, 'main')"
+	                  " WHERE name=?2", table, col);
+}
+
+/* Version 4 and before to 5: scope_id becomes scope in our tables. */
+static int migrate_v4(sfs_backend *b)
+{
+	char sql[128];
+	int status = SFS_OK, c;
+
+	for (size_t i = 0; i < 3 && status == SFS_OK; i++) {
+		c = has_column(b, scoped_own[i], "scope_id");
+		if (c < 0)
+			return -c;
+		if (!c)
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE %s RENAME COLUMN"
+		         " scope_id TO scope", scoped_own[i]);
+		status = sqlb_exec(b, sql, "migrating the schema");
+	}
+	return status;
 }
 
 /* The schema version in statefs_meta: 0 when there is none. */
@@ -410,9 +454,19 @@ static int init_readonly(sfs_backend *b)
 		t = has_table(b, name);
 		if (t < 0)
 			return -t;
-		if (t)
-			continue;
-		if (!strcmp(name, "statefs_log_timemap") &&
+		if (t) {
+			/* Before version 5 (scoped_own): scope_id, shown as
+			 * scope. */
+			if ((t = has_column(b, name, "scope_id")) < 0)
+				return -t;
+			if (!t)
+				continue;
+			snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT"
+			         " %s FROM main.%s", name,
+			         !strcmp(name, "statefs_dir")
+			         ? "family, scope_id AS scope, has_ns, ns"
+			         : "scope_id AS scope, ns, key, mtime_ns", name);
+		} else if (!strcmp(name, "statefs_log_timemap") &&
 		    has_table(b, "statefs_log_time") == 1)
 			snprintf(sql, sizeof(sql), "CREATE TEMP VIEW %s AS SELECT"
 			         " l.id AS id, coalesce(o.mtime_ns, 0) AS mtime_ns"
@@ -508,6 +562,8 @@ int sqlb_schema_init(sfs_backend *b)
 	if (status == SFS_OK && v == 3)
 		status = sqlb_exec(b, "ALTER TABLE statefs_claim ADD COLUMN ns"
 		                   " BLOB", "migrating the schema");
+	if (status == SFS_OK && v > 0 && v < 5)
+		status = migrate_v4(b);
 	if (status == SFS_OK && v < SQLB_SCHEMA_VERSION)
 		status = create_own(b, "");
 	if (status == SFS_OK && v == 1)

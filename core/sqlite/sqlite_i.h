@@ -46,7 +46,7 @@
  * claims on a namespace's entries (statefs_kv_taken); queue markers
  * (statefs_qmark), so that another program's clear reaches items in
  * flight. */
-#define SQLB_SCHEMA_VERSION 4
+#define SQLB_SCHEMA_VERSION 5
 
 /* SFS_DELIVERIES_MAX as SQL text: a claim counts a delivery as
  * min(count, SQLB_DELIVERIES_MAX - 1) + 1, which never leaves int64. */
@@ -283,6 +283,11 @@ int sqlb_bind(sqlite3_stmt *st, int i, sfs_slice s);
 void sqlb_bind_key(sqlite3_stmt *st, sfs_slice scope, sfs_slice ns,
                    sfs_slice key);
 #define SQLB_KEYEQ "scope_id=?1 AND ns=?2 AND key=?3"
+/* The same for our tables keyed like them (statefs_kv_time,
+ * statefs_counter_time), whose scope column is "scope": the SDKs' audit
+ * of a store takes every table with a scope_id column for one of theirs
+ * (schema.c, version 5). */
+#define SQLB_OWN_KEYEQ "scope=?1 AND ns=?2 AND key=?3"
 /* A BLOB column as bytes; zero-length gives a non-NULL pointer. */
 const void *sqlb_col(sqlite3_stmt *st, int i, size_t *len);
 

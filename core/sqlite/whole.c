@@ -44,9 +44,9 @@ int sqlb_exec_clear(sfs_backend *b, sfs_slice scope, uint64_t *count)
 		"DELETE FROM function_state WHERE scope_id=?1",
 		"DELETE FROM function_state_log WHERE scope_id=?1",
 		"DELETE FROM function_counter WHERE scope_id=?1",
-		"DELETE FROM statefs_kv_time WHERE scope_id=?1",
-		"DELETE FROM statefs_counter_time WHERE scope_id=?1",
-		"DELETE FROM statefs_dir WHERE scope_id=?1 AND family IN (1,2,3)",
+		"DELETE FROM statefs_kv_time WHERE scope=?1",
+		"DELETE FROM statefs_counter_time WHERE scope=?1",
+		"DELETE FROM statefs_dir WHERE scope=?1 AND family IN (1,2,3)",
 	};
 	uint64_t total = 0;
 	int64_t lo = 0, hi = -1;
@@ -291,9 +291,9 @@ static int check_checkpoint(sfs_backend *b, const char *path,
  * checkpoint lacks the table). Columns are named from main's schema. */
 static int copy_table(sfs_backend *b, const char *table, int in_ckpt)
 {
-	char sql[1024], cols[512] = "";
+	char sql[1200], cols[512] = "", from[512] = "";
 	sqlite3_stmt *st;
-	size_t len = 0;
+	size_t len = 0, flen = 0;
 	int rc, status;
 
 	snprintf(sql, sizeof(sql), "DELETE FROM main.\"%s\"", table);
@@ -301,31 +301,43 @@ static int copy_table(sfs_backend *b, const char *table, int in_ckpt)
 	if (status != SFS_OK || !in_ckpt)
 		return status;
 	/* The columns both have: an older checkpoint's table may lack one
-	 * (statefs_claim.ns before version 4), which keeps its default. */
-	rc = sqlite3_prepare_v2(b->db, "SELECT name FROM"
-	                        " pragma_table_info(?1, 'main') WHERE name IN"
+	 * (statefs_claim.ns before version 4), which keeps its default; our
+	 * scope columns were scope_id before version 5 (schema.c). */
+	rc = sqlite3_prepare_v2(b->db, "SELECT m.name, CASE WHEN m.name IN"
 	                        " (SELECT name FROM pragma_table_info(?1,"
-	                        " 'ckpt'))", -1, &st, NULL);
+	                        " 'ckpt')) THEN m.name WHEN m.name='scope' AND"
+	                        " 'scope_id' IN (SELECT name FROM"
+	                        " pragma_table_info(?1, 'ckpt')) THEN 'scope_id'"
+	                        " END FROM pragma_table_info(?1, 'main') m",
+	                        -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return sqlb_fail(b, rc, "reading columns");
 	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *c = (const char *)sqlite3_column_text(st, 0);
-		int n = snprintf(cols + len, sizeof(cols) - len, "%s\"%s\"",
-		                 len ? "," : "", c ? c : "");
+		const char *s = (const char *)sqlite3_column_text(st, 1);
+		int n, m;
 
-		if (n < 0 || (size_t)n >= sizeof(cols) - len) {
+		if (!c || !s)
+			continue;
+		n = snprintf(cols + len, sizeof(cols) - len, "%s\"%s\"",
+		             len ? "," : "", c);
+		m = snprintf(from + flen, sizeof(from) - flen, "%s\"%s\"",
+		             flen ? "," : "", s);
+		if (n < 0 || (size_t)n >= sizeof(cols) - len || m < 0 ||
+		    (size_t)m >= sizeof(from) - flen) {
 			sqlite3_finalize(st);
 			return sfs_err(SFS_INTERNAL, "too many columns in %s",
 			               table);
 		}
 		len += (size_t)n;
+		flen += (size_t)m;
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return sqlb_fail(b, rc, "reading columns");
 	snprintf(sql, sizeof(sql), "INSERT INTO main.\"%s\" (%s) SELECT %s"
-	         " FROM ckpt.\"%s\"", table, cols, cols, table);
+	         " FROM ckpt.\"%s\"", table, cols, from, table);
 	return run_named(b, sql, NULL, "restoring");
 }
 

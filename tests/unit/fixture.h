@@ -108,9 +108,14 @@ int tfx_copy(sfs_store *src, sfs_store *dst);
 			         sfs_errdetail());                         \
 	} while (0)
 
-/* SQL that turns a store of today's schema into a version-3 store (no
- * queue counts, no namespace claims, no queue markers), for the tests of
- * the migration. */
+/* SQL that turns a store of today's schema into one of version 4 (our
+ * scope columns named scope_id, as the SDKs' are) or 3 (also no queue
+ * counts, no namespace claims, no queue markers), for the tests of the
+ * migration. */
+#define TFX_SQL_SCOPE_ID                                                   \
+	" ALTER TABLE statefs_kv_time RENAME COLUMN scope TO scope_id;"    \
+	" ALTER TABLE statefs_counter_time RENAME COLUMN scope TO scope_id;" \
+	" ALTER TABLE statefs_dir RENAME COLUMN scope TO scope_id;"
 #define TFX_SQL_TO_V3                                                      \
 	"DROP TRIGGER statefs_queue_clear;"                                \
 	" DROP TRIGGER statefs_queue_push;"                                \
@@ -119,7 +124,11 @@ int tfx_copy(sfs_store *src, sfs_store *dst);
 	" DROP TABLE statefs_qmark; DROP TABLE statefs_kv_taken;"          \
 	" DROP TABLE statefs_queue_stats;"                                 \
 	" ALTER TABLE statefs_claim DROP COLUMN ns;"                       \
+	TFX_SQL_SCOPE_ID                                                   \
 	" UPDATE statefs_meta SET value=3 WHERE name='schema_version'"
+#define TFX_SQL_TO_V4                                                      \
+	TFX_SQL_SCOPE_ID                                                   \
+	" UPDATE statefs_meta SET value=4 WHERE name='schema_version'"
 
 /* Asserts the list's keys, in order, are the space-separated words. */
 void tfx_keys(const sfs_list *l, const char *words);

@@ -265,7 +265,7 @@ static void test_v3_store(void **state)
 	sfs_store_close(r);
 	OK(tfx_open(t->path, 0, &t->s));
 	OK(sfs_store_info(t->s, &in));
-	assert_int_equal(in.schema_version, 4);
+	assert_int_equal(in.schema_version, 5);
 	pop(t->s, "q");
 	sfs_store_close(t->s);
 	t->s = NULL;

@@ -467,7 +467,7 @@ static void test_v1_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	v1_times_are(s);
 	OK(sfs_store_info(s, &info));
-	assert_int_equal(info.schema_version, 4);
+	assert_int_equal(info.schema_version, 5);
 	sfs_store_close(s);
 	assert_int_equal(rows_of(path, "statefs_log_time"), -1);
 	assert_int_equal(rows_of(path, "statefs_queue_time"), -1);
@@ -568,7 +568,7 @@ static void test_v2_migrates(void **state)
 	OK(tfx_open(path, 0, &s));
 	queue_times(s, "exec", want, 3);
 	OK(sfs_store_info(s, &info));
-	assert_int_equal(info.schema_version, 4);
+	assert_int_equal(info.schema_version, 5);
 	sfs_store_close(s);
 	assert_int_equal(rows_of(path, "statefs_queue_timeoverride"), -1);
 	assert_int_equal(rows_of(path, "statefs_queue_pending"), 1);

@@ -211,7 +211,7 @@ static void test_info_verify(void **state)
 	OK(sfs_store_info(t->s, &info));
 	if (!tfx_postgres())
 		assert_string_equal(info.path, t->path);
-	assert_int_equal(info.schema_version, tfx_postgres() ? 2 : 4);
+	assert_int_equal(info.schema_version, tfx_postgres() ? 2 : 5);
 	assert_int_equal(info.encrypted, tfx_encrypted());
 	assert_string_equal(info.cipher, tfx_encrypted() ? "xchacha20poly1305"
 	                                                 : "none");
