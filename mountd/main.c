@@ -12,6 +12,7 @@
  * The daemon holds keys and plaintext in memory, so it never dumps core
  * and cannot be ptraced by other processes of its user.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
@@ -29,6 +30,19 @@ static void harden(void)
 
 	setrlimit(RLIMIT_CORE, &none);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* glibc's pthread_cancel loads libgcc_s (the unwinder) at its first call
+ * and aborts the process when it cannot ("libgcc_s.so.1 must be installed
+ * for pthread_cancel to work"). Both pools end their threads with it when
+ * the session ends (fs/loop.c, libfuse's), which is when a daemon out of
+ * descriptors (ulimit -n) could not open the library: SIGTERM or an
+ * unmount killed it with SIGABRT, leaving the mount dead (ENOTCONN) and
+ * the store unclosed. Loaded now, it is found at the cancel without
+ * opening anything. Without it (a static libgcc) nothing is lost. */
+static void load_unwinder(void)
+{
+	(void)dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NODELETE);
 }
 
 /* glibc serves blocks of 128 KiB and more with mmap and returns them at
@@ -100,6 +114,7 @@ int main(int argc, char *argv[])
 
 	harden();
 	tune_malloc();
+	load_unwinder();
 	mountd_wipe_argv_keys(argc, argv);
 	if (mountd_opts_parse(&args, &o) != 0)
 		goto out_args;

@@ -134,6 +134,20 @@ for sig in TERM INT HUP; do
   signal_fs $sig
   mountpoint -q "$mnt" && fail "still mounted after SIG$sig"
 done
+# Out of descriptors (its ulimit -n lowered under the three it has
+# first): a value still goes in, and SIGTERM still unmounts with status 0.
+# The pools end their threads with pthread_cancel, for which glibc opens
+# libgcc_s at the first call and aborts when it cannot: the daemon died
+# of SIGABRT, leaving the mount dead (ENOTCONN).
+mount_fs
+mkdir -p "$mnt/app/cfg"
+prlimit --pid "$daemon_pid" --nofile=3:3
+if [ -z "$pg" ]; then
+  expect_op OK write "$mnt/app/cfg/nofds" v
+  expect_eq "$(cat "$mnt/app/cfg/nofds")" v "a value written out of descriptors"
+fi
+signal_fs TERM
+mountpoint -q "$mnt" && fail "still mounted after SIGTERM out of descriptors"
 mount_fs
 limits=$(grep 'Max core file size' /proc/$daemon_pid/limits)
 [[ $limits =~ core\ file\ size\ +0\ +0 ]] || fail "core dumps: $limits"
