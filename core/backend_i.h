@@ -82,6 +82,15 @@ typedef struct sfs_backend_ops {
 
 	/* A handle. */
 	void (*close)(sfs_backend *b);
+	/* In a child after fork(), before it opens a store (store.c,
+	 * "Handles inherited across fork"): let go of what a handle the
+	 * child inherited holds in this process, writing nothing to the
+	 * store; only close() follows, and frees what is left. SFS_BUSY
+	 * when the handle was in use at the fork (a call under way, a
+	 * transaction open), and nothing is changed. NULL: a backend whose
+	 * handles a child's own do not meet (PostgreSQL's connections are
+	 * the server's). */
+	int (*forsake)(sfs_backend *b);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
 	/* Group commit (store.c). After group_begin, a write that succeeds

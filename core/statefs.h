@@ -46,7 +46,16 @@
  *    calls on one handle are serialised inside the engine. Callbacks (export,
  *    import, progress) run on the calling thread while the store is busy:
  *    they must not call back into the same store. A handle must not be used
- *    in a child after fork(); open a new one there.
+ *    in a child after fork(); open a new one there. The child's first
+ *    sfs_store_open lets go of what the handles it inherited hold in it
+ *    (SQLite's record of its process's locks, which the child's own
+ *    connection must not share), writing nothing to the store; their
+ *    memory stays until sfs_store_close of them, which then frees only
+ *    that (also before any open). An inherited SQLite handle that was in
+ *    a call of another thread, or held writes (sfs_store_hold), at the
+ *    fork cannot be let go of: the child's opens of SQLite stores fail
+ *    with SFS_BUSY, and its sfs_store_close does nothing. So fork when no
+ *    call is under way, or exec.
  *
  *  - Durability. A call that returns SFS_OK has committed: its effect survives
  *    a crash of the process (a write a thread holds, sfs_store_hold, once

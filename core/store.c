@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store_i.h"
 
@@ -458,6 +459,100 @@ static int check_cfg(const sfs_config *c)
 }
 
 /* Opens the backend the plan's store needs and makes the handle. */
+/* --- handles inherited across fork ---------------------------------------
+ *
+ * statefs.h says a child after fork() opens a handle of its own. What the
+ * parent's handles hold in the child's memory must not meet it: SQLite
+ * keeps one record of its process's locks on a file for every connection
+ * of the process, so a child's connection that joined the inherited one
+ * took no lock, and its commits could be lost (core/sqlite/conn.c,
+ * sqlb_forsake). So the process lists its handles with the pid that
+ * opened them, and an open in a child first has the handles it inherited
+ * let go of what their backend holds (backend_i.h, forsake): each one
+ * idle at the fork, which its mutex says (a lock taken by a thread that
+ * is not in the child) and the group commit (held writes). One that was
+ * in use (or being opened) cannot be let go of: an open on its backend
+ * fails with SFS_BUSY rather than open a connection that locks nothing. The list's mutex is
+ * taken around fork (pthread_atfork), so the child's copy is whole. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static sfs_store *live;               /* guarded by live_mu */
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void live_lock(void)
+{
+	pthread_mutex_lock(&live_mu);
+}
+
+static void live_unlock(void)
+{
+	pthread_mutex_unlock(&live_mu);
+}
+
+static void live_watch(void)
+{
+	pthread_atfork(live_lock, live_unlock, live_unlock);
+}
+
+/* Lets go of the handles this process inherited (above). SFS_BUSY when one
+ * of backend ops (NULL: none) could not be. */
+static int forsake_inherited(const sfs_backend_ops *ops)
+{
+	pid_t me = getpid();
+	int status = SFS_OK;
+
+	pthread_once(&live_once, live_watch);
+	live_lock();
+	for (sfs_store **pp = &live; *pp;) {
+		sfs_store *s = *pp;
+		int r = SFS_BUSY;
+
+		if (s->pid == me || !s->ops->forsake) {
+			pp = &s->live_next;
+			continue;
+		}
+		if (s->be && pthread_mutex_trylock(&s->mu) == 0) {
+			if (!s->g_open && !s->g_holders)
+				r = s->ops->forsake(s->be);
+			pthread_mutex_unlock(&s->mu);
+		}
+		if (r == SFS_OK) {
+			s->forsaken = 1;
+			*pp = s->live_next;
+			continue;
+		}
+		if (s->ops == ops && status == SFS_OK)
+			status = sfs_err(SFS_BUSY, "%s was in use by another "
+			                 "thread when process %d forked this one;"
+			                 " a store cannot be opened here safely"
+			                 " (fork when no call is under way and no"
+			                 " writes are held, or exec)", s->path,
+			                 (int)s->pid);
+		pp = &s->live_next;
+	}
+	live_unlock();
+	return status;
+}
+
+static void live_add(sfs_store *s)
+{
+	s->pid = getpid();
+	live_lock();
+	s->live_next = live;
+	live = s;
+	live_unlock();
+}
+
+static void live_remove(sfs_store *s)
+{
+	live_lock();
+	for (sfs_store **pp = &live; *pp; pp = &(*pp)->live_next)
+		if (*pp == s) {
+			*pp = s->live_next;
+			break;
+		}
+	live_unlock();
+}
+
 static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 {
 	sfs_backend_cfg bc;
@@ -467,6 +562,11 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	if (!s)
 		return sfs_err(SFS_NOMEM, "allocating a store handle");
 	s->ops = be_for(p->db);
+	status = forsake_inherited(s->ops);
+	if (status != SFS_OK) {
+		free(s);
+		return status;
+	}
 	/* The name messages and sfs_info show: never a password. */
 	if (s->ops->display) {
 		status = s->ops->display(p->db, &s->path);
@@ -488,8 +588,10 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	bc.key = p->key;
 	bc.busy_timeout_ms = c->busy_timeout_ms ? c->busy_timeout_ms : 30000;
 	bc.max_value = s->max_value;
+	live_add(s); /* before its connections: a fork meanwhile sees it */
 	status = s->ops->open(&bc, &s->be);
 	if (status != SFS_OK) {
+		live_remove(s);
 		pthread_cond_destroy(&s->g_done);
 		pthread_mutex_destroy(&s->mu);
 		free(s->path);
@@ -541,6 +643,24 @@ void sfs_store_close(sfs_store *s)
 {
 	if (!s)
 		return;
+	/* Inherited across fork: let go of first, or left alone when it
+	 * was in use at the fork (its close could write to the store and
+	 * would wait for threads that are not here). */
+	if (!s->forsaken && s->pid != getpid()) {
+		(void)forsake_inherited(NULL);
+		if (!s->forsaken)
+			return;
+	}
+	if (s->forsaken) {
+		/* Its mutex and condition variable as the fork left them:
+		 * freed, not destroyed (that could wait for threads that
+		 * are not in this process). */
+		s->ops->close(s->be);
+		free(s->path);
+		free(s);
+		return;
+	}
+	live_remove(s);
 	if (s->g_open)
 		group_close(s);
 	s->ops->close(s->be);

@@ -14,6 +14,7 @@
 #define STATEFS_STORE_I_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "backend_i.h"
 #include "err_i.h"
@@ -34,6 +35,11 @@ struct sfs_store {
 	struct group_waiter *g_waiters; /* writers waiting for its end */
 	struct group_holder *g_holders; /* threads with held writes in it */
 	pthread_cond_t g_done;       /* a group ended */
+	/* Handles inherited across fork (store.c): guarded by live_mu */
+	pid_t pid;                   /* the process that opened it */
+	struct sfs_store *live_next; /* on the process's list of handles */
+	int forsaken;                /* inherited and let go of: only
+	                                sfs_store_close frees it */
 };
 
 /* What sfs_store_open opens, once the rules of config.c have run. */

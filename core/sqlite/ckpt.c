@@ -242,6 +242,28 @@ void sqlb_ckpt_stop(sfs_backend *b)
 	b->ckpt = NULL;
 }
 
+int sqlb_ckpt_forsake(sfs_backend *b)
+{
+	sqlb_ckpt *c = b->ckpt;
+	int busy;
+
+	if (!c)
+		return SFS_OK;
+	/* Its mutex and condition variable as the fork left them: a lock
+	 * held by a thread that is not here, waiters that are not either
+	 * (destroying it would wait for them). Freed, not destroyed. */
+	if (pthread_mutex_trylock(&c->mu) != 0)
+		return SFS_BUSY;
+	busy = c->running;
+	pthread_mutex_unlock(&c->mu);
+	if (busy)
+		return SFS_BUSY;
+	sqlite3_close(c->db); /* NO_CKPT_ON_CLOSE: it touches no file */
+	free(c);
+	b->ckpt = NULL;
+	return SFS_OK;
+}
+
 void sqlb_ckpt_quiet(sfs_backend *b)
 {
 	sqlb_ckpt *c = b->ckpt;

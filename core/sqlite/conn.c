@@ -825,6 +825,54 @@ void sqlb_close(sfs_backend *b)
 	free(b);
 }
 
+/* In a child after fork (store.c, "Handles inherited across fork"): SQLite
+ * keeps what it knows of the locks its process holds on a file in memory,
+ * one record per file shared by every connection of the process, and the
+ * child inherits that record but not the locks (POSIX record locks belong
+ * to a process). A connection the child opens to the store joins the
+ * record and takes no lock of its own while the inherited connections
+ * seem to hold them; so another process's last close (the parent's
+ * sfs_store_close, statectl's) got the store's exclusive lock, deleted
+ * the write-ahead log under the child, and the child's commits after it,
+ * each SFS_OK, were lost. Closing the inherited connections first ends
+ * the record, and the child's own connections lock for real. A
+ * connection is closed here only when it was idle at the fork (store.c
+ * knows no call was under way; no transaction is open, no statement
+ * running): then its close writes nothing, with no checkpoint at close
+ * (the parent's connection still works on the log), and unlocks only
+ * this process's locks, which are none. */
+static int sqlb_forsake(sfs_backend *b)
+{
+	sqlite3_stmt *st;
+	int status;
+
+	if (!b->db)
+		return SFS_OK;
+	if (!sqlite3_get_autocommit(b->db))
+		return SFS_BUSY;
+	for (st = sqlite3_next_stmt(b->db, NULL); st;
+	     st = sqlite3_next_stmt(b->db, st))
+		if (sqlite3_stmt_busy(st))
+			return SFS_BUSY;
+	status = sqlb_ckpt_forsake(b);
+	if (status != SFS_OK)
+		return status;
+	/* What the parent would have written at its close is its own. */
+	b->untimed = NULL;
+	b->qstats = NULL;
+	for (int i = 0; i < ST_MAX; i++) {
+		sqlite3_finalize(b->st[i]);
+		b->st[i] = NULL;
+	}
+	while ((st = sqlite3_next_stmt(b->db, NULL)))
+		sqlite3_finalize(st);
+	sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+	                  (int *)NULL);
+	sqlite3_close(b->db);
+	b->db = NULL;
+	return SFS_OK;
+}
+
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1040,6 +1088,7 @@ const sfs_backend_ops sqlb_ops = {
 	.probe = sqlb_probe,
 	.rekey = sqlb_rekey,
 	.close = sqlb_close,
+	.forsake = sqlb_forsake,
 	.sync = sqlb_sync,
 	.version = sqlb_version,
 	.group_begin = sqlb_group_begin,

@@ -187,6 +187,10 @@ void sqlb_ckpt_start(sfs_backend *b, const char *vfs, int busy_ms);
 /* Stops the thread and closes its connection; b checkpoints itself again.
  * Nothing without a thread. */
 void sqlb_ckpt_stop(sfs_backend *b);
+/* In a child after fork: closes the inherited thread's connection, which
+ * has no thread here, without waiting for it (conn.c, sqlb_forsake);
+ * SFS_BUSY when a round was under way at the fork. */
+int sqlb_ckpt_forsake(sfs_backend *b);
 /* Waits for a round under way to end and drops one asked for (before the
  * disk's last room is given to deletes). Nothing without a thread. */
 void sqlb_ckpt_quiet(sfs_backend *b);

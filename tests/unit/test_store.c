@@ -831,6 +831,101 @@ static void test_two_handles(void **state)
 	sfs_store_close(other);
 }
 
+/* A child forked while the parent has the store open opens a handle of
+ * its own, as statefs.h says to: its commits stay when the parent then
+ * closes its handles (a last close by another process). Before, SQLite's
+ * record of the parent's locks, inherited, made the child's connection
+ * take none of its own, the parent's close took the store's exclusive
+ * lock and deleted the write-ahead log under the child, and its later
+ * commits, each SFS_OK, were lost (20 of 20 here). The parent's second
+ * handle has the checkpoint thread (SFS_OPEN_WAL_THREAD), which is not in
+ * the child. */
+static void test_fork_child_opens(void **state)
+{
+	tfx *t = *state;
+	int go[2], done[2], st;
+	sfs_store *w;
+	sfs_list l;
+	char c = 0;
+	pid_t pid;
+
+	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD, &w));
+	OK(sfs_kv_put(t->s, S("f"), S("n"), S("parent"), S("1")));
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sfs_store *s;
+		char k[32];
+
+		if (tfx_open(t->path, 0, &s) != SFS_OK ||
+		    sfs_kv_put(s, S("f"), S("n"), S("before"), S("1")) != SFS_OK ||
+		    write(done[1], "o", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		for (int i = 0; i < 20; i++) {
+			snprintf(k, sizeof(k), "after%d", i);
+			if (sfs_kv_put(s, S("f"), S("n"), S(k), S("1")) != SFS_OK)
+				_exit(4);
+		}
+		sfs_store_close(s);
+		sfs_store_close(w); /* inherited, let go of: frees only */
+		_exit(0);
+	}
+	assert_int_equal(read(done[0], &c, 1), 1);
+	sfs_store_close(w);
+	sfs_store_close(t->s); /* the last handle of this process */
+	t->s = NULL;
+	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	OK(tfx_open(t->path, 0, &t->s));
+	OK(sfs_kv_scan(t->s, S("f"), S("n"), NULL, &l));
+	assert_int_equal(l.n, 22);
+	sfs_list_free(&l);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+}
+
+/* A child forked while the parent holds writes (a transaction open) cannot
+ * let go of the inherited handle: its open of a SQLite store fails with
+ * SFS_BUSY rather than give it a connection that locks nothing, and its
+ * sfs_store_close of the inherited handle leaves it alone (a rollback
+ * would write the log's index the parent is using). On PostgreSQL
+ * nothing is held and the open works. */
+static void test_fork_held_writes(void **state)
+{
+	tfx *t = *state;
+	int st, want = tfx_postgres() ? 0 : SFS_BUSY;
+	sfs_buf b;
+	pid_t pid;
+
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("f"), S("n"), S("held"), S("1")));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sfs_store *s = NULL;
+		int rc = tfx_open(t->path, 0, &s);
+
+		if (rc == SFS_OK)
+			sfs_store_close(s);
+		sfs_store_close(t->s); /* in use at the fork: left alone */
+		_exit(rc == want ? 0 : 10 + rc);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	OK(sfs_store_commit(t->s));
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_kv_get(t->s, S("f"), S("n"), S("held"), &b));
+	tfx_buf(&b, "1");
+	sfs_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +948,8 @@ int main(void)
 		T(test_go_sdk_reads_ours),
 		T(test_sqlite3_cli),
 		T(test_two_handles),
+		T(test_fork_child_opens),
+		T(test_fork_held_writes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
