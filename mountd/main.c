@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 
 #include "mountd_i.h"
 
@@ -89,6 +90,24 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 	return rc;
 }
 
+/* A mount point whose daemon is gone (killed, crashed) answers ENOTCONN to
+ * everything but what the kernel still caches. libfuse either refused it
+ * ("failed to access mountpoint"), or, when its look came while the
+ * kernel still had the directory's attributes, mounted on top of it: the
+ * dead mount came back at the unmount. statfs always asks the daemon.
+ * Refused here with the remedy, before the store is opened. */
+static int refuse_dead_mountpoint(const char *mp)
+{
+	struct statfs sf;
+
+	if (statfs(mp, &sf) == 0 || errno != ENOTCONN)
+		return 0; /* whatever else is wrong, libfuse says */
+	mountd_log(LOG_ERR, "%s is the mount point of a daemon that is gone "
+	           "(%s): unmount it first with fusermount3 -u %s", mp,
+	           strerror(ENOTCONN), mp);
+	return -1;
+}
+
 /* The loop's result as an exit status: a stop by signal is a clean end. */
 static int loop_status(int rc)
 {
@@ -154,6 +173,8 @@ int main(int argc, char *argv[])
 	                      sizeof(*fs_lowlevel_ops()), f);
 	if (!se)
 		goto out_fs; /* libfuse said why */
+	if (refuse_dead_mountpoint(o.mountpoint) != 0)
+		goto out_session;
 	if (open_store(&o, &store) != 0)
 		goto out_session;
 	fs_set_store(f, store);

@@ -148,6 +148,19 @@ if [ -z "$pg" ]; then
 fi
 signal_fs TERM
 mountpoint -q "$mnt" && fail "still mounted after SIGTERM out of descriptors"
+# A mount point whose daemon was killed (ENOTCONN): a new daemon says
+# what to do, before it opens the store, and mounts once it is done.
+allow_log 'Transport endpoint is not connected'
+mount_fs
+kill -9 "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=
+rc=0
+# (before, it could mount over the dead one and serve: timeout ends it)
+out=$(timeout 60 "$bin" -f "${mode_opts[@]}" "$mnt" 2>&1) || rc=$?
+expect_eq "$rc" 1 "a start on a dead mount point"
+[[ $out == *"fusermount3 -u $mnt"* ]] || fail "no remedy for a dead mount point: $out"
+fusermount3 -u "$mnt"
 mount_fs
 limits=$(grep 'Max core file size' /proc/$daemon_pid/limits)
 [[ $limits =~ core\ file\ size\ +0\ +0 ]] || fail "core dumps: $limits"
