@@ -227,8 +227,8 @@ static double raw_put(raw *r, int mode)
 	        " DO UPDATE SET value=excluded.value" :
 	        "INSERT OR REPLACE INTO function_state (scope_id, ns, key,"
 	        " value) VALUES (?, ?, ?, ?)");
-	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_kv_time (scope_id, ns,"
-	        " key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope_id, ns,"
+	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_kv_time (scope, ns,"
+	        " key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope, ns,"
 	        " key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns<excluded.mtime_ns");
 	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
@@ -326,8 +326,8 @@ static double raw_counter(raw *r, int mode)
 	        "INSERT INTO function_counter (scope_id, ns, key, n) VALUES"
 	        " (?, ?, ?, ?) ON CONFLICT(scope_id, ns, key) DO UPDATE SET"
 	        " n = n + excluded.n RETURNING n");
-	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_counter_time (scope_id,"
-	        " ns, key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope_id,"
+	sqlite3_stmt *t = prep(r, "INSERT INTO statefs_counter_time (scope,"
+	        " ns, key, mtime_ns) VALUES (?, ?, ?, ?) ON CONFLICT (scope,"
 	        " ns, key) DO UPDATE SET mtime_ns=excluded.mtime_ns"
 	        " WHERE mtime_ns<excluded.mtime_ns");
 	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
@@ -428,7 +428,7 @@ static double raw_delete(raw *r, int mode)
 	sqlite3_stmt *del = prep(r, "DELETE FROM function_state WHERE"
 	                         " scope_id = ? AND ns = ? AND key = ?");
 	sqlite3_stmt *t = prep(r, "DELETE FROM statefs_kv_time WHERE"
-	                       " scope_id = ? AND ns = ? AND key = ?");
+	                       " scope = ? AND ns = ? AND key = ?");
 	sqlite3_stmt *b = prep(r, "BEGIN IMMEDIATE"), *c = prep(r, "COMMIT");
 	char k[16];
 	double t0 = now();
@@ -467,7 +467,7 @@ static double raw_list(raw *r, int mode)
 	int same = mode == SAME;
 	sqlite3_stmt *first = prep(r, same ?
 	        "SELECT f.key, length(f.value), t.mtime_ns FROM function_state"
-	        " f LEFT JOIN statefs_kv_time t ON t.scope_id=f.scope_id AND"
+	        " f LEFT JOIN statefs_kv_time t ON t.scope=f.scope_id AND"
 	        " t.ns=f.ns AND t.key=f.key WHERE f.scope_id=?1 AND f.ns=?2"
 	        " AND f.key>?3 ORDER BY f.key LIMIT ?4" :
 	        "SELECT key, length(value) FROM function_state WHERE"
