@@ -91,6 +91,13 @@ typedef struct sfs_backend_ops {
 	 * handles a child's own do not meet (PostgreSQL's connections are
 	 * the server's). */
 	int (*forsake)(sfs_backend *b);
+	/* Around fork() (store.c): hold 1 before it returns with no thread
+	 * of the handle's own (a checkpoint thread) inside the library, and
+	 * none starts until hold 0, which comes after the fork in both
+	 * processes: a child must not inherit a lock such a thread held
+	 * (SQLite's, the allocator's), which nothing would ever release.
+	 * NULL: no threads of its own. */
+	void (*fork_hold)(sfs_backend *b, int hold);
 	int (*sync)(sfs_backend *b);
 	int (*version)(sfs_backend *b, uint64_t *out);
 	/* Group commit (store.c). After group_begin, a write that succeeds

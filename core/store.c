@@ -458,7 +458,6 @@ static int check_cfg(const sfs_config *c)
 	return SFS_OK;
 }
 
-/* Opens the backend the plan's store needs and makes the handle. */
 /* --- handles inherited across fork ---------------------------------------
  *
  * statefs.h says a child after fork() opens a handle of its own. What the
@@ -472,8 +471,9 @@ static int check_cfg(const sfs_config *c)
  * idle at the fork, which its mutex says (a lock taken by a thread that
  * is not in the child) and the group commit (held writes). One that was
  * in use (or being opened) cannot be let go of: an open on its backend
- * fails with SFS_BUSY rather than open a connection that locks nothing. The list's mutex is
- * taken around fork (pthread_atfork), so the child's copy is whole. */
+ * fails with SFS_BUSY rather than open a connection that locks nothing.
+ * The list's mutex is taken around fork (pthread_atfork), so the child's
+ * copy is whole. */
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static sfs_store *live;               /* guarded by live_mu */
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
@@ -488,9 +488,33 @@ static void live_unlock(void)
 	pthread_mutex_unlock(&live_mu);
 }
 
+/* Around fork: the list whole, and no handle's own thread inside the
+ * library (backend_i.h, fork_hold). */
+static void fork_prepare(void)
+{
+	pid_t me = getpid();
+
+	live_lock();
+	for (sfs_store *s = live; s; s = s->live_next)
+		if (s->opened && s->pid == me && s->ops->fork_hold) {
+			s->ops->fork_hold(s->be, 1);
+			s->fork_held = 1;
+		}
+}
+
+static void fork_done(void)
+{
+	for (sfs_store *s = live; s; s = s->live_next)
+		if (s->fork_held) {
+			s->fork_held = 0;
+			s->ops->fork_hold(s->be, 0);
+		}
+	live_unlock();
+}
+
 static void live_watch(void)
 {
-	pthread_atfork(live_lock, live_unlock, live_unlock);
+	pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
 /* Lets go of the handles this process inherited (above). SFS_BUSY when one
@@ -553,6 +577,7 @@ static void live_remove(sfs_store *s)
 	live_unlock();
 }
 
+/* Opens the backend the plan's store needs and makes the handle. */
 static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 {
 	sfs_backend_cfg bc;
@@ -590,6 +615,9 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	bc.max_value = s->max_value;
 	live_add(s); /* before its connections: a fork meanwhile sees it */
 	status = s->ops->open(&bc, &s->be);
+	live_lock();
+	s->opened = status == SFS_OK;
+	live_unlock();
 	if (status != SFS_OK) {
 		live_remove(s);
 		pthread_cond_destroy(&s->g_done);

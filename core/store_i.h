@@ -38,6 +38,8 @@ struct sfs_store {
 	/* Handles inherited across fork (store.c): guarded by live_mu */
 	pid_t pid;                   /* the process that opened it */
 	struct sfs_store *live_next; /* on the process's list of handles */
+	int opened;                  /* its backend is open (live_mu) */
+	int fork_held;               /* its backend held for a fork */
 	int forsaken;                /* inherited and let go of: only
 	                                sfs_store_close frees it */
 };

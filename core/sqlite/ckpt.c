@@ -264,6 +264,21 @@ int sqlb_ckpt_forsake(sfs_backend *b)
 	return SFS_OK;
 }
 
+void sqlb_ckpt_fork_hold(sfs_backend *b, int hold)
+{
+	sqlb_ckpt *c = b->ckpt;
+
+	if (!c)
+		return;
+	if (!hold) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->running)
+		pthread_cond_wait(&c->cv, &c->mu);
+}
+
 void sqlb_ckpt_quiet(sfs_backend *b)
 {
 	sqlb_ckpt *c = b->ckpt;

@@ -1089,6 +1089,7 @@ const sfs_backend_ops sqlb_ops = {
 	.rekey = sqlb_rekey,
 	.close = sqlb_close,
 	.forsake = sqlb_forsake,
+	.fork_hold = sqlb_ckpt_fork_hold,
 	.sync = sqlb_sync,
 	.version = sqlb_version,
 	.group_begin = sqlb_group_begin,

@@ -191,6 +191,9 @@ void sqlb_ckpt_stop(sfs_backend *b);
  * has no thread here, without waiting for it (conn.c, sqlb_forsake);
  * SFS_BUSY when a round was under way at the fork. */
 int sqlb_ckpt_forsake(sfs_backend *b);
+/* Around fork (backend_i.h, fork_hold): 1 waits for a round under way to
+ * end and keeps the next from starting; 0 lets them go again. */
+void sqlb_ckpt_fork_hold(sfs_backend *b, int hold);
 /* Waits for a round under way to end and drops one asked for (before the
  * disk's last room is given to deletes). Nothing without a thread. */
 void sqlb_ckpt_quiet(sfs_backend *b);
