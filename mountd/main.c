@@ -108,6 +108,65 @@ static int refuse_dead_mountpoint(const char *mp)
 	return -1;
 }
 
+/* A mountinfo field as it names a path: \ooo escapes back to bytes. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+			              (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* A mount point a running statefs already serves: a second daemon would
+ * mount on top of it without a word, hiding the first, which came back
+ * at the second's unmount. Refused with what to do, before the store is
+ * opened. Only a statefs mount at that very directory counts (mountinfo:
+ * its mount point, type fuse.statefs). */
+static int refuse_live_mountpoint(const char *mp)
+{
+	char *real = realpath(mp, NULL), *line = NULL, *f[5], *save, *sep;
+	size_t cap = 0;
+	int found = 0;
+	FILE *mi;
+
+	if (!real)
+		return 0; /* libfuse says what is wrong with it */
+	mi = fopen("/proc/self/mountinfo", "re");
+	while (mi && !found && getline(&line, &cap, mi) > 0) {
+		/* id parent major:minor root mountpoint options... - type */
+		int n = 0;
+
+		sep = strstr(line, " - ");
+		if (!sep || strncmp(sep + 3, "fuse.statefs ", 13) != 0)
+			continue;
+		for (char *w = strtok_r(line, " ", &save); w && n < 5;
+		     w = n < 5 ? strtok_r(NULL, " ", &save) : NULL)
+			f[n++] = w;
+		if (n < 5)
+			continue;
+		unescape(f[4]);
+		found = strcmp(f[4], real) == 0;
+	}
+	if (mi)
+		fclose(mi);
+	free(line);
+	if (found)
+		mountd_log(LOG_ERR, "%s is already the mount point of a running"
+		           " statefs: unmount it first (fusermount3 -u %s), or"
+		           " give another directory", mp, mp);
+	free(real);
+	return found ? -1 : 0;
+}
+
 /* The loop's result as an exit status: a stop by signal is a clean end. */
 static int loop_status(int rc)
 {
@@ -173,7 +232,8 @@ int main(int argc, char *argv[])
 	                      sizeof(*fs_lowlevel_ops()), f);
 	if (!se)
 		goto out_fs; /* libfuse said why */
-	if (refuse_dead_mountpoint(o.mountpoint) != 0)
+	if (refuse_dead_mountpoint(o.mountpoint) != 0 ||
+	    refuse_live_mountpoint(o.mountpoint) != 0)
 		goto out_session;
 	if (open_store(&o, &store) != 0)
 		goto out_session;

@@ -164,6 +164,17 @@ expect_eq "$rc" 1 "a start on a dead mount point"
 [[ $out == *"fusermount3 -u $mnt"* ]] || fail "no remedy for a dead mount point: $out"
 fusermount3 -u "$mnt"
 mount_fs
+# A second daemon on a live mount point: refused before its store is
+# opened (it used to mount on top without a word, hiding the first).
+allow_log 'already the mount point of a running statefs'
+mkdir -p "$mnt/app/first"
+rc=0
+out=$(timeout 60 "$bin" -f "${mode_opts[@]}" "$mnt" 2>&1) || rc=$?
+expect_eq "$rc" 1 "a start on a live mount point"
+[[ $out == *"already the mount point of a running statefs"* ]] ||
+  fail "no sentence for a live mount point: $out"
+expect_eq "$(grep -c " $mnt " /proc/self/mountinfo)" 1 "mounts on the mount point"
+[ -d "$mnt/app/first" ] || fail "the first mount is not the one seen"
 limits=$(grep 'Max core file size' /proc/$daemon_pid/limits)
 [[ $limits =~ core\ file\ size\ +0\ +0 ]] || fail "core dumps: $limits"
 unmount_fs
