@@ -250,7 +250,8 @@ static int touch_value(fs *f, fs_node *n, const fs_addr *a)
 /* A time given to a value (touch -d, cp -a, tar x, rsync -a): stored in
  * whole seconds, the store's; through a handle whose changes are not
  * stored yet (any file's, fs_node_give_mtime), after them, at the commit
- * that stores them (a value being created gets it then too). A time past what int64 nanoseconds hold (2262) is EINVAL. */
+ * that stores them (a value being created gets it then too). A time past
+ * what int64 nanoseconds hold (2262) is EINVAL. */
 static int set_mtime(fs *f, fs_node *n, const fs_addr *a,
                      const struct stat *attr)
 {
@@ -262,7 +263,6 @@ static int set_mtime(fs *f, fs_node *n, const fs_addr *a,
 	if (s > INT64_MAX / 1000000000 || s < INT64_MIN / 1000000000)
 		return SFS_INVALID;
 	t = (int64_t)s * 1000000000;
-
 	pthread_mutex_lock(mu);
 	rc = fs_node_give_mtime(f, n, t) ? SFS_OK
 	   : sfs_kv_set_mtime(f->store, fs_part(a, 0), fs_part(a, 1),
