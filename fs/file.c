@@ -219,13 +219,17 @@ static int take(fs_file *h, sfs_buf *v)
 }
 
 /* Publishes what GETATTR shows for h: its length, and whether it has
- * changes not yet stored (a write, a truncation, a create). Called with
- * h->lock held (then fs.lock, the documented order). */
-static void publish(fs *f, fs_file *h)
+ * changes not yet stored (a write, a truncation, a create). written: h
+ * was just written or truncated, which makes a time given to its value
+ * before (fs_node_give_mtime) the write's own again. Called with h->lock
+ * held (then fs.lock, the documented order). */
+static void publish_as(fs *f, fs_file *h, int written)
 {
 	int unsaved = h->image && h->dirty && !h->cancelled;
 
 	pthread_mutex_lock(&f->lock);
+	if (written)
+		h->node->has_mtime = 0;
 	h->pub_cancelled = h->cancelled;
 	h->pub_size = h->image ? h->img.size : h->len;
 	if (unsaved) {
@@ -235,6 +239,11 @@ static void publish(fs *f, fs_file *h)
 		h->pub_seq = 0;
 	}
 	pthread_mutex_unlock(&f->lock);
+}
+
+static void publish(fs *f, fs_file *h)
+{
+	publish_as(f, h, 0);
 }
 
 /* The opener holds no descriptor of h any more (fs_file.pub_closed):
@@ -1016,8 +1025,7 @@ static int file_write(fs *f, fs_file *h, pid_t pid, const void *buf,
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
-		fs_node_drop_mtime(f, h->node); /* written after a time given */
-		publish(f, h);
+		publish_as(f, h, 1);
 	}
 	if (err == EFBIG || err == EINVAL || err == ENOBUFS) {
 		/* A counter's refused token is simply not kept (later ones
@@ -1094,9 +1102,8 @@ static int truncate_locked(fs *f, fs_file *h, off_t size, pid_t pid)
 	if (!err && h->kind != FS_CNT_KEY) {
 		h->dirty = 1;
 		h->written = 1;
-		fs_node_drop_mtime(f, h->node);
 		fs_writers_add(&h->writers, pid);
-		publish(f, h);
+		publish_as(f, h, 1);
 	}
 	return err;
 }

@@ -196,7 +196,8 @@ typedef struct fs_node {
 	unsigned has_kept : 1;     /* kept holds the bytes below */
 	unsigned has_mtime : 1;    /* mtime was given (touch -d, cp -a's
 	                              futimens) while the value's changes
-	                              were unsaved: stored after them */
+	                              were unsaved: stored after them
+	                              (fs_node_give_mtime) */
 	int64_t mtime;
 	unsigned kept_over : 1;    /* they were not kept: over max_buffered */
 	sfs_buf kept;              /* the value as it was just before it was
@@ -316,12 +317,11 @@ void fs_node_view(fs *f, fs_node *n, struct fs_file *h, fs_view *out);
 /* A time given to a value whose node has changes not yet stored (an open
  * file's, a create's): 1, and the node keeps it for the commit that
  * stores them (fs_node_take_mtime); a write or truncation before that
- * drops it (fs_node_drop_mtime), as a write after a time given makes the
+ * drops it (file.c, publish_as), as a write after a time given makes the
  * write's time. 0: nothing unsaved; the caller stores the time. Both
  * under the value's commit lock (fs.value_mu). */
 int fs_node_give_mtime(fs *f, fs_node *n, int64_t mtime_ns);
 int fs_node_take_mtime(fs *f, fs_node *n, int64_t *mtime_ns);
-void fs_node_drop_mtime(fs *f, fs_node *n);
 /* Whether dir has a child that a pending create holds (rmdir must say
  * ENOTEMPTY though the store has nothing in it). */
 int fs_node_holds_children(fs *f, fs_node *dir);

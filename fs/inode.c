@@ -847,12 +847,6 @@ int fs_node_take_mtime(fs *f, fs_node *n, int64_t *mtime_ns)
 	return had;
 }
 
-void fs_node_drop_mtime(fs *f, fs_node *n)
-{
-	pthread_mutex_lock(&f->lock);
-	n->has_mtime = 0;
-	pthread_mutex_unlock(&f->lock);
-}
 
 int fs_node_holds_children(fs *f, fs_node *dir)
 {
