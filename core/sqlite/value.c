@@ -13,14 +13,21 @@
  *   writes the bytes written, each clipped to what later truncations
  *          leave, at absolute offsets (appends become writes at the end).
  * When final equals the old length and keep is all of it, the writes go in
- * place through a BLOB handle: the pages they touch are written, and
- * SQLite reads the overflow pages before the first of them only for their
- * next-page pointers. Otherwise the row gets a new BLOB of the final length
- * (bound as a zeroblob, which SQLite writes without building it in memory),
- * the kept prefix (read beforehand, the only old bytes read) and the writes
- * go into it in place, and the pages are written once at commit since they
- * are dirty in the same transaction. The common whole replacement (keep 0,
- * one write covering everything) binds its bytes directly, as a put does.
+ * place through a BLOB handle: the pages whose bytes they change are
+ * written (each write is compared with the bytes it replaces, in 4 KiB
+ * pieces), and SQLite reads the overflow pages before the first of them
+ * only for their next-page pointers. Otherwise the row gets a new BLOB of
+ * the final length (bound as a zeroblob, which SQLite writes without
+ * building it in memory), the kept prefix (read beforehand, the only old
+ * bytes read) and the writes go into it in place, and the pages are
+ * written once at commit since they are dirty in the same transaction.
+ * The common whole replacement (keep 0, one write covering everything)
+ * binds its bytes directly, as a put does, below SQLB_BIG_VALUE (SQLite
+ * then compares a record of the same length with the old one and writes
+ * the pages that differ); from SQLB_BIG_VALUE on it goes in place when the
+ * length stays (cp over a file, an editor's save: only what changed is
+ * written) and into a zeroblob otherwise, so that SQLite builds no copy of
+ * it in memory.
  *
  * Everything runs in one BEGIN IMMEDIATE transaction, so an edit is atomic
  * against other processes. BLOB handles are closed before the commit (an
@@ -169,8 +176,31 @@ static int blob_open(sfs_backend *b, int64_t rowid, int writing,
 	return SFS_OK;
 }
 
-/* Writes the plan's writes into the row's BLOB (already final length),
- * after the first keep bytes of prefix when prefix is not NULL. */
+/* Writes n bytes at off over the old bytes of a BLOB, 4 KiB at a time,
+ * leaving alone the pieces that are equal: a page is written only when
+ * a byte of it changes. */
+static int blob_overwrite(sqlite3_blob *bl, const unsigned char *p,
+                          size_t n, uint64_t off)
+{
+	unsigned char old[4096];
+	int rc = SQLITE_OK;
+
+	while (n && rc == SQLITE_OK) {
+		size_t k = n < sizeof(old) ? n : sizeof(old);
+
+		rc = sqlite3_blob_read(bl, old, (int)k, (int)off);
+		if (rc == SQLITE_OK && memcmp(old, p, k))
+			rc = sqlite3_blob_write(bl, p, (int)k, (int)off);
+		p += k;
+		off += k;
+		n -= k;
+	}
+	return rc;
+}
+
+/* Writes the plan's writes into the row's BLOB (already final length):
+ * after the first keep bytes of prefix into a new BLOB when prefix is not
+ * NULL, else over the old bytes (blob_overwrite). */
 static int blob_fill(sfs_backend *b, int64_t rowid, const plan *p,
                      const unsigned char *prefix)
 {
@@ -182,8 +212,10 @@ static int blob_fill(sfs_backend *b, int64_t rowid, const plan *p,
 	if (prefix && p->keep)
 		rc = sqlite3_blob_write(bl, prefix, (int)p->keep, 0);
 	for (size_t i = 0; i < p->nw && rc == SQLITE_OK; i++)
-		rc = sqlite3_blob_write(bl, p->w[i].p, (int)p->w[i].n,
-		                        (int)p->w[i].off);
+		rc = prefix ? sqlite3_blob_write(bl, p->w[i].p, (int)p->w[i].n,
+		                                 (int)p->w[i].off)
+		            : blob_overwrite(bl, p->w[i].p, p->w[i].n,
+		                             p->w[i].off);
 	if (rc != SQLITE_OK)
 		status = sqlb_fail(b, rc, "writing a value");
 	sqlite3_blob_close(bl);
@@ -249,7 +281,7 @@ static int edit_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	uint64_t len = 0;
 	unsigned char *prefix = NULL;
 	plan p = { 0, 0, NULL, 0 };
-	int exists, status = locate(b, scope, ns, key, &rowid, &len);
+	int exists, whole, status = locate(b, scope, ns, key, &rowid, &len);
 
 	if (status != SFS_OK && status != SFS_NOTFOUND)
 		return status;
@@ -261,11 +293,14 @@ static int edit_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	status = plan_make(e, n, len, max_value, &p);
 	if (status != SFS_OK)
 		return status;
-	if (exists && p.final == len && p.keep == len) {
-		/* In place: the length and every old byte stay. */
+	whole = p.keep == 0 && p.nw == 1 && p.w[0].off == 0 &&
+	        p.w[0].n == p.final;
+	if (exists && p.final == len &&
+	    (p.keep == len || (whole && p.final >= SQLB_BIG_VALUE))) {
+		/* In place: the length stays, every old byte is kept or
+		 * written over. */
 		status = p.nw ? blob_fill(b, rowid, &p, NULL) : SFS_OK;
-	} else if (p.keep == 0 && p.nw == 1 && p.w[0].off == 0 &&
-	           p.w[0].n == p.final && p.final < SQLB_BIG_VALUE) {
+	} else if (whole && p.final < SQLB_BIG_VALUE) {
 		/* A whole replacement: its bytes as they are. */
 		status = set_row(b, exists, &rowid, scope, ns, key,
 		                 sfs_bytes(p.w[0].p, p.w[0].n), p.final);
