@@ -162,7 +162,7 @@ int sfs_queue_policy_set(sfs_store *s, sfs_slice queue,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_name(queue, "queue"));
+	CHECK(chk_new_name(queue, "queue"));
 	CHECK(chk_out(p, "policy"));
 	CHECK(chk_policy(p->ttl_ms, p->max_deliveries));
 	CALL(s, s->ops->policy_set(s->be, queue, p));

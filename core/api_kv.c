@@ -10,7 +10,7 @@ int sfs_kv_put(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_new_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
 	GROUP_CALL(s, s->ops->kv_put_many(s->be, scope, ns, &key, &value, 1,
 	                                  0));
@@ -22,7 +22,7 @@ int sfs_kv_put_many(sfs_store *s, sfs_slice scope, sfs_slice ns,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_ns2(scope, ns));
+	CHECK(chk_new_ns2(scope, ns));
 	CHECK(chk_pairs(s, keys, values, n));
 	if (flags & ~(unsigned)SFS_PUT_REPLACE)
 		return sfs_err(SFS_INVALID, "unknown put flags 0x%x", flags);
@@ -124,13 +124,23 @@ int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 const sfs_edit *edits, size_t n, unsigned flags,
                 uint64_t *size)
 {
+	int r;
+
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_edits(s, edits, n, flags));
-	GROUP_CALL_OUT(s, uint64_t, size,
-	               s->ops->kv_edit(s->be, scope, ns, key, edits, n, flags,
-	                               s->max_value, size ? &v_ : NULL));
+	if (!(flags & SFS_EDIT_CREATE) || chk_new_key3(scope, ns, key) == SFS_OK)
+		GROUP_CALL_OUT(s, uint64_t, size,
+		               s->ops->kv_edit(s->be, scope, ns, key, edits, n,
+		                               flags, s->max_value,
+		                               size ? &v_ : NULL));
+	/* A name over SFS_MAX_NAME (another program's): the value is edited
+	 * when it exists, never made. */
+	if (flags & SFS_EDIT_EXCL)
+		return chk_new_key3(scope, ns, key);
+	r = sfs_kv_edit(s, scope, ns, key, edits, n, 0, size);
+	return r == SFS_NOTFOUND ? chk_new_key3(scope, ns, key) : r;
 }
 
 int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
@@ -184,7 +194,7 @@ int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	CHECK(chk_key3(to_scope, to_ns, to_key));
+	CHECK(chk_new_key3(to_scope, to_ns, to_key));
 	if (flags & ~(unsigned)SFS_RENAME_NOREPLACE)
 		return sfs_err(SFS_INVALID, "unknown rename flags 0x%x", flags);
 	CALL(s, s->ops->kv_rename(s->be, scope, ns, key, to_scope, to_ns,
@@ -239,7 +249,9 @@ int sfs_dir_create(sfs_store *s, sfs_family fam, sfs_slice scope,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_family(fam, ns));
-	CHECK(chk_name(scope, "scope"));
+	CHECK(chk_new_name(scope, "scope"));
+	if (ns.ptr)
+		CHECK(chk_new_name(ns, "namespace"));
 	CALL(s, s->ops->dir_create(s->be, fam, scope, ns));
 }
 
@@ -261,9 +273,9 @@ int sfs_dir_rename(sfs_store *s, sfs_family fam, sfs_slice scope,
 	CHECK(chk_writable(s));
 	CHECK(chk_family(fam, ns));
 	CHECK(chk_name(scope, "scope"));
-	CHECK(chk_name(to_scope, "target scope"));
+	CHECK(chk_new_name(to_scope, "target scope"));
 	if (ns.ptr)
-		CHECK(chk_name(to_ns, "target namespace"));
+		CHECK(chk_new_name(to_ns, "target namespace"));
 	else
 		to_ns = SFS_NONE; /* a scope rename ignores to_ns */
 	if (flags & ~(unsigned)SFS_RENAME_NOREPLACE)
@@ -300,7 +312,7 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_new_key3(scope, ns, key));
 	GROUP_CALL_OUT(s, int64_t, value,
 	               s->ops->counter_add(s->be, scope, ns, key, delta, &v_));
 }
@@ -323,7 +335,7 @@ int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_new_key3(scope, ns, key));
 	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value, 0));
 }
 
@@ -332,7 +344,7 @@ int sfs_counter_create(sfs_store *s, sfs_slice scope, sfs_slice ns,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_new_key3(scope, ns, key));
 	GROUP_CALL(s, s->ops->counter_set(s->be, scope, ns, key, value, 1));
 }
 

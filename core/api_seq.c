@@ -9,7 +9,7 @@ int sfs_log_append(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_key3(scope, ns, key));
+	CHECK(chk_new_key3(scope, ns, key));
 	CHECK(chk_value(s, value, "value"));
 	GROUP_CALL_OUT(s, int64_t, id,
 	               s->ops->log_append(s->be, scope, ns, key, value, &v_));
@@ -75,7 +75,7 @@ int sfs_queue_push(sfs_store *s, sfs_slice queue, const sfs_slice *items,
 {
 	sfs_err_clear();
 	CHECK(chk_writable(s));
-	CHECK(chk_name(queue, "queue"));
+	CHECK(chk_new_name(queue, "queue"));
 	if (n && !items)
 		return sfs_err(SFS_INVALID, "items is NULL");
 	for (size_t i = 0; i < n; i++)

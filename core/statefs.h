@@ -24,7 +24,8 @@
  *    apply: SFS_INVALID for an argument these conventions forbid (a NULL
  *    handle or required pointer, a required slice with a NULL ptr, an
  *    unknown flag or enum value), SFS_TOOBIG for a name over SFS_MAX_NAME
- *    or a value over the store's limit, SFS_READONLY for a write to a
+ *    given to a call that writes it (see SFS_MAX_NAME) or a value over the
+ *    store's limit, SFS_READONLY for a write to a
  *    read-only handle, SFS_UNSUPPORTED for what the store's backend cannot
  *    do, and, from anything that reaches the store, SFS_BUSY, SFS_IO,
  *    SFS_FULL, SFS_CORRUPT, SFS_NOMEM and SFS_INTERNAL.
@@ -309,7 +310,12 @@ enum {
 };
 
 #define SFS_DEFAULT_MAX_VALUE (64u * 1024 * 1024)
-#define SFS_MAX_NAME (64u * 1024) /* largest scope, namespace or key accepted */
+/* The longest scope, namespace or key a call writes: a put, add, append,
+ * push, policy, created directory, the target of a rename, an edit that
+ * would make the value. Calls that read, list, edit an existing value,
+ * move away or remove take a name of any length, as do export and import:
+ * programs sharing the store (an SDK) may have written longer ones. */
+#define SFS_MAX_NAME (64u * 1024)
 
 /* The largest id of a log entry, a queue item (pending, in flight or dead)
  * and a claim: 4 * 10^18, a little under half of INT64_MAX. A store

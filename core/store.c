@@ -23,9 +23,16 @@ int chk_name(sfs_slice n, const char *what)
 {
 	if (!n.ptr)
 		return sfs_err(SFS_INVALID, "%s is NULL", what);
+	return SFS_OK;
+}
+
+int chk_new_name(sfs_slice n, const char *what)
+{
+	CHECK(chk_name(n, what));
 	if (n.len > SFS_MAX_NAME)
-		return sfs_err(SFS_TOOBIG, "%s is %zu bytes, more than %u", what,
-		               n.len, SFS_MAX_NAME);
+		return sfs_err(SFS_TOOBIG, "%s is %zu bytes, more than the %u a"
+		               " name statefs writes may have", what, n.len,
+		               SFS_MAX_NAME);
 	return SFS_OK;
 }
 
@@ -58,6 +65,19 @@ int chk_ns2(sfs_slice scope, sfs_slice ns)
 	return chk_name(ns, "namespace");
 }
 
+int chk_new_key3(sfs_slice scope, sfs_slice ns, sfs_slice key)
+{
+	CHECK(chk_new_name(scope, "scope"));
+	CHECK(chk_new_name(ns, "namespace"));
+	return chk_new_name(key, "key");
+}
+
+int chk_new_ns2(sfs_slice scope, sfs_slice ns)
+{
+	CHECK(chk_new_name(scope, "scope"));
+	return chk_new_name(ns, "namespace");
+}
+
 int chk_opt_name(sfs_slice n, const char *what)
 {
 	if (!n.ptr) {
@@ -86,7 +106,7 @@ int chk_pairs(const sfs_store *s, const sfs_slice *keys,
 	if (n && (!keys || !values))
 		return sfs_err(SFS_INVALID, "keys or values is NULL");
 	for (size_t i = 0; i < n; i++) {
-		CHECK(chk_name(keys[i], "key"));
+		CHECK(chk_new_name(keys[i], "key"));
 		CHECK(chk_value(s, values[i], "value"));
 	}
 	return SFS_OK;

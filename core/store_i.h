@@ -175,13 +175,22 @@ void group_cut(sfs_store *s, int status);
 /* Argument checks. Each returns SFS_OK or a status with the detail set;
  * `what` names the argument in the detail ("key", "scope"). */
 
-/* A scope, namespace or key: present, at most SFS_MAX_NAME bytes. */
+/* A scope, namespace or key a call reads, lists after, moves away or
+ * removes: present, of any length (other programs sharing the store write
+ * names longer than SFS_MAX_NAME, and what the store holds stays
+ * readable, removable, exportable and importable). */
 int chk_name(sfs_slice n, const char *what);
 /* The three names of a key/value, counter or log key. */
 int chk_key3(sfs_slice scope, sfs_slice ns, sfs_slice key);
 /* A scope and namespace. */
 int chk_ns2(sfs_slice scope, sfs_slice ns);
-/* An optional name (scan bound, `after`): SFS_NONE or a valid name. */
+/* The same for a name a call writes (a put, add, append, push, the target
+ * of a rename, a created directory or policy, an edit that makes the
+ * value): at most SFS_MAX_NAME bytes, SFS_TOOBIG beyond. */
+int chk_new_name(sfs_slice n, const char *what);
+int chk_new_key3(sfs_slice scope, sfs_slice ns, sfs_slice key);
+int chk_new_ns2(sfs_slice scope, sfs_slice ns);
+/* An optional name (scan bound, `after`): SFS_NONE or a present name. */
 int chk_opt_name(sfs_slice n, const char *what);
 /* A value: present, at most the store's max_value bytes. */
 int chk_value(const sfs_store *s, sfs_slice v, const char *what);

@@ -350,6 +350,117 @@ static void test_v4_migrates(void **state)
 	v4_is_whole(t->s);
 }
 
+/* Runs sql with ?1 = a, ?2 = b and ?3 = the long_n bytes at long_p, all
+ * bound as blobs, as the SDK binds names. */
+static void sdk_exec_blobs(sdk *k, const char *sql, const void *long_p,
+                           size_t long_n, const char *a, const char *b)
+{
+	sqlite3_stmt *st;
+
+	assert_int_equal(sqlite3_prepare_v2(k->db, sql, -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, a, (int)strlen(a), SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, b, (int)strlen(b), SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, long_p, (int)long_n, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+}
+
+/* Names longer than SFS_MAX_NAME that an SDK wrote (its statements take
+ * any length) are read, listed, moved away, removed, exported and
+ * imported as any other; statefs writes none. A key of 65 KiB was listed
+ * and then refused by every call (SFS_TOOBIG: `cat` EFBIG, `statectl get`
+ * exit 8, an export that could not be imported). */
+static void test_long_names_foreign(void **state)
+{
+	tfx *t = *state;
+	size_t n = SFS_MAX_NAME + 1000;
+	char *key = malloc(n);
+	sfs_slice K;
+	tfx_rows rows = { 0 };
+	sfs_buf b;
+	sfs_stat st;
+	sfs_list l;
+	int64_t c;
+	sdk k;
+
+	tfx_sqlite_only("the SDKs' statements on the store's SQLite file");
+	assert_non_null(key);
+	memset(key, 'k', n);
+	key[n - 1] = 'Z';
+	K = sfs_bytes(key, n);
+	sdk_open(t, &k);
+	sdk_exec_blobs(&k, "INSERT INTO function_state (scope_id, ns, key,"
+	               " value) VALUES (?1, ?2, ?3, x'7631')", key, n, "sc",
+	               "ns");
+	sdk_exec_blobs(&k, "INSERT INTO function_counter (scope_id, ns, key,"
+	               " n) VALUES (?1, ?2, ?3, 5)", key, n, "sc", "ns");
+	sdk_close(&k);
+
+	OK(sfs_kv_get(t->s, S("sc"), S("ns"), K, &b));
+	tfx_buf(&b, "v1");
+	sfs_buf_free(&b);
+	OK(sfs_kv_stat(t->s, S("sc"), S("ns"), K, &st));
+	assert_int_equal(st.size, 2);
+	OK(sfs_kv_scan(t->s, S("sc"), S("ns"), NULL, &l));
+	assert_int_equal(l.n, 1);
+	assert_true(l.items[0].key.len == n);
+	sfs_list_free(&l);
+	OK(sfs_counter_get(t->s, S("sc"), S("ns"), K, &c, NULL));
+	assert_int_equal(c, 5);
+	/* an existing value is edited, as `echo >>` through the mount does */
+	{
+		sfs_edit e = { SFS_EDIT_APPEND, 0, S("+") };
+		uint64_t size;
+
+		OK(sfs_kv_edit(t->s, S("sc"), S("ns"), K, &e, 1,
+		               SFS_EDIT_CREATE, &size));
+		assert_int_equal(size, 3);
+		K.ptr = "kZ"; /* no such key: an edit does not make one */
+		K.len = 2;
+		OK(sfs_kv_edit(t->s, S("sc"), S("ns"), K, &e, 1,
+		               SFS_EDIT_CREATE, &size));
+		OK(sfs_kv_delete(t->s, S("sc"), S("ns"), K));
+		K = sfs_bytes(key, n);
+		key[0] = 'j';
+		IS(SFS_TOOBIG, sfs_kv_edit(t->s, S("sc"), S("ns"), K, &e, 1,
+		                           SFS_EDIT_CREATE, &size));
+		IS(SFS_NOTFOUND, sfs_kv_edit(t->s, S("sc"), S("ns"), K, &e, 1,
+		                             0, &size));
+		IS(SFS_TOOBIG, sfs_kv_edit(t->s, S("sc"), S("ns"), K, &e, 1,
+		                           SFS_EDIT_CREATE | SFS_EDIT_EXCL,
+		                           &size));
+		key[0] = 'k';
+		OK(sfs_kv_get(t->s, S("sc"), S("ns"), K, &b));
+		tfx_buf(&b, "v1+");
+		sfs_buf_free(&b);
+	}
+	/* statefs makes no such name */
+	IS(SFS_TOOBIG, sfs_kv_put(t->s, S("sc"), S("ns"), K, S("v2")));
+	IS(SFS_TOOBIG, sfs_counter_add(t->s, S("sc"), S("ns"), K, 1, &c));
+	IS(SFS_TOOBIG, sfs_log_append(t->s, S("sc"), S("ns"), K, S("e"), NULL));
+	IS(SFS_TOOBIG, sfs_queue_push(t->s, K, &K, 1, NULL));
+	IS(SFS_TOOBIG, sfs_dir_create(t->s, SFS_FAM_KV, K, SFS_NONE));
+	/* an export of it imports back */
+	OK(sfs_export(t->s, tfx_rows_add, &rows, NULL, NULL));
+	OK(sfs_counter_delete(t->s, S("sc"), S("ns"), K));
+	OK(sfs_kv_delete(t->s, S("sc"), S("ns"), K));
+	IS(SFS_NOTFOUND, sfs_kv_get(t->s, S("sc"), S("ns"), K, &b));
+	OK(sfs_import(t->s, tfx_rows_next, &rows));
+	tfx_rows_free(&rows);
+	OK(sfs_counter_get(t->s, S("sc"), S("ns"), K, &c, NULL));
+	assert_int_equal(c, 5);
+	/* moved away under a short name, not back */
+	OK(sfs_kv_rename(t->s, S("sc"), S("ns"), K, S("sc"), S("ns"), S("short"),
+	                 0));
+	OK(sfs_kv_get(t->s, S("sc"), S("ns"), S("short"), &b));
+	tfx_buf(&b, "v1+");
+	sfs_buf_free(&b);
+	IS(SFS_TOOBIG, sfs_kv_rename(t->s, S("sc"), S("ns"), S("short"), S("sc"),
+	                             S("ns"), K, 0));
+	free(key);
+}
+
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
@@ -360,6 +471,7 @@ int main(void)
 		T(test_ttl_foreign),
 		T(test_v3_migrates),
 		T(test_v4_migrates),
+		T(test_long_names_foreign),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
