@@ -700,6 +700,13 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return sqlb_run(b, st, "writing a counter's time");
 }
 
+/* The add works on the value sqlb_counter_get reads: the integer the row
+ * holds, or for a REAL (the SDKs' own `n = n + ?` past int64 makes one)
+ * the integer SQLite's CAST gives, bounded to int64 as
+ * sqlite3_column_int64 bounds it. So a counter that reads INT64_MAX takes
+ * a negative add, and the sum is exact, an integer again: REAL arithmetic
+ * would refuse every add (the REAL is outside the bounds) or, in range
+ * but past 2^53, round small adds away. */
 static int counter_add_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                           sfs_slice key, int64_t delta, int64_t *value)
 {
@@ -707,7 +714,8 @@ static int counter_add_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CTR_ADD,
 	        "INSERT INTO function_counter (scope_id, ns, key, n)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope_id, ns, key)"
-	        " DO UPDATE SET n=n+excluded.n WHERE n BETWEEN ?5 AND ?6"
+	        " DO UPDATE SET n=CAST(n AS INTEGER)+excluded.n"
+	        " WHERE CAST(n AS INTEGER) BETWEEN ?5 AND ?6"
 	        " RETURNING n", &status);
 	int64_t lo = delta < 0 ? INT64_MIN - delta : INT64_MIN;
 	int64_t hi = delta > 0 ? INT64_MAX - delta : INT64_MAX;

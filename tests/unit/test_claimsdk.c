@@ -461,6 +461,66 @@ static void test_long_names_foreign(void **state)
 	free(key);
 }
 
+/* The SDKs' counter add (vgi/function_storage_sqlite.go, the Python
+ * SDK's the same) is `n = n + excluded.n`, which SQLite turns into a REAL
+ * when the sum leaves int64. Such a counter reads INT64_MAX, and takes
+ * the adds that int64 value takes, exactly: before, every add was
+ * SFS_OVERFLOW, a negative one too (the REAL is outside the bounds). A
+ * REAL in range past 2^53 (the SDK's add back from there) is added to
+ * exactly, not rounded. */
+#define SDK_CADD "INSERT INTO function_counter (scope_id, ns, key, n)" \
+	" VALUES (?, ?, ?, ?) ON CONFLICT(scope_id, ns, key)" \
+	" DO UPDATE SET n = n + excluded.n RETURNING n"
+
+static void sdk_counter_add(sdk *k, const char *key, int64_t delta)
+{
+	sqlite3_stmt *st;
+
+	assert_int_equal(sqlite3_prepare_v2(k->db, SDK_CADD, -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_blob(st, 1, "sc", 2, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, "ns", 2, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, key, (int)strlen(key), SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, delta);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+}
+
+static void test_counter_sdk_real(void **state)
+{
+	tfx *t = *state;
+	int64_t v;
+	sdk k;
+
+	tfx_sqlite_only("the SDKs' counter add on the store's SQLite file");
+	OK(sfs_counter_set(t->s, S("sc"), S("ns"), S("c"), INT64_MAX));
+	sdk_open(t, &k);
+	sdk_counter_add(&k, "c", 1); /* a REAL, 2^63 */
+	OK(sfs_counter_get(t->s, S("sc"), S("ns"), S("c"), &v, NULL));
+	assert_true(v == INT64_MAX);
+	IS(SFS_OVERFLOW, sfs_counter_add(t->s, S("sc"), S("ns"), S("c"), 1,
+	                                 &v));
+	OK(sfs_counter_add(t->s, S("sc"), S("ns"), S("c"), -1, &v));
+	assert_true(v == INT64_MAX - 1);
+	OK(sfs_counter_get(t->s, S("sc"), S("ns"), S("c"), &v, NULL));
+	assert_true(v == INT64_MAX - 1);
+	/* underflow: a REAL at -2^63 - 1 (rounded to -2^63) */
+	OK(sfs_counter_set(t->s, S("sc"), S("ns"), S("d"), INT64_MIN));
+	sdk_counter_add(&k, "d", -1);
+	OK(sfs_counter_add(t->s, S("sc"), S("ns"), S("d"), 1, &v));
+	assert_true(v == INT64_MIN + 1);
+	/* a REAL in range, past 2^53: 1 is not rounded away */
+	OK(sfs_counter_set(t->s, S("sc"), S("ns"), S("e"), INT64_MAX));
+	sdk_counter_add(&k, "e", 1);
+	sdk_counter_add(&k, "e", -1000000000000000000);
+	OK(sfs_counter_add(t->s, S("sc"), S("ns"), S("e"), 1, &v));
+	assert_true(v == INT64_C(8223372036854775809));
+	OK(sfs_counter_add(t->s, S("sc"), S("ns"), S("e"), 1, &v));
+	assert_true(v == INT64_C(8223372036854775810));
+	sdk_close(&k);
+}
+
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
@@ -472,6 +532,7 @@ int main(void)
 		T(test_v3_migrates),
 		T(test_v4_migrates),
 		T(test_long_names_foreign),
+		T(test_counter_sdk_real),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
