@@ -184,7 +184,8 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	if (n->kind == FS_LOG_FOLLOW || n->kind == FS_QUEUE_FOLLOW) {
-		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n), 0, &st);
+		fs_stat_fill(f, n->kind, n->ino, fs_special_size(f, n,
+		             fuse_req_ctx(req)->pid), 0, &st);
 		fs_ttl(n->kind, &entry, &attr);
 		fuse_reply_attr(req, &st, attr);
 		fs_addr_free(&a);

@@ -800,9 +800,9 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 /* OPEN of a special file (after the handle is made): a .follow joins
  * its node's followers. 0 or ENOMEM. */
 int fs_special_open(fs *f, fs_file *h);
-/* The size a .follow node shows: what its open handles have rendered,
- * after rendering what is new for them. */
-uint64_t fs_special_size(fs *f, fs_node *n);
+/* The size a .follow node shows to task pid: what its open handles have
+ * rendered, after rendering what is new for them. */
+uint64_t fs_special_size(fs *f, fs_node *n, pid_t pid);
 /* RELEASE of a stream: a drain gives back what was not delivered. */
 void fs_special_release(fs *f, fs_file *h);
 void fs_stream_free(struct fs_stream *s);

@@ -167,6 +167,8 @@ struct fs_stream {
 	int64_t after;         /* id of the last row rendered; -1: none */
 	int64_t beat_ns;       /* drains: when the lease was last extended */
 	off_t base;            /* stream offset of out's first byte */
+	off_t served;          /* .follow: where the last reply ended, */
+	pid_t reader;          /* and the task it went to */
 	sfs_buf out;           /* the page rendered: [base, base + out.len) */
 	size_t cap;
 	int64_t *ids;          /* drains: the rows in out, in order, */
@@ -459,6 +461,7 @@ static int stream_serve(fs *f, fuse_req_t req, fs_file *h, size_t size,
 {
 	struct fs_stream *s = h->stream;
 	off_t end = s->base + (off_t)s->out.len;
+	pid_t reader;
 	size_t n;
 
 	if (off < s->base || off > end) {
@@ -472,9 +475,14 @@ static int stream_serve(fs *f, fuse_req_t req, fs_file *h, size_t size,
 		fuse_reply_err(req, EINTR); /* nothing acked: all stays */
 		return 0;
 	}
+	reader = fuse_req_ctx(req)->pid; /* the reply frees req */
 	if (fuse_reply_buf(req, (const char *)s->out.ptr + (off - s->base),
-	                   n) == 0 && s->claim)
+	                   n) != 0)
+		return 0;
+	if (s->claim)
 		ack_through(f, s, off + (off_t)n);
+	s->served = off + (off_t)n;
+	s->reader = reader;
 	return 0;
 }
 
@@ -515,14 +523,22 @@ out:
 	fs_addr_free(&a);
 }
 
-uint64_t fs_special_size(fs *f, fs_node *n)
+uint64_t fs_special_size(fs *f, fs_node *n, pid_t pid)
 {
 	uint64_t size = 0, sz;
 	fs_addr a = { 0 };
 
 	/* Every follower of n renders what is new (at most a page ahead of
 	 * its reader), and the file shows the longest: tail -f reads when
-	 * it grows, and never finds it shorter than what it has read. */
+	 * it grows, and never finds it shorter than what it has read. A
+	 * follower whose reader stats it (pid) after a read that ended at
+	 * the end of what it rendered drops that first, as its READ at the
+	 * end would: tail -f reads up to the size it was told and never at
+	 * the end, so a follower a page ahead (a log of more than
+	 * PAGE_BYTES) showed the same size for ever and tail -f never saw a
+	 * new entry. Only its own reader's stat: tail reads the end first
+	 * and then the lines before it, which another process's stat must
+	 * not drop in between. */
 	pthread_mutex_lock(&followers_lock);
 	for (struct fs_stream *s = followers; s; s = s->next) {
 		fs_file *h = s->h;
@@ -531,6 +547,9 @@ uint64_t fs_special_size(fs *f, fs_node *n)
 			continue;
 		pthread_mutex_lock(&h->lock);
 		if (fs_node_addr(f, n, &a) == 0) {
+			if (s->out.len && s->reader == pid &&
+			    s->served == s->base + (off_t)s->out.len)
+				next_page(f, s);
 			while (s->out.len < PAGE_BYTES && fill(f, h, &a) == SFS_OK)
 				;
 			fs_addr_free(&a);

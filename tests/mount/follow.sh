@@ -57,6 +57,26 @@ stop_followers
 expect_eq "$(ls "$log" | wc -l)" 4 "the log keeps its entries"
 ok "cat, tail -f and tail -n +1 -f follow a log as another process appends"
 
+# A log of more than a page (1 MiB) rendered: tail -f reads up to the
+# size it was told, never at the end, so a follower must grow the size
+# once its reader has had all it rendered (it showed the same size for
+# ever, and tail -f never saw a new entry).
+big=$mnt/exec/run/log/big
+mkdir -p "$big"
+for _ in 1 2; do head -c 600000 /dev/zero | tr '\0' y > "$big/new"; done
+stdbuf -oL tail -f "$big/.follow" > "$work/tailbig" & pids+=($!)
+until_lines "$work/tailbig" 2
+helper lappend run log big after
+for _ in $(seq 600); do
+  [[ $(< "$work/tailbig") == *'"value":"after"'* ]] && break
+  nap 0.1
+done
+[[ $(< "$work/tailbig") == *'"value":"after"'* ]] ||
+  fail "tail -f of a log of 1.2 MB never showed the entry appended ($(grep -c '' "$work/tailbig") lines)"
+expect_eq "$(grep -c '' "$work/tailbig")" 3 "tail -f's lines"
+stop_followers
+ok "tail -f follows a log of more than a page"
+
 # A queue: pending items, then each push; nothing is taken.
 helper qpush jobs a b
 cat "$q/.follow" > "$work/qcat" & pids+=($!)
