@@ -37,7 +37,8 @@
  *    their places, entries into their namespace unless written again),
  *    and a daemon killed meanwhile leaves it to the lease: nothing is
  *    lost, and what a reader got may at worst come again. The lease is
- *    extended while the reader reads.
+ *    extended while the reader reads (at any reply, a third of it after
+ *    the last extension, also inside a page).
  *  - .follow takes nothing: it renders the log key's entries or the
  *    queue's pending items from the first, then each new one (by id), and
  *    a READ at the end waits (wait.c) until there is more. A stat of a
@@ -475,6 +476,13 @@ static int stream_serve(fs *f, fuse_req_t req, fs_file *h, size_t size,
 		fuse_reply_err(req, EINTR); /* nothing acked: all stays */
 		return 0;
 	}
+	/* A reader inside a page reads too: extend the drain's lease here,
+	 * not only at a new page (a page read in small pieces for longer
+	 * than the lease lost the rest to recovery while it was read). A
+	 * failure is the acks' to report. Not once every row is settled:
+	 * the claim ended with its last one. */
+	if (s->claim && s->acked < s->n)
+		(void)beat(f, s);
 	reader = fuse_req_ctx(req)->pid; /* the reply frees req */
 	if (fuse_reply_buf(req, (const char *)s->out.ptr + (off - s->base),
 	                   n) != 0)

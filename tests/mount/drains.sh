@@ -3,7 +3,8 @@
 # 6): a reader that stops after its first 4 KiB, of a namespace's .drain
 # and of a queue's, takes exactly the rows it read whole; the rest is back
 # (entries in their namespace, items at their places, same names). A
-# daemon killed during a namespace's drain loses nothing: the lease gives
+# reader slower than the lease loses the rest, one reading a page in
+# small pieces for longer than the lease keeps it. A daemon killed during a namespace's drain loses nothing: the lease gives
 # everything back. Large values stream a page at a time: the daemon's
 # memory during a drain of six 10 MB values grows by less than the store's
 # page cache and the namespace once. Usage: see lib.sh. Exit: 0, 1, 77.
@@ -91,6 +92,31 @@ expect_eq "$(ls "$mnt/queue/stall" | wc -l)" 44 "the rest is back"
 rm "$mnt"/queue/stall/*
 unmount_fs
 ok "a drain that outlived its lease fails its next read"
+
+# A reader that keeps reading keeps its drain, also inside one page: 200
+# items are one page, read 64 bytes at a time for longer than the lease
+# (2 s) with pauses of a tenth of a second. Before, the lease was
+# extended only when a new page was rendered: it ran out under the
+# reader, its acks failed (a warning), the items came back to the queue
+# while it read them, and its last read failed with ENOENT.
+mount_fs -o lease=2s
+helper qpush slow $(seq 200)
+exec 3< "$mnt/queue/slow/.drain"
+: > "$work/slow"
+t0=$(now_ns)
+while [ $(($(now_ns) - t0)) -lt 3000000000 ]; do
+  read -r -N 64 -u 3 chunk || break
+  printf '%s' "$chunk" >> "$work/slow"
+  nap 0.1
+done
+cat <&3 >> "$work/slow" || { exec 3<&-; fail "the slow reader's last read"; }
+exec 3<&-
+expect_eq "$(jq -r .value "$work/slow" | sort -u | wc -l),$(grep -c '' "$work/slow")" \
+  "200,200" "every item once"
+expect_eq "$(helper qlen slow),$(ls "$mnt/queue/slow/inflight" | wc -l)" "0,0" \
+  "nothing came back, nothing in flight"
+unmount_fs
+ok "a reader reading one page for longer than the lease keeps its drain"
 
 # The daemon killed while a namespace's drain waits to answer: nothing is
 # lost, the lease (2 s) gives it back. The daemon holds its answer until
