@@ -35,8 +35,9 @@
  * A counter drops the refused token only.
  *
  * A file created in a log key or a queue is a new entry or item: its bytes
- * are appended or pushed at FLUSH (each FLUSH after new writes adds one
- * more; a file created and closed empty adds an empty one). Entries and
+ * are appended or pushed at FLUSH (each FLUSH or FSYNC after new writes
+ * adds one more, starting where the first write after the last one
+ * lands; a file created and closed empty adds an empty one). Entries and
  * items are read-only; read = peek.
  *
  * A file being created exists for the mount from CREATE on (empty; the
@@ -231,7 +232,7 @@ static void publish_as(fs *f, fs_file *h, int written)
 	if (written)
 		h->node->has_mtime = 0;
 	h->pub_cancelled = h->cancelled;
-	h->pub_size = h->image ? h->img.size : h->len;
+	h->pub_size = h->image ? h->img.size : h->item_base + h->len;
 	if (unsaved) {
 		h->pub_seq = ++f->file_seq;
 		h->pub_mtime = fs_write_time_ns();
@@ -393,6 +394,12 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 			rc = sfs_counter_add(f->store, fs_part(&a, 0), fs_part(&a, 1),
 			                     fs_part(&a, 2), v, NULL);
 	} else {
+		/* The next entry or item starts where this one ends in the
+		 * file: a writer that goes on after an fsync (a logger) or a
+		 * commit at a FLUSH writes at the offsets after these bytes,
+		 * which must not become leading zeros of the next one. */
+		h->item_base += h->len;
+		h->item_rebase = 1;
 		item = sfs_bytes(h->buf ? (void *)h->buf : "", h->len);
 		rc = h->kind == FS_LOG_NEW
 		   ? sfs_log_append(f->store, fs_part(&a, 0), fs_part(&a, 1),
@@ -869,6 +876,11 @@ static int file_bytes(fs *f, fs_file *h, uint64_t off, size_t size,
 		else if (off <= f->max_value && (err = follow(f, h, off + size)))
 			return err;
 	}
+	if (h->kind == FS_LOG_NEW || h->kind == FS_QUEUE_NEW) {
+		if (off < h->item_base)
+			return 0; /* committed: no longer the handle's */
+		off -= h->item_base;
+	}
 	if (off < h->len) {
 		*p = h->buf + off;
 		*got = h->len - off < size ? (size_t)(h->len - off) : size;
@@ -973,9 +985,15 @@ static int item_write(fs *f, fs_file *h, const void *buf, size_t size,
 	int err;
 
 	if (h->flags & O_APPEND)
-		off = (off_t)h->len;
+		off = (off_t)(h->item_base + h->len);
 	if (off < 0)
 		return EINVAL;
+	if (h->item_rebase && h->len == 0)
+		h->item_base = (uint64_t)off; /* the first write after a commit */
+	if ((uint64_t)off < h->item_base)
+		return EINVAL; /* into an entry or item already committed */
+	h->item_rebase = 0;
+	off -= (off_t)h->item_base;
 	if ((uint64_t)off > f->max_value || size > f->max_value - (uint64_t)off)
 		return EFBIG;
 	end = (size_t)off + size;
@@ -1065,6 +1083,19 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, size);
 }
 
+/* A new entry's or item's truncation to size (the file's offset) as a
+ * length of the bytes it holds: one to before them (or any, once
+ * committed with nothing written since) starts them there. */
+static void truncate_item(fs_file *h, off_t *size)
+{
+	if ((uint64_t)*size < h->item_base || (h->item_rebase && h->len == 0)) {
+		h->item_base = (uint64_t)*size;
+		*size = 0;
+	} else {
+		*size -= (off_t)h->item_base;
+	}
+}
+
 /* fs_file_truncate with h->lock held. */
 static int truncate_locked(fs *f, fs_file *h, off_t size, pid_t pid)
 {
@@ -1089,7 +1120,8 @@ static int truncate_locked(fs *f, fs_file *h, off_t size, pid_t pid)
 		hold(f, h, h->img.held, 0);
 	} else if (h->kind == FS_KV_KEY) {
 		err = EBADF; /* not open for writing */
-	} else if (!(err = hold(f, h, (size_t)size, 1)) &&
+	} else if (truncate_item(h, &size),
+	           !(err = hold(f, h, (size_t)size, 1)) &&
 	           !(err = fs_file_reserve(h, (size_t)size + 1))) {
 		if ((size_t)size > h->len)
 			memset(h->buf + h->len, 0, (size_t)size - h->len);

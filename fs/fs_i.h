@@ -614,6 +614,9 @@ typedef struct fs_file {
 	unsigned char *buf;        /* a snapshot, popped bytes, or a new entry's
 	                              or item's bytes */
 	size_t len, cap;
+	uint64_t item_base;        /* new entries and items: the file offset
+	                              of buf[0] (where the bytes not yet
+	                              committed start; 0 until a commit) */
 	fs_image img;              /* a value open for writing (image.c):
 	                              its changes; buf is unused */
 	size_t held;               /* bytes counted in fs.buffered */
@@ -624,6 +627,9 @@ typedef struct fs_file {
 	                              commit: what makes FLUSH commit */
 	unsigned loaded : 1;       /* special files: bytes taken from the store */
 	unsigned committed : 1;    /* new entries and items: pushed once */
+	unsigned item_rebase : 1;  /* new entries and items: committed, and
+	                              nothing written since: the next write
+	                              starts the next one where it lands */
 	unsigned created : 1;      /* made by CREATE (counters: set 0 if never
 	                              written) */
 	unsigned pending : 1;      /* holds one count of node->pending */

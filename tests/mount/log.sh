@@ -58,5 +58,31 @@ tar -C exec/run3/log -xf "$work/log.tar" --no-overwrite-dir 2>/dev/null || true
 expect_eq "$(cat exec/run3/log/k/* | sed -n 1p)" keep "tar x appends"
 ok "tar"
 
+# A writer that goes on after an fsync (a logger syncing each line, a
+# commit at a FLUSH while another descriptor stays open): each commit is
+# one entry, and the next starts where the first write after it lands:
+# where the last one ended in the file (its offset runs on; before, the
+# next entry was padded with that many zero bytes), or at 0 after an
+# lseek back (a program rewriting its file).
+mkdir -p exec/run4/log/synced
+python3 - exec/run4/log/synced/new <<'PY' || fail "a writer that fsyncs each line"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+for line in (b"one\n", b"two\n", b"three\n"):
+    os.write(fd, line)
+    os.fsync(fd)
+os.write(fd, b"four\n")
+os.close(fd)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+os.write(fd, b"five-long\n")
+os.fsync(fd)
+os.lseek(fd, 0, os.SEEK_SET)
+os.write(fd, b"six\n")
+os.close(fd)
+PY
+expect_eq "$(cat exec/run4/log/synced/* | tr '\0' @ | tr '\n' ,)" \
+  "one,two,three,four,five-long,six," "one entry per commit, no zeros"
+ok "a writer that fsyncs each entry"
+
 cd /
 unmount_fs
