@@ -626,6 +626,8 @@ typedef struct fs_file {
 	unsigned written : 1;      /* written (or ftruncated) since the last
 	                              commit: what makes FLUSH commit */
 	unsigned loaded : 1;       /* special files: bytes taken from the store */
+	unsigned given : 1;        /* .pop, .wait, .claim: what was taken was
+	                              delivered (a reply carried it) */
 	unsigned committed : 1;    /* new entries and items: pushed once */
 	unsigned item_rebase : 1;  /* new entries and items: committed, and
 	                              nothing written since: the next write

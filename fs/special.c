@@ -625,9 +625,17 @@ void fs_special_deliver(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,
 	} else if (fuse_req_interrupted(req)) {
 		put_back(f, h);
 		fuse_reply_err(req, EINTR);
+	} else if (!h->given && off > 0 && (size_t)off >= h->len) {
+		/* A first read past the item's end (`dd skip=`, a seek
+		 * first) would carry none of it: it goes back, as to a
+		 * reader that was interrupted. Before, it was popped (or
+		 * claimed) with nothing delivered. */
+		put_back(f, h);
+		fuse_reply_buf(req, NULL, 0);
 	} else if (serve(req, h, size, off) != 0) {
 		put_back(f, h);
 	} else {
+		h->given = 1;
 		delivered(f, h);
 	}
 	pthread_mutex_unlock(&h->lock);

@@ -34,6 +34,14 @@ expect_eq "$(helper qlen jobs)" 4 ": < .pop pops nothing"
 expect_eq "$(cat $q/.pop)" "job 1" ".pop the head"
 expect_eq "$(head -n1 < $q/.pop)" "job 2" "head -n1 < .pop (no Illegal seek)"
 expect_eq "$(helper qlen jobs)" 2 "two popped"
+# A first read past the item's end carries none of it: nothing taken.
+head=$(ls $q | sed -n 1p)
+expect_eq "$(dd if=$q/.pop bs=1 skip=100 count=1 status=none | wc -c)" 0 \
+  ".pop read past the end"
+expect_eq "$(dd if=$q/.claim bs=1 skip=100 count=1 status=none | wc -c)" 0 \
+  ".claim read past the end"
+expect_eq "$(helper qlen jobs),$(ls $q | sed -n 1p),$(ls $q/inflight | wc -l)" \
+  "2,$head,0" "a read past the end takes nothing"
 n=0
 while v=$(cat $q/.pop 2>/dev/null); do n=$((n + 1)); done
 expect_eq "$n" 2 "the while-loop pops the rest and ends"
