@@ -14,11 +14,16 @@
  * logs do not wait. (A VGI SDK worker appending directly takes no lock:
  * its entries are ordered as the SDK orders them.)
  *
- * A queue needs no such order: pop and claim take the oldest *visible*
- * item (FIFO among committed items) with FOR UPDATE SKIP LOCKED, so
- * consumers on any host never take one item twice and never wait for
- * each other. An item skipped because another transaction holds it is
- * taken by that transaction or, if it rolls back, by the next call.
+ * Pushes to one queue take the queue's lock the same way: pop and claim
+ * need no such order (they take the oldest *visible* item, FIFO among
+ * committed items, with FOR UPDATE SKIP LOCKED, so consumers on any host
+ * never take one item twice and never wait for each other; an item
+ * skipped because another transaction holds it is taken by that
+ * transaction or, if it rolls back, by the next call), but a queue's
+ * follower pages by id and missed items another host pushed at the same
+ * time. The pushes' commits were serialised already (a push notifies, and
+ * notifying commits take one lock in turn); the lock adds the insert to
+ * what waits.
  *
  * In an encrypted store an entry's or item's id is part of what its seal
  * binds, so it is asked for first and the value sealed before the insert:
@@ -314,18 +319,32 @@ static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
 	sfs_slice *sealed = NULL;
 	void **owned = NULL;
 	int64_t *ids = NULL, f = 0;
+	int64_t lock = pgb_log_lock_key(c->b, sfs_str("queue"), queue, SFS_NONE);
 	PGresult *r;
 	pgp p = PGP_INIT;
 	int st = SFS_OK;
 
 	pgp_bytes(&p, queue);
 	if (c->b->keys) {
-		/* The ids first: each seal binds its item's id. */
+		/* The ids first, under the queue's lock, in the push's
+		 * transaction: each seal binds its item's id. */
 		sealed = calloc(n, sizeof(*sealed));
 		owned = calloc(n, sizeof(*owned));
 		ids = calloc(n, sizeof(*ids));
-		st = sealed && owned && ids ? pgb_item_ids(c, n, &f)
+		st = sealed && owned && ids ? pgb_begin(c)
 		     : sfs_err(SFS_NOMEM, "pushing");
+		if (st == SFS_OK) {
+			pgp q = PGP_INIT;
+
+			pgp_i64(&q, (int64_t)n);
+			pgp_i64(&q, lock);
+			st = pgb_exec(c, PGB_SQL_PUSH_IDS, &q, 0, &r,
+			              "taking item ids");
+			if (st == SFS_OK) {
+				f = pgr_i64(r, 0, 0);
+				PQclear(r);
+			}
+		}
 		for (size_t i = 0; i < n && st == SFS_OK; i++) {
 			pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE,
 			              f + (int64_t)i };
@@ -343,12 +362,16 @@ static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
 			st = pgp_bytes_array(&p, items, n);
 	}
 	pgp_clock(&p);
+	pgp_i64(&p, lock);
 	if (st == SFS_OK)
-		st = pgb_exec(c, PGB_SQL_PUSH, &p, PGB_COMMIT, &r, "pushing");
+		st = pgb_exec(c, PGB_SQL_PUSH, &p, c->b->keys ? 0 : PGB_COMMIT,
+		              &r, "pushing");
 	if (st == SFS_OK) {
 		*first = pgr_i64(r, 0, 0);
 		PQclear(r);
 	}
+	if (st == SFS_OK && c->b->keys)
+		st = pgb_commit(c);
 	pgp_free(&p);
 	for (size_t i = 0; owned && i < n; i++)
 		free(owned[i]);

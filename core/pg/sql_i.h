@@ -70,14 +70,26 @@
 	" INSERT INTO statefs_log_time (id, mtime_ns)"                     \
 	" SELECT id, " PGB_SQL_LOG_TIME " FROM i"
 
-/* $1 n consecutive item ids (an encrypted push asks first). */
+/* $1 n consecutive item ids (retries and requeues of an encrypted store
+ * ask first). */
 #define PGB_SQL_ITEM_IDS "SELECT sfs_ids('work_queue_id_seq', $1)"
+/* The same for an encrypted push, in its transaction, under the queue's
+ * lock ($2: see PGB_SQL_PUSH). */
+#define PGB_SQL_PUSH_IDS                                                   \
+	"SELECT sfs_ids('work_queue_id_seq', $1)"                          \
+	" FROM (SELECT pg_advisory_xact_lock($2)) l"
 
 /* push: ids ($2 bigint[]; empty: taken here, consecutive) and items ($3
- * bytea[]) of queue $1, each with its enqueue time ($4 clock). */
+ * bytea[]) of queue $1, each with its enqueue time ($4 clock), under the
+ * queue's lock ($5), taken before the ids as an append takes its log's:
+ * the items of one queue become visible in id order, so a reader paging
+ * by "after id X" (a queue's .follow) misses none pushed by another host
+ * at the same time. */
 #define PGB_SQL_PUSH                                                       \
-	"WITH f AS (SELECT CASE WHEN cardinality($2::bigint[]) = 0 THEN"   \
-	" sfs_ids('work_queue_id_seq', cardinality($3::bytea[])) END AS f)," \
+	"WITH l AS (SELECT pg_advisory_xact_lock($5)),"                    \
+	" f AS (SELECT CASE WHEN cardinality($2::bigint[]) = 0 THEN"       \
+	" sfs_ids('work_queue_id_seq', cardinality($3::bytea[])) END AS f" \
+	" FROM l),"                                                        \
 	" u AS (SELECT coalesce($2[o::int], f.f + o - 1) AS id, v, o"      \
 	" FROM f, unnest($3::bytea[]) WITH ORDINALITY u(v, o)),"           \
 	" i AS (INSERT INTO work_queue (id, execution_id, work_item)"      \
