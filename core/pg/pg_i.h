@@ -33,8 +33,11 @@
  *    allocated when it fails.
  *  - A write commits in exactly one place: an autocommit statement, or
  *    COMMIT. That statement is run with PGB_COMMIT: if the connection is
- *    lost while it runs, the outcome is unknown and the call fails with
- *    SFS_IO saying so (never SFS_OK), unless the operation is idempotent
+ *    lost while it runs, the server is asked what became of the
+ *    transaction (pool.c, commit_exec): not committed, the call runs
+ *    again; committed, it succeeds with the answer it had; when the
+ *    server cannot say, the call fails with SFS_IO saying the outcome is
+ *    unknown (never SFS_OK), unless the operation is idempotent
  *    (PGB_IDEMPOTENT), which is then simply run again.
  *  - Reads of more than one statement run in one REPEATABLE READ READ ONLY
  *    transaction: one snapshot.
@@ -153,6 +156,8 @@ struct pgc {
 	int transient;           /* the last failure may pass if run again */
 	int unknown;             /* lost while committing: outcome unknown */
 	int broken;              /* reconnect before the next use */
+	int run_known;           /* run is set */
+	int64_t run[2];          /* the server's run (pool.c, RUN_SQL) */
 };
 
 int pgb_pool_init(sfs_backend *b, size_t max);

@@ -22,8 +22,11 @@
  * Retries (PGB_TRY). A serialization failure or a deadlock rolled the
  * transaction back: running the whole call again is safe. So is a lost
  * connection before the commit point: the server rolled back. A lost
- * connection *during* the commit point (the statement that commits) leaves
- * the outcome unknown: the call fails with SFS_IO and a sentence saying
+ * connection *during* the commit point (the statement that commits) is
+ * settled by asking the server about the transaction's id, which the
+ * commit point's round trip brought back first (commit_exec): not
+ * committed, the call runs again; committed, it succeeds; no answer, the
+ * outcome is unknown: the call fails with SFS_IO and a sentence saying
  * so, unless the caller declared the operation idempotent. Retries go on
  * with a growing pause until the busy timeout has passed, so a server
  * restart shorter than that is invisible to callers. Once a call has
@@ -335,14 +338,13 @@ static int class_is(const char *code, const char *cls)
 	return code && !strncmp(code, cls, 2);
 }
 
-int pgb_fail(pgc *c, const PGresult *res, unsigned flags, const char *what)
+/* The server's sentence for a failure, or libpq's for a connection's
+ * (into buf). */
+static const char *fail_msg(pgc *c, const PGresult *res, char *buf,
+                            size_t size)
 {
-	sfs_backend *b = c->b;
-	const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
 	                      : NULL;
-	char conn_msg[256];
-	int st;
 
 	if (!msg) {
 		const char *m = c->conn ? PQerrorMessage(c->conn) : "";
@@ -350,9 +352,20 @@ int pgb_fail(pgc *c, const PGresult *res, unsigned flags, const char *what)
 
 		while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
 			n--;
-		snprintf(conn_msg, sizeof(conn_msg), "%.*s", (int)n, m);
-		msg = conn_msg;
+		snprintf(buf, size, "%.*s", (int)n, m);
+		msg = buf;
 	}
+	return msg;
+}
+
+int pgb_fail(pgc *c, const PGresult *res, unsigned flags, const char *what)
+{
+	sfs_backend *b = c->b;
+	const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char conn_msg[256];
+	const char *msg = fail_msg(c, res, conn_msg, sizeof(conn_msg));
+	int st;
+
 	/* The connection is gone (or going: the server said so). */
 	if (!c->conn || PQstatus(c->conn) != CONNECTION_OK ||
 	    class_is(code, "08") || class_is(code, "57")) {
@@ -451,6 +464,229 @@ static int ensure_prepared(pgc *c, const char *sql, const pgp *p,
 	return SFS_OK;
 }
 
+/* --- the commit point --------------------------------------------------------- */
+
+/* A connection lost at the commit point leaves its outcome unknown to
+ * the client, but not to the server, which can say what became of a
+ * transaction by its id (txid_status). So the commit point carries, in
+ * its own round trip, a question before it: the transaction's id
+ * (txid_current() assigns one; before a COMMIT, txid_current_if_assigned
+ * is NULL when the transaction wrote nothing). The answer is flushed to
+ * the client before the statement runs, so a connection ended while it
+ * runs or commits (pg_terminate_backend, a lock wait killed) still leaves
+ * the id here. (The statement's own answer comes with the commit's: a
+ * flush before the commit too would keep it from a connection lost
+ * after the commit, a narrow window, but cost a counter add a third of
+ * its time on a Unix socket.)
+ *
+ * Ids are handed out again after a crash: one given to a transaction
+ * whose WAL never reached the disk goes to another transaction once the
+ * server has recovered. "Not committed" and "not issued yet" stay true
+ * then (had ours committed, its id would not be issued again), but
+ * "committed" could be another transaction's. So the first commit point
+ * of a connection also asks which run of the server this is: when the
+ * postmaster started, and when the shared statistics were last reset,
+ * which crash recovery does (a backend that crashed restarts every
+ * other without a new postmaster). A connection that lived to its
+ * commit point has seen no crash since it was made. */
+#define RUN_SQL "(extract(epoch FROM pg_postmaster_start_time()) * 1000000)" \
+	"::int8, coalesce((SELECT (extract(epoch FROM stats_reset) * 1000000)" \
+	"::int8 FROM pg_stat_bgwriter), 0)"
+
+static int64_t mono_ns(void);
+static void backoff(int n);
+
+enum { XACT_UNKNOWN, XACT_COMMITTED, XACT_ABORTED };
+
+/* What became of transaction xid, asked on a connection of its own and
+ * waited for (a backend still ending it, a server restarting) up to the
+ * busy timeout. A "committed" counts only from the run of the server
+ * that issued the id (run[2], RUN_SQL's). */
+static int xact_fate(sfs_backend *b, int64_t xid, const int64_t run[2])
+{
+	int64_t deadline = mono_ns() + (int64_t)b->busy_ms * 1000000;
+	static const Oid types[3] = { OID_INT8, OID_INT8, OID_INT8 };
+	static const int fmts[3] = { 1, 1, 1 };
+	static const int lens[3] = { 8, 8, 8 };
+	char v[3][8];
+	const char *vals[3] = { v[0], v[1], v[2] };
+	PGconn *conn = NULL;
+	int fate = -1, st;
+
+	put64(v[0], (uint64_t)xid);
+	put64(v[1], (uint64_t)run[0]);
+	put64(v[2], (uint64_t)run[1]);
+	for (int n = 1; fate < 0; n++) {
+		if (!conn)
+			conn = pgb_connect(b, NULL, &st);
+		if (conn) {
+			PGresult *r = PQexecParams(conn, "SELECT CASE WHEN $1 >="
+			        " txid_snapshot_xmax(txid_current_snapshot()) THEN"
+			        " 'future' ELSE txid_status($1) END, (" RUN_SQL
+			        ") = ($2, $3)", 3, types, vals, lens, fmts, 0);
+			const char *s = PQresultStatus(r) == PGRES_TUPLES_OK &&
+			                PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
+			                ? PQgetvalue(r, 0, 0) : NULL;
+			const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			/* (this connection ended too: ask on another) */
+			int gone = PQstatus(conn) != CONNECTION_OK ||
+			           class_is(code, "08") || class_is(code, "57");
+
+			if (!s) {
+				if (!gone)
+					fate = XACT_UNKNOWN;  /* refused; forgotten */
+			} else if (!strcmp(s, "aborted") || !strcmp(s, "future")) {
+				fate = XACT_ABORTED;
+			} else if (!strcmp(s, "committed")) {
+				fate = strcmp(PQgetvalue(r, 0, 1), "t") ? XACT_UNKNOWN
+				       : XACT_COMMITTED;
+			}                             /* else in progress: wait */
+			PQclear(r);
+			if (gone) {
+				PQfinish(conn);
+				conn = NULL;
+			}
+		}
+		if (fate < 0 && mono_ns() >= deadline)
+			fate = XACT_UNKNOWN;
+		if (fate < 0)
+			backoff(n);
+	}
+	PQfinish(conn);
+	return fate;
+}
+
+static int res_ok(const PGresult *r)
+{
+	ExecStatusType s = PQresultStatus(r);
+
+	return r && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK);
+}
+
+/* Runs the commit point in one round trip: the question above, then the
+ * statement prepared as name (with p) in the implicit transaction that
+ * ends at the pipeline's sync, or COMMIT (name NULL). *res as pgb_exec's.
+ * If the connection is lost before the end, the server is asked about the
+ * transaction: committed, the call succeeds with the answer it got (or,
+ * when that was lost too, fails saying so); not committed, the call is
+ * transient and runs again; anything else leaves the outcome unknown. */
+static int commit_exec(pgc *c, const char *name, const pgp *p,
+                       PGresult **res, const char *what)
+{
+	PGconn *conn = c->conn;
+	PGresult *got[2] = { NULL, NULL }, *r;
+	char xname[24], buf[256];
+	int q = 0, synced = 0, st, fate;
+	const char *msg, *xsql;
+
+	/* (the first one, with the run, once per connection: not
+	 * prepared) */
+	xsql = name ? "SELECT txid_current()"
+	            : "SELECT txid_current_if_assigned()";
+	st = c->run_known ? ensure_prepared(c, xsql, NULL, xname, what) : SFS_OK;
+	if (st != SFS_OK)
+		return st;
+	if (!PQenterPipelineMode(conn))
+		return pgb_fail(c, NULL, 0, what); /* not idle: nothing sent */
+	if (!(c->run_known
+	      ? PQsendQueryPrepared(conn, xname, 0, NULL, NULL, NULL, 1)
+	      : PQsendQueryParams(conn, name ? "SELECT txid_current(), "
+	                          RUN_SQL : "SELECT txid_current_if_assigned(),"
+	                          " " RUN_SQL, 0, NULL, NULL, NULL, NULL, 1)) ||
+	    !PQsendFlushRequest(conn) ||
+	    !(name ? PQsendQueryPrepared(conn, name, p ? p->n : 0,
+	                                 p ? p->vals : NULL, p ? p->lens : NULL,
+	                                 p ? p->fmts : NULL, 1)
+	           : PQsendQueryParams(conn, "COMMIT", 0, NULL, NULL, NULL,
+	                               NULL, 1)) ||
+	    !PQpipelineSync(conn)) {
+		st = pgb_fail(c, NULL, PGB_COMMIT, what);
+		c->broken = 1;
+		return st;
+	}
+	/* The two queries' results, each ended by a NULL, then the sync;
+	 * a lost connection ends it early (bounded: libpq answers each
+	 * query left with an error once the connection is gone). */
+	for (int guard = 0; guard < 16 && !synced; guard++) {
+		r = PQgetResult(conn);
+		if (!r) {
+			q++;
+		} else if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+			synced = 1;
+			PQclear(r);
+		} else if (q < 2 && !got[q]) {
+			got[q] = r;
+		} else {
+			PQclear(r);
+		}
+		if (PQstatus(conn) != CONNECTION_OK)
+			break;
+	}
+	if (!c->run_known && res_ok(got[0]) && PQntuples(got[0]) == 1 &&
+	    PQnfields(got[0]) == 3) {
+		c->run[0] = pgr_i64(got[0], 0, 1);
+		c->run[1] = pgr_i64(got[0], 0, 2);
+		c->run_known = 1;
+	}
+	if (synced && PQstatus(conn) == CONNECTION_OK &&
+	    PQexitPipelineMode(conn)) {
+		if (!res_ok(got[0]))
+			st = pgb_fail(c, got[0], 0, what);
+		else if (!res_ok(got[1]))
+			st = pgb_fail(c, got[1], 0, what);
+		goto out;
+	}
+	/* Lost before the end (or a pipeline libpq would not close: the
+	 * connection is dropped either way). */
+	c->broken = 1;
+	r = got[1] && !res_ok(got[1]) ? got[1]
+	    : got[0] && !res_ok(got[0]) ? got[0] : NULL;
+	msg = fail_msg(c, r, buf, sizeof(buf));
+	if (got[0] && !res_ok(got[0]) &&
+	    PQresultErrorField(got[0], PG_DIAG_SQLSTATE)) {
+		/* The server's own error (its FATAL as it ended the session)
+		 * came in place of the question's answer: what follows the
+		 * question never ran. */
+		fate = XACT_ABORTED;
+	} else if (!res_ok(got[0]) || PQntuples(got[0]) != 1) {
+		/* The question went unanswered: as before it. */
+		st = pgb_fail(c, r, PGB_COMMIT, what);
+		goto out;
+	} else if (PQgetisnull(got[0], 0, 0)) {
+		fate = XACT_ABORTED;  /* it wrote nothing: nothing to lose */
+	} else {
+		fate = xact_fate(c->b, pgr_i64(got[0], 0, 0), c->run);
+	}
+	if (fate == XACT_COMMITTED && (!name || res_ok(got[1]))) {
+		st = SFS_OK;
+		sfs_log(LOG_WARNING, "%s: the connection to %s was lost while"
+		        " committing (%s); the server says it committed",
+		        what, c->b->display, msg);
+	} else if (fate == XACT_COMMITTED) {
+		c->unknown = 1;
+		st = sfs_err(SFS_IO, "%s: the connection to %s was lost while"
+		             " committing (%s); the server says it committed, but"
+		             " its answer was lost", what, c->b->display, msg);
+	} else if (fate == XACT_ABORTED) {
+		c->transient = 1;
+		st = sfs_err(SFS_IO, "%s: the connection to %s was lost while"
+		             " committing (%s); the server says it did not commit",
+		             what, c->b->display, msg);
+	} else {
+		c->unknown = 1;
+		st = sfs_err(SFS_IO, "%s: the connection to %s was lost while"
+		             " committing, so the outcome is unknown (%s)", what,
+		             c->b->display, msg);
+	}
+out:
+	PQclear(got[0]);
+	if (st == SFS_OK && res && name)
+		*res = got[1];
+	else
+		PQclear(got[1]);
+	return st;
+}
+
 int pgb_exec(pgc *c, const char *sql, pgp *p, unsigned flags,
              PGresult **res, const char *what)
 {
@@ -461,6 +697,8 @@ int pgb_exec(pgc *c, const char *sql, pgp *p, unsigned flags,
 
 	if (st != SFS_OK)
 		return st;
+	if ((flags & PGB_COMMIT) && !c->in_tx)
+		return commit_exec(c, name, p, res, what);
 	r = PQexecPrepared(c->conn, name, p ? p->n : 0, p ? p->vals : NULL,
 	                   p ? p->lens : NULL, p ? p->fmts : NULL, 1);
 	rs = PQresultStatus(r);
@@ -552,7 +790,7 @@ int pgb_begin_snapshot(pgc *c)
 
 int pgb_commit(pgc *c)
 {
-	int st = pgb_exec_text(c, "COMMIT", PGB_COMMIT, "committing");
+	int st = commit_exec(c, NULL, NULL, NULL, "committing");
 
 	/* A failed COMMIT rolled back (or the connection is gone). */
 	c->in_tx = 0;
