@@ -156,6 +156,8 @@ struct pgc {
 	int transient;           /* the last failure may pass if run again */
 	int unknown;             /* lost while committing: outcome unknown */
 	int broken;              /* reconnect before the next use */
+	int ending;              /* the server said it ends it (a notice) */
+	PQnoticeReceiver rcv;    /* libpq's notice receiver */
 	int run_known;           /* run is set */
 	int64_t run[2];          /* the server's run (pool.c, RUN_SQL) */
 };

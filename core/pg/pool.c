@@ -863,9 +863,29 @@ static int still_good(pgc *c)
 {
 	struct pollfd pfd = { PQsocket(c->conn), POLLIN, 0 };
 
-	if (PQstatus(c->conn) != CONNECTION_OK || pfd.fd < 0)
+	if (c->ending || PQstatus(c->conn) != CONNECTION_OK || pfd.fd < 0)
 		return 0;
 	return poll(&pfd, 1, 0) == 0;
+}
+
+/* A notice on a pooled connection. That FATAL (or WARNING) can also
+ * reach the client with the last answer of a call, in one read: libpq
+ * then reads it as a notice at once, while the backend may still be on
+ * its way out with its socket open, and the poll above sees nothing. The
+ * next call's statement then met the closed socket with no answer, and a
+ * commit point's outcome was unknown. So the notice itself marks the
+ * connection as ending. */
+static void on_receive(void *arg, const PGresult *res)
+{
+	pgc *c = arg;
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	if ((sev && (!strcmp(sev, "FATAL") || !strcmp(sev, "PANIC"))) ||
+	    class_is(code, "57") || class_is(code, "08"))
+		c->ending = 1;
+	if (c->rcv)
+		c->rcv(NULL, res); /* libpq's: our notice processor, conn.c */
 }
 
 static int pool_new(sfs_backend *b, pgc **out)
@@ -881,6 +901,7 @@ static int pool_new(sfs_backend *b, pgc **out)
 		free(c);
 		return st;
 	}
+	c->rcv = PQsetNoticeReceiver(c->conn, on_receive, c);
 	atomic_store(&b->unreachable, 0);
 	*out = c;
 	return SFS_OK;
