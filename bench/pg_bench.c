@@ -250,11 +250,14 @@ static void raw_op(raw *r, int op, int t, int i)
 		snprintf(k, sizeof(k), "q%02d", t);
 		it = sfs_bytes(v, vlen());
 		pgp_bytes(&p, sfs_str(k));
+		/* the queue's lock: any number (the engine's is a hash) */
 		if (enc) {
 			pgp q = PGP_INIT;
 
+			raw_text(r, "BEGIN");
 			pgp_i64(&q, 1);
-			res = raw_run(r, 6, PGB_SQL_ITEM_IDS, &q);
+			pgp_i64(&q, 2000 + t);
+			res = raw_run(r, 6, PGB_SQL_PUSH_IDS, &q);
 			id = pgr_i64(res, 0, 0);
 			PQclear(res);
 			pgp_i64_array(&p, &id, NULL, 1);
@@ -263,7 +266,10 @@ static void raw_op(raw *r, int op, int t, int i)
 		}
 		pgp_bytes_array(&p, &it, 1);
 		pgp_null_i64(&p);
+		pgp_i64(&p, 2000 + t);
 		PQclear(raw_run(r, 7, PGB_SQL_PUSH, &p));
+		if (enc)
+			raw_text(r, "COMMIT");
 		pgp_bytes(&p, sfs_str(k));
 		pgp_i64(&p, 1);
 		res = raw_run(r, 8, PGB_SQL_POP, &p);
