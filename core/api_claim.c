@@ -123,7 +123,13 @@ int sfs_claim_settle(sfs_store *s, int64_t claim_id, const int64_t *ids,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_settle(ids, outcomes, n));
-	CALL(s, s->ops->claim_settle(s->be, claim_id, ids, outcomes, n));
+	for (size_t i = 0; i < n; i++)
+		if (outcomes[i] != SFS_OUTCOME_DONE)
+			CALL(s, s->ops->claim_settle(s->be, claim_id, ids,
+			                             outcomes, n));
+	/* every one done: a delete (a drain's acks on a full disk) */
+	CALL_DELETE(s, s->ops->claim_settle(s->be, claim_id, ids, outcomes,
+	                                    n));
 }
 
 int sfs_item_settle(sfs_store *s, sfs_slice queue, int64_t id,

@@ -184,7 +184,7 @@ int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out)
 	CHECK(chk_writable(s));
 	CHECK(chk_ns2(scope, ns));
 	CHECK(chk_out(out, "out"));
-	CALL(s, s->ops->kv_drain(s->be, scope, ns, out));
+	CALL_DELETE(s, s->ops->kv_drain(s->be, scope, ns, out));
 }
 
 int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,

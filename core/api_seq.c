@@ -94,7 +94,7 @@ int sfs_queue_pop(sfs_store *s, sfs_slice queue, long max, sfs_list *out)
 	CHECK(chk_out(out, "out"));
 	if (max < 1)
 		return sfs_err(SFS_INVALID, "max must be at least 1");
-	CALL(s, s->ops->queue_pop(s->be, queue, max, out));
+	CALL_DELETE(s, s->ops->queue_pop(s->be, queue, max, out));
 }
 
 /* The queue and state every item function takes. */

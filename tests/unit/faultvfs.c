@@ -94,9 +94,11 @@ static int fault(int op, int ioerr)
 	/* countdown == 0: this call fails, and so does every later one
 	 * while it stays 0 (a full disk stays full). */
 	F.fired++;
-	if (F.kind == FAULT_EIO || F.kind == FAULT_TORN)
+	if (F.kind == FAULT_EIO || F.kind == FAULT_TORN ||
+	    F.kind == FAULT_FULL_ONCE)
 		F.countdown = -1;
-	return F.kind == FAULT_FULL && op == FAULT_WRITE ? SQLITE_FULL : ioerr;
+	return (F.kind == FAULT_FULL || F.kind == FAULT_FULL_ONCE) &&
+	               op == FAULT_WRITE ? SQLITE_FULL : ioerr;
 }
 
 static int f_close(sqlite3_file *pf)

@@ -29,6 +29,9 @@ typedef enum fault_kind {
 	                    * error */
 	FAULT_TORN,        /* the Nth write stores half its bytes, then fails
 	                    * with an I/O error, once */
+	FAULT_FULL_ONCE,   /* the Nth write fails with SQLITE_FULL, once:
+	                    * the room a delete finds when it runs again
+	                    * after the store gave back its reserve */
 } fault_kind;
 
 /* Registers the fault VFS as SQLite's default; call before any store

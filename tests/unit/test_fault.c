@@ -91,6 +91,55 @@ static void test_full_disk(void **state)
 	OK(sfs_store_verify(t->s, NULL, NULL));
 }
 
+/* A pop, a drain and a settle that acks only (every outcome done) free
+ * rows, as a delete does: on a full disk each gives back the reserve and
+ * runs again, so that consumers can empty a queue to make room (before,
+ * they failed with SFS_FULL where sfs_item_delete of the same item went
+ * through). FAULT_FULL_ONCE: the retry finds the room the reserve gave
+ * back. */
+static void test_full_disk_takes(void **state)
+{
+	tfx *t = *state;
+	sfs_slice items[3] = { S("a"), S("b"), S("c") };
+	sfs_outcome done[1] = { SFS_OUTCOME_DONE };
+	char reserve[400];
+	int64_t cid, claimed;
+	uint64_t len = 9;
+	sfs_list l;
+
+	snprintf(reserve, sizeof(reserve), "%s-reserve", t->path);
+	OK(sfs_queue_push(t->s, S("q"), items, 3, NULL));
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	OK(sfs_claim(t->s, S("q"), 1, 60000, &cid, &l));
+	assert_int_equal(l.n, 1);
+	claimed = l.items[0].id;
+	sfs_list_free(&l);
+	assert_int_equal(access(reserve, F_OK), 0);
+
+	faultvfs_arm(FAULT_WRITE, FAULT_FULL_ONCE, 1);
+	OK(sfs_queue_pop(t->s, S("q"), 1, &l));
+	assert_int_equal(faultvfs_fired(), 1);
+	assert_int_equal(l.n, 1);
+	tfx_buf(&l.items[0].value, "b");
+	sfs_list_free(&l);
+
+	faultvfs_arm(FAULT_WRITE, FAULT_FULL_ONCE, 1);
+	OK(sfs_kv_drain(t->s, S("s"), S("n"), &l));
+	assert_int_equal(faultvfs_fired(), 1);
+	tfx_keys(&l, "k");
+	sfs_list_free(&l);
+
+	faultvfs_arm(FAULT_WRITE, FAULT_FULL_ONCE, 1);
+	OK(sfs_claim_settle(t->s, cid, &claimed, done, 1));
+	assert_int_equal(faultvfs_fired(), 1);
+	faultvfs_disarm();
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &len));
+	assert_int_equal(len, 1);
+	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_INFLIGHT, &len));
+	assert_int_equal(len, 0);
+	OK(sfs_store_verify(t->s, NULL, NULL));
+}
+
 static void test_io_error(void **state)
 {
 	tfx *t = *state;
@@ -234,6 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tfx_setup, tfx_teardown)
 		T(test_full_disk),
+		T(test_full_disk_takes),
 		T(test_io_error),
 		T(test_create_fails),
 		T(test_sync_of_held_writes),
