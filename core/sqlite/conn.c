@@ -873,6 +873,48 @@ static int sqlb_forsake(sfs_backend *b)
 	return SFS_OK;
 }
 
+/* Whether the disk under the store has less than RESERVE_BYTES free. */
+static int disk_below_reserve(const sfs_backend *b)
+{
+	struct statvfs sv;
+
+	return statvfs(b->path, &sv) == 0 &&
+	       (uint64_t)sv.f_bavail * sv.f_frsize < RESERVE_BYTES;
+}
+
+/* Whether an open failed for want of disk space: a full disk (SQLITE_FULL),
+ * or the shared-memory file (PATH-shm) that a WAL store's first opener
+ * sizes to 32 KiB and could not (SQLITE_IOERR_SHMSIZE, ENOSPC). */
+static int open_short_of_space(const sfs_backend *b, int status)
+{
+	int x;
+
+	if (status == SFS_FULL)
+		return 1;
+	if (!b->db)
+		return 0;
+	x = sqlite3_extended_errcode(b->db);
+	return x == SQLITE_FULL || x == SQLITE_IOERR_SHMSIZE ||
+	       sqlite3_system_errno(b->db) == ENOSPC;
+}
+
+/* An open that failed for want of space gives back the reserve before it
+ * runs once more: else a store on a full disk that no process holds open
+ * could not be opened at all (its -shm file needs room), and nothing
+ * could delete to make room: not statectl, not a new mount. 1 when the
+ * reserve was given back. */
+static int open_free_reserve(sfs_backend *b)
+{
+	char path[4096];
+
+	if (b->memory || reserve_path(b, path, sizeof(path)) ||
+	    unlink(path) != 0)
+		return 0;
+	sfs_log(LOG_WARNING, "%s: the disk is full; the store gave back its "
+	        "reserve so that it can be opened", b->path);
+	return 1;
+}
+
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -885,7 +927,7 @@ static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 	const sfs_backend_cfg *cfg = &abs;
 	const char *vfsname = NULL;
 	crypt_kind kind;
-	int flags, rc, status, created = 0;
+	int flags, rc, status, created = 0, freed = 0;
 
 	if (!b)
 		return sfs_err(SFS_NOMEM, "allocating a store");
@@ -922,6 +964,7 @@ static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
 	        (b->readonly ? SQLITE_OPEN_READONLY
 	                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+again:
 	rc = sqlite3_open_v2(cfg->db, &b->db, flags, vfsname);
 	if (rc != SQLITE_OK) {
 		status = sqlb_fail(b, rc, cfg->db);
@@ -933,15 +976,30 @@ static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 			goto fail;
 	}
 	status = set_pragmas(b, cfg->busy_timeout_ms);
-	if (status != SFS_OK)
-		goto fail;
-	status = sqlb_schema_init(b);
+	if (status == SFS_OK)
+		status = sqlb_schema_init(b);
 	if (status == SFS_OK)
 		status = set_wal(b);
+	if (status != SFS_OK && !created && !freed &&
+	    open_short_of_space(b, status) && open_free_reserve(b)) {
+		/* once more, from a connection that holds nothing */
+		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+		                  (int *)NULL);
+		sqlite3_close(b->db);
+		b->db = NULL;
+		freed = 1;
+		sfs_err_clear();
+		goto again;
+	}
 	if (status != SFS_OK)
 		goto fail;
-	if (!b->memory && !b->readonly)
-		reserve_take(b);
+	/* This open gave the reserve back, or another process did and the
+	 * disk has not even its size free: short of space from the start,
+	 * so that deletes do not zero what they free, until the disk has
+	 * room for the reserve again. */
+	if (!b->memory && !b->readonly &&
+	    (freed || (!reserve_take(b) && disk_below_reserve(b))))
+		set_short(b, 1);
 	if (!b->memory && !b->readonly && (cfg->flags & SFS_OPEN_WAL_THREAD))
 		sqlb_ckpt_start(b, vfsname, cfg->busy_timeout_ms);
 	*out = b;

@@ -94,3 +94,23 @@ for _ in $(seq 600); do
 done
 ! kill -0 "$dpid" 2>/dev/null || fail "the detached daemon did not exit"
 ok "detached, with a relative store path: rm on a full disk works"
+
+# A store that no process holds open, on a full disk: its first opener
+# sizes the shared-memory file (PATH-shm, 32 KiB), which needs room. The
+# open gives back the reserve for it; before, it failed ("disk I/O
+# error"): no mount, no statectl, not even a read, and nothing could
+# delete to make room.
+rm -f "$small"/rel.db* "$small/filler"
+mount_fs
+mkdir -p "$mnt/s/n"
+echo kept > "$mnt/s/n/k"
+head -c 262144 /dev/urandom > "$mnt/s/n/big"
+unmount_fs
+[ -e "$small/state.db-reserve" ] || fail "no reserve beside the closed store"
+fill_rest "free bytes (a closed store)"
+mount_fs
+expect_eq "$(< "$mnt/s/n/k")" kept "a value read on a full disk"
+rm "$mnt/s/n/big" || fail "rm on a full disk, the store opened there"
+expect_eq "$(ls "$mnt/s/n")" k "the values after the rm"
+unmount_fs
+ok "a closed store opens on a full disk: reads and rm work"
