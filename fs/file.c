@@ -25,9 +25,10 @@
  * more commits through it (not at RELEASE, not at the close of a process
  * that shares it, whose writes then fail with EIO).
  *
- * Counters take one token per commit: "N" or "=N" sets, "+N" and "-N" add,
- * surrounded by optional blanks. A write that cannot be (the prefix of)
- * such a token, or an add that would overflow the current value, fails at
+ * Counters take tokens, one per line: "N" or "=N" sets, "+N" and "-N" add,
+ * surrounded by optional blanks; a commit applies what they come to as one
+ * set or add (fs_counter_tokens). A write that cannot be (the prefix of)
+ * such tokens, or an add that would overflow the current value, fails at
  * WRITE with EINVAL, where the shell sees it; the store is left as it was.
  * A value handle that had a write refused (EFBIG, ENOBUFS) commits nothing
  * at all, so bad input never changes the store, not even by a create, and
@@ -385,7 +386,7 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		if (h->inlen == 0)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
 			                     fs_part(&a, 2), 0); /* touch */
-		else if (fs_counter_parse(h->in, h->inlen, &set, &v) != 0)
+		else if (fs_counter_tokens(h->in, h->inlen, &set, &v) != 0)
 			rc = SFS_INVALID; /* "+" alone: refused, nothing changes */
 		else if (set)
 			rc = sfs_counter_set(f->store, fs_part(&a, 0), fs_part(&a, 1),
@@ -926,14 +927,14 @@ static int counter_write(fs *f, fs_file *h, const char *buf, size_t size)
 	int64_t cur = 0, v, r;
 	int set, st, rc, err;
 
-	if (h->inlen + size > FS_COUNTER_INPUT_MAX)
+	if (h->inlen + size > FS_COUNTER_TOKENS_MAX)
 		return EINVAL;
 	p = realloc(h->in, h->inlen + size + 1);
 	if (!p)
 		return ENOMEM;
 	h->in = p;
 	memcpy(h->in + h->inlen, buf, size);
-	st = fs_counter_parse(h->in, h->inlen + size, &set, &v);
+	st = fs_counter_tokens(h->in, h->inlen + size, &set, &v);
 	if (st < 0)
 		return EINVAL; /* the bytes are not kept: nothing changes */
 	if (st == 0 && !set) {

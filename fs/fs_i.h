@@ -534,12 +534,21 @@ int64_t fs_mtime(fs_kind k, const sfs_stat *st);
  * returns its length. */
 size_t fs_counter_text(int64_t v, char *out);
 
-/* Counter input (counter.c): one token per commit, "N" or "=N" sets, "+N"
- * and "-N" add, blanks around it, at most FS_COUNTER_INPUT_MAX bytes.
- * Returns 0 for a whole token (*set: 1 set, 0 add; *v the number), 1 for a
- * proper prefix of one (or nothing), -1 for what cannot become one. */
+/* Counter input (counter.c): a token, "N" or "=N" sets, "+N" and "-N"
+ * add, blanks around it, at most FS_COUNTER_INPUT_MAX bytes. Returns 0 for
+ * a whole token (*set: 1 set, 0 add; *v the number), 1 for a proper prefix
+ * of one (or nothing), -1 for what cannot become one. */
 #define FS_COUNTER_INPUT_MAX 64
 int fs_counter_parse(const unsigned char *s, size_t n, int *set, int64_t *v);
+/* What one commit of a counter file takes: tokens, one per line (blank
+ * lines allowed), at most FS_COUNTER_TOKENS_MAX bytes in all, as one
+ * operation: the last set plus the adds after it (*set 1), or the adds'
+ * sum (*set 0). Returns 0 with at least one token and no line that is a
+ * token's prefix; 1 while the last line is a prefix of one (or there is
+ * nothing yet); -1 for a line that cannot become one, or adds whose sum
+ * leaves int64. */
+#define FS_COUNTER_TOKENS_MAX 4096
+int fs_counter_tokens(const unsigned char *s, size_t n, int *set, int64_t *v);
 
 /* ------------------------------------------------------------------------
  * What a handle writing a value changed (image.c): see that file. Not

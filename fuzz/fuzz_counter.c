@@ -5,7 +5,8 @@
  * Checked against a model written differently (strtoll on the trimmed
  * text): the same verdict (whole token, prefix of one, or neither) and the
  * same number; and, as a write arrives in pieces, over every prefix of the
- * input: once something cannot become a token, nothing longer can.
+ * input: once something cannot become a token, nothing longer can. The
+ * same for several tokens, one per line (fs_counter_tokens).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -86,6 +87,25 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		CHECK(st == mst);
 		if (st == 0)
 			CHECK(set == mset && v == mv);
+		CHECK(!dead || st == -1);
+		dead |= st == -1;
+	}
+	/* Tokens one per line (fs_counter_tokens): on one line with blanks
+	 * around, what the parser says; once nothing longer can be tokens,
+	 * never again. */
+	dead = 0;
+	for (size_t n = 0; n <= size; n++) {
+		int tset = -1;
+		int64_t tv = 0;
+
+		st = fs_counter_tokens(data, n, &tset, &tv);
+		CHECK(st == 0 || st == 1 || st == -1);
+		if (n <= FS_COUNTER_INPUT_MAX && !memchr(data, '\n', n)) {
+			mst = fs_counter_parse(data, n, &mset, &mv);
+			CHECK(st == mst);
+			if (st == 0)
+				CHECK(tset == mset && tv == mv);
+		}
 		CHECK(!dead || st == -1);
 		dead |= st == -1;
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # counter.sh - /counter/<scope>/<ns>/<key>: reading gives the decimal
-# value; "N" and "=N" set, "+N" and "-N" add; anything else, and any
-# overflow, fails with EINVAL at the write and changes nothing; touch
+# value; "N" and "=N" set, "+N" and "-N" add, one per line; anything else,
+# and any overflow, fails with EINVAL at the write and changes nothing; touch
 # makes 0; rm deletes; mv copies. Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,6 +21,22 @@ printf ' =42 \n' > $c/done
 expect_eq "$(helper cget app stats done)" 42 "in the store"
 expect_eq "$(stat -c %s $c/done)" 3 "size of \"42\\n\""
 ok "set and add"
+
+# Tokens one per line, as a local file would hold every line: one open
+# applies what they come to (before, the second line was EINVAL).
+{ echo +1; echo +2; } > $c/done
+expect_eq "$(cat $c/done)" 45 "two adds in one open"
+printf '=10\n+5\n\n -1 \n' > $c/done
+expect_eq "$(cat $c/done)" 14 "a set, then adds and a blank line"
+exec 3> $c/done
+echo +1 >&3
+echo + >&3 2>/dev/null && fail "a sign alone on its line accepted"
+echo +2 >&3
+exec 3>&-
+expect_eq "$(cat $c/done)" 17 "a refused line does not spoil the others"
+expect_op EINVAL write $c/done $'+9223372036854775807\n+1'
+echo =42 > $c/done
+ok "several tokens"
 
 # Bad writes: EINVAL at the write, nothing changes.
 for bad in abc 1.5 + 12a '1 2' '++1' 9223372036854775808 -9223372036854775809x; do
