@@ -293,7 +293,9 @@ enum {
 	SFS_OPEN_CREATE = 1u << 0,    /* create the store if it does not exist */
 	SFS_OPEN_READONLY = 1u << 1,  /* no writes; SFS_READONLY on any */
 	SFS_OPEN_PLAINTEXT = 1u << 2, /* no encryption (development, SDK stores) */
-	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if it exists */
+	SFS_OPEN_EXCL = 1u << 3,      /* with CREATE: SFS_EXISTS if it exists,
+	                                 or another process makes it
+	                                 meanwhile (of two at once, one wins) */
 	SFS_OPEN_NORECOVER = 1u << 4, /* no claim recovery at open: for a caller
 	                                 that runs sfs_queue_gc and wants its
 	                                 counts ("Claims") */

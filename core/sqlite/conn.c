@@ -928,6 +928,9 @@ static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
 	const char *vfsname = NULL;
 	crypt_kind kind;
 	int flags, rc, status, created = 0, freed = 0;
+	int excl = (given->flags & SFS_OPEN_CREATE) &&
+	           (given->flags & SFS_OPEN_EXCL);
+	struct stat sb;
 
 	if (!b)
 		return sfs_err(SFS_NOMEM, "allocating a store");
@@ -978,6 +981,11 @@ again:
 	status = set_pragmas(b, cfg->busy_timeout_ms);
 	if (status == SFS_OK)
 		status = sqlb_schema_init(b);
+	/* SFS_OPEN_EXCL took the empty file for no store; another process
+	 * made one in it since (two `statectl init` at once) */
+	if (status == SFS_OK && excl && !b->made_schema)
+		status = sfs_err(SFS_EXISTS, "%s was made a store by another "
+		                 "process meanwhile", cfg->db);
 	if (status == SFS_OK)
 		status = set_wal(b);
 	if (status != SFS_OK && !created && !freed &&
@@ -1010,6 +1018,17 @@ fail:
 	if (b->db)
 		sqlite3_db_config(b->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
 		                  (int *)NULL);
+	/* A file that was empty and is not now, though this call did not
+	 * make a store in it, holds another process's store, made meanwhile
+	 * (its key is not ours: the failure is a wrong key). It stays, and
+	 * with SFS_OPEN_EXCL it exists. */
+	if (!b->memory && !b->made_schema && stat(cfg->db, &sb) == 0 &&
+	    sb.st_size > 0) {
+		created = 0;
+		if (excl && status != SFS_EXISTS)
+			status = sfs_err(SFS_EXISTS, "%s was made a store by "
+			                 "another process meanwhile", cfg->db);
+	}
 	/* A file this call created and could not make a store of goes. */
 	if (created) {
 		char aux[4096];

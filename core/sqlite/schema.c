@@ -577,6 +577,8 @@ int sqlb_schema_init(sfs_backend *b)
 		status = sqlb_exec(b, sql, "writing the schema version");
 	}
 	status = sqlb_end_write(b, status);
+	if (status == SFS_OK && v == 0)
+		b->made_schema = 1;
 	if (status == SFS_OK && v > 0)
 		sfs_log(LOG_INFO, "%s: migrated from schema version %lld to %d",
 		        b->path, (long long)v, SQLB_SCHEMA_VERSION);

@@ -158,6 +158,8 @@ struct sfs_backend {
 	int memory;
 	int readonly;
 	int short_of_space;        /* gave back its reserve (conn.c) */
+	int made_schema;           /* this connection made the store in an
+	                            * empty file (schema.c) */
 	int in_write;              /* inside a BEGIN IMMEDIATE transaction */
 	int group;                 /* group commit: a write's commit waits
 	                            * for sqlb_group_end (conn.c) */

@@ -99,6 +99,30 @@ jopts=(--plaintext)
 [ "$mode" = encrypted ] && jopts=(--key-file "$T/jkey")
 expect_exit 0 "$STATECTL" --json --db "$T/j.db" "${jopts[@]}" init
 jqe "$out" ".path == \"$T/j.db\" and .encrypted == $([ "$mode" = plain ] && echo false || echo true)"
+# Two inits of one store at once (each with a key file of its own): one
+# makes it, the other says it exists (6), and the store is the winner's,
+# whatever the schedule. The loser took the file the winner had just made
+# (empty) for no store: it said "created" too (plaintext), or failed with
+# a wrong key (4) and removed the winner's store as its own.
+for r in 1 2 3 4; do
+	ropts=(--plaintext) ropts2=(--plaintext)
+	[ "$mode" = encrypted ] && ropts=(--key-file "$T/race$r.a") ropts2=(--key-file "$T/race$r.b")
+	"$STATECTL" --db "$T/race$r.db" "${ropts[@]}" init >/dev/null 2>"$T/race.a.err" &
+	ra=$!
+	rb=0
+	"$STATECTL" --db "$T/race$r.db" "${ropts2[@]}" init >/dev/null 2>"$T/race.b.err" || rb=$?
+	wait "$ra" && ra=0 || ra=$?
+	win=("${ropts[@]}") lose=${ropts2[1]:-}
+	if [ "$ra.$rb" = 6.0 ]; then
+		win=("${ropts2[@]}") lose=${ropts[1]:-}
+	elif [ "$ra.$rb" != 0.6 ]; then
+		cat "$T/race.a.err" "$T/race.b.err" >&2
+		fail "two inits at once exit $ra and $rb, not 0 and 6"
+	fi
+	expect_match "$(<"$T/race.a.err")$(<"$T/race.b.err")" "exists" "the loser of two inits: exists"
+	expect_exit 0 "$STATECTL" --db "$T/race$r.db" "${win[@]}" verify
+	[ -z "$lose" ] || [ ! -e "$lose" ] || fail "the loser of two inits left its key file"
+done
 
 # the default store and key file (XDG dirs in the scratch home)
 expect_exit 0 "$STATECTL" init
