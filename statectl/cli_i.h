@@ -242,7 +242,12 @@ void cli_out_no_sigpipe(void);
  * the exit code. */
 int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
                    const char *where);
-/* Checks that everything reached stdout; call before exiting 0. */
+/* Flushes stdout: 9 when that fails, which cli_out_finish then reports
+ * with its reason. */
+int cli_out_flush(void);
+/* Checks that everything reached stdout, at exit: when it did not, says
+ * so ("cannot write the output: <why>") unless an error was reported
+ * already, and returns 9 for a code that was 0. */
 int cli_out_finish(const cli *c, int code);
 
 /* names.c: scopes, namespaces and keys on the command line and in messages,

@@ -857,8 +857,8 @@ static int run_frames(const cli *c, top *t, int once)
 					putchar('\n');
 				render(t, &k, INT_MAX, INT_MAX);
 			}
-			if (fflush(stdout) != 0)
-				return CLI_EXIT_SYSTEM;
+			if ((rc = cli_out_flush()))
+				return rc;
 			if (once)
 				return CLI_EXIT_OK;
 		}

@@ -136,7 +136,7 @@ static int run(int argc, char **argv)
 	if (strcmp(argv[i], "help") == 0) {
 		if (argc > i + 1 && argv[i + 1][0] == '-')
 			return cli_usage(&c, "'help' takes a command name");
-		return help(&c, argc, argv, i + 1);
+		return cli_out_finish(&c, help(&c, argc, argv, i + 1));
 	}
 	if ((rc = resolve(&c, argc, argv, &i, &cmd)))
 		return rc;
@@ -161,6 +161,6 @@ int main(int argc, char **argv)
 	}
 	rc = run(argc, argv);
 	if (rc < 0) /* --help or --version printed */
-		rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_SYSTEM;
+		rc = cli_out_finish(NULL, CLI_EXIT_OK);
 	return rc;
 }

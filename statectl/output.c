@@ -130,11 +130,18 @@ static char *utf8_sentence(const char *msg)
 	return out;
 }
 
+/* Whether an error sentence was printed (cli_out_finish). */
+static int emitted;
+/* errno of the first failed write to stdout (cli_out_json, cli_out_raw),
+ * which a later fflush may not repeat. */
+static int out_errno;
+
 static int emit_error(const cli *c, int code, const char *msg)
 {
 	json_t *o;
 	char *s, *text;
 
+	emitted = 1;
 	fflush(stdout);
 	cli_progress_clear();
 	if (c && c->json) {
@@ -205,10 +212,14 @@ int cli_out_json(json_t *obj)
 		fputs("statectl: out of memory\n", stderr);
 		return CLI_EXIT_SYSTEM;
 	}
+	errno = 0;
 	rc = json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(obj);
-	if (rc < 0 || fputc('\n', stdout) == EOF)
-		return CLI_EXIT_SYSTEM;
+	if (rc < 0 || fputc('\n', stdout) == EOF) {
+		if (!out_errno)
+			out_errno = errno ? errno : EIO;
+		return CLI_EXIT_SYSTEM; /* cli_out_finish says why */
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -344,22 +355,41 @@ void cli_out_human(FILE *f, const void *ptr, size_t n)
 
 int cli_out_raw(const void *p, size_t n)
 {
-	if (n && fwrite(p, 1, n, stdout) != n)
-		return CLI_EXIT_SYSTEM;
+	errno = 0;
+	if (n && fwrite(p, 1, n, stdout) != n) {
+		if (!out_errno)
+			out_errno = errno ? errno : EIO;
+		return CLI_EXIT_SYSTEM; /* cli_out_finish says why */
+	}
 	return CLI_EXIT_OK;
+}
+
+int cli_out_flush(void)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return CLI_EXIT_OK;
+	if (!out_errno)
+		out_errno = errno ? errno : EIO;
+	return CLI_EXIT_SYSTEM; /* cli_out_finish says why */
 }
 
 int cli_out_finish(const cli *c, int code)
 {
 	int saverr;
 
+	errno = 0;
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return code;
-	saverr = errno;
-	if (code != CLI_EXIT_OK)
+	saverr = out_errno ? out_errno : errno ? errno : EIO;
+	/* a failure that was reported keeps its sentence and exit; one
+	 * that was not (a write that failed, help, a frame of top) gets
+	 * one, also when its exit is already 9 */
+	if (code != CLI_EXIT_OK && emitted)
 		return code;
-	return cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
-	                strerror(saverr));
+	cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
+	         strerror(saverr));
+	return code != CLI_EXIT_OK ? code : CLI_EXIT_SYSTEM;
 }
 
 void cli_out_no_sigpipe(void)

@@ -108,6 +108,13 @@ expect_exit 0 sc scan s d
 expect_eq "$out" $'v\t4\nw\t5' "a failed drain keeps every entry"
 expect_exit 0 sc drain s d
 expect_eq "$out" $'v\t4\nw\t5' "drain after failed ones"
+# an output larger than stdio's buffer that fails says why (the write
+# fails inside the command, not at the final flush)
+head -c 20000 /dev/zero | tr '\0' x | sc put s big v
+expect_exit_into 9 /dev/full sc get s big v
+expect_match "$err" "^statectl: cannot write the output: No space left on device$" "get to a full disk"
+expect_exit_into 9 /dev/full sc --json scan s big
+jqe "$err" '.exit == 9 and .error == "cannot write the output: No space left on device"'
 
 # names in the codec: '/' is %2F, binary keys in hex, reserved names
 sc put s n 'a%2Fb' slash

@@ -118,6 +118,9 @@ jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight =
 jqe "$out" '.queues[] | select(.queue == "busy") | (.push_per_s | type) == "number"'
 jqe "$out" '.scopes[] | select(.scope == "app") | .kv == 5 and .log == 3 and .counter == 2'
 jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && echo true || echo false)"')'
+# a frame that cannot be written: exit 9 with the reason
+expect_exit_into 9 /dev/full sc top --once --interval 100ms
+expect_match "$err" "^statectl: cannot write the output: No space left on device$" "top to a full disk"
 # piped, one frame per interval until a signal; exit 0 (the signal once two
 # frames are out, however long a loaded machine takes to draw them)
 "$STATECTL" --db "$DB" "${modeopts[@]}" top --interval 200ms >"$T/frames" &
