@@ -52,6 +52,11 @@ expect_exit 0 "$STATECTL" --list-commands
 expect_match "$out" $'(^|\n)queue\n' "--list-commands for completion"
 expect_exit 0 "$STATECTL" --list-options queue pop
 expect_match "$out" "--json" "--list-options"
+# statectl(1) documents every global option (--raw was missing)
+man1=$(<"$(dirname "$0")/../../docs/man/statectl.1")
+for o in $("$STATECTL" --list-options); do
+	[[ $man1 == *"${o//-/\\-}"* ]] || fail "statectl(1) does not document $o"
+done
 
 # --- no store yet
 expect_exit 5 sc info
