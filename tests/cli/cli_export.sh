@@ -268,6 +268,26 @@ if [ -z "$pg" ]; then
 	rm -f "$T/bigexport"
 fi
 
+# docs/statectl.md's examples run as written (in a home of their own;
+# /backup/ and /tmp/ are a directory of the test's, seq 100 is seq 3):
+# the import into a copy was written without creating the copy, which
+# exits 5 ("no store").
+if [ "$mode" = encrypted ]; then
+	ex=$T/docex
+	mkdir -p "$ex/home"
+	awk '/^## Examples/ { f = 1; next } f && /^```sh/ { g = 1; next }
+	     g && /^```/ { exit } g' "$(dirname "$0")/../../docs/statectl.md" |
+		sed "s|/tmp/|$ex/|g; s|/backup/|$ex/|; s|seq 100|seq 3|" >"$ex/examples.sh"
+	grep -q 'import' "$ex/examples.sh" || fail "no examples found in docs/statectl.md"
+	(cd "$ex" && HOME=$ex/home XDG_STATE_HOME=$ex/home/.local/state \
+		XDG_CONFIG_HOME=$ex/home/.config bash -euo pipefail -c '
+		statectl() { "$STATECTL" "$@"; }
+		. ./examples.sh' >"$ex/out" 2>"$ex/err") ||
+		{ cat "$ex/err" >&2; fail "the examples of docs/statectl.md fail"; }
+	expect_eq "$("$STATECTL" --db "$ex/copy.db" --key-file "$ex/copy.key" get jobs cfg retries)" 3 \
+		"the docs' copy of the store"
+fi
+
 # Ids of entries, items and claims that are gone (cleared, popped, acked)
 # are not issued again after an import: the export carries the last id of
 # each space above those it holds (a "seq" row), and the import raises the
