@@ -15,9 +15,11 @@
  * finishes the switch whichever of the two the store is under.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -369,7 +371,7 @@ int cmd_rekey(cli *c, cli_args *a)
 	sfs_key *oldk = NULL, *newk = NULL;
 	char *path = NULL, *oldsrc = NULL, *newpath = NULL, *defpath = NULL;
 	const char *final = NULL;
-	int rc, st, replace = 0, fresh = 1;
+	int rc, st, replace = 0, fresh = 1, lockfd = -1;
 	cli_progress p;
 	json_t *j;
 
@@ -427,6 +429,13 @@ int cmd_rekey(cli *c, cli_args *a)
 		goto out;
 	}
 	replace = replace && newpath && !a->new_key_file;
+	/* KEYFILE.new stays locked until it is the key file: a command that
+	 * opens the store in between, with the old key, waits for that and
+	 * reads the key file again (store.c) */
+	if (replace && (lockfd = open(newpath, O_RDONLY | O_NOCTTY |
+	                              O_CLOEXEC)) >= 0)
+		while (flock(lockfd, LOCK_EX) < 0 && errno == EINTR)
+			;
 	cli_progress_begin(&p, c, "rekey", "pages");
 	st = sfs_rekey(path, oldk, newk, cli_progress_cb, &p);
 	cli_progress_end(&p);
@@ -474,6 +483,8 @@ int cmd_rekey(cli *c, cli_args *a)
 			       "before still need the old key.\n");
 	}
 out:
+	if (lockfd >= 0)
+		close(lockfd);
 	sfs_key_destroy(oldk);
 	sfs_key_destroy(newk);
 	free(newpath);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -205,11 +206,55 @@ static int open_failed(cli *c, int status, const char *name,
 	                "cannot open the store %s: %s", name, what);
 }
 
+/* Whether the key file at kpath now holds a key other than key: a rekey
+ * renamed its new key over it since key was read. *fresh gets that key. */
+static int key_file_changed(const char *kpath, const sfs_key *key,
+                            sfs_key **fresh)
+{
+	char a[64], b[64];
+	int changed;
+
+	*fresh = NULL;
+	if (!kpath || !key || sfs_key_from_file(kpath, fresh) != SFS_OK)
+		return 0;
+	changed = sfs_key_to_text(key, a, sizeof(a)) == SFS_OK &&
+	          sfs_key_to_text(*fresh, b, sizeof(b)) == SFS_OK &&
+	          strcmp(a, b) != 0;
+	sodium_memzero(a, sizeof(a));
+	sodium_memzero(b, sizeof(b));
+	if (!changed) {
+		sfs_key_destroy(*fresh);
+		*fresh = NULL;
+	}
+	return changed;
+}
+
+/* Waits for the rekey --generate that holds KEYFILE.new locked (from
+ * before it replaces the store until its new key replaces the key file)
+ * to end; at once when there is none (the lock of a rekey that died went
+ * with it). */
+static void rekey_wait(const char *kpath)
+{
+	char next[4096];
+	int fd;
+
+	if ((size_t)snprintf(next, sizeof(next), "%s.new", kpath) >=
+	    sizeof(next))
+		return;
+	fd = open(next, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (flock(fd, LOCK_SH) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
 int cli_store_open(cli *c, int mode, sfs_store **out)
 {
 	sfs_config cfg;
-	sfs_key *pass = NULL, *key = NULL;
-	char *path = NULL, *name = NULL, *notice = NULL, why[1024];
+	sfs_key *pass = NULL, *key = NULL, *fresh;
+	char *path = NULL, *name = NULL, *notice = NULL, *kpath = NULL;
+	char why[1024];
 	int st, exists, code;
 
 	if (c->passphrase &&
@@ -217,7 +262,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 		return code;
 	/* Resolving first tells a missing store from a missing key file,
 	 * which the engine reports with the same status. */
-	if ((code = cli_resolve(c, pass, 0, &path, &key, NULL)))
+	if ((code = cli_resolve(c, pass, 0, &path, &key, pass ? NULL : &kpath)))
 		goto out;
 	if ((st = sfs_store_name(path, &name)) != SFS_OK) {
 		code = cli_fail_status(c, st, "cannot open the store");
@@ -233,10 +278,27 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	            (mode == CLI_STORE_GC ? SFS_OPEN_NORECOVER : 0);
 	cfg.key = pass ? pass : key;
 	cfg.max_value = c->max_value;
-	st = sfs_store_open(&cfg, out, &notice);
-	if (notice) {
-		fprintf(stderr, "statectl: %s\n", notice);
-		free(notice);
+	for (int tries = 0;; tries++) {
+		st = sfs_store_open(&cfg, out, &notice);
+		/* the detail, before reading a key file clears it */
+		snprintf(why, sizeof(why), "%s", st ? sfs_errdetail() : "");
+		if (notice) {
+			fprintf(stderr, "statectl: %s\n", notice);
+			free(notice);
+			notice = NULL;
+		}
+		/* rekey --generate renames its new store over the old, then
+		 * its new key (KEYFILE.new) over the key file: an open in
+		 * between finds that the key it read does not open the
+		 * store. The key file's next key does, once that rekey has
+		 * ended (it holds KEYFILE.new locked till then). */
+		if (st != SFS_WRONGKEY || pass || !kpath || tries == 10)
+			break;
+		rekey_wait(kpath);
+		if (!key_file_changed(kpath, key, &fresh))
+			break;
+		sfs_key_destroy(key);
+		cfg.key = key = fresh;
 	}
 	if (st == SFS_OK) {
 		code = CLI_EXIT_OK;
@@ -248,7 +310,6 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	/* Why it failed: no store there (asked only now, as for a store on
 	 * a server asking is a connection of its own), else the open's
 	 * reason; SFS_NOTFOUND with the store there is the key file. */
-	snprintf(why, sizeof(why), "%s", sfs_errdetail());
 	exists = sfs_store_exists(path);
 	if (exists == SFS_NOTFOUND)
 		code = cli_fail(c, CLI_EXIT_NOSTORE,
@@ -263,6 +324,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 out:
 	sfs_key_destroy(pass);
 	sfs_key_destroy(key);
+	free(kpath);
 	free(path);
 	free(name);
 	return code;

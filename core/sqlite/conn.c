@@ -920,7 +920,7 @@ static int open_free_reserve(sfs_backend *b)
  * directory fsynced, info's sizes and verify all build on it, and a
  * process may change its working directory while the store is open (the
  * daemon, detached, goes to "/"). */
-static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
+static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 {
 	sfs_backend *b = calloc(1, sizeof(*b));
 	sfs_backend_cfg abs = *given;
@@ -1041,6 +1041,27 @@ fail:
 	}
 	sqlb_close(b); /* frees b->path, which cfg->db is */
 	return status;
+}
+
+/* A rekey or a restore renames a new file over the store: an open that
+ * read the old file and then found it replaced (the VFS refuses a lock on
+ * a file that is no longer at its name, "open it again") opens again, the
+ * new file, a few times at most: what it did was read. */
+static int sqlb_open(const sfs_backend_cfg *given, sfs_backend **out)
+{
+	struct stat before, after;
+	int status;
+
+	for (int i = 0;; i++) {
+		int known = stat(given->db, &before) == 0;
+
+		status = sqlb_open_once(given, out);
+		if (status == SFS_OK || status == SFS_NOMEM || i == 10 ||
+		    !known || stat(given->db, &after) != 0 ||
+		    (before.st_dev == after.st_dev &&
+		     before.st_ino == after.st_ino))
+			return status;
+	}
 }
 
 /* sfs_store_sync: in WAL mode with synchronous=NORMAL a commit is appended

@@ -379,6 +379,25 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate
 	[ ! -e "$T/k4.new" ] || fail "KEYFILE.new was not renamed into place"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "the key file switch finished"
+	# Commands run while rekey --generate runs, again and again (a rekey
+	# refused busy included): each opens the store with the key file's
+	# key whatever the moment. An open between the store's replacement
+	# and the key file's exited 3 (wrong key), 4 (page 1 under another
+	# key) or 9 (the store was replaced).
+	"$STATECTL" --db "$T/rk.db" --key-file "$T/rk.key" init >/dev/null
+	( for _ in $(seq 20); do
+		"$STATECTL" --db "$T/rk.db" --key-file "$T/rk.key" counter add s n c >/dev/null ||
+			echo "exit $?" >>"$T/rk.fail"
+	done ) 2>>"$T/rk.fail" &
+	wpid=$!
+	nrekey=0
+	while kill -0 "$wpid" 2>/dev/null; do
+		"$STATECTL" --db "$T/rk.db" --key-file "$T/rk.key" rekey --generate >/dev/null 2>&1 &&
+			nrekey=$((nrekey + 1))
+	done
+	wait "$wpid"
+	[ ! -s "$T/rk.fail" ] || { cat "$T/rk.fail" >&2; fail "a command failed while the store was rekeyed ($nrekey times)"; }
+	expect_eq "$("$STATECTL" --db "$T/rk.db" --key-file "$T/rk.key" counter get s n c)" 20 "every write made under rekeys"
 	# decrypt, then encrypt again (the plaintext store gets a new key)
 	expect_exit 0 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --decrypt
 	expect_match "$out" "is now plaintext" "decrypt"
