@@ -315,6 +315,11 @@ int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
 	if (cmd->max_pos >= 0 && a->npos > cmd->max_pos)
 		return cli_usage(c, "too many arguments for '%s' (from '%s' on)",
 		                 c->cmdname, a->pos[cmd->max_pos]);
+	/* a file's name ("$FILE" with FILE unset) is never empty, as --db */
+	if ((strstr(cmd->synopsis, "FILE") || strstr(cmd->synopsis, "PATH")) &&
+	    a->npos && !*a->pos[0])
+		return cli_usage(c, "'%s': the file's name is empty",
+		                 c->cmdname);
 	if (c->plaintext && (c->keyfile || c->passphrase))
 		return cli_usage(c, "--plaintext cannot be combined with %s",
 		                 c->keyfile ? "--key-file" : "--passphrase");

@@ -48,6 +48,12 @@ expect_exit 2 "$STATECTL" --db "" "${modeopts[@]}" put s n k v
 expect_match "$err" "--db: the store's name is empty" "--db ''"
 expect_exit 2 "$STATECTL" --db= "${modeopts[@]}" info
 [ ! -e "$XDG_STATE_HOME/statefs/state.db" ] || fail "--db '' made the default store"
+# so is an empty FILE or PATH ("$F" with F unset): it exited 1, 8 or 9
+# with sentences as "sfs_key_write_file: NULL argument"
+for cmd in export import checkpoint restore keygen metrics; do
+	expect_exit 2 "$STATECTL" "${modeopts[@]}" "$cmd" ""
+	expect_match "$err" "^statectl: '$cmd': the file's name is empty" "$cmd ''"
+done
 expect_exit 0 "$STATECTL" --list-commands
 expect_match "$out" $'(^|\n)queue\n' "--list-commands for completion"
 expect_exit 0 "$STATECTL" --list-options queue pop
