@@ -8,6 +8,7 @@
  * drain) are for people: one "KEY<TAB>VALUE" line per entry with the value
  * escaped; --json gives the exact bytes.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,7 +31,8 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 		fputs("statectl: reading the value from the terminal; end it with "
 		      "Ctrl-D\n", stderr);
 	if (cli_read_all(stdin, mem, &n) < 0)
-		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
+		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
+		                strerror(errno));
 	*out = sfs_bytes(*mem, n);
 	return CLI_EXIT_OK;
 }

@@ -10,6 +10,7 @@
  * item to the lease. Claims are for consumers that may crash after that. `push` with several items (arguments, or stdin split by --lines
  * or --null) pushes them in one transaction.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,7 +76,8 @@ int cmd_queue_push(cli *c, cli_args *a)
 			                        : a->nul ? "items, NUL-separated,"
 			                                 : "the item");
 		if (cli_read_all(stdin, &mem, &len) < 0) {
-			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin");
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
+			              strerror(errno));
 			goto out;
 		}
 		if (a->lines || a->nul) {

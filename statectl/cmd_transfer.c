@@ -626,6 +626,12 @@ int cmd_import(cli *c, cli_args *a)
 		return cli_fail(c, errno == ENOENT ? CLI_EXIT_NOTFOUND
 		                                   : CLI_EXIT_SYSTEM,
 		                "cannot read %s: %s", file, strerror(errno));
+	/* stdin closed (<&-): said now, before opening the store gives its
+	 * descriptor to a file (SQLite puts /dev/null there), which would
+	 * read as an empty input */
+	if (!file && fcntl(STDIN_FILENO, F_GETFL) < 0)
+		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s; "
+		                "nothing was imported", strerror(errno));
 	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
 	if ((rc = cli_import_read(c, in, file ? file : "stdin", s, &rows)))

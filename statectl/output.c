@@ -430,6 +430,8 @@ int cli_read_all(FILE *f, void **p, size_t *n)
 	size_t cap = 65536, len = 0, got;
 	char *buf = cli_xmalloc(cap + 1), *nb;
 
+	errno = 0;
+
 	while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += got;
 		if (len == cap) {
@@ -443,7 +445,10 @@ int cli_read_all(FILE *f, void **p, size_t *n)
 		}
 	}
 	if (ferror(f)) {
+		int saverr = errno ? errno : EIO;
+
 		free(buf);
+		errno = saverr;
 		return -1;
 	}
 	buf[len] = 0;

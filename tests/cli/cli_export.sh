@@ -115,6 +115,14 @@ echo '{"format":"statefs-export","version":2}' | bad "a newer version"
 grep -q 'version 2' "$T/.err" || fail "version sentence"
 echo '{"family":"kv"}' | bad "no header"
 printf '' | bad "empty input"
+# stdin closed is a read error, not an empty input (opening the store
+# put /dev/null on descriptor 0, which read as empty: exit 8)
+got=0; sc2 import <&- 2>"$T/.err" || got=$?
+[ "$got" -eq 9 ] || fail "import with stdin closed exits $got, not 9"
+expect_eq "$(<"$T/.err")" "statectl: cannot read stdin: Bad file descriptor; nothing was imported" "import <&-"
+got=0; sc put s n closed <&- 2>"$T/.err" || got=$?
+[ "$got" -eq 9 ] || fail "put with stdin closed exits $got, not 9"
+expect_eq "$(<"$T/.err")" "statectl: cannot read stdin: Bad file descriptor" "put <&-"
 tail -n +2 "$T/e1" | bad "rows without the header"
 { head -n 1 "$T/e1"; echo '{"family":"queue","scope":"q","value":"x"}'; } | bad "a queue row without an id"
 grep -q 'queue rows need an id > 0' "$T/.err" || fail "the family by name: $(cat "$T/.err")"
