@@ -442,9 +442,12 @@ int cmd_rekey(cli *c, cli_args *a)
 	if (st != SFS_OK) {
 		rc = cli_fail_status(c, st, "cannot rekey %s", path);
 		/* A key file this run made and that does not open the store
-		 * was never used: it goes. One that may (or cannot be told)
-		 * stays, as does a leftover of another run. */
-		if (newpath && fresh && key_opens(path, newk) == 0)
+		 * was never used: it goes, as when the store's backend
+		 * refused the rekey (PostgreSQL: it never began). One that
+		 * may (or cannot be told) stays, as does a leftover of
+		 * another run. */
+		if (newpath && fresh &&
+		    (st == SFS_UNSUPPORTED || key_opens(path, newk) == 0))
 			unlink(newpath);
 		else if (newpath)
 			fprintf(stderr, "statectl: the new key stays in %s in case "

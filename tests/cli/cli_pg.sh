@@ -238,10 +238,16 @@ expect_eq "$("$STATECTL" --db "$STATEFS_TEST_PG schema=${schema}s" "${modeopts[@
 	queue len q)" 2 "restored into another schema"
 
 # --- rekey is refused with what to do instead
+# a key generated for a refused rekey was never used: it goes (it stayed
+# "in case the store needs it", and encrypting a plaintext store too)
+expect_exit 8 sc rekey --generate --new-key-file "$T/genkey"
+[ ! -e "$T/genkey" ] || fail "a refused rekey --generate left its key file"
 if [ "$mode" = postgres ]; then
 	"$STATECTL" keygen "$T/newkey" >/dev/null
 	expect_exit 8 sc rekey --new-key-file "$T/newkey"
 	expect_match "$err" "cannot be rekeyed in place.*export.*import" "rekey refused"
+	expect_exit 8 sc rekey --generate
+	[ ! -e "$KEY.new" ] || fail "a refused rekey --generate left $KEY.new"
 	# what rekey's sentence says to do works
 	STATEFS_KEY="$(tr -d '\n' < "$T/newkey")" "$STATECTL" \
 		--db "$STATEFS_TEST_PG schema=${schema}e" init >/dev/null
