@@ -336,8 +336,9 @@ static int pg_rekey(const char *db, const sfs_key *old_key,
 	return sfs_err(SFS_UNSUPPORTED, "a PostgreSQL store cannot be rekeyed"
 	               " in place (other hosts hold it open): export it with"
 	               " the old key and import it with the new one into a new"
-	               " schema (statectl export | statectl --db"
-	               " '...schema=new' import), see docs/postgres.md");
+	               " schema (statectl --db '...schema=new' init, then"
+	               " statectl export | statectl --db '...schema=new'"
+	               " import), see docs/postgres.md");
 }
 
 /* A commit is durable when the server says so, unless the server runs

@@ -246,6 +246,9 @@ if [ "$mode" = postgres ]; then
 	"$STATECTL" keygen "$T/newkey" >/dev/null
 	expect_exit 8 sc rekey --new-key-file "$T/newkey"
 	expect_match "$err" "cannot be rekeyed in place.*export.*import" "rekey refused"
+	# the commands it names work as written: the new schema is made
+	# first (it named only export | import, which exits 5, no store)
+	expect_match "$err" "statectl --db '...schema=new' init, then statectl export \| statectl --db '...schema=new' import" "rekey's sentence names init"
 	expect_exit 8 sc rekey --generate
 	[ ! -e "$KEY.new" ] || fail "a refused rekey --generate left $KEY.new"
 	# what rekey's sentence says to do works
