@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -196,6 +197,56 @@ static int export_row(const sfs_row *row, void *ctx)
 	return 0;
 }
 
+/* The export's file: an unnamed file (O_TMPFILE) in FILE's directory,
+ * given its name only once it is whole (export_link), so that an export
+ * that dies (SIGKILL, a crash, SIGPIPE from a progress bar's reader gone)
+ * leaves no half-written FILE that would import as a part of the store.
+ * Where the file system has no unnamed files, FILE itself, as before.
+ * *named is 1 then. Returns the descriptor, or -1 with errno. */
+static int export_create(const char *file, int *named)
+{
+	char *copy = cli_xstrdup(file), *dir = dirname(copy);
+	struct stat sb;
+	int fd;
+
+	*named = 0;
+	if (lstat(file, &sb) == 0) {
+		free(copy);
+		errno = EEXIST;
+		return -1;
+	}
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	free(copy);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR &&
+	                errno != EINVAL))
+		return fd;
+	*named = 1;
+	return open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+}
+
+/* Gives the whole export its name, never over a file that exists. */
+static int export_link(int fd, const char *file)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, file, AT_SYMLINK_FOLLOW);
+}
+
+/* Makes a new name in file's directory durable. */
+static int fsync_dir_of(const char *file)
+{
+	char *copy = cli_xstrdup(file);
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = fd < 0 ? -1 : fsync(fd), saverr = errno;
+
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	errno = saverr;
+	return rc;
+}
+
 /* export [FILE], - for stdout */
 int cmd_export(cli *c, cli_args *a)
 {
@@ -203,7 +254,7 @@ int cmd_export(cli *c, cli_args *a)
 	export_ctx x;
 	cli_progress p;
 	const char *file = a->npos && strcmp(a->pos[0], "-") ? a->pos[0] : NULL;
-	int rc, st, fd = -1;
+	int rc, st, fd = -1, named = 1, linked = 0;
 
 	memset(&x, 0, sizeof(x));
 	x.out = stdout;
@@ -213,7 +264,7 @@ int cmd_export(cli *c, cli_args *a)
 	 * (Ctrl-C, SIGTERM, SIGHUP) cancels the export, which removes it */
 	cli_progress_begin(&p, c, "export", "rows");
 	if (file) {
-		fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = export_create(file, &named);
 		if (fd < 0) {
 			rc = errno == EEXIST
 			   ? cli_fail(c, CLI_EXIT_EXISTS, "%s exists (export never "
@@ -227,7 +278,8 @@ int cmd_export(cli *c, cli_args *a)
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
 			              strerror(errno));
 			close(fd);
-			unlink(file);
+			if (named)
+				unlink(file);
 			goto end;
 		}
 	}
@@ -247,10 +299,24 @@ int cmd_export(cli *c, cli_args *a)
 	else if (st != SFS_OK)
 		rc = cli_fail_status(c, st, "cannot export %s", c->opened);
 	if (file) {
+		if (rc == CLI_EXIT_OK && !named) {
+			if (export_link(fileno(x.out), file) == 0)
+				linked = 1;
+			else if (errno == EEXIST)
+				rc = cli_fail(c, CLI_EXIT_EXISTS, "%s exists (export "
+				              "never overwrites a file; it was made "
+				              "while the export ran)", file);
+			else
+				rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot create %s: "
+				              "%s", file, strerror(errno));
+		}
 		if (fclose(x.out) != 0 && rc == CLI_EXIT_OK)
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
 			              strerror(errno));
-		if (rc != CLI_EXIT_OK)
+		if (rc == CLI_EXIT_OK && linked && fsync_dir_of(file) < 0)
+			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write %s: %s", file,
+			              strerror(errno));
+		if (rc != CLI_EXIT_OK && (named || linked))
 			unlink(file);
 	}
 end:
