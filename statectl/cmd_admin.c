@@ -134,13 +134,15 @@ int cmd_keygen(cli *c, cli_args *a)
 	sfs_key *key = NULL;
 	char text[64], line[80];
 	int rc = CLI_EXIT_OK, st;
+	/* "-" is stdout, as for export */
+	int to_file = a->npos == 1 && strcmp(a->pos[0], "-") != 0;
 
-	if (a->npos == 0 && isatty(STDOUT_FILENO))
+	if (!to_file && isatty(STDOUT_FILENO))
 		return cli_usage(c, "keygen will not print a key to a terminal: "
 		                    "give a PATH, or pipe it");
 	if ((st = sfs_key_generate(&key)) != SFS_OK)
 		return cli_fail_status(c, st, "cannot generate a key");
-	if (a->npos == 1) {
+	if (to_file) {
 		st = sfs_key_write_file(key, a->pos[0]);
 		if (st == SFS_EXISTS)
 			rc = cli_fail(c, CLI_EXIT_EXISTS, "%s exists (keygen never "

@@ -237,7 +237,7 @@ int cmd_metrics(cli *c, cli_args *a)
 	status = sfs_store_stats(s, &st);
 	if (status != SFS_OK)
 		rc = cli_fail_status(c, status, "cannot read the store's figures");
-	else if (a->npos == 1)
+	else if (a->npos == 1 && strcmp(a->pos[0], "-") != 0) /* -: stdout */
 		rc = write_file(c, a->pos[0], st);
 	else
 		write_metrics(stdout, st);

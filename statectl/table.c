@@ -80,7 +80,7 @@ static const cli_cmd queue_commands[] = {
 const cli_cmd cli_commands[] = {
 	{ "init", "", "create a new store and a new key (never overwrites either)",
 	  0, 0, 0, cmd_init, NULL },
-	{ "keygen", "[PATH]", "write a new key file (mode 0600), or print a key to a pipe",
+	{ "keygen", "[PATH]", "write a new key file (mode 0600), or print a key to a pipe (no PATH, or -)",
 	  0, 0, 1, cmd_keygen, NULL },
 	{ "info", "", "show the store: path, format, encryption, size, rows",
 	  0, 0, 0, cmd_info, NULL },
@@ -88,7 +88,7 @@ const cli_cmd cli_commands[] = {
 	  0, 0, 0, cmd_verify, NULL },
 	{ "top", "", "a live view of queues, scopes and the store (q quits; frames when piped)",
 	  CLI_OPT(OPT_INTERVAL) | CLI_OPT(OPT_ONCE), 0, 0, cmd_top, NULL },
-	{ "metrics", "[FILE]", "the figures of top in Prometheus text format (to FILE, replaced atomically)",
+	{ "metrics", "[FILE]", "the figures of top in Prometheus text format (to FILE, replaced atomically; - or none: stdout)",
 	  0, 0, 1, cmd_metrics, NULL },
 	{ "rekey", "", "re-encrypt the store under a new key (or encrypt or decrypt it)",
 	  CLI_OPT(OPT_GENERATE) | CLI_OPT(OPT_NEW_KEY_FILE) |

@@ -179,6 +179,14 @@ expect_exit 0 "$STATECTL" keygen
 expect_match "$out" '^[A-Za-z0-9+/]{43}=$' "keygen prints base64 to a pipe"
 expect_exit 0 "$STATECTL" --json keygen
 jqe "$out" '(.key | length) == 44'
+# "-" is stdout, as for export: keygen wrote a key file named "-" in the
+# working directory, and metrics replaced it with its figures
+mkdir -p "$T/dash"
+(cd "$T/dash" && expect_exit 0 "$STATECTL" keygen - &&
+	expect_match "$out" '^[A-Za-z0-9+/]{43}=$' "keygen - prints the key" &&
+	expect_exit 0 "$STATECTL" --db "$DB" "${modeopts[@]}" metrics - &&
+	expect_match "$out" "statefs_store_rows" "metrics - prints the figures")
+[ -z "$(ls -A "$T/dash")" ] || fail "keygen - or metrics - made a file named -"
 expect_exit 0 "$STATECTL" --json keygen "$T/k3"
 jqe "$out" ".path == \"$T/k3\""
 
