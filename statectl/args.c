@@ -89,10 +89,14 @@ static int parse_long(const cli *c, const char *opt, const char *text,
 {
 	int64_t v;
 
-	if (cli_parse_i64(text, &v) < 0 || v < min)
-		return cli_usage(c, "--%s takes %s, not '%s'", opt,
-		                 min > 0 ? "a positive whole number"
-		                         : "a whole number", text);
+	if (cli_parse_i64(text, &v) < 0 || v < min) {
+		if (min > 0)
+			return cli_usage(c, "--%s takes a positive whole number, "
+			                 "not '%s'", opt, text);
+		/* "-2" is a whole number: say where the range starts */
+		return cli_usage(c, "--%s takes a whole number, %lld or more, "
+		                 "not '%s'", opt, (long long)min, text);
+	}
 	*out = v;
 	return CLI_EXIT_OK;
 }

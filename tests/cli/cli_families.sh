@@ -63,6 +63,12 @@ expect_eq "$(printf '%s' "$out" | wc -l | tr -d ' ')" 0 "one line, keys only"
 expect_exit 0 sc --json log scan s log k --after "$id1"
 jqe "$out" '(.entries | map(.value)) == ["second\n","third"] and (.entries[0].id | type) == "number"'
 expect_exit 2 sc log scan s log k --after x
+# a number below the range is named as such ("takes a whole number, not
+# '-2'" said -2 was not one)
+expect_exit 2 sc log scan s log k --after -2
+expect_match "$err" "^statectl: --after takes a whole number, -1 or more, not '-2'" "--after -2"
+expect_exit 2 sc queue policy q --max-deliveries -1
+expect_match "$err" "^statectl: --max-deliveries takes a whole number, 0 or more, not '-1'" "--max-deliveries -1"
 expect_exit 2 sc log scan s log k --limit 0
 expect_match "$err" "positive whole number" "limit must be positive"
 expect_exit 0 sc log clear s log k
