@@ -778,6 +778,65 @@ static void *doorman_main(void *arg)
 	return NULL;
 }
 
+/* The server's socket file ("<dir>/.s.PGSQL.<port>", from
+ * $STATEFS_TEST_PG) into real, and its port; skips the calling test for a
+ * server over TCP (no socket file to stand in for). */
+static void server_socket(char *real, size_t n, char *port, size_t np)
+{
+	const char *srv = getenv("STATEFS_TEST_PG");
+	char host[200] = "", *tok, *list = strdup(srv ? srv : "");
+
+	snprintf(port, np, "5432");
+	for (tok = strtok(list, " "); tok; tok = strtok(NULL, " ")) {
+		if (!strncmp(tok, "host=", 5))
+			snprintf(host, sizeof(host), "%s", tok + 5);
+		else if (!strncmp(tok, "port=", 5))
+			snprintf(port, np, "%s", tok + 5);
+	}
+	free(list);
+	if (host[0] != '/')
+		skip();
+	snprintf(real, n, "%s/.s.PGSQL.%s", host, port);
+}
+
+/* A Unix socket bound and listening at path. */
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	return fd;
+}
+
+/* The test's store opened through the socket directory dir (standing in
+ * for the server's), with more connection options. */
+static sfs_store *open_via(tfx *t, const char *dir, const char *more,
+                           int busy_timeout_ms)
+{
+	char *db = tfx_db(t->path), *named;
+	sfs_config o;
+	sfs_store *s;
+
+	if (asprintf(&named, "%s %s host=%s", db, more, dir) < 0)
+		fail();
+	memset(&o, 0, sizeof(o));
+	o.db = named;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags = SFS_OPEN_PLAINTEXT;
+	o.busy_timeout_ms = busy_timeout_ms;
+	OK(sfs_store_open(&o, &s, NULL));
+	free(named);
+	free(db);
+	return s;
+}
+
 /* The server cannot be reached for longer than the busy timeout: the
  * first call waits it out, retrying; the next ones try to connect once
  * and fail (a read through the mount makes two lookups, and each used to
@@ -787,54 +846,26 @@ static void *doorman_main(void *arg)
 static void test_unreachable_once(void **state)
 {
 	tfx *t = *state;
-	const char *srv = getenv("STATEFS_TEST_PG");
-	char host[200] = "", port[16] = "5432", dir[] = "/tmp/sfs-downXXXXXX";
-	char real[256], sock[256], app[40], *tok, *list, *db, *named;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char port[16], dir[] = "/tmp/sfs-downXXXXXX";
+	char real[256], sock[256], app[40], more[64];
 	PGconn *c;
 	doorman d = { .fd = -1 };
-	sfs_config o;
 	sfs_store *s;
 	sfs_buf v;
 	int n1;
 
-	list = strdup(srv ? srv : "");
-	for (tok = strtok(list, " "); tok; tok = strtok(NULL, " ")) {
-		if (!strncmp(tok, "host=", 5))
-			snprintf(host, sizeof(host), "%s", tok + 5);
-		else if (!strncmp(tok, "port=", 5))
-			snprintf(port, sizeof(port), "%s", tok + 5);
-	}
-	free(list);
-	if (host[0] != '/')
-		skip(); /* a server over TCP: no socket file to stand in for */
+	server_socket(real, sizeof(real), port, sizeof(port));
 	assert_non_null(mkdtemp(dir));
-	snprintf(real, sizeof(real), "%s/.s.PGSQL.%s", host, port);
 	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.%s", dir, port);
 	assert_int_equal(symlink(real, sock), 0);
 	snprintf(app, sizeof(app), "sfs_down_%ld", (long)getpid());
-	db = tfx_db(t->path);
-	if (asprintf(&named, "%s application_name=%s host=%s", db, app, dir) < 0)
-		fail();
-	memset(&o, 0, sizeof(o));
-	o.db = named;
-	o.key = tfx_key();
-	if (!o.key)
-		o.flags = SFS_OPEN_PLAINTEXT;
-	o.busy_timeout_ms = 2000;
-	OK(sfs_store_open(&o, &s, NULL));
-	free(named);
-	free(db);
+	snprintf(more, sizeof(more), "application_name=%s", app);
+	s = open_via(t, dir, more, 2000);
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
 
 	/* the server goes away */
 	assert_int_equal(unlink(sock), 0);
-	assert_true(strlen(sock) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	d.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	assert_true(d.fd >= 0);
-	assert_int_equal(bind(d.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(d.fd, 64), 0);
+	d.fd = listen_at(sock);
 	assert_int_equal(pthread_create(&d.th, NULL, doorman_main, &d), 0);
 	c = sql_conn(NULL);
 	kill_app(c, app, 0);
@@ -1009,48 +1040,19 @@ static void *proxy_main(void *arg)
 static void test_fatal_with_answer(void **state)
 {
 	tfx *t = *state;
-	const char *srv = getenv("STATEFS_TEST_PG");
-	char host[200] = "", port[16] = "5432", dir[] = "/tmp/sfs-proxyXXXXXX";
-	char sock[256], *tok, *list, *db, *named;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char port[16], dir[] = "/tmp/sfs-proxyXXXXXX", sock[256];
 	proxy x = { .fd = -1 };
 	sfs_slice item = S("item");
-	sfs_config o;
 	sfs_store *s;
 	sfs_list l;
 	sfs_buf v;
 
-	list = strdup(srv ? srv : "");
-	for (tok = strtok(list, " "); tok; tok = strtok(NULL, " ")) {
-		if (!strncmp(tok, "host=", 5))
-			snprintf(host, sizeof(host), "%s", tok + 5);
-		else if (!strncmp(tok, "port=", 5))
-			snprintf(port, sizeof(port), "%s", tok + 5);
-	}
-	free(list);
-	if (host[0] != '/')
-		skip(); /* a server over TCP: no socket file to stand in for */
+	server_socket(x.real, sizeof(x.real), port, sizeof(port));
 	assert_non_null(mkdtemp(dir));
-	snprintf(x.real, sizeof(x.real), "%s/.s.PGSQL.%s", host, port);
 	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.%s", dir, port);
-	assert_true(strlen(sock) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	x.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	assert_true(x.fd >= 0);
-	assert_int_equal(bind(x.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(x.fd, 64), 0);
+	x.fd = listen_at(sock);
 	assert_int_equal(pthread_create(&x.th, NULL, proxy_main, &x), 0);
-	db = tfx_db(t->path);
-	if (asprintf(&named, "%s host=%s pool=1", db, dir) < 0)
-		fail();
-	memset(&o, 0, sizeof(o));
-	o.db = named;
-	o.key = tfx_key();
-	if (!o.key)
-		o.flags = SFS_OPEN_PLAINTEXT;
-	OK(sfs_store_open(&o, &s, NULL));
-	free(named);
-	free(db);
+	s = open_via(t, dir, "pool=1", 0);
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
 	OK(sfs_queue_push(s, S("q"), &item, 1, NULL));
 	OK(sfs_queue_push(s, S("q"), &item, 1, NULL));
