@@ -375,7 +375,7 @@ static void test_long_names_foreign(void **state)
 {
 	tfx *t = *state;
 	size_t n = SFS_MAX_NAME + 1000;
-	char *key = malloc(n);
+	char *key;
 	sfs_slice K;
 	tfx_rows rows = { 0 };
 	sfs_buf b;
@@ -385,6 +385,7 @@ static void test_long_names_foreign(void **state)
 	sdk k;
 
 	tfx_sqlite_only("the SDKs' statements on the store's SQLite file");
+	key = malloc(n);
 	assert_non_null(key);
 	memset(key, 'k', n);
 	key[n - 1] = 'Z';
