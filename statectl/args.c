@@ -179,6 +179,11 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_MAX_DELIVERIES:
 		if ((rc = parse_long(c, d->name, arg, 0, &a->max_deliveries)))
 			return rc;
+		if (a->max_deliveries > SFS_DELIVERIES_MAX)
+			return cli_usage(c, "--%s takes at most %lld (the"
+			                 " deliveries an item can count; 0: no"
+			                 " limit), not '%s'", d->name,
+			                 (long long)SFS_DELIVERIES_MAX, arg);
 		break;
 	case OPT_LEASE:
 	case OPT_TTL:

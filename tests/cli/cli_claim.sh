@@ -187,8 +187,10 @@ expect_exit 2 sc queue dead jobs --all
 expect_exit 2 sc queue dead jobs --delete
 expect_exit 2 sc queue claim jobs --ttl 1s
 expect_exit 2 sc queue policy jobs --max-deliveries " 5"
-expect_exit 8 sc queue policy jobs --max-deliveries 2147483648
-expect_match "$err" "more than the 2147483647 deliveries" "a limit no count reaches"
+# a limit no count reaches is a usage error (it was the engine's, exit 8)
+expect_exit 2 sc queue policy jobs --max-deliveries 2147483648
+expect_match "$err" "at most 2147483647" "a limit no count reaches"
+expect_exit 2 sc queue policy jobs --max-deliveries 99999999999
 expect_exit 0 "$STATECTL" --list-commands queue
 for cmd in claim heartbeat ack nack inflight dead requeue gc policy; do
 	grep -qx "$cmd" <<<"$out" || fail "completion lacks queue $cmd"
