@@ -2,8 +2,10 @@
  * util.c - the clock, the default store path, file-system helpers for
  * creating stores and writing checkpoints durably, and sfs_digest.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -153,6 +155,50 @@ int util_fsync_parent(const char *path)
 	return rc;
 }
 
+/* Removes from dir (dirlen bytes of path, or ".") what util_tmp_beside
+ * named with prefix for a process that is gone (SIGKILL left it, with
+ * its "-journal" or "-wal"), once it has not changed for ABANDONED_S: a
+ * pid of another PID namespace or host looks gone too, but a temporary
+ * file in use is written to. */
+#define ABANDONED_S (10 * 60)
+
+static void sweep_abandoned(const char *path, int dirlen, const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	char *dir = dirlen ? strndup(path, (size_t)dirlen) : strdup(".");
+	struct dirent *e;
+	DIR *d = dir ? opendir(dir) : NULL;
+	time_t now = time(NULL);
+
+	while (d && (e = readdir(d))) {
+		char *end, *name = NULL;
+		long pid;
+		struct stat sb;
+
+		if (strncmp(e->d_name, prefix, plen))
+			continue;
+		errno = 0;
+		pid = strtol(e->d_name + plen, &end, 10);
+		if (errno || pid <= 0 || *end != '-' ||
+		    strspn(end + 1, "0123456789abcdef") != 8 ||
+		    (end[9] && strcmp(end + 9, "-journal") &&
+		     strcmp(end + 9, "-wal") && strcmp(end + 9, "-shm")))
+			continue;
+		if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		if (asprintf(&name, "%s/%s", dir, e->d_name) < 0)
+			break;
+		if (lstat(name, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    now - sb.st_mtime >= ABANDONED_S)
+			unlink(name);
+		free(name);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 char *util_tmp_beside(const char *path, const char *prefix)
 {
 	const char *slash = strrchr(path, '/');
@@ -160,6 +206,8 @@ char *util_tmp_beside(const char *path, const char *prefix)
 	unsigned r = 0;
 	char *out = NULL;
 	int fd;
+
+	sweep_abandoned(path, dirlen, prefix);
 
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {

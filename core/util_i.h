@@ -45,7 +45,9 @@ int util_fsync_parent(const char *path);
 int util_fsync_file(const char *path);
 
 /* malloc'd "<dir of path>/<prefix><pid>-<random>" for a temporary file
- * beside path, or NULL when out of memory. */
+ * beside path, or NULL when out of memory. First removes the files of
+ * that name (and their -journal, -wal, -shm) that a process now gone left
+ * there (killed by SIGKILL) and that have not changed for ten minutes. */
 char *util_tmp_beside(const char *path, const char *prefix);
 
 #endif /* STATEFS_UTIL_I_H */

@@ -93,4 +93,21 @@ for i in 2 1; do
 	cmp "$T/restored" "$T/state$i" || fail "restored counters and queues differ from checkpoint $i"
 done
 
+# What a checkpoint killed by SIGKILL left beside its target (a gone
+# process's temporary file and journal, unchanged for ten minutes) goes at
+# the next checkpoint there; a live process's, or a recent one, stays.
+dead=2147483646 # above any pid_max: no such process
+for f in ".statefs-ckpt-$dead-0badf00d" ".statefs-ckpt-$dead-0badf00d-journal" \
+	".statefs-ckpt-$$-0badf00d"; do
+	: >"$T/$f"
+	touch -d '1 hour ago' "$T/$f"
+done
+: >"$T/.statefs-ckpt-$dead-00000001"
+expect_exit 0 sc checkpoint "$T/ck9"
+[ ! -e "$T/.statefs-ckpt-$dead-0badf00d" ] &&
+	[ ! -e "$T/.statefs-ckpt-$dead-0badf00d-journal" ] ||
+	fail "a killed checkpoint's files stayed"
+[ -e "$T/.statefs-ckpt-$$-0badf00d" ] || fail "a live process's file went"
+[ -e "$T/.statefs-ckpt-$dead-00000001" ] || fail "a recent file went"
+
 echo "cli_checkpoint ($mode): ok"
