@@ -124,23 +124,23 @@ int sfs_kv_edit(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                 const sfs_edit *edits, size_t n, unsigned flags,
                 uint64_t *size)
 {
-	int r;
-
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_edits(s, edits, n, flags));
-	if (!(flags & SFS_EDIT_CREATE) || chk_new_key3(scope, ns, key) == SFS_OK)
-		GROUP_CALL_OUT(s, uint64_t, size,
-		               s->ops->kv_edit(s->be, scope, ns, key, edits, n,
-		                               flags, s->max_value,
-		                               size ? &v_ : NULL));
-	/* A name over SFS_MAX_NAME (another program's): the value is edited
-	 * when it exists, never made. */
-	if (flags & SFS_EDIT_EXCL)
-		return chk_new_key3(scope, ns, key);
-	r = sfs_kv_edit(s, scope, ns, key, edits, n, 0, size);
-	return r == SFS_NOTFOUND ? chk_new_key3(scope, ns, key) : r;
+	if ((flags & SFS_EDIT_CREATE) && chk_new_key3(scope, ns, key)) {
+		/* A name over SFS_MAX_NAME (another program's): the value is
+		 * edited when it exists, never made (SFS_TOOBIG, with the
+		 * check's sentence, in place of SFS_NOTFOUND). */
+		int r = flags & SFS_EDIT_EXCL
+		        ? SFS_NOTFOUND
+		        : sfs_kv_edit(s, scope, ns, key, edits, n, 0, size);
+
+		return r == SFS_NOTFOUND ? chk_new_key3(scope, ns, key) : r;
+	}
+	GROUP_CALL_OUT(s, uint64_t, size,
+	               s->ops->kv_edit(s->be, scope, ns, key, edits, n, flags,
+	                               s->max_value, size ? &v_ : NULL));
 }
 
 int sfs_kv_read(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,

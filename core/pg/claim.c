@@ -500,7 +500,7 @@ static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
 		nretry += outs[i] == SFS_OUTCOME_RETRY;
 	if (!nretry)
 		return SFS_OK;
-	st = pgb_item_ids(c, nretry, &first);
+	st = pgb_item_ids(c, nretry, NULL, &first);
 	for (size_t i = 0; i < n && st == SFS_OK; i++) {
 		PGresult *r;
 		pgp p = PGP_INIT;
@@ -885,7 +885,7 @@ static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 			return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
 			               (long long)id);
 		}
-		st = pgb_item_ids(c, 1, &fresh);
+		st = pgb_item_ids(c, 1, NULL, &fresh);
 		to = from;
 		to.id = fresh;
 		if (st == SFS_OK)

@@ -421,8 +421,9 @@ int pgb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
 int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
 /* n new consecutive item ids into *first (seq.c; claims' retries and
- * requeues use it too). */
-int pgb_item_ids(pgc *c, size_t n, int64_t *first);
+ * requeues use it too), under the advisory lock *lock when not NULL (a
+ * push's: its queue's, see PGB_SQL_PUSH). */
+int pgb_item_ids(pgc *c, size_t n, const int64_t *lock, int64_t *first);
 /* Items of a queue (pending, in flight or dead), for the three: the
  * listing sql gives with $1 queue, $2 after id, $3 limit (pgb_rows'
  * columns); one item sql gives ($1 queue, $2 id; column 0), opened; its

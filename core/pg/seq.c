@@ -298,14 +298,17 @@ int pgb_log_clear(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 /* --- queues ----------------------------------------------------------------- */
 
-int pgb_item_ids(pgc *c, size_t n, int64_t *first)
+int pgb_item_ids(pgc *c, size_t n, const int64_t *lock, int64_t *first)
 {
 	PGresult *r;
 	pgp p = PGP_INIT;
 	int st;
 
 	pgp_i64(&p, (int64_t)n);
-	st = pgb_exec(c, PGB_SQL_ITEM_IDS, &p, 0, &r, "taking item ids");
+	if (lock)
+		pgp_i64(&p, *lock);
+	st = pgb_exec(c, lock ? PGB_SQL_PUSH_IDS : PGB_SQL_ITEM_IDS, &p, 0, &r,
+	              "taking item ids");
 	if (st != SFS_OK)
 		return st;
 	*first = pgr_i64(r, 0, 0);
@@ -333,18 +336,8 @@ static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
 		ids = calloc(n, sizeof(*ids));
 		st = sealed && owned && ids ? pgb_begin(c)
 		     : sfs_err(SFS_NOMEM, "pushing");
-		if (st == SFS_OK) {
-			pgp q = PGP_INIT;
-
-			pgp_i64(&q, (int64_t)n);
-			pgp_i64(&q, lock);
-			st = pgb_exec(c, PGB_SQL_PUSH_IDS, &q, 0, &r,
-			              "taking item ids");
-			if (st == SFS_OK) {
-				f = pgr_i64(r, 0, 0);
-				PQclear(r);
-			}
-		}
+		if (st == SFS_OK)
+			st = pgb_item_ids(c, n, &lock, &f);
 		for (size_t i = 0; i < n && st == SFS_OK; i++) {
 			pgb_ad ad = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE,
 			              f + (int64_t)i };

@@ -400,6 +400,20 @@ void tfx_rows_free(tfx_rows *rows)
 	memset(rows, 0, sizeof(*rows));
 }
 
+uint64_t tfx_fact(sfs_store *s, const char *name, int *found)
+{
+	sfs_info in;
+
+	OK(sfs_store_info(s, &in));
+	for (size_t i = 0; i < in.nfacts; i++)
+		if (strcmp(in.facts[i].name, name) == 0) {
+			*found = 1;
+			return in.facts[i].value;
+		}
+	*found = 0;
+	return 0;
+}
+
 int tfx_copy(sfs_store *src, sfs_store *dst)
 {
 	tfx_rows rows = { 0 };

@@ -85,6 +85,9 @@ typedef struct tfx_rows {
 int tfx_rows_add(const sfs_row *r, void *ctx);
 int tfx_rows_next(sfs_row *r, void *ctx);
 void tfx_rows_free(tfx_rows *rows);
+/* The backend's fact name from sfs_store_info (*found 1), or 0 (*found
+ * 0). */
+uint64_t tfx_fact(sfs_store *s, const char *name, int *found);
 /* Exports every row of src and imports them into dst in one import;
  * returns the import's status. */
 int tfx_copy(sfs_store *src, sfs_store *dst);

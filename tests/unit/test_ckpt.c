@@ -36,20 +36,6 @@ static void value_of(int i, char *v)
 	snprintf(v, 16, "%08d", i);
 }
 
-static uint64_t fact(sfs_store *s, const char *name, int *found)
-{
-	sfs_info in;
-
-	OK(sfs_store_info(s, &in));
-	for (size_t i = 0; i < in.nfacts; i++)
-		if (strcmp(in.facts[i].name, name) == 0) {
-			*found = 1;
-			return in.facts[i].value;
-		}
-	*found = 0;
-	return 0;
-}
-
 static uint64_t file_size(const char *path)
 {
 	struct stat sb;
@@ -115,9 +101,9 @@ static void test_log_bounded(void **state)
 	assert_true(max_wal > 0);
 	assert_true(max_wal <= 32 + (uint64_t)(LIMIT_FRAMES + COMMIT_FRAMES) *
 	                            FRAME_BYTES);
-	rounds = fact(s, "wal_checkpoints_thread", &found);
+	rounds = tfx_fact(s, "wal_checkpoints_thread", &found);
 	assert_true(found);
-	writer = fact(s, "wal_checkpoints_writer", &found);
+	writer = tfx_fact(s, "wal_checkpoints_writer", &found);
 	assert_true(found);
 	/* The writer waited for a round at the limit at least, and finished
 	 * after each round it saw end. */
@@ -133,7 +119,7 @@ static void test_log_bounded(void **state)
 	sfs_store_close(s);
 	OK(tfx_open(t->path, 0, &t->s));
 	check_values(t->s, VALUES, v);
-	fact(t->s, "wal_checkpoints_thread", &found);
+	tfx_fact(t->s, "wal_checkpoints_thread", &found);
 	assert_false(found); /* no thread, no count */
 	free(v);
 }
@@ -160,7 +146,7 @@ static void test_close_at_once(void **state)
 		sfs_store_close(s);
 	}
 	OK(tfx_open(t->path, SFS_OPEN_WAL_THREAD | SFS_OPEN_READONLY, &s));
-	fact(s, "wal_checkpoints_thread", &found);
+	tfx_fact(s, "wal_checkpoints_thread", &found);
 	assert_false(found);
 	check_values(s, VALUES / 3 * 3, v);
 	sfs_store_close(s);
@@ -201,7 +187,7 @@ static void test_pinned_reader(void **state)
 	                 SQLITE_OK);
 	put_values(s, 0, VALUES / 2, v, NULL, NULL);
 	frames = file_size(wal) / FRAME_BYTES;
-	rounds = fact(s, "wal_checkpoints_thread", &found);
+	rounds = tfx_fact(s, "wal_checkpoints_thread", &found);
 	assert_true(found);
 	/* The reader held the log: it grew past the limit. */
 	assert_true(frames > LIMIT_FRAMES + COMMIT_FRAMES);

@@ -230,14 +230,10 @@ static void test_sync_of_held_writes(void **state)
  * writes whole frames. */
 static long frames_written(sfs_store *s)
 {
-	sfs_info in;
-	long p = 0;
+	int found;
+	long p = (long)tfx_fact(s, "page_size", &found);
 
-	OK(sfs_store_info(s, &in));
-	for (size_t i = 0; i < in.nfacts; i++)
-		if (!strcmp(in.facts[i].name, "page_size"))
-			p = (long)in.facts[i].value;
-	assert_true(p > 0);
+	assert_true(found && p > 0);
 	return faultvfs_wal_writes((int)p) + faultvfs_wal_writes((int)p + 24);
 }
 
