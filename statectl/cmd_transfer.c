@@ -1,12 +1,16 @@
 /*
  * cmd_transfer.c - export and import: the whole store as JSON Lines.
  *
- * Format, version 1 (docs/statectl.md has the full description):
- *   line 1: {"format":"statefs-export","version":1}
+ * Format, version 2 (docs/statectl.md has the full description):
+ *   line 1: {"format":"statefs-export","version":2}
  *   then one object per row, in the engine's export order:
  *   {"family":"kv","scope":..,"ns":..,"key":..,"value":..,"mtime_ns":..}
  *   families kv counter log queue dir, and the claim tables' claim
  *   inflight dead policy (with "deliveries"; see docs/statectl.md)
+ *   last line: {"end":"statefs-export","rows":N}, written only once every
+ *   row is out, so that an export cut anywhere (a killed export into a
+ *   pipe, a partial copy) is refused rather than imported in part.
+ *   Version 1, the same without the end row, is still read.
  * Byte fields (scope, ns, key, value) are JSON strings when the bytes are
  * valid UTF-8, else base64 under the same name with "_b64" appended. id (log
  * and queue rows) and n (counters) are integers. A field is left out when
@@ -33,7 +37,8 @@
 #include "cli_i.h"
 
 #define EXPORT_FORMAT "statefs-export"
-#define EXPORT_VERSION 1
+#define EXPORT_VERSION 2
+#define EXPORT_VERSION_NO_END 1  /* the older version read: no end row */
 
 /* The fields a row may have besides "family" and "scope" (docs/statectl.md,
  * "Export format"); import refuses the others rather than drop them. */
@@ -286,6 +291,9 @@ int cmd_export(cli *c, cli_args *a)
 	fprintf(x.out, "{\"format\":\"%s\",\"version\":%d}\n", EXPORT_FORMAT,
 	        EXPORT_VERSION);
 	st = sfs_export(s, export_row, &x, cli_progress_cb, &p);
+	if (st == SFS_OK && !x.write_error && !x.bad_family)
+		fprintf(x.out, "{\"end\":\"%s\",\"rows\":%llu}\n",
+		        EXPORT_FORMAT, (unsigned long long)x.rows);
 	if (st == SFS_OK && (fflush(x.out) != 0 || ferror(x.out)))
 		x.write_error = errno ? errno : EIO;
 	if (st == SFS_OK && file && !x.write_error && fsync(fileno(x.out)) < 0)
@@ -439,8 +447,9 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	return 0;
 }
 
-/* Checks the first line. */
-static int check_header(const cli *c, const char *line, size_t len)
+/* Checks the first line; *version is the export's format version. */
+static int check_header(const cli *c, const char *line, size_t len,
+                        int *version)
 {
 	json_error_t jerr;
 	json_t *h = json_loadb(line, len, 0, &jerr);
@@ -453,10 +462,12 @@ static int check_header(const cli *c, const char *line, size_t len)
 		rc = cli_fail(c, CLI_EXIT_DATA, "line 1: not a statefs export "
 		              "(it starts with a {\"format\":\"%s\",\"version\":N} "
 		              "line)", EXPORT_FORMAT);
-	else if (json_integer_value(ver) != EXPORT_VERSION)
+	else if (json_integer_value(ver) != EXPORT_VERSION &&
+	         json_integer_value(ver) != EXPORT_VERSION_NO_END)
 		rc = cli_fail(c, CLI_EXIT_DATA, "line 1: export format version "
-		              "%lld; this statectl reads version %d",
-		              (long long)json_integer_value(ver), EXPORT_VERSION);
+		              "%lld; this statectl reads versions %d and %d",
+		              (long long)json_integer_value(ver),
+		              EXPORT_VERSION_NO_END, EXPORT_VERSION);
 	else
 		json_object_foreach(h, field, v) {
 			if (strcmp(field, "format") != 0 &&
@@ -468,8 +479,32 @@ static int check_header(const cli *c, const char *line, size_t len)
 				break;
 			}
 		}
+	if (rc == CLI_EXIT_OK)
+		*version = (int)json_integer_value(ver);
 	json_decref(h);
 	return rc;
+}
+
+/* Checks the end row of a version 2 export, o, against the rows read. */
+static int check_end(const cli *c, json_t *o, uint64_t lineno, uint64_t rows)
+{
+	const char *end = json_string_value(json_object_get(o, "end"));
+	json_t *n = json_object_get(o, "rows");
+
+	if (!end || strcmp(end, EXPORT_FORMAT) != 0 || !json_is_integer(n) ||
+	    json_object_size(o) != 2)
+		return cli_fail(c, CLI_EXIT_DATA, "line %llu: not an end row "
+		                "({\"end\":\"%s\",\"rows\":N}); nothing was "
+		                "imported", (unsigned long long)lineno,
+		                EXPORT_FORMAT);
+	if (json_integer_value(n) < 0 ||
+	    (uint64_t)json_integer_value(n) != rows)
+		return cli_fail(c, CLI_EXIT_DATA, "line %llu: the end row counts "
+		                "%lld rows and the export has %llu; nothing was "
+		                "imported", (unsigned long long)lineno,
+		                (long long)json_integer_value(n),
+		                (unsigned long long)rows);
+	return CLI_EXIT_OK;
 }
 
 /* The longest line a row can take: every byte field at its largest (a
@@ -562,6 +597,8 @@ typedef struct import_ctx {
 	cli_progress p;
 	int rc;                  /* why next_row stopped the import */
 	int ended;               /* every line was read */
+	int version;             /* the export's format version */
+	uint64_t end_line;       /* where its end row was, 0 before it */
 } import_ctx;
 
 /* An sfs_import source: the next row of the export, SFS_NOTFOUND at its
@@ -589,12 +626,20 @@ static int next_row(sfs_row *row, void *arg)
 			return -1;
 		}
 		if (x->lineno == 1) {
-			if ((x->rc = check_header(x->c, line, len)))
+			if ((x->rc = check_header(x->c, line, len, &x->version)))
 				return -1;
 			continue;
 		}
 		if (len == 0)
 			continue;
+		if (x->end_line) {
+			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: a line "
+			                 "after the export's end row (line %llu); "
+			                 "nothing was imported",
+			                 (unsigned long long)x->lineno,
+			                 (unsigned long long)x->end_line);
+			return -1;
+		}
 		o = json_loadb(line, len, JSON_ALLOW_NUL |
 		               JSON_REJECT_DUPLICATES, &jerr);
 		if (!o) {
@@ -602,6 +647,15 @@ static int next_row(sfs_row *row, void *arg)
 			                 " JSON (%s); nothing was imported",
 			                 (unsigned long long)x->lineno, jerr.text);
 			return -1;
+		}
+		if (x->version != EXPORT_VERSION_NO_END &&
+		    json_object_get(o, "end")) {
+			x->rc = check_end(x->c, o, x->lineno, x->rows);
+			json_decref(o);
+			if (x->rc)
+				return -1;
+			x->end_line = x->lineno;
+			continue;
 		}
 		if (json_to_row(o, row, &x->m, &err) < 0) {
 			json_decref(o);
@@ -635,6 +689,12 @@ static int next_row(sfs_row *row, void *arg)
 	if (x->lineno == 0) {
 		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "the input is empty, not a"
 		                 " statefs export");
+		return -1;
+	}
+	if (x->version != EXPORT_VERSION_NO_END && !x->end_line) {
+		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "the export is cut: it ends"
+		                 " at line %llu without its end row; nothing was"
+		                 " imported", (unsigned long long)x->lineno);
 		return -1;
 	}
 	x->ended = 1;

@@ -12,6 +12,9 @@
 : "${HELPER:?HELPER must name the test helper}"
 make_store
 
+# the rows of an export: its lines between the header and the end row
+rows() { sed '1d;$d' "$1"; }
+
 "$HELPER" fill "$DB" "$hkey"
 sc put s n k 'plain text'
 sc counter add s n c 5 >/dev/null
@@ -26,30 +29,31 @@ cmp "$T/e1" "$T/e1b" || fail "two exports of the same state differ"
 (cd "$T" && sc export - >"$T/e1c")
 cmp "$T/e1" "$T/e1c" || fail "export - writes the export to stdout"
 [ ! -e "$T/-" ] || fail "export - made a file named -"
-expect_eq "$(head -n1 "$T/e1")" '{"format":"statefs-export","version":1}' "versioned header"
+expect_eq "$(head -n1 "$T/e1")" '{"format":"statefs-export","version":2}' "versioned header"
+expect_eq "$(tail -n1 "$T/e1")" "{\"end\":\"statefs-export\",\"rows\":$(($(wc -l <"$T/e1") - 2))}" "the end row counts the rows"
 # every line after the header is one JSON object with a known family
-tail -n +2 "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy","seq"))' >/dev/null ||
+rows "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy","seq"))' >/dev/null ||
 	fail "rows with families"
 for fam in kv counter log queue dir claim inflight dead policy; do
-	tail -n +2 "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
+	rows "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
 		fail "the export has no $fam row"
 done
 # the all-bytes value is base64 and decodes to 0x00..0xff
-tail -n +2 "$T/e1" | jq -r -s '.[] | select(.family == "kv" and .ns == "ns") | .value_b64' |
+rows "$T/e1" | jq -r -s '.[] | select(.family == "kv" and .ns == "ns") | .value_b64' |
 	base64 -d | od -An -tx1 | tr -d ' \n' >"$T/allhex"
 expect_eq "$(cat "$T/allhex")" "$(printf '%02x' $(seq 0 255))" "every byte round-trips through value_b64"
-tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .key == "café" and .value == "crème\n")' >/dev/null ||
+rows "$T/e1" | jq -e -s 'any(.[]; .key == "café" and .value == "crème\n")' >/dev/null ||
 	fail "valid UTF-8 stays text"
-tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .key == "a\u0000bé")' >/dev/null ||
+rows "$T/e1" | jq -e -s 'any(.[]; .key == "a\u0000bé")' >/dev/null ||
 	fail "valid UTF-8 with a NUL stays text"
-tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .family == "kv" and .key == "" and .value == "")' >/dev/null ||
+rows "$T/e1" | jq -e -s 'any(.[]; .family == "kv" and .key == "" and .value == "")' >/dev/null ||
 	fail "empty key and value"
-tail -n +2 "$T/e1" | jq -e -s 'any(.[]; .family == "counter" and .n == -9223372036854775808)' >/dev/null ||
+rows "$T/e1" | jq -e -s 'any(.[]; .family == "counter" and .n == -9223372036854775808)' >/dev/null ||
 	fail "INT64_MIN counter"
-tail -n +2 "$T/e1" | jq -e -s '[.[] | select(.family == "log" or .family == "queue") | .id | type] | all(. == "number")' >/dev/null ||
+rows "$T/e1" | jq -e -s '[.[] | select(.family == "log" or .family == "queue") | .id | type] | all(. == "number")' >/dev/null ||
 	fail "log and queue rows carry ids"
 # the claim tables (helper fill): the claim before its item, counts kept
-tail -n +2 "$T/e1" | jq -e -s '[.[] | select(.scope == "cq")] |
+rows "$T/e1" | jq -e -s '[.[] | select(.scope == "cq")] |
 	(map(.family) == ["queue","claim","inflight","dead","policy"]) and
 	(.[0].value == "again" and .[0].deliveries == 1) and
 	(.[2].n == .[1].id and .[2].value == "held" and .[2].deliveries == 1) and
@@ -64,7 +68,7 @@ expect_match "$out" "^exported [0-9]+ rows to $T/e.jsonl$" "export FILE message"
 cmp "$T/e1" "$T/e.jsonl" || fail "export FILE equals export to stdout"
 expect_exit 6 sc export "$T/e.jsonl"
 expect_exit 0 sc --json export "$T/e2.jsonl"
-jqe "$out" ".path == \"$T/e2.jsonl\" and .rows == $(($(wc -l <"$T/e1") - 1))"
+jqe "$out" ".path == \"$T/e2.jsonl\" and .rows == $(($(wc -l <"$T/e1") - 2))"
 
 # --- the round trip: import into a new store, export again, identical
 DB2=$T/second.db
@@ -73,22 +77,22 @@ opts2=(--plaintext)
 sc2() { "$STATECTL" --db "$DB2" "${opts2[@]}" "$@"; }
 sc2 init >/dev/null
 expect_exit 0 sc2 import "$T/e1"
-expect_match "$out" "^imported $(($(wc -l <"$T/e1") - 1)) rows into $DB2$" "import message"
+expect_match "$out" "^imported $(($(wc -l <"$T/e1") - 2)) rows into $DB2$" "import message"
 sc2 export >"$T/e2"
 cmp "$T/e1" "$T/e2" || { diff "$T/e1" "$T/e2" | head -20 >&2; fail "the second export differs"; }
 # idempotent: again from stdin, and into the original store
 expect_exit 0 sc2 --json import - <"$T/e1"
-jqe "$out" ".rows == $(($(wc -l <"$T/e1") - 1))"
+jqe "$out" ".rows == $(($(wc -l <"$T/e1") - 2))"
 sc2 export >"$T/e3"
 cmp "$T/e1" "$T/e3" || fail "a second import changed the store"
 sc import "$T/e1" >/dev/null
 sc export >"$T/e4"
 cmp "$T/e1" "$T/e4" || fail "importing a store's own export changed it"
 # ids are kept and never reused after an import
-maxlog=$(tail -n +2 "$T/e1" | jq -s '[.[] | select(.family == "log") | .id] | max')
+maxlog=$(rows "$T/e1" | jq -s '[.[] | select(.family == "log") | .id] | max')
 newid=$(sc2 log append s n k after-import)
 [ "$newid" -gt "$maxlog" ] || fail "a log id after import ($newid) is not above the imported ones ($maxlog)"
-maxq=$(tail -n +2 "$T/e1" | jq -s '[.[] | select(.family == "queue") | .id] | max')
+maxq=$(rows "$T/e1" | jq -s '[.[] | select(.family == "queue") | .id] | max')
 newq=$(sc2 queue push q after-import)
 [ "$newq" -gt "$maxq" ] || fail "a queue id after import is reused"
 # the imported binary value reads back byte for byte through get
@@ -111,8 +115,42 @@ grep -q 'unknown field "colour" in a kv row' "$T/.err" || fail "unknown field se
 { head -n 1 "$T/e1"; echo '{"family":"nope","scope":"s"}'; } | bad "an unknown family"
 { head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value_b64":"@@@"}'; } | bad "bad base64"
 { head -n 1 "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"k","value":"x","value_b64":"eA=="}'; } | bad "both forms of a field"
-echo '{"format":"statefs-export","version":2}' | bad "a newer version"
-grep -q 'version 2' "$T/.err" || fail "version sentence"
+echo '{"format":"statefs-export","version":3}' | bad "a newer version"
+grep -q 'version 3; this statectl reads versions 1 and 2' "$T/.err" || fail "version sentence"
+# An export cut anywhere is refused, nothing imported: at a line's end (a
+# killed `export -` into a pipe, a partial copy; it imported the rows
+# before the cut), before a row's newline, inside the end row. A
+# wrong count, a line after the end row, an end row with more fields.
+lines=$(wc -l <"$T/e1")
+head -n 3 "$T/e1" | bad "an export cut after its third line"
+grep -q 'the export is cut: it ends at line 3 without its end row; nothing was imported' "$T/.err" ||
+	fail "the cut sentence: $(cat "$T/.err")"
+head -n $((lines - 1)) "$T/e1" | bad "an export without its end row"
+head -n 1 "$T/e1" | bad "a header alone"
+head -n $((lines - 1)) "$T/e1" | head -c -1 | bad "an export cut at a row's newline"
+head -c $(($(stat -c %s "$T/e1") - 5)) "$T/e1" | bad "an export cut inside its end row"
+{ sed '$d' "$T/e1"; echo '{"end":"statefs-export","rows":1}'; } | bad "an end row with the wrong count"
+grep -q "line $lines: the end row counts 1 rows and the export has $((lines - 2))" "$T/.err" ||
+	fail "the count sentence: $(cat "$T/.err")"
+{ cat "$T/e1"; echo '{"family":"kv","scope":"s","ns":"n","key":"late","value":"x"}'; } | bad "a row after the end row"
+grep -q "line $((lines + 1)): a line after the export's end row (line $lines)" "$T/.err" ||
+	fail "the after-end sentence: $(cat "$T/.err")"
+{ sed '$d' "$T/e1"; echo "{\"end\":\"statefs-export\",\"rows\":$((lines - 2)),\"sum\":1}"; } | bad "an end row with a field more"
+grep -q "line $lines: not an end row" "$T/.err" || fail "the end row sentence: $(cat "$T/.err")"
+# version 1 (before the end row) still imports as it is
+{ echo '{"format":"statefs-export","version":1}'; rows "$T/e1"; } >"$T/v1"
+expect_exit 0 sc2 import "$T/v1"
+sc2 export >"$T/after"
+cmp -s "$T/before" "$T/after" || fail "a version 1 copy of the store's own export changed it"
+# an empty store's export: the header and an end row of 0 rows
+DB7=$T/seventh.db
+opts7=(--plaintext); [ "$mode" = encrypted ] && opts7=(--key-file "$T/key7")
+"$STATECTL" --db "$DB7" "${opts7[@]}" init >/dev/null
+"$STATECTL" --db "$DB7" "${opts7[@]}" export >"$T/empty"
+expect_eq "$(cat "$T/empty")" '{"format":"statefs-export","version":2}
+{"end":"statefs-export","rows":0}' "an empty store's export"
+expect_exit 0 sc2 import "$T/empty"
+expect_match "$out" "^imported 0 rows into $DB2$" "an empty export imports"
 echo '{"family":"kv"}' | bad "no header"
 printf '' | bad "empty input"
 # stdin closed is a read error, not an empty input (opening the store
@@ -123,7 +161,7 @@ expect_eq "$(<"$T/.err")" "statectl: cannot read stdin: Bad file descriptor; not
 got=0; sc put s n closed <&- 2>"$T/.err" || got=$?
 [ "$got" -eq 9 ] || fail "put with stdin closed exits $got, not 9"
 expect_eq "$(<"$T/.err")" "statectl: cannot read stdin: Bad file descriptor" "put <&-"
-tail -n +2 "$T/e1" | bad "rows without the header"
+rows "$T/e1" | bad "rows without the header"
 { head -n 1 "$T/e1"; echo '{"family":"queue","scope":"q","value":"x"}'; } | bad "a queue row without an id"
 grep -q 'queue rows need an id > 0' "$T/.err" || fail "the family by name: $(cat "$T/.err")"
 { head -n 1 "$T/e1"; echo '{"family":"dir","scope":"s","n":8}'; } | bad "a directory of the dead letters"
