@@ -9,11 +9,14 @@
  * concerned, then the act, as docs/claims.md says. Items move between the
  * pending, in-flight and dead tables as stored bytes, keeping their ids,
  * so their seals stay valid. The two outcomes that give an item a new id
- * (retry, requeue of a dead letter) need it sealed again in an encrypted
- * store: the client reads those items first, takes new ids, seals them
- * and passes the new bytes to the function, which checks everything
- * again in its own transaction (an item's bytes never change while it is
- * in flight or dead, so the new seal fits whatever the function finds).
+ * (retry, requeue of a dead letter) take the queue's lock first, as a
+ * push does (seq.c: a follower paging by id missed a retried item whose
+ * id committed after a higher one), so they hold it from the new id to
+ * the commit. They need the item sealed again in an encrypted store: in
+ * one transaction under that lock, the client reads those items, takes
+ * new ids, seals them and passes the new bytes to the function, which
+ * checks everything again (an item's bytes never change while it is in
+ * flight or dead, so the new seal fits whatever the function finds).
  *
  * An item that fails authentication when a claim hands it out goes to the
  * dead letters with the reason "damaged" instead of to the caller, so a
@@ -79,7 +82,7 @@ static int claim_items(sfs_backend *b, sfs_slice queue, const PGresult *r,
 static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
                        const int64_t *ids, const int64_t *outs, size_t n,
                        const int64_t *rids, const sfs_slice *ritems,
-                       int64_t res[2]);
+                       const int64_t *lock, int64_t res[2]);
 
 /* The items' enqueue times (st.mtime_ns: when their wait began), which
  * the claim function does not return, read after its commit: the claim
@@ -157,7 +160,8 @@ static int claim_body(pgc *c, sfs_slice queue, long max, int64_t one,
 		for (size_t i = 0; outs && i < nbad; i++)
 			outs[i] = OUTCOME_DAMAGED;
 		if (outs)
-			settle_call(c, *cid, NULL, bad, outs, nbad, NULL, NULL, res);
+			settle_call(c, *cid, NULL, bad, outs, nbad, NULL, NULL, NULL,
+			            res);
 		free(outs);
 		sfs_log(LOG_WARNING, "%s: %s; it went to the dead letters",
 		        c->b->display, detail);
@@ -430,10 +434,12 @@ int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 /* One call of sfs_settle; res gets its {code, id}. queue: the one item
  * ids[0] of that queue, whatever claim holds it. ids NULL: every item of
  * the claim with outs[0]. */
+/* sfs_settle, under the queue's lock *lock when not NULL (retries), in
+ * the caller's transaction when there is one. */
 static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
                        const int64_t *ids, const int64_t *outs, size_t n,
                        const int64_t *rids, const sfs_slice *ritems,
-                       int64_t res[2])
+                       const int64_t *lock, int64_t res[2])
 {
 	PGresult *r;
 	pgp p = PGP_INIT;
@@ -461,9 +467,13 @@ static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
 		pgp_null_array(&p, 1);
 	}
 	pgp_clock(&p);
+	if (lock)
+		pgp_i64(&p, *lock);
 	if (st == SFS_OK)
-		st = pgb_exec(c, "SELECT sfs_settle($1, $2, $3, $4, $5, $6, $7)", &p,
-		              PGB_COMMIT, &r, "settling");
+		st = pgb_exec(c, lock ? "SELECT sfs_settle($1, $2, $3, $4, $5, $6,"
+		              " $7) FROM (SELECT pg_advisory_xact_lock($8)) l"
+		              : "SELECT sfs_settle($1, $2, $3, $4, $5, $6, $7)", &p,
+		              c->in_tx ? 0 : PGB_COMMIT, &r, "settling");
 	pgp_free(&p);
 	if (st != SFS_OK)
 		return st;
@@ -487,10 +497,12 @@ static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
 
 /* In an encrypted store, the items to retry sealed again under new ids
  * (rids, ritems: n entries parallel to ids, SFS_NONE where the outcome is
- * not a retry). owned[] gets what to free. */
+ * not a retry), taken under the queue's lock *lock in the caller's
+ * transaction. owned[] gets what to free. */
 static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
                           const int64_t *ids, const int64_t *outs, size_t n,
-                          int64_t *rids, sfs_slice *ritems, void **owned)
+                          const int64_t *lock, int64_t *rids,
+                          sfs_slice *ritems, void **owned)
 {
 	size_t nretry = 0, k = 0;
 	int64_t first = 0;
@@ -500,7 +512,7 @@ static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
 		nretry += outs[i] == SFS_OUTCOME_RETRY;
 	if (!nretry)
 		return SFS_OK;
-	st = pgb_item_ids(c, nretry, NULL, &first);
+	st = pgb_item_ids(c, nretry, lock, &first);
 	for (size_t i = 0; i < n && st == SFS_OK; i++) {
 		PGresult *r;
 		pgp p = PGP_INIT;
@@ -543,28 +555,63 @@ static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
 	return st;
 }
 
+/* The lock of the queue of claim cid (or queue), for its retries: 0 and
+ * *lock unset when there is no such claim (sfs_settle says so). */
+static int retry_lock(pgc *c, int64_t cid, const sfs_slice *queue,
+                      int64_t *lock, int *have)
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int st;
+
+	*have = 0;
+	if (queue) {
+		*lock = pgb_queue_lock_key(c->b, *queue);
+		*have = 1;
+		return SFS_OK;
+	}
+	pgp_i64(&p, cid);
+	st = pgb_exec(c, "SELECT queue FROM statefs_claim WHERE claim_id = $1"
+	              " AND ns IS NULL", &p, 0, &r, "settling");
+	if (st != SFS_OK)
+		return st;
+	if (PQntuples(r)) {
+		*lock = pgb_queue_lock_key(c->b, pgr_bytes(r, 0, 0));
+		*have = 1;
+	}
+	PQclear(r);
+	return SFS_OK;
+}
+
 static int settle_body(pgc *c, int64_t cid, const sfs_slice *queue,
                        const int64_t *ids, const int64_t *outs, size_t n,
                        int64_t res[2])
 {
-	int64_t *rids = NULL;
+	int64_t *rids = NULL, lock = 0;
 	sfs_slice *ritems = NULL;
 	void **owned = NULL;
-	int st = SFS_OK, retry = 0;
+	int st = SFS_OK, retry = 0, locked = 0;
 
 	for (size_t i = 0; ids && i < n; i++)
 		retry |= outs[i] == SFS_OUTCOME_RETRY;
-	if (retry && c->b->keys) {
+	if (retry)
+		st = retry_lock(c, cid, queue, &lock, &locked);
+	if (st == SFS_OK && retry && c->b->keys) {
 		rids = calloc(n, sizeof(*rids));
 		ritems = calloc(n, sizeof(*ritems));
 		owned = calloc(n, sizeof(*owned));
-		st = rids && ritems && owned
-		     ? reseal_retries(c, cid, queue, ids, outs, n, rids, ritems,
-		                      owned)
+		st = rids && ritems && owned ? pgb_begin(c)
 		     : sfs_err(SFS_NOMEM, "settling");
+		if (st == SFS_OK)
+			st = reseal_retries(c, cid, queue, ids, outs, n,
+			                    locked ? &lock : NULL, rids, ritems,
+			                    owned);
 	}
 	if (st == SFS_OK)
-		st = settle_call(c, cid, queue, ids, outs, n, rids, ritems, res);
+		st = settle_call(c, cid, queue, ids, outs, n, rids, ritems,
+		                 locked ? &lock : NULL, res);
+	if (st == SFS_OK && c->in_tx)
+		st = pgb_commit(c);
 	for (size_t i = 0; owned && i < n; i++)
 		free(owned[i]);
 	free(owned);
@@ -861,19 +908,23 @@ int pgb_dead_stat(sfs_backend *b, sfs_slice queue, int64_t id,
 
 /* --- dead letters and policies: writing -------------------------------------- */
 
+/* A dead letter back at the tail under a new id, taken under the queue's
+ * lock (see the top). */
 static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 {
 	PGresult *r;
 	pgp p = PGP_INIT;
 	sfs_slice sealed = SFS_NONE;
 	void *owned = NULL;
-	int64_t fresh = 0;
+	int64_t fresh = 0, lock = pgb_queue_lock_key(c->b, queue);
 	int st = SFS_OK;
 
 	if (c->b->keys) {
 		pgb_ad from = { PGB_AD_QUEUE, queue, SFS_NONE, SFS_NONE, id }, to;
 		sfs_buf plain = { NULL, 0 };
 
+		if ((st = pgb_begin(c)) != SFS_OK)
+			return st;
 		pgp_bytes(&p, queue);
 		pgp_i64(&p, id);
 		st = pgb_exec(c, "SELECT item FROM statefs_dead WHERE id = $2"
@@ -885,7 +936,7 @@ static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 			return sfs_err(SFS_NOTFOUND, "item %lld is not a dead letter",
 			               (long long)id);
 		}
-		st = pgb_item_ids(c, 1, NULL, &fresh);
+		st = pgb_item_ids(c, 1, &lock, &fresh);
 		to = from;
 		to.id = fresh;
 		if (st == SFS_OK)
@@ -907,8 +958,10 @@ static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 		pgp_null_i64(&p);
 	pgp_bytes(&p, sealed);
 	pgp_clock(&p);
-	st = pgb_exec(c, "SELECT sfs_requeue($1, $2, $3, $4, $5)", &p,
-	              PGB_COMMIT, &r, "requeueing a dead letter");
+	pgp_i64(&p, lock);
+	st = pgb_exec(c, "SELECT sfs_requeue($1, $2, $3, $4, $5)"
+	              " FROM (SELECT pg_advisory_xact_lock($6)) l", &p,
+	              c->in_tx ? 0 : PGB_COMMIT, &r, "requeueing a dead letter");
 	free(owned);
 	if (st != SFS_OK)
 		return st;
@@ -918,6 +971,8 @@ static int requeue_body(pgc *c, sfs_slice queue, int64_t id, int64_t *nid)
 	else
 		*nid = pgr_i64(r, 0, 0);
 	PQclear(r);
+	if (st == SFS_OK && c->in_tx)
+		st = pgb_commit(c);
 	return st;
 }
 

@@ -310,6 +310,9 @@ int pgb_unseal_item(const sfs_backend *b, const pgb_ad *ad, sfs_slice sealed,
 /* An advisory-lock key for the log (scope, ns, key) of this store. */
 int64_t pgb_log_lock_key(const sfs_backend *b, sfs_slice scope, sfs_slice ns,
                          sfs_slice key);
+/* The key of a queue's lock, which every new item id of the queue is
+ * taken under (a push, a retry, a requeue: see PGB_SQL_PUSH). */
+int64_t pgb_queue_lock_key(const sfs_backend *b, sfs_slice queue);
 
 /* --- schema.c ---------------------------------------------------------- */
 

@@ -345,3 +345,8 @@ int64_t pgb_log_lock_key(const sfs_backend *b, sfs_slice scope, sfs_slice ns,
 		v = v << 8 | h[i];
 	return (int64_t)v;
 }
+
+int64_t pgb_queue_lock_key(const sfs_backend *b, sfs_slice queue)
+{
+	return pgb_log_lock_key(b, sfs_str("queue"), queue, SFS_NONE);
+}

@@ -23,7 +23,8 @@
  * follower pages by id and missed items another host pushed at the same
  * time. The pushes' commits were serialised already (a push notifies, and
  * notifying commits take one lock in turn); the lock adds the insert to
- * what waits.
+ * what waits. A retry and a requeue give an item a new id at the tail,
+ * and take the same lock (claim.c).
  *
  * In an encrypted store an entry's or item's id is part of what its seal
  * binds, so it is asked for first and the value sealed before the insert:
@@ -322,7 +323,7 @@ static int push_body(pgc *c, sfs_slice queue, const sfs_slice *items,
 	sfs_slice *sealed = NULL;
 	void **owned = NULL;
 	int64_t *ids = NULL, f = 0;
-	int64_t lock = pgb_log_lock_key(c->b, sfs_str("queue"), queue, SFS_NONE);
+	int64_t lock = pgb_queue_lock_key(c->b, queue);
 	PGresult *r;
 	pgp p = PGP_INIT;
 	int st = SFS_OK;

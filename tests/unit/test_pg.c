@@ -278,12 +278,17 @@ static void test_create_race(void **state)
  * sequence hands out ids before the commit, so without a lock two writers
  * commit out of id order: a queue's `.follow` missed items pushed by
  * other hosts at the same time (3 runs in 3 before pushes took the
- * queue's lock). */
+ * queue's lock). The two other ways an item gets a new id, a retry of an
+ * in-flight item and a requeue of a dead letter, take the lock too: the
+ * follower missed retried and requeued items the same way. */
+enum { AP_LOG, AP_PUSH, AP_RETRY, AP_REQUEUE };
+
 typedef struct appender {
 	const char *path;
 	int n;
-	int queue;
-	int st;
+	int mode;             /* AP_* */
+	const int64_t *ids;   /* AP_RETRY, AP_REQUEUE: the items, n */
+	int st;               /* -1 while it runs */
 } appender;
 
 static void *append_many(void *arg)
@@ -291,41 +296,70 @@ static void *append_many(void *arg)
 	appender *a = arg;
 	sfs_slice e = S("e");
 	sfs_store *s;
+	int st = tfx_open(a->path, 0, &s);
 
-	a->st = tfx_open(a->path, 0, &s);
-	for (int i = 0; i < a->n && a->st == SFS_OK; i++)
-		a->st = a->queue ? sfs_queue_push(s, S("q"), &e, 1, NULL)
-		                 : sfs_log_append(s, S("sc"), S("ns"), S("log"),
-		                                  e, NULL);
-	if (a->st == SFS_OK)
+	for (int i = 0; i < a->n && st == SFS_OK; i++) {
+		switch (a->mode) {
+		case AP_LOG:
+			st = sfs_log_append(s, S("sc"), S("ns"), S("log"), e, NULL);
+			break;
+		case AP_PUSH:
+			st = sfs_queue_push(s, S("q"), &e, 1, NULL);
+			break;
+		case AP_RETRY:
+			st = sfs_item_settle(s, S("q"), a->ids[i],
+			                     SFS_OUTCOME_RETRY);
+			break;
+		default:
+			st = sfs_item_requeue(s, S("q"), a->ids[i], NULL);
+		}
+	}
+	if (st == SFS_OK)
 		sfs_store_close(s);
+	__atomic_store_n(&a->st, st, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-static int scan_after(tfx *t, int queue, int64_t after, sfs_list *l)
+static int scan_after(tfx *t, int mode, int64_t after, sfs_list *l)
 {
-	return queue ? sfs_item_scan(t->s, S("q"), SFS_ITEM_PENDING, after, 0,
-	                             1, l)
-	             : sfs_log_scan(t->s, S("sc"), S("ns"), S("log"), after, 0,
-	                            1, l);
+	return mode != AP_LOG ? sfs_item_scan(t->s, S("q"), SFS_ITEM_PENDING,
+	                                      after, 0, 1, l)
+	                      : sfs_log_scan(t->s, S("sc"), S("ns"), S("log"),
+	                                     after, 0, 1, l);
 }
 
-static void visibility_order(tfx *t, int queue)
+static void visibility_order(tfx *t, int mode)
 {
 	pthread_t th[4];
 	appender a[4];
-	int64_t after = -1;
+	int64_t after = -1, ids[600];
 	size_t seen = 0;
 	int running = 4;
 	sfs_list l;
 
+	if (mode == AP_RETRY || mode == AP_REQUEUE) {
+		/* 600 items in flight (or dead), the reader past them */
+		sfs_slice e = S("e");
+		int64_t cid;
+
+		for (int i = 0; i < 600; i++)
+			OK(sfs_queue_push(t->s, S("q"), &e, 1, &ids[i]));
+		for (int i = 0; i < 4; i++) {
+			OK(sfs_claim(t->s, S("q"), 150, 600000, &cid, &l));
+			assert_int_equal(l.n, 150);
+			sfs_list_free(&l);
+		}
+		for (int i = 0; mode == AP_REQUEUE && i < 600; i++)
+			OK(sfs_item_settle(t->s, S("q"), ids[i], SFS_OUTCOME_REJECT));
+		after = ids[599];
+	}
 	for (int i = 0; i < 4; i++) {
-		a[i] = (appender){ t->path, 150, queue, -1 };
+		a[i] = (appender){ t->path, 150, mode, ids + 150 * i, -1 };
 		assert_int_equal(pthread_create(&th[i], NULL, append_many, &a[i]),
 		                 0);
 	}
 	while (running) {
-		OK(scan_after(t, queue, after, &l));
+		OK(scan_after(t, mode, after, &l));
 		for (size_t i = 0; i < l.n; i++) {
 			assert_true(l.items[i].id > after);
 			after = l.items[i].id;
@@ -334,13 +368,13 @@ static void visibility_order(tfx *t, int queue)
 		sfs_list_free(&l);
 		running = 0;
 		for (int i = 0; i < 4; i++)
-			running += a[i].st == -1;
+			running += __atomic_load_n(&a[i].st, __ATOMIC_ACQUIRE) == -1;
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
 		OK(a[i].st);
 	}
-	OK(scan_after(t, queue, after, &l));
+	OK(scan_after(t, mode, after, &l));
 	seen += l.n;
 	sfs_list_free(&l);
 	/* nothing committed behind the reader's cursor */
@@ -349,12 +383,22 @@ static void visibility_order(tfx *t, int queue)
 
 static void test_log_visibility_order(void **state)
 {
-	visibility_order(*state, 0);
+	visibility_order(*state, AP_LOG);
 }
 
 static void test_queue_visibility_order(void **state)
 {
-	visibility_order(*state, 1);
+	visibility_order(*state, AP_PUSH);
+}
+
+static void test_retry_visibility_order(void **state)
+{
+	visibility_order(*state, AP_RETRY);
+}
+
+static void test_requeue_visibility_order(void **state)
+{
+	visibility_order(*state, AP_REQUEUE);
 }
 
 typedef struct claimer {
@@ -1340,6 +1384,8 @@ int main(void)
 		T(test_create_race),
 		T(test_log_visibility_order),
 		T(test_queue_visibility_order),
+		T(test_retry_visibility_order),
+		T(test_requeue_visibility_order),
 		T(test_claims_exactly_once),
 		T(test_server_clock),
 		T(test_pool_concurrency),
