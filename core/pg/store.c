@@ -11,7 +11,8 @@
  * The thread starts with the first call of sfs_store_version (statectl
  * never pays for it), and reconnects by itself; after every (re)connect it
  * moves the counter once, because a push may have happened while nobody
- * listened.
+ * listened. It turns the server's idle_session_timeout off for itself
+ * (the pool's connections keep it).
  *
  * What notifies (schema.c): a statement that made queue items
  * pending. Other hosts' writes to values, counters and logs do not move
@@ -104,6 +105,11 @@ static void *listen_main(void *arg)
 				continue;
 			}
 			PQclear(r);
+			/* Idle by nature: a server's idle_session_timeout
+			 * (PostgreSQL 14 on; an older one refuses the name,
+			 * and has no such timeout) would end it again and
+			 * again, each time a wake-up for nothing. */
+			PQclear(PQexec(conn, "SET idle_session_timeout = 0"));
 			pause = 50;
 			/* Something may have been pushed while nobody listened. */
 			atomic_fetch_add(&b->notes, 1);

@@ -859,7 +859,7 @@ static int listen_at(const char *path)
 }
 
 /* The test's store opened through the socket directory dir (standing in
- * for the server's), with more connection options. */
+ * for the server's; NULL: the server's), with more connection options. */
 static sfs_store *open_via(tfx *t, const char *dir, const char *more,
                            int busy_timeout_ms)
 {
@@ -867,7 +867,8 @@ static sfs_store *open_via(tfx *t, const char *dir, const char *more,
 	sfs_config o;
 	sfs_store *s;
 
-	if (asprintf(&named, "%s %s host=%s", db, more, dir) < 0)
+	if (asprintf(&named, "%s %s%s%s", db, more, dir ? " host=" : "",
+	             dir ? dir : "") < 0)
 		fail();
 	memset(&o, 0, sizeof(o));
 	o.db = named;
@@ -1373,6 +1374,45 @@ static void test_odd_schema(void **state)
 	free(db);
 }
 
+/* A server (or role, or database) with idle_session_timeout ends idle
+ * sessions, and the listening connection is idle by nature: it was ended
+ * and reconnected at every timeout, each time moving the change counter
+ * (a wake-up of every waiter for nothing) and logging a line. It turns the
+ * timeout off for itself; the pool's connections keep it. */
+static void test_listener_idle_timeout(void **state)
+{
+	tfx *t = *state;
+	sfs_store *s = open_via(t, NULL, "options='-c idle_session_timeout=100'",
+	                        0);
+	sfs_slice it = S("i");
+	uint64_t v0, v1;
+	int i;
+
+	/* the listener's connect moves the counter once */
+	OK(sfs_store_version(s, &v0));
+	for (i = 0; i < 3000; i++) {
+		OK(sfs_store_version(s, &v1));
+		if (v1 != v0)
+			break;
+		usleep(10000);
+	}
+	assert_true(v1 != v0);
+	/* ten timeouts later, nothing pushed: it has not moved again */
+	usleep(1000000);
+	OK(sfs_store_version(s, &v0));
+	assert_true(v0 == v1);
+	/* and a push by another handle still wakes it */
+	OK(sfs_queue_push(t->s, S("q"), &it, 1, NULL));
+	for (i = 0; i < 3000; i++) {
+		OK(sfs_store_version(s, &v0));
+		if (v0 != v1)
+			break;
+		usleep(10000);
+	}
+	assert_true(v0 != v1);
+	sfs_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1391,6 +1431,7 @@ int main(void)
 		T(test_pool_concurrency),
 		T(test_transient_failures),
 		T(test_dead_idle_replaced),
+		T(test_listener_idle_timeout),
 		T(test_unreachable_once),
 		T(test_fatal_with_answer),
 		T(test_deadlock_retried),
