@@ -10,7 +10,8 @@
  * handle is closed (stopping the thread, maybe mid-round) and the store
  * reopened, and again after a reopen without the flag. A reader holding
  * an old snapshot costs at most a round per 1,000 frames, and the log
- * starts over once it lets go. It runs on
+ * starts over once it lets go; a log grown past the limit by one large
+ * transaction is cut back once it starts over. It runs on
  * plaintext and encrypted stores (the thread's connection goes through
  * the same encrypting VFS); PostgreSQL stores have no log of ours and
  * accept the flag as a no-op.
@@ -218,6 +219,48 @@ static void test_pinned_reader(void **state)
 	free(v);
 }
 
+/* One transaction larger than the log ever grows under steady writes (a
+ * 24 MiB value: 6,000 frames and more) grows the -wal file past it; once a
+ * checkpoint has let the log start over, the file is cut back to 4,000
+ * frames (conn.c, journal_size_limit), with the thread and without. It
+ * stayed at its largest for as long as the store was open: a mount that
+ * once wrote a large value kept a -wal file of that size. */
+static void test_log_cut_back(void **state)
+{
+	tfx *t = *state;
+	const size_t big = 24u << 20;
+	char *v, wal[400];
+	sfs_store *s;
+
+	tfx_sqlite_only("the write-ahead log is SQLite's");
+	v = malloc(big); /* after the skip, which jumps out */
+	assert_non_null(v);
+	memset(v, 'b', big);
+	sfs_store_close(t->s);
+	t->s = NULL;
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	for (int thread = 0; thread < 2; thread++) {
+		OK(tfx_open(t->path, thread ? SFS_OPEN_WAL_THREAD : 0, &s));
+		/* (a new key: a same-length rewrite writes only what changed) */
+		OK(sfs_kv_put(s, S("sc"), S("ns"), S(thread ? "big1" : "big0"),
+		              sfs_bytes(v, big)));
+		assert_true(file_size(wal) > big);
+		/* a checkpoint (the thread's round and the writer's finish),
+		 * then a commit that starts the log over */
+		for (int i = 0; i < 5; i++) {
+			char small[16]; /* (a put of the same value writes nothing) */
+
+			snprintf(small, sizeof(small), "v%d.%d", thread, i);
+			OK(sfs_kv_put(s, S("sc"), S("ns"), S("small"), S(small)));
+		}
+		assert_true(file_size(wal) <= 32 + (uint64_t)LIMIT_FRAMES *
+		                                   FRAME_BYTES);
+		sfs_store_close(s);
+	}
+	OK(tfx_open(t->path, 0, &t->s));
+	free(v);
+}
+
 /* The flag on a PostgreSQL store: accepted, nothing changes. */
 static void test_flag_accepted(void **state)
 {
@@ -241,6 +284,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_at_once, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_pinned_reader, tfx_setup,
+		                                tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_log_cut_back, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_flag_accepted, tfx_setup,
 		                                tfx_teardown),
