@@ -187,16 +187,25 @@ int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out)
 	CALL_DELETE(s, s->ops->kv_drain(s->be, scope, ns, out));
 }
 
-int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
-                  sfs_slice to_scope, sfs_slice to_ns, sfs_slice to_key,
-                  unsigned flags)
+/* The arguments of a key's or a counter's rename. */
+static int chk_rename(const sfs_store *s, sfs_slice scope, sfs_slice ns,
+                      sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                      sfs_slice to_key, unsigned flags)
 {
-	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_new_key3(to_scope, to_ns, to_key));
 	if (flags & ~(unsigned)SFS_RENAME_NOREPLACE)
 		return sfs_err(SFS_INVALID, "unknown rename flags 0x%x", flags);
+	return SFS_OK;
+}
+
+int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
+                  sfs_slice to_scope, sfs_slice to_ns, sfs_slice to_key,
+                  unsigned flags)
+{
+	sfs_err_clear();
+	CHECK(chk_rename(s, scope, ns, key, to_scope, to_ns, to_key, flags));
 	CALL(s, s->ops->kv_rename(s->be, scope, ns, key, to_scope, to_ns,
 	                          to_key, flags));
 }
@@ -355,6 +364,16 @@ int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	GROUP_CALL_DELETE(s, s->ops->counter_delete(s->be, scope, ns, key));
+}
+
+int sfs_counter_rename(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key, unsigned flags)
+{
+	sfs_err_clear();
+	CHECK(chk_rename(s, scope, ns, key, to_scope, to_ns, to_key, flags));
+	CALL(s, s->ops->counter_rename(s->be, scope, ns, key, to_scope, to_ns,
+	                               to_key, flags));
 }
 
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,

@@ -178,6 +178,9 @@ typedef struct sfs_backend_ops {
 	/* excl: only when absent, else SFS_EXISTS (sfs_counter_create) */
 	int (*counter_set)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                   sfs_slice key, int64_t value, int excl);
+	int (*counter_rename)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+	                      sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+	                      sfs_slice to_key, unsigned flags);
 	int (*counter_delete)(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	                      sfs_slice key);
 	int (*counter_scan)(sfs_backend *b, sfs_slice scope, sfs_slice ns,

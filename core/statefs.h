@@ -737,6 +737,13 @@ int sfs_counter_create(sfs_store *s, sfs_slice scope, sfs_slice ns,
 int sfs_counter_delete(sfs_store *s, sfs_slice scope, sfs_slice ns,
                        sfs_slice key);
 
+/* Moves a counter to another (scope, ns, key) atomically, with its time,
+ * as sfs_kv_rename moves a value (the mount's `mv`, and the rename that
+ * `sed -i` and editors save by). Errors: as sfs_kv_rename. */
+int sfs_counter_rename(sfs_store *s, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key, unsigned flags);
+
 /* The counters of (scope, ns), as sfs_kv_scan: item.key, st.counter,
  * st.mtime_ns (keys_only is ignored). Errors: the common ones. */
 int sfs_counter_scan(sfs_store *s, sfs_slice scope, sfs_slice ns,

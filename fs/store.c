@@ -340,6 +340,11 @@ int fs_store_rename(fs *f, const fs_addr *from, const fs_addr *to,
 		return sfs_kv_rename(f->store, fs_part(from, 0), fs_part(from, 1),
 		                     fs_part(from, 2), fs_part(to, 0), fs_part(to, 1),
 		                     fs_part(to, 2), flags);
+	case FS_CNT_KEY:
+		return sfs_counter_rename(f->store, fs_part(from, 0),
+		                          fs_part(from, 1), fs_part(from, 2),
+		                          fs_part(to, 0), fs_part(to, 1),
+		                          fs_part(to, 2), flags);
 	case FS_KV_NS:
 	case FS_LOG_NS:
 	case FS_CNT_NS:

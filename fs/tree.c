@@ -227,10 +227,10 @@ static int claim_move(fs *f, const fs_addr *from, const fs_addr *to,
 	                                             : SFS_OUTCOME_NACK);
 }
 
-/* RENAME: sfs_kv_rename for keys, sfs_dir_rename for scopes, namespaces
- * and queues; claim moves of items (claim_move). Anything else (entries,
- * items, counters, log keys, across families) is EXDEV, so mv falls back
- * to copy and remove. */
+/* RENAME: sfs_kv_rename for keys, sfs_counter_rename for counters,
+ * sfs_dir_rename for scopes, namespaces and queues; claim moves of items
+ * (claim_move). Anything else (entries, items, log keys, across families)
+ * is EXDEV, so mv falls back to copy and remove. */
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags)
@@ -304,17 +304,19 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (from.kind != to.kind || fs_class_of(from.kind)->by_id ||
-	    from.kind == FS_CNT_KEY || from.kind == FS_LOG_KEY) {
+	    from.kind == FS_LOG_KEY) {
 		err = EXDEV;
 		goto out;
 	}
-	if (!(flags & RENAME_NOREPLACE))
+	if (!(flags & RENAME_NOREPLACE) && to.kind == FS_KV_KEY)
 		fs_file_keep(f, ndn, &to); /* the target is replaced */
 	rc = fs_store_rename(f, &from, &to,
 	                     flags & RENAME_NOREPLACE ? SFS_RENAME_NOREPLACE : 0);
 	fs_child_part(&from, &p, &n);
 	fs_child_part(&to, &np, &nn);
-	if (rc == SFS_NOTFOUND && from.kind == FS_KV_KEY && held(f, dn, &from))
+	if (rc == SFS_NOTFOUND &&
+	    (from.kind == FS_KV_KEY || from.kind == FS_CNT_KEY) &&
+	    held(f, dn, &from))
 		rc = SFS_OK; /* still being created: its commit follows it */
 	if (rc) {
 		err = fs_errno(f, rc, "rename");

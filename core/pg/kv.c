@@ -883,6 +883,75 @@ int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return SFS_OK;
 }
 
+/* A counter's rename keeps its time, as a value's does. */
+static int counter_rename_body(pgc *c, sfs_slice scope, sfs_slice ns,
+                               sfs_slice key, sfs_slice to_scope,
+                               sfs_slice to_ns, sfs_slice to_key,
+                               unsigned flags)
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int st = pgb_begin(c), found;
+
+	if (st != SFS_OK)
+		return st;
+	key3(&p, scope, ns, key);
+	key3(&p, to_scope, to_ns, to_key);
+	/* the source (locked) and whether the target exists */
+	st = pgb_exec(c, "SELECT (SELECT 1 FROM function_counter WHERE " KEYEQ
+	              " FOR UPDATE), (SELECT count(*) FROM function_counter"
+	              " WHERE scope_id = $4 AND ns = $5 AND key = $6)", &p, 0,
+	              &r, "looking up a counter");
+	if (st == SFS_OK) {
+		found = !PQgetisnull(r, 0, 0);
+		if (!found)
+			st = SFS_NOTFOUND;
+		else if ((flags & SFS_RENAME_NOREPLACE) &&
+		         pgr_i64(r, 0, 1) > 0 &&
+		         !(same(scope, to_scope) && same(ns, to_ns) &&
+		           same(key, to_key)))
+			st = sfs_err(SFS_EXISTS, "the target counter exists");
+		PQclear(r);
+	}
+	pgp_free(&p);
+	if (st != SFS_OK || (same(scope, to_scope) && same(ns, to_ns) &&
+	                     same(key, to_key)))
+		return st == SFS_OK ? pgb_commit(c) : st;
+	/* the target goes first: the moved rows take its keys */
+	memset(&p, 0, sizeof(p));
+	key3(&p, to_scope, to_ns, to_key);
+	st = pgb_exec(c, "WITH d AS (DELETE FROM function_counter WHERE " KEYEQ
+	              ") DELETE FROM statefs_counter_time WHERE " KEYEQ, &p, 0,
+	              NULL, "renaming");
+	pgp_free(&p);
+	memset(&p, 0, sizeof(p));
+	key3(&p, scope, ns, key);
+	key3(&p, to_scope, to_ns, to_key);
+	if (st == SFS_OK)
+		st = pgb_exec(c, "WITH t AS (UPDATE statefs_counter_time SET"
+		              " scope_id = $4, ns = $5, key = $6 WHERE " KEYEQ ")"
+		              " UPDATE function_counter SET scope_id = $4, ns = $5,"
+		              " key = $6 WHERE " KEYEQ, &p, 0, NULL, "renaming");
+	pgp_free(&p);
+	return st == SFS_OK ? pgb_commit(c) : st;
+}
+
+int pgb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key, unsigned flags)
+{
+	pgc *c;
+	int st;
+
+	PGB_TRY(b, c, st, 0) {
+		st = counter_rename_body(c, scope, ns, key, to_scope, to_ns, to_key,
+		                         flags);
+	}
+	if (st == SFS_OK)
+		pgb_committed(b);
+	return st;
+}
+
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                        sfs_slice key)
 {

@@ -373,6 +373,9 @@ int pgb_kv_set_mtime(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t mtime_ns);
 int pgb_counter_set(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                     sfs_slice key, int64_t value, int excl);
+int pgb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key, unsigned flags);
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                        sfs_slice key);
 int pgb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,

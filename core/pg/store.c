@@ -407,6 +407,7 @@ const sfs_backend_ops pgb_ops = {
 	.counter_add = pgb_counter_add,
 	.counter_set = pgb_counter_set,
 	.counter_delete = pgb_counter_delete,
+	.counter_rename = pgb_counter_rename,
 	.counter_scan = pgb_counter_scan,
 	.log_append = pgb_log_append,
 	.log_scan = pgb_log_scan,

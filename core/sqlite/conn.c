@@ -1223,6 +1223,7 @@ const sfs_backend_ops sqlb_ops = {
 	.counter_add = sqlb_counter_add,
 	.counter_set = sqlb_counter_set,
 	.counter_delete = sqlb_counter_delete,
+	.counter_rename = sqlb_counter_rename,
 	.counter_scan = sqlb_counter_scan,
 	.log_append = sqlb_log_append,
 	.log_scan = sqlb_log_scan,

@@ -153,13 +153,13 @@ int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 
 /* An explicit time: not a stamped write (it may move a time back), so
  * the stamp cache is emptied by its commit (stamp.c). */
-static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key);
+static int kv_exists(sfs_backend *b, int counters, sfs_slice scope,
+                     sfs_slice ns, sfs_slice key);
 
 static int set_mtime_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                         sfs_slice key, int64_t mtime_ns)
 {
-	int status = kv_exists(b, scope, ns, key);
+	int status = kv_exists(b, 0, scope, ns, key);
 	sqlite3_stmt *st = status == SFS_OK ? sqlb_stmt(b, ST_KV_SET_TIME,
 	        "INSERT INTO statefs_kv_time (scope, ns, key, mtime_ns)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key) DO"
@@ -457,19 +457,22 @@ static int delete_one(sfs_backend *b, int counters, sfs_slice scope,
 	return status;
 }
 
-/* A rename's target: the data row and the time row at once. */
-static int kv_delete_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                        sfs_slice key)
+/* A rename's target (a value's or a counter's): the data row and the
+ * time row at once. */
+static int kv_delete_tx(sfs_backend *b, int counters, sfs_slice scope,
+                        sfs_slice ns, sfs_slice key)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *tst = sqlb_stmt(b, ST_KV_DEL_TIME,
-	        "DELETE FROM statefs_kv_time WHERE " SQLB_OWN_KEYEQ, &status);
+	sqlite3_stmt *tst = sqlb_stmt(b, ST_KV_DEL_TIME + counters, counters
+	        ? "DELETE FROM statefs_counter_time WHERE " SQLB_OWN_KEYEQ
+	        : "DELETE FROM statefs_kv_time WHERE " SQLB_OWN_KEYEQ, &status);
 
 	if (!tst)
 		return status;
 	sqlb_bind_key(tst, scope, ns, key);
 	status = sqlb_run(b, tst, "deleting a time");
-	return status == SFS_OK ? delete_row(b, 0, scope, ns, key) : status;
+	return status == SFS_OK ? delete_row(b, counters, scope, ns, key)
+	                        : status;
 }
 
 int sqlb_kv_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -577,12 +580,13 @@ int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	return SFS_OK;
 }
 
-static int kv_exists(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                     sfs_slice key)
+static int kv_exists(sfs_backend *b, int counters, sfs_slice scope,
+                     sfs_slice ns, sfs_slice key)
 {
 	int status = SFS_OK;
-	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_EXISTS,
-	        "SELECT 1 FROM function_state WHERE " SQLB_KEYEQ, &status);
+	sqlite3_stmt *st = sqlb_stmt(b, ST_KV_EXISTS + counters, counters
+	        ? "SELECT 1 FROM function_counter WHERE " SQLB_KEYEQ
+	        : "SELECT 1 FROM function_state WHERE " SQLB_KEYEQ, &status);
 	int rc;
 
 	if (!st)
@@ -600,12 +604,13 @@ static int same(sfs_slice a, sfs_slice b)
 	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
 }
 
-/* Rename keeps the value's time, as rename(2) keeps a file's mtime. */
-static int kv_rename_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                        sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
-                        sfs_slice to_key, unsigned flags)
+/* Rename (of a value, or of a counter) keeps the time, as rename(2)
+ * keeps a file's mtime. */
+static int kv_rename_tx(sfs_backend *b, int counters, sfs_slice scope,
+                        sfs_slice ns, sfs_slice key, sfs_slice to_scope,
+                        sfs_slice to_ns, sfs_slice to_key, unsigned flags)
 {
-	int status = kv_exists(b, scope, ns, key);
+	int status = kv_exists(b, counters, scope, ns, key);
 	sqlite3_stmt *mv, *tmv;
 
 	if (status != SFS_OK)
@@ -613,21 +618,26 @@ static int kv_rename_tx(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	if (same(scope, to_scope) && same(ns, to_ns) && same(key, to_key))
 		return SFS_OK;
 	if (flags & SFS_RENAME_NOREPLACE) {
-		status = kv_exists(b, to_scope, to_ns, to_key);
+		status = kv_exists(b, counters, to_scope, to_ns, to_key);
 		if (status == SFS_OK)
-			return sfs_err(SFS_EXISTS, "the target key exists");
+			return sfs_err(SFS_EXISTS, counters ? "the target counter"
+			               " exists" : "the target key exists");
 		if (status != SFS_NOTFOUND)
 			return status;
 	}
-	status = kv_delete_tx(b, to_scope, to_ns, to_key);
+	status = kv_delete_tx(b, counters, to_scope, to_ns, to_key);
 	if (status != SFS_OK && status != SFS_NOTFOUND)
 		return status;
-	mv = sqlb_stmt(b, ST_KV_MOVE,
-	        "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
-	        " WHERE " SQLB_KEYEQ, &status);
-	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME,
-	        "UPDATE statefs_kv_time SET scope=?4, ns=?5, key=?6"
-	        " WHERE " SQLB_OWN_KEYEQ, &status) : NULL;
+	mv = sqlb_stmt(b, ST_KV_MOVE + counters, counters
+	        ? "UPDATE function_counter SET scope_id=?4, ns=?5, key=?6"
+	          " WHERE " SQLB_KEYEQ
+	        : "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
+	          " WHERE " SQLB_KEYEQ, &status);
+	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME + counters, counters
+	        ? "UPDATE statefs_counter_time SET scope=?4, ns=?5, key=?6"
+	          " WHERE " SQLB_OWN_KEYEQ
+	        : "UPDATE statefs_kv_time SET scope=?4, ns=?5, key=?6"
+	          " WHERE " SQLB_OWN_KEYEQ, &status) : NULL;
 	if (!tmv)
 		return status;
 	for (int i = 0; i < 2; i++) {
@@ -648,8 +658,16 @@ int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
                    sfs_slice to_key, unsigned flags)
 {
-	IN_WRITE_TX(b, kv_rename_tx(b, scope, ns, key, to_scope, to_ns, to_key,
-	                            flags));
+	IN_WRITE_TX(b, kv_rename_tx(b, 0, scope, ns, key, to_scope, to_ns,
+	                            to_key, flags));
+}
+
+int sqlb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                        sfs_slice to_key, unsigned flags)
+{
+	IN_WRITE_TX(b, kv_rename_tx(b, 1, scope, ns, key, to_scope, to_ns,
+	                            to_key, flags));
 }
 
 /* --- counters ----------------------------------------------------------- */

@@ -78,10 +78,11 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	/* kv.c: values (scan: start, end, descending, keys only, start    \
 	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_DEL_TIME, 1) X(KV_UNTIME, 1) X(KV_EXISTS, 1)     \
+	X(KV_DEL, 1) X(KV_UNTIME, 1)                                       \
 	X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)                                 \
-	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4) X(KV_MOVE, 1)             \
-	X(KV_MOVE_TIME, 1)                                                 \
+	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4)                           \
+	/* kv.c: renames ([counters]: values, counters) */                 \
+	X(KV_EXISTS, 2) X(KV_DEL_TIME, 2) X(KV_MOVE, 2) X(KV_MOVE_TIME, 2) \
 	/* value.c: parts of a value */                                    \
 	X(KV_LOCATE, 1) X(KV_SET_ROW, 1) X(KV_INSERT_ROW, 1)               \
 	/* kv.c: counters (scan: start, end, descending, -, start          \
@@ -428,6 +429,9 @@ int sqlb_kv_delete_range(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                          sfs_slice start, sfs_slice end, uint64_t *count);
 int sqlb_kv_drain(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                   sfs_list *out);
+int sqlb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                        sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                        sfs_slice to_key, unsigned flags);
 int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                    sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
                    sfs_slice to_key, unsigned flags);

@@ -2,7 +2,7 @@
 # counter.sh - /counter/<scope>/<ns>/<key>: reading gives the decimal
 # value; "N" and "=N" set, "+N" and "-N" add, one per line; anything else,
 # and any overflow, fails with EINVAL at the write and changes nothing; touch
-# makes 0; rm deletes; mv copies. Usage: see lib.sh. Exit: 0, 1, 77.
+# makes 0; rm deletes; mv renames. Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
 mount_fs
@@ -76,10 +76,32 @@ expect_eq "$(cat $c/done)" -9223372036854775808 "the counter"
 expect_eq "$(cat app/stats/done)" text "the value"
 ok "independent of values"
 
-# rm, mv (EXDEV to rename: mv copies, then removes), listing.
+# rm, mv (one rename, replacing, keeping the time; it was EXDEV, so mv
+# copied and removed, and sed -i and os.replace failed), listing.
+t0=$(stat -c %Y $c/new)
 mv $c/new $c/moved
-expect_eq "$(cat $c/moved)" 5 "mv copies the value"
+expect_eq "$(cat $c/moved)" 5 "mv moves the value"
 [ ! -e $c/new ] || fail "mv removed the source"
+expect_eq "$(stat -c %Y $c/moved)" "$t0" "mv keeps the counter's time"
+mkdir -p counter/other/elsewhere
+mv $c/moved counter/other/elsewhere/x
+expect_eq "$(cat counter/other/elsewhere/x)" 5 "mv to another scope and namespace"
+echo 9 > $c/moved
+mv counter/other/elsewhere/x $c/moved
+expect_eq "$(cat $c/moved)" 5 "mv replaces the target"
+sed -i s/5/7/ $c/moved
+expect_eq "$(cat $c/moved)" 7 "sed -i on a counter"
+python3 - "$c/moved" <<'PY' || fail "os.replace over a counter"
+import os, sys, tempfile
+path = sys.argv[1]
+fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+os.write(fd, b"8\n")
+os.close(fd)
+os.replace(tmp, path)
+PY
+expect_eq "$(cat $c/moved)" 8 "os.replace on a counter"
+expect_eq "$(ls $c | tr '\n' ,)" "done,moved," "no temporary counter left"
+rm -r counter/other
 rm $c/moved
 expect_eq "$(ls $c)" done "rm"
 helper cset app stats ext 7

@@ -394,6 +394,51 @@ static void ctr_is(sfs_store *s, const char *k, int64_t want, int exists)
 	assert_true(mt > 0);
 }
 
+/* A counter moves as a value does: atomically, with its time, replacing
+ * the target unless NOREPLACE; the value of the same name stays. */
+static void test_counter_rename(void **state)
+{
+	tfx *t = *state;
+	int64_t v, mt1, mt2, before;
+
+	OK(sfs_counter_set(t->s, SC, NS_, S("a"), 41));
+	OK(sfs_counter_get(t->s, SC, NS_, S("a"), &v, &mt1));
+	put(t->s, "a", "value a");
+	OK(sfs_counter_rename(t->s, SC, NS_, S("a"), S("s2"), S("n2"), S("b"),
+	                      0));
+	ctr_is(t->s, "a", 0, 0);
+	get_is(t->s, "a", "value a"); /* the value did not move */
+	OK(sfs_counter_get(t->s, S("s2"), S("n2"), S("b"), &v, &mt2));
+	assert_int_equal(v, 41);
+	assert_int_equal(mt1, mt2); /* the time moved with it */
+	/* replace vs noreplace */
+	OK(sfs_counter_set(t->s, SC, NS_, S("x"), 1));
+	OK(sfs_counter_set(t->s, SC, NS_, S("y"), 2));
+	IS(SFS_EXISTS, sfs_counter_rename(t->s, SC, NS_, S("x"), SC, NS_,
+	                                  S("y"), SFS_RENAME_NOREPLACE));
+	ctr_is(t->s, "x", 1, 1);
+	ctr_is(t->s, "y", 2, 1);
+	OK(sfs_counter_rename(t->s, SC, NS_, S("x"), SC, NS_, S("y"), 0));
+	ctr_is(t->s, "x", 0, 0);
+	ctr_is(t->s, "y", 1, 1);
+	/* onto itself, even NOREPLACE: nothing changes; absent source */
+	OK(sfs_counter_get(t->s, SC, NS_, S("y"), &before, &mt1));
+	OK(sfs_counter_rename(t->s, SC, NS_, S("y"), SC, NS_, S("y"),
+	                      SFS_RENAME_NOREPLACE));
+	ctr_is(t->s, "y", before, 1);
+	IS(SFS_NOTFOUND, sfs_counter_rename(t->s, SC, NS_, S("nope"), SC, NS_,
+	                                    S("z"), 0));
+	IS(SFS_NOTFOUND, sfs_counter_rename(t->s, SC, NS_, S("a"), SC, NS_,
+	                                    S("z"), 0)); /* a value, no counter */
+	IS(SFS_INVALID, sfs_counter_rename(t->s, SC, NS_, S("y"), SC, NS_,
+	                                   S("z"), 0x80));
+	/* a deleted target's time does not come back with the next one */
+	OK(sfs_counter_delete(t->s, SC, NS_, S("y")));
+	OK(sfs_counter_set(t->s, SC, NS_, S("w"), 3));
+	OK(sfs_counter_rename(t->s, SC, NS_, S("w"), SC, NS_, S("y"), 0));
+	ctr_is(t->s, "y", 3, 1);
+}
+
 /* AttachCounter_get_add_set_delete. */
 static void test_counter_basic(void **state)
 {
@@ -894,6 +939,7 @@ int main(void)
 		T(test_restore_all),
 		T(test_snapshot_restore_roundtrip),
 		T(test_rename),
+		T(test_counter_rename),
 		T(test_large_value),
 		T(test_counter_basic),
 		T(test_counter_independent),
