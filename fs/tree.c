@@ -227,10 +227,37 @@ static int claim_move(fs *f, const fs_addr *from, const fs_addr *to,
 	                                             : SFS_OUTCOME_NACK);
 }
 
+/* A scope moved to be a namespace of its family, or a namespace to be a
+ * scope, while it holds anything: mv's copy would make the target and
+ * stop at its first child (a namespace's child cannot be a directory, a
+ * scope's cannot be a key), leaving it half made and the source whole.
+ * EPERM instead, as a mkdir or a create there is; an empty one is
+ * copied (a mkdir and an rmdir). */
+static int level_change_refused(fs *f, const fs_addr *from,
+                                const fs_addr *ndir)
+{
+	const fs_class *c = fs_class_of(from->kind);
+	fs_kind to = fs_class_of(ndir->kind)->child;
+	sfs_list l = { NULL, 0 };
+	int full;
+
+	if (!fs_kind_is_dir(from->kind) || !c->fam || c->parts < 1 ||
+	    !fs_kind_is_dir(to) || fs_class_of(to)->fam != c->fam)
+		return 0;
+	if (sfs_dir_names(f->store, c->fam, fs_part(from, 0),
+	                  c->parts > 1 ? fs_part(from, 1) : SFS_NONE,
+	                  SFS_NONE, 1, &l) != SFS_OK)
+		return 0;
+	full = l.n > 0;
+	sfs_list_free(&l);
+	return full;
+}
+
 /* RENAME: sfs_kv_rename for keys, sfs_counter_rename for counters,
  * sfs_dir_rename for scopes, namespaces and queues; claim moves of items
- * (claim_move). Anything else (entries, items, log keys, across families)
- * is EXDEV, so mv falls back to copy and remove. */
+ * (claim_move). Anything else (entries, items, log keys, across families
+ * or levels) is EXDEV, so mv falls back to copy and remove, but a scope or
+ * namespace that changes level with anything in it is EPERM. */
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags)
@@ -291,7 +318,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (fs_class_of(ndir.kind)->child != from.kind) {
-		err = EXDEV; /* into another family: mv copies */
+		/* into another family, or another level: mv copies */
+		err = level_change_refused(f, &from, &ndir) ? EPERM : EXDEV;
 		goto out;
 	}
 	rc = fs_resolve(f, &ndir, newname, 1, &to);

@@ -95,9 +95,22 @@ expect_op EXDEV rename app/cfg/k exec/s/log/k/job
 item=$(ls queue/q | head -n 1)
 expect_op EXDEV rename "queue/q/$item" queue/other/job
 expect_op EINVAL rename "queue/q/$item" queue/q/job # an item keeps its name
+# a scope or namespace that would change level: EPERM while it holds
+# anything (it was EXDEV, and mv's copy stopped at its first child and left
+# the target half made); an empty one EXDEV, which mv copies
+mkdir -p lv1/n lv2/n
+echo v > lv2/n/k
+expect_op EPERM rename lv2 lv1/lv2
+expect_op EPERM rename lv2/n lvn
+[ ! -e lv1/lv2 ] && [ ! -e lvn ] && [ "$(cat lv2/n/k)" = v ] || fail "a refused level change changed something"
+expect_op EXDEV rename lv1/n lvn
+mkdir lv3
+mv lv3 lv1/lv3
+[ -d lv1/lv3 ] && [ ! -e lv3 ] || fail "mv of an empty scope into a scope"
+rm -r lv1 lv2
 expect_op EISDIR write app/cfg x
 expect_op ENOTDIR mkdir app/cfg/k/x
-ok "ENOTEMPTY, ENODATA, ENOENT, EXDEV, EISDIR, ENOTDIR"
+ok "ENOTEMPTY, ENODATA, ENOENT, EXDEV, EPERM, EISDIR, ENOTDIR"
 
 expect_eq "$(helper dump)" "$before" "the store after all the refusals"
 expect_eq "$(cat app/cfg/k)" v "the value"
