@@ -64,6 +64,17 @@ san=$(opt b_sanitize)   # a sanitized library needs a sanitized program
 [ "$san" = none ] || [ -z "$san" ] || flags="$flags -fsanitize=$san"
 cc -o "$T/use" "$T/use.c" $flags || fail "a program does not build against the installed files"
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/use")" 42 "the installed library works"
+# the installed library exports exactly the functions the installed header
+# declares: before core/libstatefs.map named them, its sfs_* pattern let
+# out private ones (sfs_err, sfs_log, sfs_clock_set), and a program with a
+# function of one of those names took the library's own calls to it
+want=$(grep -oE '^[a-z][a-z0-9_ ]*[ *]sfs_[a-z0-9_]+\(' "$D$(abs "$includedir")/statefs.h" |
+	grep -v '^static' | grep -oE 'sfs_[a-z0-9_]+' | sort)
+got=$(nm -D --defined-only "$D$(abs "$libdir")/libstatefs.so" |
+	awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort)
+[ "$(wc -l <<<"$want")" -gt 80 ] || fail "the header's functions were not found in statefs.h"
+[ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2
+	fail "the library's exports are not the header's functions (< header, > library)"; }
 # the installed statectl runs against the installed library
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
 
