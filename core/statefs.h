@@ -373,7 +373,9 @@ typedef struct sfs_config {
 	int busy_timeout_ms;     /* 0: 30000 */
 	uint64_t max_value;      /* largest value accepted; 0:
 	                            SFS_DEFAULT_MAX_VALUE */
-	int64_t lease_ms;        /* the claim lease; 0: ten minutes */
+	int64_t lease_ms;        /* the claim lease; 0: ten minutes;
+	                            over 100 years SFS_INVALID, as a
+	                            claim's own */
 } sfs_config;
 
 typedef struct sfs_store sfs_store;

@@ -475,6 +475,12 @@ static int check_cfg(const sfs_config *c)
 		return sfs_err(SFS_INVALID, "negative busy timeout");
 	if (c->lease_ms < 0)
 		return sfs_err(SFS_INVALID, "negative lease");
+	/* the bound of a claim's own lease (chk_lease): a longer default
+	 * would leave int64 as ns, and every claim with lease 0 would be
+	 * lost as it was made */
+	if (c->lease_ms > MAX_LEASE_MS)
+		return sfs_err(SFS_INVALID, "a lease of %lld ms is over 100 "
+		               "years", (long long)c->lease_ms);
 	return SFS_OK;
 }
 

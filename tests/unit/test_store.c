@@ -54,6 +54,10 @@ static void test_open_flags(void **state)
 	o.busy_timeout_ms = 0;
 	o.lease_ms = -5;
 	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
+	/* a default lease over 100 years, as a claim's own: 300 years as ns
+	 * left int64, and every claim with the default was lost at once */
+	o.lease_ms = INT64_C(1000) * 3600 * 24 * 365 * 300;
+	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
 	o.db = "";
 	o.lease_ms = 0;
 	IS(SFS_INVALID, sfs_store_open(&o, &s, NULL));
