@@ -334,8 +334,13 @@ int sfs_kv_set_mtime(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	sfs_err_clear();
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
-	if (mtime_ns < 0 && mtime_ns % 1000000000)
-		sec--; /* whole seconds down, before 1970 too */
+	/* whole seconds down, before 1970 too; but a time in the second
+	 * below INT64_MIN / 10^9 s has no whole second below it in int64
+	 * ns, and takes the earliest one there is (sec-- left int64: a
+	 * time of INT64_MIN became one in 2262) */
+	if (mtime_ns < 0 && mtime_ns % 1000000000 &&
+	    sec > INT64_MIN / 1000000000)
+		sec--;
 	CALL(s, s->ops->kv_set_mtime(s->be, scope, ns, key, sec * 1000000000));
 }
 

@@ -716,7 +716,9 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
 
 /* Sets the value's write time to mtime_ns, earlier or later than it was
  * (what `touch -d`, `cp -a`, `tar x` and `rsync -a` ask of a file); the
- * store keeps whole seconds, so the part below one is dropped. The next
+ * store keeps whole seconds, so the part below one is dropped (a time
+ * before the earliest whole second int64 ns holds, -9223372036 s, is that
+ * second). The next
  * write sets its own time again, unless that is earlier than this one
  * (write times never go back). Errors: SFS_NOTFOUND when the key is
  * absent (nothing changed). */

@@ -71,6 +71,12 @@ static void test_kv_set_mtime(void **state)
 	/* before 1970: whole seconds down */
 	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), -SEC / 2));
 	assert_int_equal(kv_mtime(t->s, "k"), -SEC);
+	/* the earliest time: the earliest whole second int64 ns holds (the
+	 * second down from it left int64 and made it a time in 2262) */
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), INT64_MIN));
+	assert_int_equal(kv_mtime(t->s, "k"), INT64_MIN / SEC * SEC);
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), INT64_MAX));
+	assert_int_equal(kv_mtime(t->s, "k"), INT64_MAX / SEC * SEC);
 	IS(SFS_NOTFOUND, sfs_kv_set_mtime(t->s, SC, S("ns"), S("absent"), 0));
 	{
 		sfs_stat st;
