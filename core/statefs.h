@@ -441,7 +441,9 @@ int sfs_store_concurrent(const sfs_store *s);
  * write only once it is committed. A backend whose calls run at once
  * (sfs_store_concurrent) holds nothing: each write commits by itself.
  * A thread holds writes on one store at a time, and calls
- * sfs_store_commit before it ends or the store is closed.
+ * sfs_store_commit before it ends or the store is closed; the hold ends
+ * with the handle (a handle opened later is not held, whatever memory
+ * it gets).
  * Errors: SFS_INVALID (NULL; on, while this thread has writes held on
  * another store not yet passed to sfs_store_commit). */
 int sfs_store_hold(sfs_store *s, int on);

@@ -247,6 +247,8 @@ struct group_waiter {
 struct group_holder {
 	struct group_holder *next;
 	sfs_store *s;       /* the store it holds on, or NULL */
+	uint64_t serial;    /* its serial: s may be closed, and its memory
+	                       another handle's */
 	int on;             /* sfs_store_hold(s, 1) in effect */
 	int pending;        /* held writes since its last sfs_store_commit */
 	int member;         /* on s->g_holders */
@@ -255,10 +257,17 @@ struct group_holder {
 };
 static __thread struct group_holder holder;
 
+/* Whether the calling thread's hold names s (not a closed handle whose
+ * memory s got). */
+static int holder_is(const sfs_store *s)
+{
+	return holder.s == s && holder.serial == s->serial;
+}
+
 /* Whether the calling thread's writes on s are held. */
 static int holding(const sfs_store *s)
 {
-	return holder.on && holder.s == s;
+	return holder.on && holder_is(s);
 }
 
 int group_close(sfs_store *s)
@@ -298,7 +307,7 @@ static int lock_for(sfs_store *s, int peek)
 	if (s->ops->concurrent)
 		return SFS_OK;
 	pthread_mutex_lock(&s->mu);
-	if (!s->g_open || (peek && holder.member && holder.s == s))
+	if (!s->g_open || (peek && holder.member && holder_is(s)))
 		return SFS_OK;
 	/* Writers lined up for the lock join the open group before this
 	 * call runs, and the last of them commits it; this call waits for
@@ -406,11 +415,12 @@ int sfs_store_hold(sfs_store *s, int on)
 {
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	if (on && holder.s && holder.s != s && holder.pending)
+	if (on && holder.s && !holder_is(s) && holder.pending)
 		return sfs_err(SFS_INVALID, "this thread holds writes on another"
 		               " store: sfs_store_commit them first");
-	if (on || holder.s == s) {
+	if (on || holder_is(s)) {
 		holder.s = s;
+		holder.serial = s->serial;
 		holder.on = on;
 	}
 	return SFS_OK;
@@ -422,7 +432,7 @@ int sfs_store_commit(sfs_store *s)
 
 	sfs_err_clear();
 	CHECK(chk_store(s));
-	if (s->ops->concurrent || holder.s != s || !holder.pending)
+	if (s->ops->concurrent || !holder_is(s) || !holder.pending)
 		return SFS_OK;
 	pthread_mutex_lock(&s->mu);
 	if (holder.member)
@@ -603,6 +613,9 @@ static void live_remove(sfs_store *s)
 	live_unlock();
 }
 
+/* The last serial a handle got (sfs_store.serial). */
+static uint64_t serials;
+
 /* Opens the backend the plan's store needs and makes the handle. */
 static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 {
@@ -631,6 +644,7 @@ static int open_plan(const sfs_config *c, const cfg_plan *p, sfs_store **out)
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->g_done, NULL);
+	s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	s->flags = p->flags;
 	s->max_value = c->max_value ? c->max_value : SFS_DEFAULT_MAX_VALUE;
 	s->lease_ms = c->lease_ms ? c->lease_ms : 10 * 60 * 1000;
@@ -717,6 +731,8 @@ void sfs_store_close(sfs_store *s)
 	live_remove(s);
 	if (s->g_open)
 		group_close(s);
+	if (holder_is(s))
+		memset(&holder, 0, sizeof(holder)); /* its hold ends with it */
 	s->ops->close(s->be);
 	pthread_cond_destroy(&s->g_done);
 	pthread_mutex_destroy(&s->mu);

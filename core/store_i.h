@@ -35,6 +35,11 @@ struct sfs_store {
 	struct group_waiter *g_waiters; /* writers waiting for its end */
 	struct group_holder *g_holders; /* threads with held writes in it */
 	pthread_cond_t g_done;       /* a group ended */
+	uint64_t serial;             /* this handle among every one the
+	                                process opened (immutable): a
+	                                thread's hold names its handle by
+	                                it too, not by its address alone,
+	                                which a later handle may get */
 	/* Handles inherited across fork (store.c): guarded by live_mu */
 	pid_t pid;                   /* the process that opened it */
 	struct sfs_store *live_next; /* on the process's list of handles */
