@@ -146,7 +146,13 @@ typedef struct sfs_slice {
 	size_t len;
 } sfs_slice;
 
+/* (A compound literal is C's; C++ says the same with a braced value, so
+ * that a C++ program builds with -pedantic-errors too.) */
+#ifdef __cplusplus
+#define SFS_NONE (sfs_slice{ NULL, 0 })
+#else
 #define SFS_NONE ((sfs_slice){ NULL, 0 })
+#endif
 
 /* A slice of len bytes at ptr, borrowed from the caller. Never fails. */
 static inline sfs_slice sfs_bytes(const void *ptr, size_t len)

@@ -75,6 +75,34 @@ got=$(nm -D --defined-only "$D$(abs "$libdir")/libstatefs.so" |
 [ "$(wc -l <<<"$want")" -gt 80 ] || fail "the header's functions were not found in statefs.h"
 [ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2
 	fail "the library's exports are not the header's functions (< header, > library)"; }
+# and a C++ program, strictly (statefs.h is extern "C" for it): SFS_NONE
+# was a compound literal, which ISO C++ forbids, so -pedantic-errors
+# refused every use of it
+if command -v c++ >/dev/null; then
+	cat >"$T/use.cc" <<'EOF'
+#include <statefs.h>
+#include <cstdio>
+int main()
+{
+	sfs_config o = sfs_config();
+	sfs_store *s;
+	sfs_list l;
+	o.db = ":memory:";
+	o.flags = SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT;
+	if (sfs_store_open(&o, &s, NULL) ||
+	    sfs_kv_put(s, sfs_str("a"), sfs_str("b"), sfs_str("c"), sfs_bytes("v", 1)) ||
+	    sfs_dir_list(s, SFS_FAM_KV, SFS_NONE, SFS_NONE, SFS_NONE, 0, &l))
+		return 1;
+	std::printf("%zu\n", l.n);
+	sfs_list_free(&l);
+	sfs_store_close(s);
+	return 0;
+}
+EOF
+	c++ -std=c++11 -Wall -Wextra -pedantic-errors -Werror -o "$T/usecc" "$T/use.cc" $flags ||
+		fail "a C++ program does not build against the installed header"
+	expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$T/usecc")" 1 "the installed library works from C++"
+fi
 # the installed statectl runs against the installed library
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
 
