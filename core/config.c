@@ -189,6 +189,10 @@ int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
 	sfs_err_clear();
 	if (!cfg || !db || !key)
 		return sfs_err(SFS_INVALID, "sfs_config_resolve: NULL argument");
+	rc = cfg_check(cfg); /* what an open would refuse, before STATEFS_KEY
+	                      * is consumed */
+	if (rc)
+		return rc;
 	rc = choose_db(cfg, &path);
 	if (rc)
 		return rc;

@@ -489,7 +489,8 @@ int sfs_store_name(const char *db, char **out);
  * STATEFS_KEY is consumed, as by sfs_store_open. Errors: SFS_NOTFOUND (no
  * home directory for a default path), SFS_KEYPERM, SFS_BADKEY (a key file
  * or STATEFS_KEY that is not a key), SFS_INVALID (a NULL argument, a db
- * given empty). */
+ * given empty, what sfs_store_open refuses in cfg: unknown or
+ * contradictory flags, a negative or too long time). */
 int sfs_config_resolve(const sfs_config *cfg, char **db, sfs_key **key,
                        char **keyfile);
 

@@ -472,7 +472,7 @@ const sfs_backend_ops *be_for(const char *db)
                      SFS_OPEN_NORECOVER | SFS_OPEN_ENV | \
                      SFS_OPEN_WAL_THREAD)
 
-static int check_cfg(const sfs_config *c)
+int cfg_check(const sfs_config *c)
 {
 	if (c->flags & ~(unsigned)KNOWN_FLAGS)
 		return sfs_err(SFS_INVALID, "unknown open flags 0x%x",
@@ -692,7 +692,7 @@ int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice)
 		*notice = NULL;
 	CHECK(chk_out(cfg, "cfg"));
 	CHECK(chk_out(out, "out"));
-	CHECK(check_cfg(cfg));
+	CHECK(cfg_check(cfg));
 	CHECK(cfg_plan_open(cfg, &p, notice));
 	status = open_plan(cfg, &p, out);
 	cfg_plan_free(&p);

@@ -58,6 +58,11 @@ typedef struct cfg_plan {
 	int memory;                  /* db is ":memory:" */
 } cfg_plan;
 
+/* What sfs_store_open refuses in cfg itself as SFS_INVALID (store.c):
+ * unknown or contradictory flags, a negative time, a lease over 100
+ * years. sfs_config_resolve refuses the same. */
+int cfg_check(const sfs_config *cfg);
+
 /* Applies the open rules to cfg (config.c): the store and the key, the
  * first run's key file (and its *notice), the sentences for a missing
  * key. On SFS_OK *p is the caller's to release with cfg_plan_free. */

@@ -289,6 +289,27 @@ static void test_resolve(void **state)
 	assert_string_equal(db, store);
 	free(db);
 	unsetenv("STATEFS_DB");
+
+	/* What an open refuses in cfg, resolve refuses too (it said SFS_OK
+	 * for flags the open calls unknown), and before STATEFS_KEY is
+	 * consumed. */
+	db = NULL;
+	setenv("STATEFS_KEY", text, 1);
+	cfg.flags = SFS_OPEN_ENV | (1u << 20);
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf),
+	                 SFS_INVALID);
+	assert_non_null(strstr(sfs_errdetail(), "unknown open flags"));
+	assert_int_equal(sfs_store_open(&cfg, &s, NULL), SFS_INVALID);
+	cfg.flags = SFS_OPEN_ENV | SFS_OPEN_EXCL;
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf),
+	                 SFS_INVALID);
+	cfg.flags = SFS_OPEN_ENV;
+	cfg.lease_ms = -1;
+	assert_int_equal(sfs_config_resolve(&cfg, &db, &k, &kf),
+	                 SFS_INVALID);
+	assert_null(db);
+	assert_non_null(getenv("STATEFS_KEY"));
+	unsetenv("STATEFS_KEY");
 	sfs_key_destroy(env);
 }
 
