@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sqlite_i.h"
@@ -705,16 +706,33 @@ static int set_pragmas(sfs_backend *b, int busy_ms)
  * a file with content and no tables, which is what a store that lost its
  * tables looks like (sqlb_schema_init refuses those). The busy timeout is
  * set before: the switch takes an exclusive lock. */
-static int set_wal(sfs_backend *b)
+static int set_wal(sfs_backend *b, int busy_ms)
 {
 	sqlite3_stmt *st = NULL;
-	int rc;
+	struct timespec t0, t;
+	int rc, nap = 1;
 
 	if (b->memory || b->readonly)
 		return SFS_OK;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = sqlite3_prepare_v2(b->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
+	/* The switch upgrades the statement's read lock to an exclusive
+	 * one; SQLite answers SQLITE_BUSY at once, without its busy handler,
+	 * when another connection holds the write lock and waits for this
+	 * read lock to go (a process making the schema of a new store that
+	 * this one is opening too): the statement gives its lock back and
+	 * runs again, within the busy timeout, as the handler would have. */
+	while (rc == SQLITE_OK &&
+	       ((rc = sqlite3_step(st)) & 0xff) == SQLITE_BUSY) {
+		sqlite3_reset(st);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 >= busy_ms)
+			break;
+		sqlite3_sleep(nap);
+		nap = nap < 50 ? nap * 2 : 50;
+		rc = SQLITE_OK;
+	}
 	if (rc == SQLITE_ROW &&
 	    sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal")) {
 		sqlite3_finalize(st);
@@ -995,7 +1013,7 @@ again:
 		status = sfs_err(SFS_EXISTS, "%s was made a store by another "
 		                 "process meanwhile", cfg->db);
 	if (status == SFS_OK)
-		status = set_wal(b);
+		status = set_wal(b, cfg->busy_timeout_ms);
 	if (status != SFS_OK && !created && !freed &&
 	    open_short_of_space(b, status) && open_free_reserve(b)) {
 		/* once more, from a connection that holds nothing */

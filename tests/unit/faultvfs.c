@@ -143,9 +143,25 @@ static int f_size(sqlite3_file *pf, sqlite3_int64 *out)
 	return REAL(pf)->pMethods->xFileSize(REAL(pf), out);
 }
 
+static void (*busy_fn)(void *);
+static void *busy_ctx;
+
+void faultvfs_on_busy(void (*fn)(void *), void *ctx)
+{
+	busy_fn = fn;
+	busy_ctx = ctx;
+}
+
 static int f_lock(sqlite3_file *pf, int l)
 {
-	return REAL(pf)->pMethods->xLock(REAL(pf), l);
+	int rc = REAL(pf)->pMethods->xLock(REAL(pf), l);
+	void (*fn)(void *) = busy_fn;
+
+	if (rc == SQLITE_BUSY && fn) {
+		busy_fn = NULL; /* once */
+		fn(busy_ctx);
+	}
+	return rc;
 }
 
 static int f_unlock(sqlite3_file *pf, int l)

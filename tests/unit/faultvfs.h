@@ -47,6 +47,12 @@ void faultvfs_disarm(void);
 /* How many calls failed since the last faultvfs_arm. */
 int faultvfs_fired(void);
 
+/* Calls fn(ctx) once, after the next lock a file could not take
+ * (SQLITE_BUSY), before that lock's caller hears of it: a test ends
+ * another connection's lock at the moment this one found it held.
+ * NULL: none. */
+void faultvfs_on_busy(void (*fn)(void *), void *ctx);
+
 /* Counting, armed or not: how many writes of amt bytes reached WAL files
  * since the last faultvfs_count_reset (so a test sees the system calls an
  * encrypting VFS above makes, not the calls SQLite makes to it). */

@@ -19,6 +19,8 @@
 
 #include "faultvfs.h"
 #include "fixture.h"
+#include "sqlite/sqlite_i.h"
+#include "store_i.h"
 
 /* Every write and sync fails from now on, as kind says, until
  * faultvfs_disarm(). */
@@ -274,6 +276,50 @@ static void test_rewrite_pages(void **state)
 	}
 }
 
+/* The busy hook of test_open_waits_to_switch: the handle's connection
+ * lets go of its write lock. */
+static int rolled_back;
+
+static void roll_back(void *db)
+{
+	assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	rolled_back = 1;
+}
+
+/* An open that finds the store in rollback-journal mode switches it to
+ * WAL, which needs the write lock; when another connection holds that
+ * lock while this one reads (processes opening a new store together: one
+ * makes its schema while the others look at it), SQLite says busy at
+ * once, without the busy handler, and the open failed with SFS_BUSY (or,
+ * in the process that had just made the store, unlinked it under the
+ * others, which then failed with SFS_IO: 8 processes opening a new store
+ * at once lost all 8 opens about one time in 40). Now the switch waits
+ * within the busy timeout, as for any lock. Here the test handle's
+ * connection holds the write lock of a store put back in rollback mode,
+ * and lets it go at the moment the opening connection is refused it. */
+static void test_open_waits_to_switch(void **state)
+{
+	tfx *t = *state;
+	sqlite3 *db = t->s->be->db;
+	sfs_store *o;
+	sfs_buf b;
+
+	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
+	assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=DELETE;"
+	                              "BEGIN IMMEDIATE", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	rolled_back = 0;
+	faultvfs_on_busy(roll_back, db);
+	OK(tfx_open(t->path, 0, &o));
+	faultvfs_on_busy(NULL, NULL);
+	assert_true(rolled_back);
+	OK(sfs_kv_get(o, S("s"), S("n"), S("k"), &b));
+	sfs_buf_free(&b);
+	OK(sfs_kv_put(o, S("s"), S("n"), S("k2"), S("v")));
+	sfs_store_close(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +330,7 @@ int main(void)
 		T(test_create_fails),
 		T(test_sync_of_held_writes),
 		T(test_rewrite_pages),
+		T(test_open_waits_to_switch),
 	};
 
 	return cmocka_run_group_tests(tests, shim_setup, shim_teardown);
