@@ -1055,8 +1055,12 @@ fail:
 			status = sfs_err(SFS_EXISTS, "%s was made a store by "
 			                 "another process meanwhile", cfg->db);
 	}
-	/* A file this call created and could not make a store of goes. */
-	if (created) {
+	/* A file this call created and could not make a store of goes. One
+	 * it made a store of (its tables committed) stays, although a later
+	 * step failed (the switch to WAL past the busy timeout): other
+	 * processes may have opened it since, and the next open finishes
+	 * the job. */
+	if (created && !b->made_schema) {
 		char aux[4096];
 
 		unlink(cfg->db);

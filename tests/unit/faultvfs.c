@@ -164,9 +164,28 @@ static int f_lock(sqlite3_file *pf, int l)
 	return rc;
 }
 
+static void (*unlock_fn)(void *);
+static void *unlock_ctx;
+
+void faultvfs_on_unlock(void (*fn)(void *), void *ctx)
+{
+	unlock_fn = fn;
+	unlock_ctx = ctx;
+}
+
 static int f_unlock(sqlite3_file *pf, int l)
 {
-	return REAL(pf)->pMethods->xUnlock(REAL(pf), l);
+	int rc = REAL(pf)->pMethods->xUnlock(REAL(pf), l);
+	void (*fn)(void *) = unlock_fn;
+	sqlite3_int64 size = 0;
+
+	if (rc == SQLITE_OK && l == SQLITE_LOCK_NONE && fn &&
+	    REAL(pf)->pMethods->xFileSize(REAL(pf), &size) == SQLITE_OK &&
+	    size > 0) {
+		unlock_fn = NULL; /* once */
+		fn(unlock_ctx);
+	}
+	return rc;
 }
 
 static int f_reserved(sqlite3_file *pf, int *out)

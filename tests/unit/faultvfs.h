@@ -53,6 +53,11 @@ int faultvfs_fired(void);
  * NULL: none. */
 void faultvfs_on_busy(void (*fn)(void *), void *ctx);
 
+/* Calls fn(ctx) once, after a connection lets go of its last lock on a
+ * file that is not empty (a new store's tables committed), before it
+ * goes on. NULL: none. */
+void faultvfs_on_unlock(void (*fn)(void *), void *ctx);
+
 /* Counting, armed or not: how many writes of amt bytes reached WAL files
  * since the last faultvfs_count_reset (so a test sees the system calls an
  * encrypting VFS above makes, not the calls SQLite makes to it). */

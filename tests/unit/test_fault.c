@@ -320,6 +320,57 @@ static void test_open_waits_to_switch(void **state)
 	sfs_store_close(o);
 }
 
+/* The unlock hook of test_made_store_stays: another connection takes
+ * the new store's write lock as soon as its tables are committed. */
+static sqlite3 *other;
+static const char *other_path;
+
+static void take_write_lock(void *ctx)
+{
+	(void)ctx;
+	assert_int_equal(sqlite3_open_v2(other_path, &other,
+	                                 SQLITE_OPEN_READWRITE, NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL,
+	                              NULL), SQLITE_OK);
+}
+
+/* An open that made a new store (its tables committed) and then failed
+ * (here its switch to WAL, past the busy timeout: another connection
+ * took the write lock at once) leaves the store: other processes may
+ * have opened it by then. It unlinked it, as it does a file it could
+ * not make a store of, under the other connection, whose commits then
+ * went nowhere. */
+static void test_made_store_stays(void **state)
+{
+	tfx *t = *state;
+	char path[400];
+	sfs_config c = { .flags = SFS_OPEN_CREATE | SFS_OPEN_PLAINTEXT,
+	                 .busy_timeout_ms = 50 };
+	sfs_store *s = NULL;
+	sfs_buf b;
+
+	snprintf(path, sizeof(path), "%s/made.db", t->dir);
+	c.db = path;
+	other_path = path;
+	faultvfs_on_unlock(take_write_lock, NULL);
+	IS(SFS_BUSY, sfs_store_open(&c, &s, NULL));
+	faultvfs_on_unlock(NULL, NULL);
+	assert_non_null(other);
+	assert_int_equal(sqlite3_exec(other, "INSERT INTO function_state"
+	                              " VALUES (x'73', x'6e', x'6b', x'76');"
+	                              "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	other = NULL;
+	assert_int_equal(access(path, F_OK), 0);
+	c.flags = SFS_OPEN_PLAINTEXT;
+	OK(sfs_store_open(&c, &s, NULL));
+	OK(sfs_kv_get(s, S("s"), S("n"), S("k"), &b));
+	assert_memory_equal(b.ptr, "v", 1);
+	sfs_buf_free(&b);
+	sfs_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +382,7 @@ int main(void)
 		T(test_sync_of_held_writes),
 		T(test_rewrite_pages),
 		T(test_open_waits_to_switch),
+		T(test_made_store_stays),
 	};
 
 	return cmocka_run_group_tests(tests, shim_setup, shim_teardown);
