@@ -134,7 +134,11 @@ const char *sfs_errdetail(void);
 /* Diagnostics. The engine says nothing unless a logger is set: it is a
  * library. level is a syslog(3) priority; msg is borrowed for the call. The
  * logger may be called from any thread; set it before opening stores (it
- * is read without a lock). fn == NULL restores silence. Never fails. */
+ * is read without a lock). It may be called while a store's lock is held
+ * (a page that fails authentication is logged where it is found), so it
+ * must not call into statefs: a logger that appends to a store's log on
+ * the same handle waits for ever. fn == NULL restores silence. Never
+ * fails. */
 typedef void (*sfs_log_fn)(int level, const char *msg, void *ctx);
 void sfs_set_logger(sfs_log_fn fn, void *ctx);
 
