@@ -4,8 +4,9 @@
 # the man pages, bash completion, the systemd user units); the installed
 # header and library build a program; the man pages render without
 # warnings; the systemd units parse and the installed unit's command
-# mounts the default store (SIGTERM unmounts, exit 0) and the names it
-# lists paste into statectl and back; the installed
+# mounts the default store (SIGTERM unmounts, exit 0), the names it
+# lists paste into statectl and back, and statefs(1)'s EXAMPLES run on
+# it as a user copies them; the installed
 # completion completes commands, options and names from the store.
 # Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
 # Environment: see lib.sh. Exit: 0 pass, 1 fail.
@@ -172,6 +173,18 @@ if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
 	expect_eq "$(ls "$mnt/unit/ns" | sort)" "$("$STATECTL" ls unit ns | sort)" "statectl ls prints the mount's names"
 	expect_eq "$(cat "$mnt/%65xec/ns/k")" in-scope-exec "a scope named exec"
 	expect_eq "$(cat "$mnt/unit/worker/42")" worker-42 "typed namespace ids"
+	# statefs(1)'s EXAMPLES as a user copies them, on this mount (but for
+	# the lines that mount and unmount it); process is any consumer
+	{
+		echo 'set -e; process() { cat >/dev/null; }'
+		sed -n '/^\.SH EXAMPLES/,/^\.EE/s/^\$ //p' "$src/docs/man/statefs.1" |
+			sed -e 's/\\-/-/g' -e '/^statefs /d' -e '/^fusermount3 /d' -e "s|~/statefs|$mnt|g"
+	} >"$T/man-examples.sh"
+	bash "$T/man-examples.sh" >"$T/man-examples.out" 2>"$T/man-examples.err" ||
+		{ cat "$T/man-examples.sh" "$T/man-examples.err" >&2; fail "statefs(1)'s EXAMPLES fail"; }
+	expect_eq "$(head -n 4 "$T/man-examples.out")" $'3\njob 1\njob 2\njob 3' "statefs(1)'s EXAMPLES print what they show"
+	expect_eq "$("$STATECTL" counter get jobs stats done)" 1 "statefs(1)'s EXAMPLES count"
+	expect_eq "$("$STATECTL" --json info | jq -c '.rows | [.queue, .claimed]')" '[0,0]' "statefs(1)'s EXAMPLES settle their claim"
 	kill -TERM "$dpid"
 	got=0; wait "$dpid" || got=$?
 	dpid=
