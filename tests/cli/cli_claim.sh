@@ -198,4 +198,21 @@ done
 expect_exit 0 "$STATECTL" queue --help
 expect_match "$out" "claim QUEUE" "help lists claim"
 
+# --- docs/statectl.md's shell consumer, as a user copies it: each item's
+# bytes reach process unchanged (the plain output of claim escapes them)
+printf 'two\nlines' >"$T/item1"
+printf 'tab\tback\\slash' >"$T/item2"
+printf 'nul\0\377\376bin' >"$T/item3"
+for i in 1 2 3; do sc queue push docq <"$T/item$i" >/dev/null; done
+consumer=$(sed -n '/^A shell consumer without the mount/,/^```$/p' \
+	"$(dirname "$0")/../../docs/statectl.md" | sed -n '/^```sh$/,/^```$/p' | sed '1d;$d')
+[[ $consumer == *"queue claim jobs"* ]] || fail "docs/statectl.md has no shell consumer"
+consumer=${consumer//statectl/sc}
+process() { cat >>"$T/consumed"; printf '|' >>"$T/consumed"; }
+eval "${consumer//queue claim jobs/queue claim docq}" 2>"$T/consumer.err"
+cat "$T/item1" <(printf '|') "$T/item2" <(printf '|') "$T/item3" <(printf '|') >"$T/pushed"
+cmp -s "$T/consumed" "$T/pushed" || { od -c "$T/consumed" >&2; fail "the documented consumer changed the items' bytes"; }
+expect_exit 0 sc --json info
+jqe "$out" '.rows.queue == 0 and .rows.claimed == 0'
+
 echo "cli_claim ($mode): ok"
