@@ -4,8 +4,10 @@
  * Creates an encrypted scratch store in a new temporary directory, uses each
  * family briefly (key/value, counters, append-log, work queue, the VGI
  * typed families, execution clear, checkpoint and restore), prints what it
- * does, and removes the directory. scripts/setup runs it until the FUSE
- * daemon exists. Exit status 0 when every step worked.
+ * does, and removes the directory with every file of the store (the store,
+ * its -wal and -shm, and the -reserve the engine keeps beside it for deletes
+ * on a full disk: docs/engine.md, "A full disk"). Exit status 0 when every
+ * step worked and nothing is left behind.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -194,7 +196,7 @@ static void checkpoint(sfs_store *s, const char *dir)
 int main(void)
 {
 	char dir[] = "/tmp/statefs-demo-XXXXXX";
-	char path[64], wal[80], shm[80];
+	char path[64], wal[80], shm[80], reserve[80];
 	sfs_config o;
 	sfs_key *key = NULL;
 	sfs_store *s;
@@ -235,11 +237,15 @@ int main(void)
 	sfs_store_close(s);
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	snprintf(shm, sizeof(shm), "%s-shm", path);
+	snprintf(reserve, sizeof(reserve), "%s-reserve", path);
 	unlink(wal);
 	unlink(shm);
+	unlink(reserve);
 	unlink(path);
-	if (rmdir(dir) != 0)
+	if (rmdir(dir) != 0) {
 		perror("statefs-demo: rmdir");
+		failed = 1;
+	}
 	printf(failed ? "statefs-demo: some steps failed\n"
 	              : "statefs-demo: done, scratch store removed\n");
 	return failed;

@@ -2,7 +2,8 @@
 # cli_install.sh: `meson install --destdir` puts every artefact in place
 # (statectl, the daemon, the library with its header and pkg-config file,
 # the man pages, bash completion, the systemd user units); the installed
-# header and library build a program; the man pages render without
+# header and library build a program; statefs-demo (the README's
+# embedding example) runs and leaves nothing; the man pages render without
 # warnings; the systemd units parse and the installed unit's command
 # mounts the default store (SIGTERM unmounts, exit 0), the names it
 # lists paste into statectl and back, and statefs(1)'s EXAMPLES run on
@@ -106,6 +107,17 @@ EOF
 fi
 # the installed statectl runs against the installed library
 expect_eq "$(LD_LIBRARY_PATH=$D$(abs "$libdir") "$D$(abs "$bindir")/statectl" --version)" "statectl $(meson introspect --projectinfo "$build" | jq -r .version)" "installed statectl runs"
+
+# the README's example of embedding the engine works and removes every
+# file of its scratch store (it left the store's -reserve, 1 MiB, and its
+# directory in /tmp at every run)
+if [ -x "$build/examples/statefs-demo" ]; then
+	expect_exit 0 "$build/examples/statefs-demo"
+	demo_dir=$(sed -n '1s|^statefs .* demo: store \(/.*\)/state\.db$|\1|p' <<<"$out")
+	[ -n "$demo_dir" ] || fail "statefs-demo names no store: $out"
+	[ ! -e "$demo_dir" ] || { ls -la "$demo_dir" >&2; rm -rf "$demo_dir"; fail "statefs-demo left $demo_dir behind"; }
+	expect_eq "$err" "" "statefs-demo's stderr"
+fi
 
 sanitized_host sqlite3
 # the installed SQLite extension loads by its bare name from the library
