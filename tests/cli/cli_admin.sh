@@ -152,6 +152,13 @@ expect_match "$out" "$XDG_STATE_HOME/statefs/state.db" "default store"
 [ -f "$XDG_CONFIG_HOME/statefs/key" ] || fail "default key file"
 "$STATECTL" put s n k default-store
 expect_eq "$("$STATECTL" get s n k)" default-store "default store and key"
+# every file beside the store is named in statectl(1)'s FILES (the
+# -reserve was not), so a user who removes a store removes all of it
+man_files=$(sed -n '/^\.SH FILES/,/^\.SH EXAMPLES/p' "$(dirname "$0")/../../docs/man/statectl.1" | tr -d '\\')
+for f in "$XDG_STATE_HOME/statefs/state.db"?*; do
+	[ -e "$f" ] || continue
+	grep -qF -- "${f##*/state.db}" <<<"$man_files" || fail "statectl(1) FILES does not name ${f##*/}"
+done
 expect_eq "$(STATEFS_DB=$DB "$STATECTL" "${modeopts[@]}" queue len none)" 0 "STATEFS_DB"
 
 # --- info
