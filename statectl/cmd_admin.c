@@ -220,7 +220,7 @@ int cmd_info(cli *c, cli_args *a)
 		printf("encryption:   none (plaintext)\n");
 	printf("size:         %llu bytes", (unsigned long long)in.size);
 	for (size_t i = 0; i < in.nfacts; i++)
-		printf("%s %s %llu", i ? "," : " (", in.facts[i].name,
+		printf("%s%s %llu", i ? ", " : " (", in.facts[i].name,
 		       (unsigned long long)in.facts[i].value);
 	printf("%s\n", in.nfacts ? ")" : "");
 	printf("key/value:    %llu\n", (unsigned long long)in.kv_rows);

@@ -169,6 +169,8 @@ sc queue push q a b >/dev/null
 expect_exit 0 sc info
 expect_match "$out" "path: +$DB" "info path"
 expect_match "$out" "queue items: +2 pending" "info rows"
+# the backend's facts in parentheses, as a list ('( page_size 4096, ...' before)
+expect_match "$out" $'\nsize: +[0-9]+ bytes \\(page_size [0-9]+, page_count [0-9]+, file_size [0-9]+, wal_size [0-9]+\\)\n' "info size"
 expect_exit 0 sc --json info
 jqe "$out" ".path == \"$DB\" and .rows.kv == 1 and .rows.counter == 1 and .rows.log == 1 and .rows.queue == 2 and .page_size > 0 and .file_size > 0"
 if [ "$mode" = encrypted ]; then
