@@ -337,6 +337,16 @@ int cli_parse_command(cli *c, const cli_cmd *cmd, int argc, char **argv,
 	return CLI_EXIT_OK;
 }
 
+/* An option's help in a command with the options in mask: --all of
+ * delete-range takes a namespace, of queue dead and requeue the dead
+ * letters (the only commands with --all and no --start). */
+static const char *option_help(const cli_optdef *d, uint64_t mask)
+{
+	if (d->id == OPT_ALL && !(mask & CLI_OPT(OPT_START)))
+		return "every dead letter of the queue (with --delete, or to requeue)";
+	return d->help;
+}
+
 /* Prints the options whose bits are in mask. */
 static void print_options(FILE *f, uint64_t mask)
 {
@@ -347,7 +357,7 @@ static void print_options(FILE *f, uint64_t mask)
 			continue;
 		snprintf(left, sizeof(left), "--%s%s%s", d->name,
 		         d->argname ? " " : "", d->argname ? d->argname : "");
-		fprintf(f, "  %-22s %s\n", left, d->help);
+		fprintf(f, "  %-22s %s\n", left, option_help(d, mask));
 	}
 }
 

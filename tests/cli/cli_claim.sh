@@ -197,6 +197,14 @@ for cmd in claim heartbeat ack nack inflight dead requeue gc policy; do
 done
 expect_exit 0 "$STATECTL" queue --help
 expect_match "$out" "claim QUEUE" "help lists claim"
+# --all of queue dead and requeue is every dead letter, not delete-range's
+# "whole namespace (needed when no bound is given)"
+for cmd in dead requeue; do
+	expect_exit 0 "$STATECTL" queue "$cmd" --help
+	expect_match "$out" $'\n  --all +every dead letter of the queue' "queue $cmd --help says what --all takes"
+done
+expect_exit 0 "$STATECTL" delete-range --help
+expect_match "$out" $'\n  --all +the whole namespace' "delete-range --help says what --all takes"
 
 # --- docs/statectl.md's shell consumer, as a user copies it: each item's
 # bytes reach process unchanged (the plain output of claim escapes them)
