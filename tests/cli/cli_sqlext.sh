@@ -8,7 +8,8 @@
 # temp_store is set back to FILE, mmap off, the URI-only entry point,
 # plaintext files refused by default and open with ?vfs=unix, STATEFS_KEY
 # in a Python host (wiped from environ, kept in os.environ until the host
-# deletes it), a wrong key and a tampered page.
+# deletes it), a wrong key and a tampered page; docs/encryption.md's
+# sqlite3 line, as copied, on the default store.
 # Environment: see lib.sh; STATEFS_SQLITE_EXT, the extension. Encrypted
 # mode only. Exit: 0 pass, 1 fail.
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +48,17 @@ expect_match "$out" "CREATE TABLE function_state" ".dump shows the schema"
 expect_match "$out" "X'$(printf retries | od -An -tx1 | tr -d ' \n')'" ".dump shows the key"
 expect_exit 0 sql "$DB" "SELECT count(*) FROM work_queue"
 expect_eq "$out" 3 "the queue"
+
+# --- docs/encryption.md's sqlite3 line as a user copies it, on the default
+# store, the extension found by its bare name as once installed ('.open
+# ~/...' opened nothing: the shell's .open does not expand ~)
+mkdir -p "$XDG_STATE_HOME/statefs"
+sc checkpoint "$XDG_STATE_HOME/statefs/state.db" >/dev/null
+doc_line=$(grep -m1 "^sqlite3 -cmd '.load libstatefs_sqlite' -cmd [\"'].open" "$(dirname "$0")/../../docs/encryption.md") ||
+	fail "docs/encryption.md has no sqlite3 line on the default store"
+expect_exit 0 env LD_LIBRARY_PATH="$(dirname "$ext")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	bash -c "$doc_line" <<<"SELECT count(*) FROM work_queue;"
+expect_eq "$out" 3 "docs/encryption.md's sqlite3 line reads the default store"
 
 # --- without it: SQLite's own words
 expect_fail sqlite3 "$DB" "PRAGMA integrity_check"
