@@ -3,9 +3,10 @@
  * verify, rekey, checkpoint and restore.
  *
  * Nothing here overwrites a store, a key file or a checkpoint: init, keygen
- * and checkpoint refuse an existing target (exit 6). A key is printed only
- * to a pipe (keygen without a path), never to a terminal, and never written
- * anywhere but a 0600 file that the engine creates.
+ * and checkpoint refuse an existing target (exit 6). A key is printed
+ * (keygen without a path) to a pipe or a file the caller redirected to,
+ * never to a terminal; a key file keygen writes is a 0600 file that the
+ * engine creates.
  *
  * rekey with --generate and no --new-key-file writes the new key beside the
  * old key file (KEYFILE.new), re-encrypts, and only then renames it over the

@@ -80,7 +80,7 @@ static const cli_cmd queue_commands[] = {
 const cli_cmd cli_commands[] = {
 	{ "init", "", "create a new store and a new key (never overwrites either)",
 	  0, 0, 0, cmd_init, NULL },
-	{ "keygen", "[PATH]", "write a new key file (mode 0600), or print a key to a pipe (no PATH, or -)",
+	{ "keygen", "[PATH]", "write a new key file (mode 0600), or print a key (no PATH, or -; never to a terminal)",
 	  0, 0, 1, cmd_keygen, NULL },
 	{ "info", "", "show the store: path, format, encryption, size, rows",
 	  0, 0, 0, cmd_info, NULL },

@@ -203,6 +203,10 @@ mkdir -p "$T/dash"
 [ -z "$(ls -A "$T/dash")" ] || fail "keygen - or metrics - made a file named -"
 expect_exit 0 "$STATECTL" --json keygen "$T/k3"
 jqe "$out" ".path == \"$T/k3\""
+# the help says where a key is printed: a pipe or a file, never a
+# terminal (it said "to a pipe", where a redirection to a file works too)
+expect_exit 0 "$STATECTL" keygen --help
+expect_match "$out" "never to a terminal" "keygen --help"
 
 # --- progress: quiet when piped, a bar with --progress, none with --no-progress
 expect_exit 0 sc verify
