@@ -71,6 +71,8 @@ expect_exit 0 sc scan s r --end=c
 expect_eq "$out" $'a\tva\nb\tvb' "--end=VALUE form"
 expect_exit 0 sc --json scan s r --start d
 jqe "$out" '.scope == "s" and .ns == "r" and (.entries | map(.key)) == ["d","e"] and .entries[0].value == "vd" and .entries[0].size == 2'
+# mtime_ns: a write's second, in ns (docs/statectl.md, "JSON output")
+jqe "$out" '.entries[0].mtime_ns > 1700000000000000000 and .entries[0].mtime_ns % 1000000000 == 0'
 expect_exit 0 sc --json scan s r --keys-only --limit 1
 jqe "$out" '.entries | length == 1 and .[0].key == "a" and .[0].size == 2 and (.[0] | has("value") | not)'
 expect_exit 0 sc scan s nothing-here
