@@ -161,6 +161,32 @@ for f in "$XDG_STATE_HOME/statefs/state.db"?*; do
 done
 expect_eq "$(STATEFS_DB=$DB "$STATECTL" "${modeopts[@]}" queue len none)" 0 "STATEFS_DB"
 
+# --- statectl(1)'s first EXAMPLES (up to "Move state"), as a user copies
+# them, on a fresh default store: each command prints what the page
+# shows under it (where it shows something)
+(
+	export HOME=$T/manex XDG_STATE_HOME=$T/manex/state XDG_CONFIG_HOME=$T/manex/config
+	unset STATEFS_DB STATEFS_KEY STATEFS_KEY_FILE
+	mkdir -p "$HOME" && cd "$HOME"
+	statectl() { "$STATECTL" "$@"; }
+	cmd= want= n=0
+	check() {
+		[ -n "$cmd" ] || return 0
+		got=$(eval "$cmd" 2>/dev/null) || true
+		n=$((n + 1))
+		[ -z "$want" ] || expect_eq "$got" "${want%$'\n'}" "statectl(1) EXAMPLES: $cmd"
+	}
+	while IFS= read -r line; do
+		case $line in
+		'$ '*) check; cmd=${line#\$ } want= ;;
+		*) want+=$line$'\n' ;;
+		esac
+	done < <(sed -n '/^\.SH EXAMPLES/,/^Move state/{/^\.EX$/,/^\.EE$/p}' "$(dirname "$0")/../../docs/man/statectl.1" |
+		grep -v '^\.E[XE]$' | sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g")
+	check
+	[ "$n" -ge 8 ] || fail "statectl(1) EXAMPLES: $n commands read"
+) || fail "statectl(1)'s EXAMPLES do not print what they show"
+
 # --- info
 sc put s n k v
 sc counter add s n c >/dev/null
