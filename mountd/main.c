@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 
 #include "mountd_i.h"
@@ -58,10 +59,29 @@ static void tune_malloc(void)
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
+/* The file a store's name names, when it is a path in this file system
+ * that does not exist yet (this open then makes the store), else NULL:
+ * -o db (or the STORE argument), else $STATEFS_DB. Not a PostgreSQL name
+ * (a URI, key=value), nor a SQLite URI or :memory:. The default store is
+ * left to the engine, which says when its first run made a key. */
+static const char *missing_store_file(const mountd_opts *o)
+{
+	const char *db = o->db ? o->db : getenv("STATEFS_DB");
+	struct stat st;
+
+	if (!db || !*db || *db == ':' || strncmp(db, "file:", 5) == 0 ||
+	    strstr(db, "://") || strchr(db, '='))
+		return NULL;
+	if (stat(db, &st) == 0 || errno != ENOENT)
+		return NULL;
+	return db;
+}
+
 static int open_store(const mountd_opts *o, sfs_store **out)
 {
 	sfs_config cfg;
 	char *notice = NULL;
+	const char *made = o->ro ? NULL : missing_store_file(o);
 	int rc;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -83,6 +103,12 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 			msg += 9;
 		mountd_log(LOG_NOTICE, "%s", msg);
 		free(notice);
+	} else if (rc == 0 && made) {
+		/* A mistyped -o db or STATEFS_DB mounts a new, empty store:
+		 * not without a word. */
+		mountd_log(LOG_NOTICE, "created a new empty %s store at %s: no "
+		           "store was there", o->plaintext ? "plaintext" :
+		           "encrypted", made);
 	}
 	if (rc)
 		mountd_log(LOG_ERR, "cannot open the store: %s: %s",

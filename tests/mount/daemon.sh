@@ -285,6 +285,27 @@ if [ "$mode" = encrypted ]; then
   wait_gone "$pid"
   ok "the default store and key on first use"
 
+  # A store named by -o db that does not exist is made (the daemon makes
+  # what it is pointed at) and, detached or not, the daemon says so: a
+  # mistyped path mounted a new empty store without a word. A store that
+  # exists is not announced.
+  (
+    unset STATEFS_DB
+    export XDG_CONFIG_HOME=$work/new/config XDG_STATE_HOME=$work/new/state
+    "$bin" -o db="$work/new/typo.db" "$mnt" 2>"$work/typo.err" || fail "a named new store"
+    pid=$(daemon_of "$mnt")
+    fusermount3 -u "$mnt"
+    wait_gone "$pid"
+    grep -q "created a new empty encrypted store at $work/new/typo.db: no store was there" "$work/typo.err" ||
+      fail "no notice of the store made: $(cat "$work/typo.err")"
+    "$bin" -o db="$work/new/typo.db" "$mnt" 2>"$work/typo.err" || fail "a named store again"
+    pid=$(daemon_of "$mnt")
+    fusermount3 -u "$mnt"
+    wait_gone "$pid"
+    [ ! -s "$work/typo.err" ] || fail "a store that exists announced: $(cat "$work/typo.err")"
+  )
+  ok "a named store that does not exist: made, and said"
+
   # A key in STATEFS_KEY: used, and gone from the daemon's environment.
   key=$(head -c 32 /dev/urandom | base64)
   STATEFS_KEY=$key STATEFS_DB=$work/envkey.db "$bin" -f "$mnt" 2>>"$work/daemon.err" &
