@@ -143,6 +143,14 @@ for page in "$src/docs/man/statectl.1" "$src/docs/man/statefs.1" "$D$(abs "$mand
 done
 grep -q 'EXIT STATUS' "$T/man.txt" || fail "statectl(1) documents the exit status"
 
+# every engine function the docs name is one the sources have (postgres.md
+# named sfs_kv_restore and sfs_queue_clear, gone since the API narrowed)
+grep -ohE '\bsfs_[a-z0-9_]*[a-z0-9]\b' "$src/README.md" "$src"/docs/*.md | sort -u >"$T/doc-names"
+grep -rohE '\bsfs_[a-z0-9_]*[a-z0-9]\b' "$src/core" "$src/fs" "$src/mountd" "$src/statectl" \
+	"$src"/tests/*/meson.build | sort -u >"$T/src-names"
+gone=$(comm -23 "$T/doc-names" "$T/src-names")
+[ -z "$gone" ] || fail "the docs name functions the sources lack: $(echo $gone)"
+
 # the systemd units parse cleanly (verified as system units: a user
 # manager needs a login session, and the syntax is the same)
 if command -v systemd-analyze >/dev/null; then
