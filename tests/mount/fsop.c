@@ -16,6 +16,7 @@
  *   mkreg PATH          mknod of a regular file (S_IFREG), as tar does
  *   mkdir PATH   rmdir PATH   unlink PATH   rename PATH NEW
  *   truncate PATH SIZE   stat PATH
+ *   utime PATH SECONDS  utimensat of both times to SECONDS since 1970
  * Prints "OK" or the errno's name ("ENODATA") of the first call that
  * failed, and for read the bytes read before "OK" on stdout when -v is the
  * first argument. Exit: 0 whatever the outcome, 2 on a bad command line.
@@ -149,5 +150,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(op, "truncate") && a)
 		return result(truncate(path, atoll(a)) != 0);
+	if (!strcmp(op, "utime") && a) {
+		struct timespec ts[2] = { { .tv_sec = atoll(a) },
+		                          { .tv_sec = atoll(a) } };
+		return result(utimensat(AT_FDCWD, path, ts, 0) != 0);
+	}
 	return 2;
 }
