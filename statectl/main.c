@@ -73,9 +73,25 @@ static int resolve(cli *c, int argc, char **argv, int *i, const cli_cmd **out)
 		snprintf(c->cmdname, sizeof(c->cmdname), "%s", fam->name);
 		if ((rc = cli_parse_global(c, argc, argv, i)))
 			return rc;
-		if (*i >= argc)
-			return cli_usage(c, "'%s' needs a command: %s", fam->name,
-			                 fam->synopsis);
+		if (*i >= argc) {
+			/* every subcommand, from the table (the synopsis
+			 * names a few and '...') */
+			char names[512];
+			size_t n = 0;
+
+			names[0] = '\0';
+			for (const cli_cmd *s = fam->sub; s->name; s++) {
+				int w = snprintf(names + n, sizeof(names) - n,
+				                 "%s%s", n ? ", " : "", s->name);
+
+				if (w < 0 || (size_t)w >= sizeof(names) - n)
+					break;
+				n += (size_t)w;
+			}
+			return cli_usage(c, "'%s' needs a command: %s (see "
+			                 "statectl %s --help)", fam->name, names,
+			                 fam->name);
+		}
 		cmd = cli_cmd_find(fam->sub, argv[*i]);
 		if (!cmd)
 			return cli_usage(c, "unknown command '%s %s'", fam->name,

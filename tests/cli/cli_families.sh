@@ -133,6 +133,8 @@ expect_exit 2 sc queue push --lines q2 arg
 expect_exit 2 sc queue push --lines --null q2
 expect_exit 2 sc queue
 expect_match "$err" "needs a command" "family without a command"
+# every subcommand, not the synopsis' few and '... ...'
+expect_match "$err" "'queue' needs a command: push, pop, len, clear, scan, claim, heartbeat, ack, nack, inflight, dead, requeue, gc, policy \\(see statectl queue --help\\)" "family without a command names them all"
 expect_exit 2 sc queue peek q
 expect_match "$err" "unknown command 'queue peek'" "unknown subcommand"
 
