@@ -78,6 +78,12 @@ typedef struct cfile {
 	uint32_t P;                /* page size, 0 until known */
 	dev_t dev;                 /* the file opened (replaced_since) */
 	ino_t ino;
+	/* A run of writes that rewrote page 1 (a checkpoint, a commit in
+	 * rollback mode): the size in pages page 1 had on disk before, and
+	 * the size it was given (db_floor, db_run_end). */
+	int p1_run;
+	uint32_t p1_floor;
+	uint32_t p1_size;
 
 	/* CF_WAL, CF_JOURNAL: the main file. */
 	struct cfile *main;
@@ -252,18 +258,93 @@ static int db_page_error(cfile *f, uint32_t pgno, int r)
 	            cp_reason(r));
 }
 
-/* Reads and opens page pgno into dst (P bytes). SQLITE_IOERR_SHORT_READ
- * with dst zeroed when the page lies beyond the end of the file. */
-static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
+/* SQLite's in-header size of page 1 (bytes 28-31): 0 when it is not
+ * valid (the change counter at 24 differs from the version-valid-for at
+ * 92). */
+static uint32_t p1_pages(const unsigned char *p1)
+{
+	return memcmp(p1 + 24, p1 + 92, 4) == 0 ? cp_get32(p1 + 28) : 0;
+}
+
+/*
+ * Truncation. The pages of a database file SQLite has written are all
+ * there, as far as the size page 1 of the file records: a checkpoint
+ * writes page 1 and the pages it counts, or grows the file to hold them
+ * (xTruncate); a commit in rollback mode writes the last page. The one
+ * page SQLite never writes is one freed in the transaction that took it
+ * from the end of the file (with secure_delete off), and db_run_end
+ * fills those. So a page within that size that the file does not hold
+ * was cut off, by someone holding the file. Before these checks it read
+ * as zeros without an error whenever the WAL held the store's size (a
+ * truncated file without a WAL SQLite refuses itself): the end of a
+ * long value read as zeros, and the next checkpoint sealed zero pages in
+ * the gap (db_fill), after which even verify passed.
+ */
+
+/* The size page 1 of the file (not of the WAL) records, into *out; 0 for
+ * a file without a whole page 1. Page 1 is read and opened into a buffer
+ * of its own (the caller's may be f->buf), wiped afterwards. */
+static int db_header_pages(cfile *f, uint32_t *out)
 {
 	uint32_t P = f->P;
+	unsigned char *p1;
+	int rc, r;
+
+	*out = 0;
+	p1 = malloc(P);
+	if (!p1)
+		return SQLITE_NOMEM;
+	rc = f->real->pMethods->xRead(f->real, p1, (int)P, 0);
+	if (rc == SQLITE_IOERR_SHORT_READ)
+		rc = SQLITE_OK; /* *out stays 0 */
+	else if (rc == SQLITE_OK && (r = cp_open(f->fk, CP_DB, 1, NULL, p1,
+	                                         P)) != CP_OK)
+		rc = db_page_error(f, 1, r);
+	else if (rc == SQLITE_OK)
+		*out = p1_pages(p1);
+	sodium_memzero(p1, P);
+	free(p1);
+	return rc;
+}
+
+/* The pages the file must hold: what page 1 recorded before the current
+ * run rewrote it, else what it records. */
+static int db_floor(cfile *f, uint32_t *out)
+{
+	if (f->p1_run) {
+		*out = f->p1_floor;
+		return SQLITE_OK;
+	}
+	return db_header_pages(f, out);
+}
+
+static int db_truncated(cfile *f, uint32_t pgno, uint32_t pages)
+{
+	return fail(SQLITE_IOERR_DATA, "page %u of %s is missing: the file "
+	            "ends before it, and its page 1 counts %u pages (the file "
+	            "was truncated)", pgno, f->zname, pages);
+}
+
+/* Reads and opens page pgno into dst (P bytes). SQLITE_IOERR_SHORT_READ
+ * with dst zeroed when the page lies beyond the end of the file and
+ * beyond the size page 1 records: a page SQLite never wrote. Within that
+ * size the file was truncated (above). */
+static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
+{
+	uint32_t P = f->P, floor;
 	int rc, r;
 
 	rc = f->real->pMethods->xRead(f->real, dst, (int)P,
 	                              (sqlite3_int64)(pgno - 1) * P);
 	if (rc == SQLITE_IOERR_SHORT_READ) {
-		if (cp_all_zero(dst, P))
-			return rc;
+		if (cp_all_zero(dst, P)) {
+			if (pgno == 1)
+				return rc;
+			r = db_floor(f, &floor);
+			if (r)
+				return r;
+			return pgno <= floor ? db_truncated(f, pgno, floor) : rc;
+		}
 		memset(dst, 0, P);
 		return fail(SQLITE_IOERR_DATA, "page %u of %s is incomplete "
 		            "(the file ends inside it)", pgno, f->zname);
@@ -342,12 +423,19 @@ static int db_read(cfile *f, void *out, int amt, sqlite3_int64 off)
 	return rc;
 }
 
-/* Writes encrypted zero pages over [from, to) (page-aligned offsets). */
+/* Writes encrypted zero pages over [from, to) (page-aligned offsets):
+ * pages SQLite never wrote. Refused when the first lies within the pages
+ * the file must hold (db_floor): they were there and were cut off. */
 static int db_fill(cfile *f, sqlite3_int64 from, sqlite3_int64 to)
 {
-	uint32_t P = f->P;
+	uint32_t P = f->P, floor;
 	int rc;
 
+	rc = db_floor(f, &floor);
+	if (rc)
+		return rc;
+	if ((uint32_t)(from / P) + 1 <= floor)
+		return db_truncated(f, (uint32_t)(from / P) + 1, floor);
 	rc = cf_buf(f, P);
 	if (rc)
 		return rc;
@@ -405,6 +493,24 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 	rc = f->real->pMethods->xFileSize(f->real, &size);
 	if (rc)
 		return rc;
+	if (pgno == 1) {
+		/* The first rewrite of page 1 in a run: the file holds the
+		 * pages page 1 counts now, and holes below that are cut off
+		 * pages until the run ends (db_floor). */
+		if (!f->p1_run) {
+			uint32_t old;
+
+			rc = db_header_pages(f, &old);
+			if (rc)
+				return rc;
+			if ((sqlite3_int64)old * P > size)
+				return db_truncated(f, (uint32_t)(size / P) + 1,
+				                    old);
+			f->p1_floor = old;
+			f->p1_run = 1;
+		}
+		f->p1_size = p1_pages(src);
+	}
 	if (off > size) {
 		rc = db_fill(f, size / P * P, off);
 		if (rc)
@@ -425,8 +531,12 @@ static int db_truncate(cfile *f, sqlite3_int64 size)
 	rc = f->real->pMethods->xFileSize(f->real, &cur);
 	if (rc)
 		return rc;
-	if (size <= cur || f->salt != SALT_KNOWN)
+	if (size <= cur || f->salt != SALT_KNOWN) {
+		/* SQLite's own truncate: the pages past it are gone. */
+		if (f->P && f->p1_run && (sqlite3_int64)f->p1_floor * f->P > size)
+			f->p1_floor = (uint32_t)(size / f->P);
 		return f->real->pMethods->xTruncate(f->real, size);
+	}
 	/* A checkpoint may "truncate" the file to a larger size when its
 	 * last pages were never written: fill them instead of leaving a
 	 * hole of zeros. */
@@ -435,6 +545,25 @@ static int db_truncate(cfile *f, sqlite3_int64 size)
 		            "not a whole number of pages", f->zname,
 		            (long long)size);
 	return db_fill(f, cur / f->P * f->P, size);
+}
+
+/* The end of a run of writes (a checkpoint's copy, a sync, an unlock):
+ * pages page 1 now counts that the file does not hold were never written
+ * (freed in the transaction that took them from the end of the file);
+ * they are filled, so that the file holds every page page 1 counts. */
+static int db_run_end(cfile *f)
+{
+	sqlite3_int64 size, want;
+	int rc;
+
+	if (f->type != CF_DB || !f->p1_run)
+		return SQLITE_OK;
+	want = (sqlite3_int64)f->p1_size * f->P;
+	rc = f->real->pMethods->xFileSize(f->real, &size);
+	if (rc == SQLITE_OK && size < want)
+		rc = db_fill(f, size / f->P * f->P, want);
+	f->p1_run = 0;
+	return rc;
 }
 
 /* ---- WAL ---- */
@@ -923,6 +1052,9 @@ static int cv_sync(sqlite3_file *pf, int flags)
 {
 	cfile *f = (cfile *)pf;
 	int rc = cf_flush(f);
+
+	if (!rc)
+		rc = db_run_end(f);
 	return rc ? rc : f->real->pMethods->xSync(f->real, flags);
 }
 
@@ -976,7 +1108,11 @@ static int cv_unlock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
 	int rc = cf_flush(f);
-	int rc2 = f->real->pMethods->xUnlock(f->real, lock);
+	int rc2;
+
+	if (!rc)
+		rc = db_run_end(f);
+	rc2 = f->real->pMethods->xUnlock(f->real, lock);
 
 	return rc ? rc : rc2;
 }
@@ -1004,6 +1140,13 @@ static int cv_file_control(sqlite3_file *pf, int op, void *arg)
 	case SQLITE_FCNTL_SIZE_HINT:
 		/* Both would grow the file with unencrypted zeros. */
 		return SQLITE_OK;
+	case SQLITE_FCNTL_CKPT_START:
+	case SQLITE_FCNTL_CKPT_DONE:
+		/* A checkpoint's copy begins or ends: a run (db_floor). */
+		rc = db_run_end(f);
+		if (rc)
+			return rc;
+		return f->real->pMethods->xFileControl(f->real, op, arg);
 	default:
 		return f->real->pMethods->xFileControl(f->real, op, arg);
 	}

@@ -489,6 +489,83 @@ static void test_swap_and_transplant(void **state)
 	crypt_vfs_close(v);
 }
 
+/* A file cut short by whole pages while the WAL holds page 1 (and so the
+ * store's size, which SQLite then takes from the WAL): the cut page, the
+ * end of a long value, is an error naming it, never zeros; a checkpoint
+ * does not seal zero pages in its place (after which the zeros would
+ * authenticate and verify pass); and the checkpoint that follows a
+ * legitimate truncate-and-grow still works. */
+static void test_truncated(void **state)
+{
+	char path[128];
+	crypt_vfs *v;
+	sqlite3 *db;
+	char *want, *got;
+	off_t size;
+	int rc;
+	(void)state;
+
+	assert_int_equal(crypt_vfs_open(key_a, &v), SFS_OK);
+	newpath(path, sizeof(path));
+	db = xopen(path, v);
+	xexec(db, "PRAGMA journal_mode=WAL");
+	xexec(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
+	xexec(db, "INSERT INTO t VALUES(1, randomblob(20000))");
+	xexec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	want = query(db, "SELECT hex(v) FROM t", &rc);
+	assert_non_null(want);
+	size = file_size(path);
+	/* A commit that grows the store puts page 1 in the WAL. */
+	xexec(db, "PRAGMA wal_autocheckpoint=0");
+	sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	xexec(db, "CREATE TABLE g(x)");
+	xexec(db, "INSERT INTO g VALUES(randomblob(100))");
+	sqlite3_close(db);
+	assert_true(file_size(path) == size);
+	assert_int_equal(truncate(path, size - P), 0);
+
+	for (int round = 0; round < 2; round++) {
+		db = xopen(path, v);
+		crypt_clear_error();
+		got = query(db, "SELECT hex(v) FROM t", &rc);
+		if (got)
+			assert_string_equal(got, want); /* zeros are wrong */
+		assert_null(got);
+		assert_int_equal(rc, SQLITE_IOERR_DATA);
+		assert_non_null(strstr(crypt_last_error(), "was truncated"));
+		/* The checkpoint must not fill the gap with zero pages. */
+		assert_int_not_equal(xexec_rc(db, "PRAGMA wal_checkpoint("
+		                                  "TRUNCATE)"), SQLITE_OK);
+		sqlite3_close(db);
+		assert_true(file_size(path) < size);
+	}
+	assert_int_not_equal(scan_rc(path, v), SQLITE_OK);
+	free(want);
+
+	/* Legitimate growth over pages never written: a store whose pages
+	 * are freed (secure_delete off) and the file grown by checkpoints
+	 * opens, checks and checkpoints. */
+	newpath(path, sizeof(path));
+	db = xopen(path, v);
+	xexec(db, "PRAGMA journal_mode=WAL");
+	xexec(db, "PRAGMA secure_delete=OFF");
+	xexec(db, "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB NOT NULL)");
+	for (int i = 0; i < 20; i++) {
+		char sql[160];
+		snprintf(sql, sizeof(sql), "BEGIN; INSERT INTO t VALUES(%d, "
+		         "randomblob(30000)); DELETE FROM t WHERE k = %d; "
+		         "INSERT INTO t VALUES(%d, randomblob(5000)); COMMIT",
+		         1000 + i, 1000 + i, i);
+		xexec(db, sql);
+		if (i % 5 == 4)
+			xexec(db, "PRAGMA wal_checkpoint(PASSIVE)");
+	}
+	xexec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	sqlite3_close(db);
+	assert_int_equal(scan_rc(path, v), SQLITE_OK);
+	crypt_vfs_close(v);
+}
+
 /* Zero temp files for the statements that would spill; refusal, not a
  * plaintext file, when someone asks for temp_store=FILE. */
 static void test_temp_files(void **state)
@@ -1197,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_passphrase),
 		cmocka_unit_test(test_tamper_every_page),
 		cmocka_unit_test(test_swap_and_transplant),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_temp_files),
 		cmocka_unit_test(test_no_mmap),
 		cmocka_unit_test(test_reserve_enforced),
