@@ -1051,6 +1051,57 @@ static void test_documented_negatives(void **state)
 	assert_int_equal(query_int(db, "SELECT count(*) FROM u WHERE x = "
 	                            "'old'"), 2);
 	sqlite3_close(db);
+
+	/* The WAL alone rolled back: an older copy of the log replayed over
+	 * a store checkpointed since brings its pages back (a replay of
+	 * pages: every frame authenticates). */
+	{
+		char wal[160], shm[160], oldwal[160], other[128];
+
+		snprintf(wal, sizeof(wal), "%s-wal", path);
+		snprintf(shm, sizeof(shm), "%s-shm", path);
+		snprintf(oldwal, sizeof(oldwal), "%s.oldwal", path);
+		db = xopen(path, v);
+		xexec(db, "PRAGMA wal_autocheckpoint=0");
+		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		xexec(db, "UPDATE u SET x = 'wal1' WHERE k = 2");
+		sqlite3_close(db);
+		copy_file(wal, oldwal);
+		db = xopen(path, v);
+		xexec(db, "UPDATE u SET x = 'wal2' WHERE k = 2");
+		xexec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+		sqlite3_close(db);
+		copy_file(oldwal, wal);
+		unlink(shm);
+		db = xopen(path, v);
+		assert_int_equal(query_int(db, "SELECT count(*) FROM u WHERE "
+		                            "x = 'wal1'"), 1);
+		xexec(db, "UPDATE u SET x = 'wal2' WHERE k = 2");
+		xexec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+		sqlite3_close(db);
+
+		/* Another store's WAL, under the same key: none of its frames
+		 * authenticates here, so the log ends before its first
+		 * frame, as if it had been deleted; the store opens as of
+		 * its last checkpoint. */
+		newpath(other, sizeof(other));
+		make_store(other, v, 10);
+		db = xopen(other, v);
+		xexec(db, "PRAGMA wal_autocheckpoint=0");
+		sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		xexec(db, "CREATE TABLE u(k INTEGER PRIMARY KEY, x)");
+		xexec(db, "INSERT INTO u VALUES(2, 'foreign')");
+		sqlite3_close(db);
+		snprintf(oldwal, sizeof(oldwal), "%s-wal", other);
+		assert_true(file_size(oldwal) > 0);
+		copy_file(oldwal, wal);
+		unlink(shm);
+		assert_int_equal(scan_rc(path, v), SQLITE_OK);
+		db = xopen(path, v);
+		assert_int_equal(query_int(db, "SELECT count(*) FROM u WHERE "
+		                            "x = 'wal2'"), 1);
+		sqlite3_close(db);
+	}
 	crypt_vfs_close(v);
 }
 
