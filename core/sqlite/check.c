@@ -193,16 +193,34 @@ static int head_key(const char *path, head *h, const sfs_key *key,
                     cp_filekey *fk)
 {
 	int kdf = h->page1[h->P - 7], rc, r;
+	int pass = crypt_key_is_passphrase(key);
 
 	/* A raw key ignores the kdf byte (see vfs.c main_ready). */
-	rc = cp_derive(key, h->page1,
-	               crypt_key_is_passphrase(key) ? kdf : CRYPT_KDF_RAW, fk);
+	rc = cp_derive(key, h->page1, pass ? kdf : CRYPT_KDF_RAW, fk);
+	if (rc && rc != SFS_WRONGKEY)
+		return rc;
+	r = rc ? CP_OTHERKEY : cp_open(fk, CP_DB, 1, NULL, h->page1, h->P);
+	/* A passphrase derives its key by the kdf byte, so a changed kdf
+	 * byte of a passphrase store would read as a wrong passphrase (or as
+	 * "created with a key"). The limits statefs gives new stores decide:
+	 * a page 1 that authenticates under them with that byte set back was
+	 * damaged (cp_open checks a trailer not ours as if it were). Only
+	 * when the byte's own limits failed: one more derivation, on the
+	 * way to an error. */
+	if (pass && r == CP_OTHERKEY && kdf != CRYPT_KDF_MODERATE &&
+	    h->page1[h->P - 8] == CRYPT_FORMAT) {
+		int rc2 = cp_derive(key, h->page1, CRYPT_KDF_MODERATE, fk);
+
+		if (rc2 && rc2 != SFS_WRONGKEY)
+			return rc2;
+		if (rc2 == SFS_OK &&
+		    cp_open(fk, CP_DB, 1, NULL, h->page1, h->P) == CP_AUTH)
+			return sfs_err(SFS_CORRUPT, "page 1 of %s %s", path,
+			               cp_reason(CP_AUTH));
+	}
 	if (rc == SFS_WRONGKEY)
 		return sfs_err(SFS_WRONGKEY, "wrong key: %s was created with a "
 		               "key, and a passphrase was given", path);
-	if (rc)
-		return rc;
-	r = cp_open(fk, CP_DB, 1, NULL, h->page1, h->P);
 	if (r == CP_OTHERKEY)
 		return sfs_err(SFS_WRONGKEY, "wrong key: the %s given does not "
 		               "open %s%s", crypt_key_is_passphrase(key) ?

@@ -358,6 +358,25 @@ static void test_passphrase(void **state)
 	assert_int_equal(crypt_vfs_open(pa, &v), SFS_OK);
 	assert_int_equal(scan_rc(path, v), SQLITE_OK);
 	crypt_vfs_close(v);
+	/* Page 1's kdf byte changed (to the raw key's, to INTERACTIVE's):
+	 * a damaged page, not a wrong passphrase; the wrong one is still
+	 * told as such. */
+	{
+		char copy[128];
+		unsigned char b;
+
+		newpath(copy, sizeof(copy));
+		for (int to = CRYPT_KDF_RAW; to <= CRYPT_KDF_INTERACTIVE; to++) {
+			copy_file(path, copy);
+			b = (unsigned char)to;
+			rw_at(copy, &b, 1, P - 7, 1);
+			assert_int_equal(crypt_preflight(copy, pa, &kind),
+			                 SFS_CORRUPT);
+			assert_non_null(strstr(sfs_errdetail(), "page 1 of"));
+			assert_int_equal(crypt_preflight(copy, pb, &kind),
+			                 SFS_WRONGKEY);
+		}
+	}
 	/* A raw-key store refuses a passphrase. */
 	assert_int_equal(crypt_vfs_open(key_a, &v), SFS_OK);
 	newpath(path, sizeof(path));
