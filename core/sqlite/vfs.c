@@ -494,19 +494,16 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 	if (rc)
 		return rc;
 	if (pgno == 1) {
-		/* The first rewrite of page 1 in a run: the file holds the
-		 * pages page 1 counts now, and holes below that are cut off
-		 * pages until the run ends (db_floor). */
+		/* The first rewrite of page 1 in a run: holes below what it
+		 * counts now are cut off pages until the run ends (db_floor).
+		 * The file may hold fewer now, and that is no error: a
+		 * checkpoint or a commit killed after it wrote page 1 left
+		 * its other pages in the WAL or the journal, and this run
+		 * writes them (or rolls page 1 back). */
 		if (!f->p1_run) {
-			uint32_t old;
-
-			rc = db_header_pages(f, &old);
+			rc = db_header_pages(f, &f->p1_floor);
 			if (rc)
 				return rc;
-			if ((sqlite3_int64)old * P > size)
-				return db_truncated(f, (uint32_t)(size / P) + 1,
-				                    old);
-			f->p1_floor = old;
 			f->p1_run = 1;
 		}
 		f->p1_size = p1_pages(src);
