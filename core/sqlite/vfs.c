@@ -84,6 +84,7 @@ typedef struct cfile {
 	int p1_run;
 	uint32_t p1_floor;
 	uint32_t p1_size;
+	int in_ckpt;               /* between CKPT_START and CKPT_DONE */
 
 	/* CF_WAL, CF_JOURNAL: the main file. */
 	struct cfile *main;
@@ -507,6 +508,20 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 			f->p1_run = 1;
 		}
 		f->p1_size = p1_pages(src);
+		/* A checkpoint grows the file to what page 1 will count
+		 * before it writes page 1: one that fails later (a full disk)
+		 * or is killed has no rollback, and its page 1 must not count
+		 * pages the file lacks, or the pages SQLite never wrote
+		 * (below) would read as cut off. The pages it copies next
+		 * overwrite these zeros: growth costs two writes a page in a
+		 * checkpoint (off the commit path), none in a commit. */
+		if (f->in_ckpt &&
+		    (sqlite3_int64)f->p1_size * P > size && size >= P) {
+			rc = db_fill(f, size / P * P,
+			             (sqlite3_int64)f->p1_size * P);
+			if (rc)
+				return rc;
+		}
 	}
 	if (off > size) {
 		rc = db_fill(f, size / P * P, off);
@@ -1140,6 +1155,8 @@ static int cv_file_control(sqlite3_file *pf, int op, void *arg)
 	case SQLITE_FCNTL_CKPT_START:
 	case SQLITE_FCNTL_CKPT_DONE:
 		/* A checkpoint's copy begins or ends: a run (db_floor). */
+		if (f->type == CF_DB)
+			f->in_ckpt = op == SQLITE_FCNTL_CKPT_START;
 		rc = db_run_end(f);
 		if (rc)
 			return rc;
