@@ -110,9 +110,18 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 		           "store was there", o->plaintext ? "plaintext" :
 		           "encrypted", made);
 	}
-	if (rc)
-		mountd_log(LOG_ERR, "cannot open the store: %s: %s",
-		           sfs_strerror(rc), sfs_errdetail());
+	if (rc) {
+		/* A detail that begins with the status's words ("wrong key:
+		 * the key given ...") says it once, not "wrong key: wrong
+		 * key: ...". */
+		const char *what = sfs_strerror(rc), *why = sfs_errdetail();
+
+		if (strncmp(why, what, strlen(what)) == 0)
+			mountd_log(LOG_ERR, "cannot open the store: %s", why);
+		else
+			mountd_log(LOG_ERR, "cannot open the store: %s: %s",
+			           what, why);
+	}
 	return rc;
 }
 

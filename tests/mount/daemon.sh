@@ -262,6 +262,7 @@ if [ "$mode" = encrypted ] || [ "$mode" = postgres ]; then
   out=$("$bin" -o keyfile="$work/other.key" "$mnt" 2>&1) || rc=$?
   expect_eq "$rc" 1 "a wrong key"
   [[ $out == *"wrong key"* ]] || fail "no 'wrong key' in: $out"
+  [[ $out == *"wrong key: wrong key"* ]] && fail "the status said twice: $out"
   mountpoint -q "$mnt" && fail "mounted with a wrong key"
   ok "a wrong key fails before detaching"
 fi
