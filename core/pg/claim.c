@@ -433,9 +433,8 @@ int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 
 /* One call of sfs_settle; res gets its {code, id}. queue: the one item
  * ids[0] of that queue, whatever claim holds it. ids NULL: every item of
- * the claim with outs[0]. */
-/* sfs_settle, under the queue's lock *lock when not NULL (retries), in
- * the caller's transaction when there is one. */
+ * the claim with outs[0]. Under the queue's lock *lock when not NULL
+ * (retries), in the caller's transaction when there is one. */
 static int settle_call(pgc *c, int64_t cid, const sfs_slice *queue,
                        const int64_t *ids, const int64_t *outs, size_t n,
                        const int64_t *rids, const sfs_slice *ritems,
@@ -555,8 +554,8 @@ static int reseal_retries(pgc *c, int64_t cid, const sfs_slice *queue,
 	return st;
 }
 
-/* The lock of the queue of claim cid (or queue), for its retries: 0 and
- * *lock unset when there is no such claim (sfs_settle says so). */
+/* The lock of the queue of claim cid (or queue), for its retries: *have
+ * 0 and *lock unset when there is no such claim (sfs_settle says so). */
 static int retry_lock(pgc *c, int64_t cid, const sfs_slice *queue,
                       int64_t *lock, int *have)
 {

@@ -765,21 +765,6 @@ static int rename_body(pgc *c, sfs_slice scope, sfs_slice ns, sfs_slice key,
 	return st == SFS_OK ? pgb_commit(c) : st;
 }
 
-int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                  sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
-                  sfs_slice to_key, unsigned flags)
-{
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		st = rename_body(c, scope, ns, key, to_scope, to_ns, to_key, flags);
-	}
-	if (st == SFS_OK)
-		pgb_committed(b);
-	return st;
-}
-
 /* --- counters --------------------------------------------------------------- */
 
 int pgb_counter_get(sfs_backend *b, sfs_slice scope, sfs_slice ns,
@@ -936,20 +921,35 @@ static int counter_rename_body(pgc *c, sfs_slice scope, sfs_slice ns,
 	return st == SFS_OK ? pgb_commit(c) : st;
 }
 
-int pgb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
-                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
-                       sfs_slice to_key, unsigned flags)
+/* A value's rename (counters 0) or a counter's, with retries. */
+static int rename_any(sfs_backend *b, int counters, sfs_slice scope,
+                      sfs_slice ns, sfs_slice key, sfs_slice to_scope,
+                      sfs_slice to_ns, sfs_slice to_key, unsigned flags)
 {
 	pgc *c;
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		st = counter_rename_body(c, scope, ns, key, to_scope, to_ns, to_key,
-		                         flags);
+		st = (counters ? counter_rename_body : rename_body)(c, scope, ns,
+		        key, to_scope, to_ns, to_key, flags);
 	}
 	if (st == SFS_OK)
 		pgb_committed(b);
 	return st;
+}
+
+int pgb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                  sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                  sfs_slice to_key, unsigned flags)
+{
+	return rename_any(b, 0, scope, ns, key, to_scope, to_ns, to_key, flags);
+}
+
+int pgb_counter_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key, unsigned flags)
+{
+	return rename_any(b, 1, scope, ns, key, to_scope, to_ns, to_key, flags);
 }
 
 int pgb_counter_delete(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -1318,6 +1318,21 @@ static void test_long_names(void **state)
 	free(big);
 }
 
+/* Waits (up to 30 s) for the change counter of s to move from v; its new
+ * value. */
+static uint64_t version_moves(sfs_store *s, uint64_t v)
+{
+	uint64_t now = v;
+
+	for (int i = 0; i < 3000 && now == v; i++) {
+		OK(sfs_store_version(s, &now));
+		if (now == v)
+			usleep(10000);
+	}
+	assert_true(now != v);
+	return now;
+}
+
 /* A schema named with a '"' and a two-byte character where its channel
  * name is cut (54 bytes in): the store is created, and a push from
  * another handle reaches this one's listener (before, the cut split the
@@ -1331,7 +1346,6 @@ static void test_odd_schema(void **state)
 	sfs_slice it = S("i");
 	uint64_t v0, v1;
 	PGconn *c;
-	int i;
 
 	(void)state;
 	/* the pid: the two modes' runs never meet */
@@ -1349,21 +1363,9 @@ static void test_odd_schema(void **state)
 	OK(sfs_store_open(&o, &other, NULL));
 	/* the listener's connect moves the counter once; then a push */
 	OK(sfs_store_version(s, &v0));
-	for (i = 0; i < 3000; i++) {
-		OK(sfs_store_version(s, &v1));
-		if (v1 != v0)
-			break;
-		usleep(10000);
-	}
-	assert_true(v1 != v0);
+	v1 = version_moves(s, v0);
 	OK(sfs_queue_push(other, S("q"), &it, 1, NULL));
-	for (i = 0; i < 3000; i++) {
-		OK(sfs_store_version(s, &v0));
-		if (v0 != v1)
-			break;
-		usleep(10000);
-	}
-	assert_true(v0 != v1);
+	version_moves(s, v1);
 	sfs_store_close(other);
 	sfs_store_close(s);
 	c = sql_conn(NULL);
@@ -1386,30 +1388,17 @@ static void test_listener_idle_timeout(void **state)
 	                        0);
 	sfs_slice it = S("i");
 	uint64_t v0, v1;
-	int i;
 
 	/* the listener's connect moves the counter once */
 	OK(sfs_store_version(s, &v0));
-	for (i = 0; i < 3000; i++) {
-		OK(sfs_store_version(s, &v1));
-		if (v1 != v0)
-			break;
-		usleep(10000);
-	}
-	assert_true(v1 != v0);
+	v1 = version_moves(s, v0);
 	/* ten timeouts later, nothing pushed: it has not moved again */
 	usleep(1000000);
 	OK(sfs_store_version(s, &v0));
 	assert_true(v0 == v1);
 	/* and a push by another handle still wakes it */
 	OK(sfs_queue_push(t->s, S("q"), &it, 1, NULL));
-	for (i = 0; i < 3000; i++) {
-		OK(sfs_store_version(s, &v0));
-		if (v0 != v1)
-			break;
-		usleep(10000);
-	}
-	assert_true(v0 != v1);
+	version_moves(s, v1);
 	sfs_store_close(s);
 }
 
