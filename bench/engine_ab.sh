@@ -27,7 +27,9 @@ one() { # bin tag args...: appends "tag op best eng" lines
   # same and eng in that order (later columns are ignored)
   "$bin" -r 1 "$@" | awk -v tag="$tag" '
     f && NF { name = substr($0, 1, 12); gsub(/ +$/, "", name); gsub(/ /, "_", name)
-              n = split(substr($0, 13), c, " "); if (n >= 4) print tag, name, c[2], c[4] }
+              n = split(substr($0, 13), c, " ")
+              # rows of numbers only (the legend and the group table follow)
+              if (n >= 4 && c[2] ~ /^[0-9.]+$/ && c[4] ~ /^[0-9.]+$/) print tag, name, c[2], c[4] }
     /^operation/ { f = 1 }' >> "$tmp/rows"
 }
 for ((i = 1; i <= rounds; i++)); do
