@@ -49,64 +49,7 @@
 #include "vfs_i.h"
 #include "err_i.h"
 
-struct crypt_vfs {
-	sqlite3_vfs base;          /* first: SQLite sees this */
-	sqlite3_vfs *real;
-	sfs_key *key;              /* our copy, locked memory */
-	char name[48];
-	pthread_mutex_t mu;        /* guards mains */
-	struct cfile *mains;       /* open main database files */
-};
-
-enum cf_type { CF_DB = 1, CF_WAL, CF_JOURNAL, CF_PASS };
-enum salt_state { SALT_NONE, SALT_PROVISIONAL, SALT_KNOWN };
-
-typedef struct cfile {
-	sqlite3_file base;
-	struct crypt_vfs *vfs;
-	sqlite3_file *real;        /* right after this struct */
-	enum cf_type type;
-	const char *zname;
-	unsigned char *buf;        /* work buffer, P + 24 bytes */
-	size_t bufsz;
-
-	/* CF_DB only. */
-	struct cfile *next;        /* in vfs->mains */
-	struct cfile *wal;         /* this connection's WAL, while open */
-	cp_filekey *fk;            /* keys for the salt below */
-	enum salt_state salt;
-	uint32_t P;                /* page size, 0 until known */
-	dev_t dev;                 /* the file opened (replaced_since) */
-	ino_t ino;
-	/* A run of writes that rewrote page 1 (a checkpoint, a commit in
-	 * rollback mode): the size in pages page 1 had on disk before, and
-	 * the size it was given (db_floor, db_run_end). */
-	int p1_run;
-	uint32_t p1_floor;
-	uint32_t p1_size;
-	int in_ckpt;               /* between CKPT_START and CKPT_DONE */
-
-	/* CF_WAL, CF_JOURNAL: the main file. */
-	struct cfile *main;
-
-	/* CF_WAL: the WAL header and the last frame header written. */
-	unsigned char walhdr[CP_WAL_HDR];
-	int walhdr_ok;
-	unsigned char fhdr[CP_FRAME_HDR];
-	sqlite3_int64 fhdr_off;    /* -1: none cached */
-	int fhdr_held;             /* fhdr is not on disk yet (wal_write) */
-	sqlite3_int64 frame_rd;    /* the last call read a whole frame at
-	                            * this offset; -1: it did not */
-	/* CF_WAL: a recovery scan (frames read whole from frame 1 after the
-	 * header): the frame it reads next (0: none) and the checksum chain
-	 * through the frame before it. Any write ends it. */
-	uint32_t rec_next;
-	uint32_t rec_ck[2];
-
-	/* CF_JOURNAL: the last 4-byte field written or read (page number). */
-	unsigned char jpg[4];
-	sqlite3_int64 jpg_off;     /* -1: none cached */
-} cfile;
+#include "vfs_file_i.h"
 
 /* ---- the message left for the SQL layer ---- */
 
@@ -122,8 +65,7 @@ void crypt_clear_error(void)
 	last_error[0] = '\0';
 }
 
-SFS_PRINTF(2, 3)
-static int fail(int sqlite_rc, const char *fmt, ...)
+int cv_fail(int sqlite_rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -137,7 +79,7 @@ static int fail(int sqlite_rc, const char *fmt, ...)
 
 /* ---- keys of a main file ---- */
 
-static int cf_buf(cfile *f, size_t need)
+int cf_buf(cfile *f, size_t need)
 {
 	if (f->bufsz >= need)
 		return SQLITE_OK;
@@ -159,12 +101,12 @@ static int main_derive(cfile *m, const unsigned char *salt, int kdf)
 		return SQLITE_NOMEM;
 	rc = cp_derive(m->vfs->key, salt, kdf, m->fk);
 	if (rc == SFS_WRONGKEY)
-		return fail(SQLITE_IOERR_DATA, "wrong key for %s (%s)", m->zname,
+		return cv_fail(SQLITE_IOERR_DATA, "wrong key for %s (%s)", m->zname,
 		            kdf == CRYPT_KDF_RAW ?
 		            "it was created with a raw key, not a passphrase" :
 		            "it was created with a passphrase, not a raw key");
 	if (rc)
-		return fail(SQLITE_NOMEM, "%s", sfs_errdetail());
+		return cv_fail(SQLITE_NOMEM, "%s", sfs_errdetail());
 	return SQLITE_OK;
 }
 
@@ -185,18 +127,18 @@ static int main_read_head(cfile *m, unsigned char hdr[24], unsigned char
 		return SQLITE_OK;
 	rc = m->real->pMethods->xRead(m->real, hdr, 24, 0);
 	if (rc == SQLITE_IOERR_SHORT_READ)
-		return fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
+		return cv_fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
 		            "(%lld bytes)", m->zname, (long long)size);
 	if (rc)
 		return rc;
 	if (memcmp(hdr, "SQLite format 3", 16) == 0)
-		return fail(SQLITE_NOTADB, "%s is not encrypted", m->zname);
+		return cv_fail(SQLITE_NOTADB, "%s is not encrypted", m->zname);
 	if (!cp_is_encrypted_header(hdr))
-		return fail(SQLITE_NOTADB, "%s is not an encrypted statefs "
+		return cv_fail(SQLITE_NOTADB, "%s is not an encrypted statefs "
 		            "file", m->zname);
 	P = cp_page_size(hdr);
 	if (size < P)
-		return fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
+		return cv_fail(SQLITE_IOERR_DATA, "%s: page 1 is incomplete "
 		            "(%lld bytes)", m->zname, (long long)size);
 	rc = m->real->pMethods->xRead(m->real, trailer, 8, P - 8);
 	if (rc)
@@ -210,7 +152,7 @@ static int main_read_head(cfile *m, unsigned char hdr[24], unsigned char
 /* Makes the main file's keys usable. A new (empty) file gets a provisional
  * random salt; it becomes final when page 1 is written, unless another
  * process wrote page 1 first, in which case its salt is adopted. */
-static int main_ready(cfile *m)
+int main_ready(cfile *m)
 {
 	unsigned char hdr[24], trailer[8], salt[CRYPT_SALT_BYTES];
 	int rc, have;
@@ -249,13 +191,13 @@ static int main_ready(cfile *m)
 static int db_page_error(cfile *f, uint32_t pgno, int r)
 {
 	if (pgno == 1 && r == CP_OTHERKEY)
-		return fail(SQLITE_IOERR_DATA, "wrong key for %s (page 1 was "
+		return cv_fail(SQLITE_IOERR_DATA, "wrong key for %s (page 1 was "
 		            "encrypted under a different key)", f->zname);
 	if (pgno == 1 && r == CP_BADFMT)
-		return fail(SQLITE_IOERR_DATA, "%s uses another encryption "
+		return cv_fail(SQLITE_IOERR_DATA, "%s uses another encryption "
 		            "format than %d (a newer statefs wrote it?)",
 		            f->zname, CRYPT_FORMAT);
-	return fail(SQLITE_IOERR_DATA, "page %u of %s %s", pgno, f->zname,
+	return cv_fail(SQLITE_IOERR_DATA, "page %u of %s %s", pgno, f->zname,
 	            cp_reason(r));
 }
 
@@ -321,7 +263,7 @@ static int db_floor(cfile *f, uint32_t *out)
 
 static int db_truncated(cfile *f, uint32_t pgno, uint32_t pages)
 {
-	return fail(SQLITE_IOERR_DATA, "page %u of %s is missing: the file "
+	return cv_fail(SQLITE_IOERR_DATA, "page %u of %s is missing: the file "
 	            "ends before it, and its page 1 counts %u pages (the file "
 	            "was truncated)", pgno, f->zname, pages);
 }
@@ -347,7 +289,7 @@ static int db_read_page(cfile *f, uint32_t pgno, unsigned char *dst)
 			return pgno <= floor ? db_truncated(f, pgno, floor) : rc;
 		}
 		memset(dst, 0, P);
-		return fail(SQLITE_IOERR_DATA, "page %u of %s is incomplete "
+		return cv_fail(SQLITE_IOERR_DATA, "page %u of %s is incomplete "
 		            "(the file ends inside it)", pgno, f->zname);
 	}
 	if (rc)
@@ -460,21 +402,21 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 
 	if (amt < CP_MIN_PAGE || amt > CP_MAX_PAGE || (amt & (amt - 1)) ||
 	    off % amt)
-		return fail(SQLITE_IOERR_WRITE, "%s: refusing a write of %d "
+		return cv_fail(SQLITE_IOERR_WRITE, "%s: refusing a write of %d "
 		            "bytes at %lld (only whole pages are encrypted)",
 		            f->zname, amt, (long long)off);
 	pgno = (uint32_t)(off / P) + 1;
 	if (pgno == 1) {
 		if (memcmp(src, "SQLite format 3", 16) != 0 ||
 		    cp_page_size(src) != P || src[20] != CP_RESERVE)
-			return fail(SQLITE_IOERR_WRITE, "%s: page 1 does not "
+			return cv_fail(SQLITE_IOERR_WRITE, "%s: page 1 does not "
 			            "reserve %d bytes per page (the connection "
 			            "was not set up for encryption, or a plaintext "
 			            "database is being copied in)", f->zname,
 			            CP_RESERVE);
 	}
 	if (!cp_all_zero(src + P - CP_RESERVE, CP_RESERVE))
-		return fail(SQLITE_IOERR_WRITE, "%s: page %u has data in its "
+		return cv_fail(SQLITE_IOERR_WRITE, "%s: page %u has data in its "
 		            "reserved bytes (a plaintext database copied in?)",
 		            f->zname, pgno);
 	rc = main_ready(f);
@@ -489,7 +431,7 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 		f->P = P;
 	}
 	if (P != f->P)
-		return fail(SQLITE_IOERR_WRITE, "%s: page size %u, the file's "
+		return cv_fail(SQLITE_IOERR_WRITE, "%s: page size %u, the file's "
 		            "is %u", f->zname, P, f->P);
 	rc = f->real->pMethods->xFileSize(f->real, &size);
 	if (rc)
@@ -553,7 +495,7 @@ static int db_truncate(cfile *f, sqlite3_int64 size)
 	 * last pages were never written: fill them instead of leaving a
 	 * hole of zeros. */
 	if (size % f->P)
-		return fail(SQLITE_IOERR_TRUNCATE, "%s: growing to %lld bytes, "
+		return cv_fail(SQLITE_IOERR_TRUNCATE, "%s: growing to %lld bytes, "
 		            "not a whole number of pages", f->zname,
 		            (long long)size);
 	return db_fill(f, cur / f->P * f->P, size);
@@ -576,400 +518,6 @@ static int db_run_end(cfile *f)
 		rc = db_fill(f, size / f->P * f->P, want);
 	f->p1_run = 0;
 	return rc;
-}
-
-/* ---- WAL ---- */
-
-static uint32_t wal_page_size(cfile *w)
-{
-	if (w->main->P)
-		return w->main->P;
-	if (w->walhdr_ok)
-		return cp_get32(w->walhdr + 8);
-	return 0;
-}
-
-/* Frame index (1-based) of a page at off, 0 if off is not a page slot. */
-static uint32_t wal_frame_of_page(uint32_t P, sqlite3_int64 off)
-{
-	sqlite3_int64 rel = off - CP_WAL_HDR - CP_FRAME_HDR;
-
-	if (rel < 0 || rel % (P + CP_FRAME_HDR))
-		return 0;
-	return (uint32_t)(rel / (P + CP_FRAME_HDR)) + 1;
-}
-
-/* Writes the frame header wal_write held back, if there is one: before
- * any other call on the WAL (so that nothing reads, syncs, sizes or
- * truncates the file without it, and the order of writes to the file is
- * SQLite's) and before the main file's locks and shared memory calls (so
- * that no frame is published in the wal-index without its header). A
- * header that fails to go down stays held, for the next call to try. */
-static int wal_flush(cfile *w)
-{
-	int rc;
-
-	if (!w || !w->fhdr_held)
-		return SQLITE_OK;
-	rc = w->real->pMethods->xWrite(w->real, w->fhdr, CP_FRAME_HDR,
-	                               w->fhdr_off);
-	if (rc == SQLITE_OK)
-		w->fhdr_held = 0;
-	return rc;
-}
-
-/* The held header of f's WAL (f a WAL, or a main file whose connection has
- * one open) goes to disk. */
-static int cf_flush(cfile *f)
-{
-	return wal_flush(f->type == CF_WAL ? f : f->type == CF_DB ? f->wal :
-	                 NULL);
-}
-
-/* SQLite appends a frame as two writes, its 24-byte header and then its
- * page right after it (walWriteOneFrame), with no other call between.
- * The header is held back and goes down with the sealed page as one
- * write of P + 24 bytes: one system call a frame instead of two.
- *
- * The one header no page follows is walRewriteChecksums's: at a commit
- * it reads frames whole and rewrites their headers, the commit frame's
- * last. Such a header (one at the offset of the frame just read whole) is
- * written at once, so that its failure fails the commit as it does
- * without the shim. Any other header no page follows would go down at
- * the next call on the WAL or on the main file (wal_flush), and SQLite
- * makes one on the main file before a commit returns: the shared-memory
- * barrier before the wal-index header that publishes frames, and
- * SQLITE_FCNTL_COMMIT_PHASETWO, the one call left in an exclusive-locking
- * connection. So a header is held only while the WAL is linked to its
- * connection's main file. */
-static int wal_write(cfile *w, const void *in, int amt, sqlite3_int64 off)
-{
-	const unsigned char *hdr;
-	uint32_t P, frame;
-	cp_walpos pos;
-	int rc, whole = 0, rewrite = w->frame_rd == off;
-
-	w->rec_next = 0;
-	w->frame_rd = -1;
-	P = wal_page_size(w);
-	if (P && amt == CP_FRAME_HDR && off >= CP_WAL_HDR &&
-	    (off - CP_WAL_HDR) % (P + CP_FRAME_HDR) == 0) {
-		rc = wal_flush(w);
-		if (rc)
-			return rc;
-		memcpy(w->fhdr, in, CP_FRAME_HDR);
-		w->fhdr_off = off;
-		if (rewrite || w->main->wal != w)
-			return w->real->pMethods->xWrite(w->real, in, amt, off);
-		w->fhdr_held = 1;
-		return SQLITE_OK;
-	}
-	if (w->fhdr_held && (off != w->fhdr_off + CP_FRAME_HDR ||
-	                     (uint32_t)amt != P)) {
-		rc = wal_flush(w);
-		if (rc)
-			return rc;
-	}
-	if (off == 0 && amt == CP_WAL_HDR) {
-		memcpy(w->walhdr, in, CP_WAL_HDR);
-		w->walhdr_ok = 1;
-		return w->real->pMethods->xWrite(w->real, in, amt, off);
-	}
-	frame = P && (uint32_t)amt == P ? wal_frame_of_page(P, off) : 0;
-	if (!frame)
-		return fail(SQLITE_IOERR_WRITE, "%s: refusing a WAL write of "
-		            "%d bytes at %lld (not a header or a page)", w->zname,
-		            amt, (long long)off);
-	if (!cp_all_zero((const unsigned char *)in + P - CP_RESERVE,
-	                 CP_RESERVE))
-		return fail(SQLITE_IOERR_WRITE, "%s: WAL frame %u has data in "
-		            "its reserved bytes", w->zname, frame);
-	rc = main_ready(w->main);
-	if (!rc)
-		rc = cf_buf(w, P + CP_FRAME_HDR);
-	if (rc) {
-		w->fhdr_held = 0;
-		w->fhdr_off = -1;
-		return rc;
-	}
-	if (w->fhdr_off == off - CP_FRAME_HDR) {
-		whole = w->fhdr_held;
-		w->fhdr_held = 0;
-		memcpy(w->buf, w->fhdr, CP_FRAME_HDR);
-	} else {
-		/* An in-place overwrite of a frame written earlier in this
-		 * transaction: SQLite sends the page alone. */
-		rc = w->real->pMethods->xRead(w->real, w->buf, CP_FRAME_HDR,
-		                              off - CP_FRAME_HDR);
-		if (rc)
-			return fail(SQLITE_IOERR_WRITE, "%s: cannot read the "
-			            "header of WAL frame %u", w->zname, frame);
-	}
-	hdr = w->buf;
-	pos.frame = frame;
-	pos.hdr8 = hdr;
-	cp_seal(w->main->fk, CP_WAL, cp_get32(hdr), &pos, in,
-	        w->buf + CP_FRAME_HDR, P);
-	if (!whole)
-		return w->real->pMethods->xWrite(w->real, w->buf + CP_FRAME_HDR,
-		                                 amt, off);
-	rc = w->real->pMethods->xWrite(w->real, w->buf, amt + CP_FRAME_HDR,
-	                               off - CP_FRAME_HDR);
-	if (rc)
-		w->fhdr_off = -1;
-	return rc;
-}
-
-/* cp_wal_commit_after's reads, below SQLite. */
-static int wal_raw_read(void *ctx, void *buf, size_t n, int64_t off)
-{
-	cfile *w = ctx;
-	return w->real->pMethods->xRead(w->real, buf, (int)n, off);
-}
-
-/* Recovery (or a reader without a wal-index) reads frame k whole, in
- * order from frame 1, and ends the log at the first frame SQLite rejects.
- * A log that ends before a commit frame that proves it should not have
- * (wal.c) was damaged, not torn: fail, naming the frame, rather than
- * let SQLite drop every commit after it. Otherwise the log ends there, as
- * without encryption. A frame whose page fails authentication reads as
- * zeros either way (its checksum then fails too); one that opens is
- * returned as it is. */
-static int wal_recovery_frame(cfile *w, uint32_t P, uint32_t k,
-                              unsigned char *o)
-{
-	unsigned char *copy = w->buf;
-	uint32_t next[2], after[2], later;
-	int r;
-
-	memcpy(copy, o, P + CP_FRAME_HDR);
-	r = cp_wal_frame(w->main->fk, w->walhdr, P, k, copy, w->rec_ck, next);
-	if (r == CP_OK) {
-		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
-		w->rec_ck[0] = next[0];
-		w->rec_ck[1] = next[1];
-		w->rec_next = k + 1;
-		return SQLITE_OK;
-	}
-	w->rec_next = 0;
-	if (r == CP_WAL_OTHER || r == CP_WAL_CHAIN) {
-		memcpy(o + CP_FRAME_HDR, copy + CP_FRAME_HDR, P);
-		after[0] = next[0];
-		after[1] = next[1];
-	} else {
-		memset(o + CP_FRAME_HDR, 0, P);
-		after[0] = cp_get32(o + 16);
-		after[1] = cp_get32(o + 20);
-	}
-	later = cp_wal_commit_after(wal_raw_read, w, w->main->fk, w->walhdr, P,
-	                            k, after, copy);
-	sodium_memzero(copy, P + CP_FRAME_HDR);
-	if (later)
-		return fail(SQLITE_IOERR_DATA, "WAL frame %u of %s %s; committed "
-		            "frame %u follows it, so it was damaged or tampered "
-		            "with, not torn by a crash (recovery would drop every "
-		            "commit after it)", k, w->zname, cp_wal_reason(r),
-		            later);
-	if (r != CP_WAL_OTHER && r != CP_WAL_CHAIN)
-		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in WAL frame "
-		            "%u of %s %s; the log ends before it", cp_get32(o), k,
-		            w->zname, cp_reason(r));
-	return SQLITE_OK;
-}
-
-static int wal_read(cfile *w, void *out, int amt, sqlite3_int64 off)
-{
-	unsigned char *o = out;
-	uint32_t P, frame;
-	cp_walpos pos;
-	int rc, r;
-
-	rc = wal_flush(w);
-	if (rc)
-		return rc;
-	w->frame_rd = -1;
-	if (off == 0 && amt == CP_WAL_HDR) {
-		rc = w->real->pMethods->xRead(w->real, out, amt, off);
-		w->rec_next = 0;
-		if (rc == SQLITE_OK) {
-			memcpy(w->walhdr, out, CP_WAL_HDR);
-			w->walhdr_ok = 1;
-			/* Recovery starts here; a header SQLite rejects makes
-			 * it ignore the whole log. */
-			P = wal_page_size(w);
-			if (P && cp_wal_header(w->walhdr, P, w->rec_ck))
-				w->rec_next = 1;
-		}
-		return rc;
-	}
-	if (amt <= CP_FRAME_HDR) /* frame headers, checksum fields */
-		return w->real->pMethods->xRead(w->real, out, amt, off);
-	rc = main_ready(w->main);
-	if (rc)
-		return rc;
-	P = wal_page_size(w);
-	if (P && (uint32_t)amt == P && (frame = wal_frame_of_page(P, off))) {
-		/* A page found through the wal-index: it belongs to a
-		 * committed transaction and must be intact. */
-		rc = cf_buf(w, P + CP_FRAME_HDR);
-		if (rc)
-			return rc;
-		rc = w->real->pMethods->xRead(w->real, w->buf,
-		                              (int)P + CP_FRAME_HDR,
-		                              off - CP_FRAME_HDR);
-		if (rc == SQLITE_IOERR_SHORT_READ &&
-		    cp_all_zero(w->buf, P + CP_FRAME_HDR)) {
-			memset(out, 0, (size_t)amt);
-			return rc;
-		}
-		if (rc == SQLITE_IOERR_SHORT_READ)
-			return fail(SQLITE_IOERR_DATA, "WAL frame %u of %s is "
-			            "incomplete", frame, w->zname);
-		if (rc)
-			return rc;
-		pos.frame = frame;
-		pos.hdr8 = w->buf;
-		r = cp_open(w->main->fk, CP_WAL, cp_get32(w->buf), &pos,
-		            w->buf + CP_FRAME_HDR, P);
-		if (r) {
-			memset(out, 0, (size_t)amt);
-			return fail(SQLITE_IOERR_DATA, "page %u in WAL frame %u "
-			            "of %s %s", cp_get32(w->buf), frame,
-			            w->zname, cp_reason(r));
-		}
-		memcpy(out, w->buf + CP_FRAME_HDR, P);
-		return SQLITE_OK;
-	}
-	if (P && (uint32_t)amt == P + CP_FRAME_HDR &&
-	    (frame = wal_frame_of_page(P, off + CP_FRAME_HDR))) {
-		/* Recovery or a checksum rewrite: header and page together. */
-		rc = w->real->pMethods->xRead(w->real, out, amt, off);
-		if (rc)
-			return rc;
-		w->frame_rd = off;
-		if (frame == w->rec_next) {
-			rc = cf_buf(w, P + CP_FRAME_HDR);
-			return rc ? rc : wal_recovery_frame(w, P, frame, o);
-		}
-		pos.frame = frame;
-		pos.hdr8 = o;
-		r = cp_open(w->main->fk, CP_WAL, cp_get32(o), &pos,
-		            o + CP_FRAME_HDR, P);
-		if (r != CP_OK) {
-			/* A frame SQLite rewrites the checksum of was written
-			 * in this transaction: it opens. Zeros fail SQLite's
-			 * own checksum. */
-			memset(o + CP_FRAME_HDR, 0, P);
-			sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in "
-			            "WAL frame %u of %s %s", cp_get32(o), frame,
-			            w->zname, cp_reason(r));
-		}
-		return SQLITE_OK;
-	}
-	return fail(SQLITE_IOERR_READ, "%s: refusing a WAL read of %d bytes "
-	            "at %lld (not a header or a page)", w->zname, amt,
-	            (long long)off);
-}
-
-/* ---- rollback journal ---- */
-
-/* A page record is page number (4), page (P), checksum (4) after a
- * sector-aligned header, so its page sits at an offset = 4 mod 8; header
- * chunks, which may also be P bytes long, sit at multiples of 512. Returns
- * 1 for a page, 0 for anything else, or an SQLite error (negated). */
-static int journal_is_page(cfile *j, int amt, sqlite3_int64 off)
-{
-	int rc;
-
-	if (amt < CP_MIN_PAGE || amt > CP_MAX_PAGE || (amt & (amt - 1)) ||
-	    off % 8 != 4)
-		return 0;
-	rc = main_ready(j->main);
-	if (rc)
-		return -rc;
-	if (j->main->P != (uint32_t)amt)
-		return -fail(SQLITE_IOERR, "%s: a journal page of %d bytes, "
-		             "the database's are %u", j->zname, amt,
-		             j->main->P);
-	return 1;
-}
-
-static int journal_pgno(cfile *j, sqlite3_int64 off, uint32_t *pgno)
-{
-	unsigned char b[4];
-	int rc;
-
-	if (j->jpg_off == off - 4) {
-		*pgno = cp_get32(j->jpg);
-		return SQLITE_OK;
-	}
-	rc = j->real->pMethods->xRead(j->real, b, 4, off - 4);
-	if (rc)
-		return rc;
-	*pgno = cp_get32(b);
-	return SQLITE_OK;
-}
-
-static int journal_write(cfile *j, const void *in, int amt,
-                         sqlite3_int64 off)
-{
-	uint32_t pgno, P;
-	int rc;
-
-	if (amt == 4) {
-		memcpy(j->jpg, in, 4);
-		j->jpg_off = off;
-	}
-	rc = journal_is_page(j, amt, off);
-	if (rc < 0)
-		return -rc;
-	if (rc == 0)
-		return j->real->pMethods->xWrite(j->real, in, amt, off);
-	P = j->main->P;
-	if (!cp_all_zero((const unsigned char *)in + P - CP_RESERVE,
-	                 CP_RESERVE))
-		return fail(SQLITE_IOERR_WRITE, "%s: a journal page has data "
-		            "in its reserved bytes", j->zname);
-	rc = journal_pgno(j, off, &pgno);
-	if (rc)
-		return rc;
-	rc = cf_buf(j, P);
-	if (rc)
-		return rc;
-	cp_seal(j->main->fk, CP_JOURNAL, pgno, NULL, in, j->buf, P);
-	return j->real->pMethods->xWrite(j->real, j->buf, amt, off);
-}
-
-static int journal_read(cfile *j, void *out, int amt, sqlite3_int64 off)
-{
-	uint32_t pgno;
-	int rc, r;
-
-	rc = journal_is_page(j, amt, off);
-	if (rc < 0)
-		return -rc;
-	if (rc == 0) {
-		rc = j->real->pMethods->xRead(j->real, out, amt, off);
-		if (rc == SQLITE_OK && amt == 4) {
-			memcpy(j->jpg, out, 4);
-			j->jpg_off = off;
-		}
-		return rc;
-	}
-	rc = journal_pgno(j, off, &pgno);
-	if (rc)
-		return rc;
-	rc = j->real->pMethods->xRead(j->real, out, amt, off);
-	if (rc)
-		return rc;
-	r = cp_open(j->main->fk, CP_JOURNAL, pgno, NULL, out, j->main->P);
-	if (r) {
-		/* As a torn record: the pager's checksum ends the playback. */
-		memset(out, 0, (size_t)amt);
-		sqlite3_log(SQLITE_WARNING, "statefs-crypt: page %u in the "
-		            "journal %s %s", pgno, j->zname, cp_reason(r));
-	}
-	return SQLITE_OK;
 }
 
 /* ---- io methods ---- */
@@ -1012,7 +560,7 @@ static int cv_read(sqlite3_file *pf, void *out, int amt, sqlite3_int64 off)
 
 	switch (f->type) {
 	case CF_DB:
-		rc = wal_flush(f->wal);
+		rc = cf_flush(f);
 		return rc ? rc : db_read(f, out, amt, off);
 	case CF_WAL:
 		return wal_read(f, out, amt, off);
@@ -1031,7 +579,7 @@ static int cv_write(sqlite3_file *pf, const void *in, int amt,
 
 	switch (f->type) {
 	case CF_DB:
-		rc = wal_flush(f->wal);
+		rc = cf_flush(f);
 		return rc ? rc : db_write(f, in, amt, off);
 	case CF_WAL:
 		return wal_write(f, in, amt, off);
@@ -1087,7 +635,7 @@ int crypt_replaced_since(const char *zname, dev_t dev, ino_t ino)
 int crypt_refuse_replaced(sqlite3_file *real, const char *zname)
 {
 	real->pMethods->xUnlock(real, SQLITE_LOCK_NONE);
-	return fail(SQLITE_IOERR_LOCK, "%s was replaced (by a rekey or a "
+	return cv_fail(SQLITE_IOERR_LOCK, "%s was replaced (by a rekey or a "
 	            "restore) after this connection opened it: open it again",
 	            zname);
 }
@@ -1282,7 +830,7 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 	memset(f, 0, sizeof(*f));
 	if (!zname || (flags & temp) || (flags & SQLITE_OPEN_DELETEONCLOSE)) {
 		cp_count(CP_COUNT_TEMP, CP_DB);
-		return fail(SQLITE_CANTOPEN, "refusing a temporary file: it "
+		return cv_fail(SQLITE_CANTOPEN, "refusing a temporary file: it "
 		            "would hold plaintext (use PRAGMA "
 		            "temp_store=MEMORY)");
 	}
@@ -1298,7 +846,7 @@ static int cv_open(sqlite3_vfs *pv, const char *zname,
 		f->type = flags & SQLITE_OPEN_WAL ? CF_WAL : CF_JOURNAL;
 		f->main = find_main(v, zname);
 		if (!f->main)
-			return fail(SQLITE_CANTOPEN, "%s: no open database "
+			return cv_fail(SQLITE_CANTOPEN, "%s: no open database "
 			            "file for it", zname);
 	} else {
 		/* The super-journal holds file names only. */
