@@ -237,6 +237,7 @@ int fs_node_find_held(fs *f, fs_node *parent, fs_kind kind, const void *p,
  * items), with one kernel lookup. */
 fs_node *fs_node_anon(fs *f, fs_node *parent, fs_kind kind);
 void fs_node_forget(fs *f, fs_node *n, uint64_t nlookup);
+void fs_node_trim(fs *f);
 void fs_node_ref(fs *f, fs_node *n);
 void fs_node_unref(fs *f, fs_node *n);
 /* Takes the child (if present) out of the name table: deleted or replaced.
@@ -397,6 +398,8 @@ struct fs {
 	fs_node **by_name;
 	size_t name_buckets;
 	size_t nodes;
+	size_t nodes_peak;         /* the most nodes since the last trim
+	                              (fs_node_trim); guarded by lock */
 	int64_t anon_seq;
 	fs_node *root, *exec_root, *queue_root, *counter_root;
 	fs_link files, dirs;       /* open handles; guarded by lock */

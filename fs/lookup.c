@@ -180,6 +180,7 @@ void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	if (n && ino != FUSE_ROOT_ID)
 		fs_node_forget(f, n, nlookup);
 	fuse_reply_none(req);
+	fs_node_trim(f);
 }
 
 /* FORGET_MULTI: the batched FORGET. */
@@ -194,4 +195,5 @@ void fs_op_forget_multi(fuse_req_t req, size_t count,
 			fs_node_forget(f, n, forgets[i].nlookup);
 	}
 	fuse_reply_none(req);
+	fs_node_trim(f);
 }
