@@ -195,8 +195,11 @@ static int chk_rename(const sfs_store *s, sfs_slice scope, sfs_slice ns,
 	CHECK(chk_writable(s));
 	CHECK(chk_key3(scope, ns, key));
 	CHECK(chk_new_key3(to_scope, to_ns, to_key));
-	if (flags & ~(unsigned)SFS_RENAME_NOREPLACE)
+	if (flags & ~(unsigned)(SFS_RENAME_NOREPLACE | SFS_RENAME_EXCHANGE))
 		return sfs_err(SFS_INVALID, "unknown rename flags 0x%x", flags);
+	if ((flags & SFS_RENAME_NOREPLACE) && (flags & SFS_RENAME_EXCHANGE))
+		return sfs_err(SFS_INVALID, "a rename cannot both exchange and "
+		               "refuse to replace");
 	return SFS_OK;
 }
 

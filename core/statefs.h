@@ -629,12 +629,17 @@ int sfs_kv_drain(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_list *out);
 
 enum {
 	SFS_RENAME_NOREPLACE = 1u << 0, /* SFS_EXISTS instead of replacing */
+	SFS_RENAME_EXCHANGE = 1u << 1,  /* swap with the target (keys and
+	                                   counters only) */
 };
 
 /* Moves a key to another (scope, ns, key) atomically, with its value's
- * time, replacing the target unless SFS_RENAME_NOREPLACE. Renaming a key
- * onto itself changes nothing. Errors: SFS_NOTFOUND (no source),
- * SFS_EXISTS (NOREPLACE and the target exists). */
+ * time, replacing the target unless SFS_RENAME_NOREPLACE. With
+ * SFS_RENAME_EXCHANGE both must exist and they swap, each with its time,
+ * atomically (renameat2's RENAME_EXCHANGE). Renaming a key onto itself
+ * changes nothing. Errors: SFS_NOTFOUND (no source; with EXCHANGE, or no
+ * target), SFS_EXISTS (NOREPLACE and the target exists), SFS_INVALID
+ * (NOREPLACE and EXCHANGE together). */
 int sfs_kv_rename(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
                   sfs_slice to_scope, sfs_slice to_ns, sfs_slice to_key,
                   unsigned flags);

@@ -247,6 +247,11 @@ void fs_node_unlink(fs *f, fs_node *parent, fs_kind kind, const void *p,
 /* A rename: the node (if present) now stands for (newparent, name). */
 void fs_node_move(fs *f, fs_node *parent, fs_kind kind, const void *p,
                   size_t n, fs_node *newparent, const void *np, size_t nn);
+/* RENAME_EXCHANGE of two files of one kind: each node takes the other's
+ * name (one the kernel never looked up: the other moves). */
+void fs_node_exchange(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                      size_t len, fs_node *newparent, const void *np,
+                      size_t nn);
 /* Sets or clears the ephemeral flag; pending creates are counted with
  * fs_node_pending(+1/-1). */
 void fs_node_set_ephemeral(fs *f, fs_node *n, int on);

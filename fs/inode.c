@@ -509,30 +509,20 @@ static void rehash_all(fs *f)
 				name_insert(f, n);
 }
 
-void fs_node_move(fs *f, fs_node *parent, fs_kind kind, const void *p,
-                  size_t len, fs_node *newparent, const void *np, size_t nn)
+/* Gives n the name np/nn under newparent, where nothing stands. Called
+ * with the lock held. */
+static void move_locked(fs *f, fs_node *n, fs_kind kind, fs_node *newparent,
+                        const void *np, size_t nn)
 {
-	fs_node *n, *target, *oldparent;
+	fs_node *oldparent;
 	unsigned char *name = NULL;
 
-	pthread_mutex_lock(&f->lock);
-	/* Whatever stood at the target was replaced. */
-	target = by_name(f, ident_hash(newparent->ihash, kind, np, nn, 0),
-	                 newparent, kind, np, nn, 0);
-	n = by_name(f, ident_hash(parent->ihash, kind, p, len, 0), parent,
-	            kind, p, len, 0);
-	if (target && target != n) {
-		unlink_locked(f, target);
-		maybe_free(f, target);
-	}
-	if (!n || n == target)
-		goto out;
 	if (nn && !(name = malloc(nn))) {
 		/* Out of memory: forget the identity rather than keep a
 		 * wrong one; its handles keep their bytes. */
 		unlink_locked(f, n);
 		maybe_free(f, n);
-		goto out;
+		return;
 	}
 	if (nn)
 		memcpy(name, np, nn);
@@ -549,7 +539,60 @@ void fs_node_move(fs *f, fs_node *parent, fs_kind kind, const void *p,
 		rehash_all(f);
 	oldparent->refs--;
 	maybe_free(f, oldparent);
-out:
+}
+
+void fs_node_move(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                  size_t len, fs_node *newparent, const void *np, size_t nn)
+{
+	fs_node *n, *target;
+
+	pthread_mutex_lock(&f->lock);
+	/* Whatever stood at the target was replaced. */
+	target = by_name(f, ident_hash(newparent->ihash, kind, np, nn, 0),
+	                 newparent, kind, np, nn, 0);
+	n = by_name(f, ident_hash(parent->ihash, kind, p, len, 0), parent,
+	            kind, p, len, 0);
+	if (target && target != n) {
+		unlink_locked(f, target);
+		maybe_free(f, target);
+	}
+	if (n && n != target)
+		move_locked(f, n, kind, newparent, np, nn);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void fs_node_exchange(fs *f, fs_node *parent, fs_kind kind, const void *p,
+                      size_t len, fs_node *newparent, const void *np,
+                      size_t nn)
+{
+	fs_node *a, *b, *ap;
+	unsigned char *an;
+	size_t al;
+
+	pthread_mutex_lock(&f->lock);
+	a = by_name(f, ident_hash(parent->ihash, kind, p, len, 0), parent,
+	            kind, p, len, 0);
+	b = by_name(f, ident_hash(newparent->ihash, kind, np, nn, 0),
+	            newparent, kind, np, nn, 0);
+	if (a && b && a != b) {
+		/* each takes the other's name and parent (whose references
+		 * stay as they are: one child each, before and after) */
+		name_remove(f, a);
+		name_remove(f, b);
+		an = a->name, al = a->namelen, ap = a->parent;
+		a->name = b->name, a->namelen = b->namelen, a->parent = b->parent;
+		b->name = an, b->namelen = al, b->parent = ap;
+		a->ihash = ident_hash(a->parent->ihash, kind, a->name, a->namelen,
+		                      0);
+		b->ihash = ident_hash(b->parent->ihash, kind, b->name, b->namelen,
+		                      0);
+		name_insert(f, a);
+		name_insert(f, b);
+	} else if (a && !b) {
+		move_locked(f, a, kind, newparent, np, nn);
+	} else if (b && !a) {
+		move_locked(f, b, kind, parent, p, len);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 

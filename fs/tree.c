@@ -253,11 +253,64 @@ static int level_change_refused(fs *f, const fs_addr *from,
 	return full;
 }
 
+/* RENAME_EXCHANGE of from (in dn) with newname in ndir (ndn): two values
+ * or two counters swap in one transaction (SFS_RENAME_EXCHANGE), each with
+ * its time, and their nodes swap names, so open files follow their bytes.
+ * One still being created (held, not in the store yet) is a name only: the
+ * other is renamed onto it in the store, and its commit follows its node
+ * to the other name. Both must exist (ENOENT); anything else is EINVAL,
+ * what renameat2 says where a filesystem cannot exchange. */
+static int exchange(fs *f, fs_node *dn, const fs_addr *from, fs_node *ndn,
+                    const fs_addr *ndir, const char *newname)
+{
+	fs_addr to = { 0 };
+	const void *p, *np;
+	size_t n, nn;
+	int rc, err = 0;
+
+	rc = fs_resolve(f, ndir, newname, 1, &to);
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {
+		err = EPERM;
+		goto out;
+	}
+	if (from->kind != to.kind ||
+	    (from->kind != FS_KV_KEY && from->kind != FS_CNT_KEY)) {
+		err = EINVAL;
+		goto out;
+	}
+	rc = fs_store_rename(f, from, &to, SFS_RENAME_EXCHANGE);
+	if (rc == SFS_NOTFOUND) {
+		int fh = held(f, dn, from), th = held(f, ndn, &to);
+
+		if (fh && th)
+			rc = SFS_OK;
+		else if (fh)
+			rc = fs_store_rename(f, &to, from, SFS_RENAME_NOREPLACE);
+		else if (th)
+			rc = fs_store_rename(f, from, &to, SFS_RENAME_NOREPLACE);
+	}
+	if (rc) {
+		err = fs_errno(f, rc, "rename");
+		goto out;
+	}
+	fs_child_part(from, &p, &n);
+	fs_child_part(&to, &np, &nn);
+	fs_node_exchange(f, dn, from->kind, p, n, ndn, np, nn);
+out:
+	fs_addr_free(&to);
+	return err;
+}
+
 /* RENAME: sfs_kv_rename for keys, sfs_counter_rename for counters,
  * sfs_dir_rename for scopes, namespaces and queues; claim moves of items
- * (claim_move). Anything else (entries, items, log keys, across families
- * or levels) is EXDEV, so mv falls back to copy and remove, but a scope or
- * namespace that changes level with anything in it is EPERM. */
+ * (claim_move); RENAME_EXCHANGE of two keys or two counters (exchange).
+ * Anything else (entries, items, log keys, across families or levels) is
+ * EXDEV, so mv falls back to copy and remove, but a scope or namespace that
+ * changes level with anything in it is EPERM. */
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags)
@@ -280,8 +333,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EROFS;
 		goto out;
 	}
-	if (flags & ~(unsigned)RENAME_NOREPLACE) {
-		err = EINVAL; /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	if ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
+	    ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))) {
+		err = EINVAL; /* RENAME_WHITEOUT, or both */
 		goto out;
 	}
 	rc = fs_resolve(f, &dir, name, 0, &from);
@@ -292,6 +346,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (fs_kind_is_special(from.kind) || fs_class_of(from.kind)->parts == 0 ||
 	    fs_kind_is_fixed(from.kind)) {
 		err = EPERM; /* special files and the fixed directories */
+		goto out;
+	}
+	if (flags & RENAME_EXCHANGE) {
+		err = exchange(f, dn, &from, ndn, &ndir, newname);
 		goto out;
 	}
 	if (from.kind == FS_QUEUE_ITEM || from.kind == FS_INFLIGHT_ITEM ||

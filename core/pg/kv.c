@@ -921,6 +921,120 @@ static int counter_rename_body(pgc *c, sfs_slice scope, sfs_slice ns,
 	return st == SFS_OK ? pgb_commit(c) : st;
 }
 
+/* RENAME_EXCHANGE of two values (counters 0) or two counters: both rows
+ * locked, their contents and times swapped in one transaction; an
+ * encrypted value is sealed again for its new name (a value's seal is
+ * bound to its name). */
+#define KEYEQ_B "scope_id = $4 AND ns = $5 AND key = $6"
+static int exchange_body(pgc *c, int counters, sfs_slice scope, sfs_slice ns,
+                         sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                         sfs_slice to_key)
+{
+	pgb_ad ad[2] = { kv_ad(scope, ns, key), kv_ad(to_scope, to_ns, to_key) };
+	sfs_slice v[2] = { SFS_NONE, SFS_NONE }, out[2] = { SFS_NONE, SFS_NONE };
+	void *owned[2] = { NULL, NULL };
+	int64_t n[2] = { 0, 0 }, t[2] = { 0, 0 };
+	int have[2] = { 0, 0 };
+	PGresult *r = NULL;
+	pgp p = PGP_INIT;
+	int st = pgb_begin(c);
+
+	if (st != SFS_OK)
+		return st;
+	key3(&p, scope, ns, key);
+	key3(&p, to_scope, to_ns, to_key);
+	st = pgb_exec(c, counters
+	        ? "SELECT f.scope_id = $1 AND f.ns = $2 AND f.key = $3, f.n,"
+	          " coalesce(t.mtime_ns, 0) FROM function_counter f LEFT JOIN"
+	          " statefs_counter_time t ON t.scope_id = f.scope_id AND"
+	          " t.ns = f.ns AND t.key = f.key WHERE (f.scope_id = $1 AND"
+	          " f.ns = $2 AND f.key = $3) OR"
+	          " (f.scope_id = $4 AND f.ns = $5 AND f.key = $6) FOR UPDATE OF f"
+	        : "SELECT f.scope_id = $1 AND f.ns = $2 AND f.key = $3, f.value,"
+	          " coalesce(t.mtime_ns, 0) FROM function_state f LEFT JOIN"
+	          " statefs_kv_time t ON t.scope_id = f.scope_id AND"
+	          " t.ns = f.ns AND t.key = f.key WHERE (f.scope_id = $1 AND"
+	          " f.ns = $2 AND f.key = $3) OR"
+	          " (f.scope_id = $4 AND f.ns = $5 AND f.key = $6) FOR UPDATE OF f",
+	        &p, 0, &r, counters ? "looking up counters" : "looking up keys");
+	pgp_free(&p);
+	if (st != SFS_OK)
+		return st;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int which = pgr_i64(r, i, 0) ? 0 : 1;
+
+		have[which] = 1;
+		if (counters)
+			n[which] = pgr_i64(r, i, 1);
+		else
+			v[which] = pgr_bytes(r, i, 1);
+		t[which] = pgr_i64(r, i, 2);
+	}
+	if (!have[0])
+		st = SFS_NOTFOUND;
+	else if (!have[1])
+		st = sfs_err(SFS_NOTFOUND, counters ? "the counter to exchange "
+		             "with does not exist" : "the key to exchange with "
+		             "does not exist");
+	/* each name's new content: the other's, sealed for it */
+	for (int i = 0; i < 2 && st == SFS_OK && !counters; i++) {
+		sfs_buf plain = { NULL, 0 };
+
+		if (!c->b->keys) {
+			out[i] = v[1 - i];
+			continue;
+		}
+		st = pgb_unseal_buf(c->b, &ad[1 - i], v[1 - i], &plain);
+		if (st == SFS_OK)
+			st = pgb_seal(c->b, &ad[i], sfs_bytes(plain.ptr, plain.len),
+			              &out[i], &owned[i]);
+		sfs_buf_free(&plain);
+	}
+	if (st == SFS_OK) {
+		memset(&p, 0, sizeof(p));
+		key3(&p, scope, ns, key);
+		key3(&p, to_scope, to_ns, to_key);
+		if (counters) {
+			pgp_i64(&p, n[1]);
+			pgp_i64(&p, n[0]);
+		} else {
+			pgp_bytes(&p, out[0]);
+			pgp_bytes(&p, out[1]);
+		}
+		st = pgb_exec(c, counters
+		        ? "UPDATE function_counter SET n = CASE WHEN " KEYEQ
+		          " THEN $7 ELSE $8 END WHERE (" KEYEQ ") OR (" KEYEQ_B ")"
+		        : "UPDATE function_state SET value = CASE WHEN " KEYEQ
+		          " THEN $7 ELSE $8 END WHERE (" KEYEQ ") OR (" KEYEQ_B ")",
+		        &p, 0, NULL, "exchanging");
+		pgp_free(&p);
+	}
+	if (st == SFS_OK) {
+		/* a time row absent reads as 0: it may be made so */
+		memset(&p, 0, sizeof(p));
+		key3(&p, scope, ns, key);
+		key3(&p, to_scope, to_ns, to_key);
+		pgp_i64(&p, t[1]);
+		pgp_i64(&p, t[0]);
+		st = pgb_exec(c, counters
+		        ? "INSERT INTO statefs_counter_time (scope_id, ns, key,"
+		          " mtime_ns) VALUES ($1, $2, $3, $7), ($4, $5, $6, $8)"
+		          " ON CONFLICT (scope_id, ns, key) DO UPDATE SET mtime_ns ="
+		          " excluded.mtime_ns"
+		        : "INSERT INTO statefs_kv_time (scope_id, ns, key,"
+		          " mtime_ns) VALUES ($1, $2, $3, $7), ($4, $5, $6, $8)"
+		          " ON CONFLICT (scope_id, ns, key) DO UPDATE SET mtime_ns ="
+		          " excluded.mtime_ns",
+		        &p, 0, NULL, "exchanging");
+		pgp_free(&p);
+	}
+	PQclear(r);
+	free(owned[0]);
+	free(owned[1]);
+	return st == SFS_OK ? pgb_commit(c) : st;
+}
+#undef KEYEQ_B
+
 /* A value's rename (counters 0) or a counter's, with retries. */
 static int rename_any(sfs_backend *b, int counters, sfs_slice scope,
                       sfs_slice ns, sfs_slice key, sfs_slice to_scope,
@@ -930,8 +1044,14 @@ static int rename_any(sfs_backend *b, int counters, sfs_slice scope,
 	int st;
 
 	PGB_TRY(b, c, st, 0) {
-		st = (counters ? counter_rename_body : rename_body)(c, scope, ns,
-		        key, to_scope, to_ns, to_key, flags);
+		if ((flags & SFS_RENAME_EXCHANGE) &&
+		    !(same(scope, to_scope) && same(ns, to_ns) && same(key, to_key)))
+			st = exchange_body(c, counters, scope, ns, key, to_scope,
+			                   to_ns, to_key);
+		else
+			st = (counters ? counter_rename_body : rename_body)(c, scope,
+			        ns, key, to_scope, to_ns, to_key,
+			        flags & ~(unsigned)SFS_RENAME_EXCHANGE);
 	}
 	if (st == SFS_OK)
 		pgb_committed(b);

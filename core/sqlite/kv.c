@@ -604,40 +604,24 @@ static int same(sfs_slice a, sfs_slice b)
 	return a.len == b.len && (a.len == 0 || !memcmp(a.ptr, b.ptr, a.len));
 }
 
-/* Rename (of a value, or of a counter) keeps the time, as rename(2)
- * keeps a file's mtime. */
-static int kv_rename_tx(sfs_backend *b, int counters, sfs_slice scope,
-                        sfs_slice ns, sfs_slice key, sfs_slice to_scope,
-                        sfs_slice to_ns, sfs_slice to_key, unsigned flags)
+/* Moves the row of (scope, ns, key) and its time row to (to_scope, to_ns,
+ * to_key), where nothing is. */
+static int move_tx(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
+                   sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                   sfs_slice to_key)
 {
-	int status = kv_exists(b, counters, scope, ns, key);
-	sqlite3_stmt *mv, *tmv;
-
-	if (status != SFS_OK)
-		return status;
-	if (same(scope, to_scope) && same(ns, to_ns) && same(key, to_key))
-		return SFS_OK;
-	if (flags & SFS_RENAME_NOREPLACE) {
-		status = kv_exists(b, counters, to_scope, to_ns, to_key);
-		if (status == SFS_OK)
-			return sfs_err(SFS_EXISTS, counters ? "the target counter"
-			               " exists" : "the target key exists");
-		if (status != SFS_NOTFOUND)
-			return status;
-	}
-	status = kv_delete_tx(b, counters, to_scope, to_ns, to_key);
-	if (status != SFS_OK && status != SFS_NOTFOUND)
-		return status;
-	mv = sqlb_stmt(b, ST_KV_MOVE + counters, counters
+	int status = SFS_OK;
+	sqlite3_stmt *mv = sqlb_stmt(b, ST_KV_MOVE + counters, counters
 	        ? "UPDATE function_counter SET scope_id=?4, ns=?5, key=?6"
 	          " WHERE " SQLB_KEYEQ
 	        : "UPDATE function_state SET scope_id=?4, ns=?5, key=?6"
 	          " WHERE " SQLB_KEYEQ, &status);
-	tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME + counters, counters
+	sqlite3_stmt *tmv = mv ? sqlb_stmt(b, ST_KV_MOVE_TIME + counters, counters
 	        ? "UPDATE statefs_counter_time SET scope=?4, ns=?5, key=?6"
 	          " WHERE " SQLB_OWN_KEYEQ
 	        : "UPDATE statefs_kv_time SET scope=?4, ns=?5, key=?6"
 	          " WHERE " SQLB_OWN_KEYEQ, &status) : NULL;
+
 	if (!tmv)
 		return status;
 	for (int i = 0; i < 2; i++) {
@@ -652,6 +636,70 @@ static int kv_rename_tx(sfs_backend *b, int counters, sfs_slice scope,
 			return status;
 	}
 	return SFS_OK;
+}
+
+/* RENAME_EXCHANGE: the target must exist too; the source goes to a name
+ * nothing has (in the transaction, so nobody sees it), the target to the
+ * source's, the source to the target's. */
+static int exchange_tx(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
+                       sfs_slice key, sfs_slice to_scope, sfs_slice to_ns,
+                       sfs_slice to_key)
+{
+	char tmp[48];
+	sfs_slice t = SFS_NONE;
+	int status = kv_exists(b, counters, to_scope, to_ns, to_key);
+
+	if (status == SFS_NOTFOUND)
+		return sfs_err(SFS_NOTFOUND, counters ? "the counter to exchange "
+		               "with does not exist" : "the key to exchange with "
+		               "does not exist");
+	for (unsigned i = 0; status == SFS_OK; i++) {
+		int n = snprintf(tmp, sizeof(tmp), "%cstatefs-exchange-%u", 0, i);
+
+		t = sfs_bytes(tmp, (size_t)n);
+		status = kv_exists(b, counters, scope, ns, t);
+		if (status == SFS_NOTFOUND)
+			break;
+	}
+	if (status != SFS_NOTFOUND)
+		return status;
+	status = move_tx(b, counters, scope, ns, key, scope, ns, t);
+	if (status == SFS_OK)
+		status = move_tx(b, counters, to_scope, to_ns, to_key, scope, ns,
+		                 key);
+	if (status == SFS_OK)
+		status = move_tx(b, counters, scope, ns, t, to_scope, to_ns,
+		                 to_key);
+	return status;
+}
+
+/* Rename (of a value, or of a counter) keeps the time, as rename(2)
+ * keeps a file's mtime. */
+static int kv_rename_tx(sfs_backend *b, int counters, sfs_slice scope,
+                        sfs_slice ns, sfs_slice key, sfs_slice to_scope,
+                        sfs_slice to_ns, sfs_slice to_key, unsigned flags)
+{
+	int status = kv_exists(b, counters, scope, ns, key);
+
+	if (status != SFS_OK)
+		return status;
+	if (same(scope, to_scope) && same(ns, to_ns) && same(key, to_key))
+		return SFS_OK;
+	if (flags & SFS_RENAME_EXCHANGE)
+		return exchange_tx(b, counters, scope, ns, key, to_scope, to_ns,
+		                   to_key);
+	if (flags & SFS_RENAME_NOREPLACE) {
+		status = kv_exists(b, counters, to_scope, to_ns, to_key);
+		if (status == SFS_OK)
+			return sfs_err(SFS_EXISTS, counters ? "the target counter"
+			               " exists" : "the target key exists");
+		if (status != SFS_NOTFOUND)
+			return status;
+	}
+	status = kv_delete_tx(b, counters, to_scope, to_ns, to_key);
+	if (status != SFS_OK && status != SFS_NOTFOUND)
+		return status;
+	return move_tx(b, counters, scope, ns, key, to_scope, to_ns, to_key);
 }
 
 int sqlb_kv_rename(sfs_backend *b, sfs_slice scope, sfs_slice ns,

@@ -101,6 +101,11 @@ os.replace(tmp, path)
 PY
 expect_eq "$(cat $c/moved)" 8 "os.replace on a counter"
 expect_eq "$(ls $c | tr '\n' ,)" "done,moved," "no temporary counter left"
+echo 3 > $c/other
+expect_op OK exchange $c/moved $c/other
+expect_eq "$(cat $c/moved),$(cat $c/other)" 3,8 "RENAME_EXCHANGE of two counters"
+expect_eq "$(helper cget app stats other)" 8 "exchanged in the store"
+rm $c/other
 rm -r counter/other
 rm $c/moved
 expect_eq "$(ls $c)" done "rm"

@@ -15,6 +15,7 @@
  *   symlink PATH TARGET   link PATH OLD   mknod PATH   mkfifo PATH
  *   mkreg PATH          mknod of a regular file (S_IFREG), as tar does
  *   mkdir PATH   rmdir PATH   unlink PATH   rename PATH NEW
+ *   exchange PATH OTHER renameat2(RENAME_EXCHANGE)
  *   truncate PATH SIZE   stat PATH
  *   utime PATH SECONDS  utimensat of both times to SECONDS since 1970
  * Prints "OK" or the errno's name ("ENODATA") of the first call that
@@ -144,6 +145,9 @@ int main(int argc, char **argv)
 		return result(unlink(path) != 0);
 	if (!strcmp(op, "rename") && a)
 		return result(rename(path, a) != 0);
+	if (!strcmp(op, "exchange") && a)
+		return result(renameat2(AT_FDCWD, path, AT_FDCWD, a,
+		                        RENAME_EXCHANGE) != 0);
 	if (!strcmp(op, "stat")) {
 		struct stat st;
 		return result(stat(path, &st) != 0);

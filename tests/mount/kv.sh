@@ -134,6 +134,38 @@ expect_eq "$(cat app/other/y)" a "mv across namespaces"
 expect_eq "$(helper get app other y)" a "moved in the store"
 ok "mv and sed -i"
 
+# RENAME_EXCHANGE (renameat2; `mv --exchange` in coreutils 9.5): two
+# values swap, each with its bytes and time, in the store too; a reader
+# open on one follows it; a file still being written follows its
+# descriptor; both must exist, and only values or counters swap.
+echo one > app/cfg/e1
+printf 'two\n2\n' > app/cfg/e2
+touch -d @1000000000 app/cfg/e1
+exec 3< app/cfg/e1
+expect_op OK exchange app/cfg/e1 app/cfg/e2
+expect_eq "$(cat app/cfg/e1)" "$(printf 'two\n2')" "exchanged: e1"
+expect_eq "$(cat app/cfg/e2)" one "exchanged: e2"
+expect_eq "$(stat -c %Y app/cfg/e2)" 1000000000 "the time went with it"
+expect_eq "$(helper get app cfg e1)" "$(printf 'two\n2')" "exchanged in the store"
+expect_eq "$(cat <&3)" one "an open reader follows its file"
+exec 3<&-
+echo w > app/other/w
+expect_op OK exchange app/cfg/e2 app/other/w
+expect_eq "$(cat app/other/w)" one "exchanged across namespaces"
+expect_eq "$(helper get app cfg e2)" w "exchanged across namespaces, store"
+exec 4> app/cfg/e3
+echo three >&4
+expect_op OK exchange app/cfg/e3 app/cfg/e1
+expect_eq "$(cat app/cfg/e3)" "$(printf 'two\n2')" "exchanged with a file being written"
+exec 4>&-
+expect_eq "$(cat app/cfg/e1)" three "the written file's close stores it under its new name"
+expect_eq "$(helper get app cfg e1)" three "... in the store"
+expect_op ENOENT exchange app/cfg/e1 app/cfg/absent
+expect_op EINVAL exchange app/cfg/e1 app/other
+expect_eq "$(cat app/cfg/e1)" three "a refused exchange changes nothing"
+rm app/cfg/e1 app/cfg/e2 app/cfg/e3 app/other/w
+ok "RENAME_EXCHANGE"
+
 # Directories: mv of a namespace and of a scope, rmdir refuses non-empty,
 # mkdir of empty ones persists across a remount.
 mv app/other app/renamed

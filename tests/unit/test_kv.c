@@ -439,6 +439,74 @@ static void test_counter_rename(void **state)
 	ctr_is(t->s, "y", 3, 1);
 }
 
+/* RENAME_EXCHANGE: two values swap, each with its time; two counters
+ * the same; both must exist; never with NOREPLACE. */
+static void test_rename_exchange(void **state)
+{
+	tfx *t = *state;
+	sfs_stat a, b;
+	sfs_buf buf;
+	int64_t v, mta, mtb;
+
+	put(t->s, "a", "value a");
+	put(t->s, "b", "a longer value b");
+	OK(sfs_kv_set_mtime(t->s, SC, NS_, S("a"), 1000000000000000000LL));
+	OK(sfs_kv_set_mtime(t->s, SC, NS_, S("b"), 1100000000000000000LL));
+	OK(sfs_kv_rename(t->s, SC, NS_, S("a"), SC, NS_, S("b"),
+	                 SFS_RENAME_EXCHANGE));
+	get_is(t->s, "a", "a longer value b");
+	get_is(t->s, "b", "value a");
+	OK(sfs_kv_stat(t->s, SC, NS_, S("a"), &a));
+	OK(sfs_kv_stat(t->s, SC, NS_, S("b"), &b));
+	assert_int_equal(a.mtime_ns, 1100000000000000000LL);
+	assert_int_equal(b.mtime_ns, 1000000000000000000LL);
+	assert_int_equal(a.size, 16);
+	/* across namespaces, and back */
+	OK(sfs_kv_put(t->s, S("s2"), S("n2"), S("c"), S("value c")));
+	OK(sfs_kv_rename(t->s, SC, NS_, S("b"), S("s2"), S("n2"), S("c"),
+	                 SFS_RENAME_EXCHANGE));
+	get_is(t->s, "b", "value c");
+	OK(sfs_kv_get(t->s, S("s2"), S("n2"), S("c"), &buf));
+	tfx_buf(&buf, "value a");
+	sfs_buf_free(&buf);
+	/* a target that does not exist, or a source: nothing changes */
+	IS(SFS_NOTFOUND, sfs_kv_rename(t->s, SC, NS_, S("a"), SC, NS_, S("z"),
+	                               SFS_RENAME_EXCHANGE));
+	IS(SFS_NOTFOUND, sfs_kv_rename(t->s, SC, NS_, S("z"), SC, NS_, S("a"),
+	                               SFS_RENAME_EXCHANGE));
+	get_is(t->s, "a", "a longer value b");
+	IS(SFS_NOTFOUND, sfs_kv_get(t->s, SC, NS_, S("z"), &buf));
+	IS(SFS_INVALID, sfs_kv_rename(t->s, SC, NS_, S("a"), SC, NS_, S("b"),
+	                              SFS_RENAME_EXCHANGE |
+	                              SFS_RENAME_NOREPLACE));
+	/* onto itself: nothing changes */
+	OK(sfs_kv_rename(t->s, SC, NS_, S("a"), SC, NS_, S("a"),
+	                 SFS_RENAME_EXCHANGE));
+	get_is(t->s, "a", "a longer value b");
+	/* an empty value swaps too */
+	put(t->s, "e", "");
+	OK(sfs_kv_rename(t->s, SC, NS_, S("e"), SC, NS_, S("a"),
+	                 SFS_RENAME_EXCHANGE));
+	get_is(t->s, "e", "a longer value b");
+	get_is(t->s, "a", "");
+	/* counters */
+	OK(sfs_counter_set(t->s, SC, NS_, S("x"), 7));
+	OK(sfs_counter_set(t->s, SC, NS_, S("y"), -3));
+	OK(sfs_counter_get(t->s, SC, NS_, S("x"), &v, &mta));
+	OK(sfs_counter_get(t->s, SC, NS_, S("y"), &v, &mtb));
+	OK(sfs_counter_rename(t->s, SC, NS_, S("x"), SC, NS_, S("y"),
+	                      SFS_RENAME_EXCHANGE));
+	ctr_is(t->s, "x", -3, 1);
+	ctr_is(t->s, "y", 7, 1);
+	OK(sfs_counter_get(t->s, SC, NS_, S("x"), &v, &a.mtime_ns));
+	OK(sfs_counter_get(t->s, SC, NS_, S("y"), &v, &b.mtime_ns));
+	assert_int_equal(a.mtime_ns, mtb);
+	assert_int_equal(b.mtime_ns, mta);
+	IS(SFS_NOTFOUND, sfs_counter_rename(t->s, SC, NS_, S("x"), SC, NS_,
+	                                    S("a"), SFS_RENAME_EXCHANGE));
+	ctr_is(t->s, "x", -3, 1);
+}
+
 /* AttachCounter_get_add_set_delete. */
 static void test_counter_basic(void **state)
 {
@@ -940,6 +1008,7 @@ int main(void)
 		T(test_snapshot_restore_roundtrip),
 		T(test_rename),
 		T(test_counter_rename),
+		T(test_rename_exchange),
 		T(test_large_value),
 		T(test_counter_basic),
 		T(test_counter_independent),
