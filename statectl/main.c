@@ -150,6 +150,10 @@ static int run(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	if (strcmp(argv[i], "help") == 0) {
+		/* help --help (-h): what help is for is the general help */
+		if (argc == i + 2 && (strcmp(argv[i + 1], "--help") == 0 ||
+		                      strcmp(argv[i + 1], "-h") == 0))
+			return cli_out_finish(&c, help(&c, argc, argv, argc));
 		if (argc > i + 1 && argv[i + 1][0] == '-')
 			return cli_usage(&c, "'help' takes a command name");
 		return cli_out_finish(&c, help(&c, argc, argv, i + 1));

@@ -11,6 +11,8 @@
 expect_exit 0 "$STATECTL" --help
 expect_match "$out" "usage: statectl" "help"
 expect_match "$out" "delete-range" "help lists commands"
+expect_exit 0 "$STATECTL" help --help
+expect_match "$out" "usage: statectl" "help --help is the help"
 expect_exit 0 "$STATECTL" help scan
 expect_match "$out" "--start KEY" "help COMMAND lists its options"
 expect_exit 0 "$STATECTL" queue --help
