@@ -7,6 +7,8 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "err_i.h"
 
@@ -55,17 +57,38 @@ void sfs_err_clear(void)
 	detail[0] = '\0';
 }
 
+/* A detail longer than the buffer keeps its first HEAD bytes and its end,
+ * joined by CUT. */
+#define HEAD 160
+#define CUT " [...] "
+
 int sfs_err(int status, const char *fmt, ...)
 {
+	char *whole = NULL;
 	va_list ap;
+	int n;
 
 	if (status == SFS_OK || !fmt) {
 		detail[0] = '\0';
 		return status;
 	}
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	n = vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	if (n >= (int)sizeof(detail)) {
+		/* Too long (a long path): the end says what happened, so the
+		 * middle goes. */
+		va_start(ap, fmt);
+		if (vasprintf(&whole, fmt, ap) >= 0) {
+			size_t tail = sizeof(detail) - HEAD - sizeof(CUT);
+
+			memcpy(detail + HEAD, CUT, sizeof(CUT) - 1);
+			memcpy(detail + HEAD + sizeof(CUT) - 1,
+			       whole + (size_t)n - tail, tail + 1);
+			free(whole);
+		}
+		va_end(ap);
+	}
 	sfs_log(LOG_DEBUG, "%s: %s", sfs_strerror(status), detail);
 	return status;
 }

@@ -112,6 +112,25 @@ static void test_open_not_a_store(void **state)
 		IS(SFS_FORMAT, tfx_open(path, 0, &s));
 }
 
+/* An error about a long path keeps its end, which says what went wrong:
+ * the detail was cut at 512 bytes, in the path (helper-39's find). */
+static void test_long_path_detail(void **state)
+{
+	tfx *t = *state;
+	char path[6000];
+	sfs_store *s;
+	int n;
+
+	tfx_sqlite_only("a path (PostgreSQL's store is a database)");
+	n = snprintf(path, sizeof(path), "%s/", t->dir);
+	memset(path + n, 'a', 5000);
+	strcpy(path + n + 5000, ".db");
+	assert_int_not_equal(tfx_open(path, 0, &s), SFS_OK);
+	assert_true(strlen(sfs_errdetail()) < 512);
+	assert_non_null(strstr(sfs_errdetail(), "[...]"));
+	assert_non_null(strstr(sfs_errdetail(), "too long"));
+}
+
 /* Encrypted stores: the key decides. */
 static void test_open_keys(void **state)
 {
@@ -936,6 +955,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, tfx_setup, tfx_teardown)
 		T(test_open_flags),
 		T(test_open_not_a_store),
+		T(test_long_path_detail),
 		T(test_open_keys),
 		T(test_memory_store),
 		T(test_readonly),
