@@ -57,8 +57,9 @@ static int sql_fail(struct rekey *r, sqlite3 *db, int rc, const char *what)
 	int st = sqlb_status(db, 1, rc, what);
 
 	if (st == SFS_BUSY)
-		return sfs_err(SFS_BUSY, "%s is open in another process; close "
-		               "it (stop the daemon) before rekeying", r->path);
+		return sfs_err(SFS_BUSY, "%s is open (in another process, or in "
+		               "another handle of this one); close it (stop the "
+		               "daemon) before rekeying", r->path);
 	if (st == SFS_CANCELLED)
 		return sfs_err(SFS_CANCELLED, "rekey of %s cancelled", r->path);
 	return st;
