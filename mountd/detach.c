@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +39,17 @@ int mountd_detach_begin(void)
 		return -1;
 	}
 	if (pid > 0) {
-		/* The parent: wait for the child's word, then go. */
+		/* The parent: wait for the child's word, then go. The key
+		 * is the child's to read: the parent's copy of the
+		 * environment would show it in /proc/PID/environ for as long
+		 * as it waits, so it is wiped (in place: that memory is what
+		 * /proc shows) and unset. */
+		char *key = getenv("STATEFS_KEY");
+
+		if (key) {
+			explicit_bzero(key, strlen(key));
+			unsetenv("STATEFS_KEY");
+		}
 		close(fds[1]);
 		do
 			n = read(fds[0], &c, 1);

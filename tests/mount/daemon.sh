@@ -320,4 +320,36 @@ if [ "$mode" = encrypted ]; then
   expect_eq "$(STATEFS_KEY=$key STATEFS_DB=$work/envkey.db helper get s n k)" secret-data "readable with the key"
   grep -q "$key" "$work/daemon.err" && fail "the key is in the log"
   ok "STATEFS_KEY: used, not left in the environment, argv or log"
+
+  # Nor in the environment of a detaching daemon's parent, which waits
+  # for the child's word: the child is made to wait on a stopped mount
+  # (its store lies there), and meanwhile the parent's environment is
+  # looked at (it kept the key until 2026-12-03; helper-40's find).
+  mount_fs
+  mkdir -p "$mnt/s/n" "$work/m2"
+  kill -STOP "$daemon_pid"
+  STATEFS_KEY=$key "$bin" -o db="$mnt/s/n/x.db" "$work/m2" 2>"$work/m2.err" &
+  parent=$!
+  wiped=0 end=$((SECONDS + 30))
+  while [ $SECONDS -lt $end ] && kill -0 "$parent" 2>/dev/null; do
+    # builtins only: the parent has forked, and its environment
+    { children=$(< "/proc/$parent/task/$parent/children")
+      mapfile -d '' vars < "/proc/$parent/environ"; } 2>/dev/null || break
+    if [ -n "$children" ] && [[ ${vars[*]} != *"$key"* ]]; then
+      wiped=1
+      break
+    fi
+    nap 0.05
+  done
+  kill -CONT "$daemon_pid"
+  wait "$parent" || true
+  if mountpoint -q "$work/m2"; then
+    # it went on once the mount woke: its store there keeps that busy
+    pid=$(daemon_of "$work/m2")
+    fusermount3 -u "$work/m2"
+    [ -z "$pid" ] || wait_gone "$pid"
+  fi
+  [ "$wiped" = 1 ] || fail "the key stayed in the waiting parent's environment"
+  unmount_fs
+  ok "STATEFS_KEY: not left in a detaching daemon's waiting parent"
 fi
