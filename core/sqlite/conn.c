@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -946,6 +947,32 @@ static int open_free_reserve(sfs_backend *b)
  * directory fsynced, info's sizes and verify all build on it, and a
  * process may change its working directory while the store is open (the
  * daemon, detached, goes to "/"). */
+/* A rekey killed before its rename leaves its copy, PATH.rekey (and its
+ * -journal): written under the new key, or in plaintext by a rekey to a
+ * plaintext store, which would then lie on disk beside the encrypted
+ * store until the next rekey. An open connection in WAL mode holds a
+ * shared lock on the store for as long as it is open, and a rekey runs
+ * only while it holds the store alone (exclusive, SFS_BUSY otherwise), so
+ * once a read-write open has got here no rekey of this store is running
+ * and the copy is a leftover: it goes. */
+static void rekey_leftover(const sfs_backend *b)
+{
+	char tmp[PATH_MAX + 16];
+	int gone = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.rekey", b->path) >=
+	    sizeof(tmp))
+		return;
+	if (unlink(tmp) == 0)
+		gone = 1;
+	strcat(tmp, "-journal");
+	if (unlink(tmp) == 0)
+		gone = 1;
+	if (gone)
+		sfs_log(LOG_NOTICE, "%s: removed %s.rekey, the copy of a rekey "
+		        "that did not finish", b->path, b->path);
+}
+
 static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 {
 	sfs_backend *b = calloc(1, sizeof(*b));
@@ -1036,6 +1063,8 @@ again:
 		set_short(b, 1);
 	if (!b->memory && !b->readonly && (cfg->flags & SFS_OPEN_WAL_THREAD))
 		sqlb_ckpt_start(b, vfsname, cfg->busy_timeout_ms);
+	if (!b->memory && !b->readonly)
+		rekey_leftover(b);
 	*out = b;
 	return SFS_OK;
 fail:

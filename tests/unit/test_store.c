@@ -131,6 +131,37 @@ static void test_long_path_detail(void **state)
 	assert_non_null(strstr(sfs_errdetail(), "too long"));
 }
 
+/* A rekey killed before its rename leaves PATH.rekey, in plaintext when
+ * it was decrypting: the next read-write open removes it (helper-40's
+ * find: it stayed until the next rekey); a read-only one does not. */
+static void test_rekey_leftover_removed(void **state)
+{
+	tfx *t = *state;
+	char path[400], left[420], journal[440];
+	sfs_store *s;
+	FILE *f;
+
+	tfx_sqlite_only("a file beside the store");
+	snprintf(path, sizeof(path), "%s/left.db", t->dir);
+	snprintf(left, sizeof(left), "%s.rekey", path);
+	snprintf(journal, sizeof(journal), "%s-journal", left);
+	OK(tfx_open_file(path, SFS_OPEN_CREATE, &s));
+	sfs_store_close(s);
+	for (int i = 0; i < 2; i++) {
+		f = fopen(i ? journal : left, "w");
+		assert_non_null(f);
+		fputs("plaintext of a rekey --decrypt that was killed\n", f);
+		fclose(f);
+	}
+	OK(tfx_open_file(path, SFS_OPEN_READONLY, &s));
+	sfs_store_close(s);
+	assert_int_equal(access(left, F_OK), 0);
+	OK(tfx_open_file(path, 0, &s));
+	assert_int_not_equal(access(left, F_OK), 0);
+	assert_int_not_equal(access(journal, F_OK), 0);
+	sfs_store_close(s);
+}
+
 /* Encrypted stores: the key decides. */
 static void test_open_keys(void **state)
 {
@@ -956,6 +987,7 @@ int main(void)
 		T(test_open_flags),
 		T(test_open_not_a_store),
 		T(test_long_path_detail),
+		T(test_rekey_leftover_removed),
 		T(test_open_keys),
 		T(test_memory_store),
 		T(test_readonly),
