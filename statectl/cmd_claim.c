@@ -474,9 +474,9 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 	sfs_store *s = NULL;
 	sfs_list l = { NULL, 0 };
 	int64_t *ids = NULL, *nids = NULL, nid;
-	size_t n = 0;
+	size_t n = 0, done = 0;
 	json_t *o, *arr;
-	int rc, st;
+	int rc, st, missing = CLI_EXIT_OK, failed = CLI_EXIT_OK;
 
 	if ((rc = ids_of(c, a, &ids, &n)))
 		goto out0;
@@ -498,33 +498,41 @@ int cmd_claim_requeue(cli *c, cli_args *a)
 		for (size_t i = 0; i < n; i++)
 			ids[i] = l.items[i].id;
 	}
+	/* Each requeue is its own transaction, so the new ids of those done
+	 * are printed whatever happens after them: an item requeued and not
+	 * shown is one its user cannot find. A missing one is reported and
+	 * the rest go, as with --delete. */
 	nids = cli_xmalloc((n ? n : 1) * sizeof(*nids));
 	for (size_t i = 0; i < n; i++) {
 		st = sfs_item_requeue(s, q.s, ids[i], &nid);
 		if (st == SFS_NOTFOUND) {
-			rc = cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter %lld"
-			              " (%zu before it were requeued)",
-			              (long long)ids[i], i);
-			goto out;
+			missing = cli_fail(c, CLI_EXIT_NOTFOUND, "no dead letter "
+			                   "%lld", (long long)ids[i]);
+			continue;
 		}
 		if (st != SFS_OK) {
-			rc = cli_fail_queue(c, st, "requeue a dead letter of", &q);
-			goto out;
+			failed = cli_fail_queue(c, st, "requeue a dead letter of",
+			                        &q);
+			break;
 		}
-		nids[i] = nid;
+		nids[done++] = nid;
 	}
 	if (c->json) {
 		o = json_object();
 		cli_json_set_queue(o, &q);
 		arr = json_array();
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < done; i++)
 			json_array_append_new(arr, json_integer(nids[i]));
 		json_object_set_new(o, "ids", arr);
 		rc = cli_out_json(o);
 	} else {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < done; i++)
 			printf("%lld\n", (long long)nids[i]);
 	}
+	if (failed)
+		rc = failed;
+	else if (missing && rc == CLI_EXIT_OK)
+		rc = missing;
 out:
 	sfs_list_free(&l);
 	sfs_store_close(s);

@@ -146,6 +146,21 @@ expect_eq "$out" 1 "one deleted"
 expect_exit 0 sc --json queue dead jobs --delete --all
 jqe "$out" '.queue == "jobs" and .count == 2'
 expect_eq "$(sc queue dead jobs)" "" "no dead letters left"
+# a requeue goes on past a dead letter that is not there, and prints the
+# new ids of those it requeued (it stopped at the first one missing, with
+# those before it requeued and their new ids never printed)
+sc queue push rq x y >/dev/null
+expect_exit 0 sc queue claim rq --max 2
+cr=${out%%$'\n'*}
+read -r -d '' rx ry < <(printf '%s\n' "$out" | tail -n +2 | cut -f1) || true
+expect_exit 0 sc queue ack "$cr" "$rx:reject" "$ry:reject"
+expect_exit 1 sc queue requeue rq "$rx" 77 "$rx" "$ry"
+expect_match "$err" "no dead letter 77" "the missing one is named"
+read -r -d '' nx ny extra <<<"$out" || true
+[ -n "$ny" ] && [ -z "$extra" ] || fail "requeue printed [$out], wanted the two new ids"
+expect_eq "$(sc queue scan rq)" "$nx"$'\tx\n'"$ny"$'\ty' "requeued at the ids printed"
+expect_eq "$(sc queue dead rq)" "" "none left dead"
+expect_exit 0 sc queue clear rq
 
 # --- policy: the delivery limit sends a poison item to the dead letters
 expect_exit 0 sc queue policy jobs
