@@ -582,13 +582,113 @@ static int retry_lock(pgc *c, int64_t cid, const sfs_slice *queue,
 	return SFS_OK;
 }
 
+/* A release is a nack that first takes back the delivery the claim
+ * counted: the items were never delivered. They go back where they were,
+ * with the count they had before the claim, also when it had reached a
+ * delivery limit lowered after their last delivery (a nack sends those to
+ * the dead letters; a release sent to the dead letters what a reader
+ * never got: statectl's pop whose output failed said "nothing was
+ * taken"). The server's sfs_settle knows nacks only, so in one
+ * transaction with it: the claim held (sfs_hold: recovery of its queue,
+ * then its row locked, before any item's, as recovery locks them), the
+ * counts of the released items set aside (*zr: id, count less this
+ * claim's delivery) and 0 in flight, which no limit reaches; the nack;
+ * then release_end() puts the counts on the items back in the queue.
+ * When the nack settles nothing (the claim is not held, an id it does not
+ * hold) the caller rolls it all back. *zr stays NULL when there is
+ * nothing to set aside (sfs_settle then says why). */
+static int release_begin(pgc *c, int64_t cid, const sfs_slice *queue,
+                         const int64_t *ids, const char *rel, size_t n,
+                         PGresult **zr)
+{
+	PGresult *r;
+	pgp p = PGP_INIT;
+	int64_t h = 0, *rids = NULL;
+	size_t k = 0;
+	int st = c->in_tx ? SFS_OK : pgb_begin(c);
+
+	if (st == SFS_OK && queue) { /* one item, whatever claim holds it */
+		pgp_i64(&p, ids[0]);
+		pgp_bytes(&p, *queue);
+		st = pgb_exec(c, "SELECT claim_id FROM statefs_inflight WHERE"
+		              " id = $1 AND queue = $2", &p, 0, &r, "settling");
+		if (st != SFS_OK)
+			return st;
+		cid = PQntuples(r) ? pgr_i64(r, 0, 0) : 0;
+		PQclear(r);
+		if (!cid)
+			return SFS_OK;
+		memset(&p, 0, sizeof(p));
+	}
+	if (st == SFS_OK) {
+		pgp_i64(&p, cid);
+		pgp_clock(&p);
+		st = pgb_exec_int(c, "SELECT sfs_hold($1, $2)", &p, 0, &h,
+		                  "settling");
+		memset(&p, 0, sizeof(p));
+	}
+	if (st != SFS_OK || h != 0)
+		return st;
+	if (ids && n) {
+		rids = malloc(n * sizeof(*rids));
+		if (!rids)
+			return sfs_err(SFS_NOMEM, "settling");
+		for (size_t i = 0; i < n; i++)
+			if (rel[i])
+				rids[k++] = ids[i];
+	}
+	pgp_i64(&p, cid);
+	st = rids ? pgp_i64_array(&p, rids, NULL, k) : SFS_OK;
+	if (!rids)
+		pgp_null_array(&p, 0);
+	if (st == SFS_OK)
+		st = pgb_exec(c, "WITH o AS (SELECT id, deliveries FROM"
+		              " statefs_inflight WHERE claim_id = $1 AND"
+		              " ($2::int8[] IS NULL OR id = ANY ($2))),"
+		              " u AS (UPDATE statefs_inflight i SET deliveries = 0"
+		              " FROM o WHERE i.id = o.id RETURNING i.id,"
+		              " GREATEST(o.deliveries - 1, 0) AS d)"
+		              " SELECT id, d FROM u", &p, 0, zr, "settling");
+	pgp_free(&p);
+	free(rids);
+	return st;
+}
+
+/* The counts release_begin() set aside, on the released items now back
+ * in the queue (one that was cleared meanwhile did not come back). */
+static int release_end(pgc *c, const PGresult *zr)
+{
+	size_t n = (size_t)PQntuples(zr);
+	int64_t *v = malloc((n ? n : 1) * 2 * sizeof(*v));
+	pgp p = PGP_INIT;
+	int st;
+
+	if (!v)
+		return sfs_err(SFS_NOMEM, "settling");
+	for (size_t i = 0; i < n; i++) {
+		v[i] = pgr_i64(zr, (int)i, 0);
+		v[n + i] = pgr_i64(zr, (int)i, 1);
+	}
+	st = pgp_i64_array(&p, v, NULL, n);
+	if (st == SFS_OK)
+		st = pgp_i64_array(&p, v + n, NULL, n);
+	if (st == SFS_OK)
+		st = pgb_exec(c, "UPDATE statefs_queue_item t SET deliveries = v.d"
+		              " FROM unnest($1::int8[], $2::int8[]) AS v (id, d)"
+		              " WHERE t.id = v.id", &p, 0, NULL, "settling");
+	pgp_free(&p);
+	free(v);
+	return st;
+}
+
 static int settle_body(pgc *c, int64_t cid, const sfs_slice *queue,
-                       const int64_t *ids, const int64_t *outs, size_t n,
-                       int64_t res[2])
+                       const int64_t *ids, const int64_t *outs,
+                       const char *rel, size_t n, int64_t res[2])
 {
 	int64_t *rids = NULL, lock = 0;
 	sfs_slice *ritems = NULL;
 	void **owned = NULL;
+	PGresult *zr = NULL;
 	int st = SFS_OK, retry = 0, locked = 0;
 
 	for (size_t i = 0; ids && i < n; i++)
@@ -606,11 +706,21 @@ static int settle_body(pgc *c, int64_t cid, const sfs_slice *queue,
 			                    locked ? &lock : NULL, rids, ritems,
 			                    owned);
 	}
+	if (st == SFS_OK && rel)
+		st = release_begin(c, cid, queue, ids, rel, n, &zr);
 	if (st == SFS_OK)
 		st = settle_call(c, cid, queue, ids, outs, n, rids, ritems,
 		                 locked ? &lock : NULL, res);
+	if (st == SFS_OK && zr && res[0] == 0)
+		st = release_end(c, zr);
+	if (st == SFS_OK && zr && res[0] != 0) {
+		/* nothing settled: the counts set aside go back as they were */
+		st = pgb_exec_text(c, "ROLLBACK", 0, "settling");
+		c->in_tx = 0;
+	}
 	if (st == SFS_OK && c->in_tx)
 		st = pgb_commit(c);
+	PQclear(zr);
 	for (size_t i = 0; owned && i < n; i++)
 		free(owned[i]);
 	free(owned);
@@ -623,18 +733,30 @@ static int settle(sfs_backend *b, int64_t cid, const sfs_slice *queue,
                   const int64_t *ids, const sfs_outcome *outcomes, size_t n)
 {
 	int64_t res[2] = { 0, 0 }, *outs;
+	char *rel;
+	int any = 0;
 	pgc *c;
 	int st;
 
 	outs = malloc((n ? n : 1) * sizeof(*outs));
-	if (!outs)
+	rel = calloc(n ? n : 1, 1);
+	if (!outs || !rel) {
+		free(outs);
+		free(rel);
 		return sfs_err(SFS_NOMEM, "settling");
-	for (size_t i = 0; i < (ids ? n : 1); i++)
-		outs[i] = outcomes[i];
+	}
+	/* a release is a nack to the server (release_begin) */
+	for (size_t i = 0; i < (ids ? n : 1); i++) {
+		rel[i] = outcomes[i] == SFS_OUTCOME_RELEASE;
+		any |= rel[i];
+		outs[i] = rel[i] ? SFS_OUTCOME_NACK : outcomes[i];
+	}
 	PGB_TRY(b, c, st, 0) {
-		st = settle_body(c, cid, queue, ids, outs, n, res);
+		st = settle_body(c, cid, queue, ids, outs, any ? rel : NULL, n,
+		                 res);
 	}
 	free(outs);
+	free(rel);
 	if (st != SFS_OK)
 		return st;
 	switch (res[0]) {
@@ -689,81 +811,8 @@ static int claim_ids(sfs_backend *b, int64_t cid, int64_t **ids, size_t *n)
 	return *ids ? SFS_OK : sfs_err(SFS_NOMEM, "reading a claim");
 }
 
-/* A release is a nack that first takes back the delivery the claim
- * counted: the item (id, or every item of the claim when id is 0) was
- * never delivered. The server's sfs_settle knows nacks only, so this is a
- * statement of its own before the nack, not one transaction with it: on
- * its own (the caller gone in between) it leaves the items in flight with
- * the count they had before the claim, which recovery returns as it is,
- * right for items nobody got. Items no longer in flight under the claim
- * are left alone (they were returned, and maybe claimed again). */
-static int uncount(sfs_backend *b, int64_t cid, const sfs_slice *queue,
-                   int64_t id)
-{
-	pgp p = PGP_INIT;
-	int64_t n = 0;
-
-	if (queue) {
-		pgp_bytes(&p, *queue);
-		pgp_i64(&p, id);
-		return pgb_run_int(b, "WITH u AS (UPDATE statefs_inflight SET"
-		                   " deliveries = GREATEST(deliveries - 1, 0)"
-		                   " WHERE queue = $1 AND id = $2 RETURNING 1)"
-		                   " SELECT count(*) FROM u", &p, PGB_COMMIT, &n,
-		                   "releasing an item");
-	}
-	pgp_i64(&p, cid);
-	pgp_i64(&p, id);
-	return pgb_run_int(b, "WITH u AS (UPDATE statefs_inflight SET"
-	                   " deliveries = GREATEST(deliveries - 1, 0)"
-	                   " WHERE claim_id = $1 AND ($2 = 0 OR id = $2)"
-	                   " RETURNING 1) SELECT count(*) FROM u", &p,
-	                   PGB_COMMIT, &n, "releasing a claim");
-}
-
-/* Outcomes for the server: a release is a nack there, after uncount(). */
-static int releases(sfs_backend *b, int64_t cid, const sfs_slice *queue,
-                    const int64_t *ids, const sfs_outcome *outcomes,
-                    size_t n, sfs_outcome *outs)
-{
-	int st = SFS_OK;
-
-	for (size_t i = 0; i < (ids ? n : 1) && st == SFS_OK; i++) {
-		outs[i] = outcomes[i];
-		if (outcomes[i] != SFS_OUTCOME_RELEASE)
-			continue;
-		outs[i] = SFS_OUTCOME_NACK;
-		st = uncount(b, cid, queue, ids ? ids[i] : 0);
-	}
-	return st;
-}
-
-static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
-                        const sfs_outcome *outcomes, size_t n);
-
 int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
-                     const sfs_outcome *in, size_t n)
-{
-	sfs_outcome *outcomes;
-	size_t k = ids ? n : 1, i = 0;
-	int st;
-
-	while (i < k && in[i] != SFS_OUTCOME_RELEASE)
-		i++;
-	if (i == k) /* no release: the outcomes as they are (every ack) */
-		return claim_settle(b, claim_id, ids, in, n);
-	outcomes = malloc((ids && n ? n : 1) * sizeof(*outcomes));
-	if (!outcomes)
-		return sfs_err(SFS_NOMEM, "settling");
-	st = releases(b, claim_id, NULL, ids, in, n, outcomes);
-	if (st == SFS_OK)
-		st = claim_settle(b, claim_id, ids, outcomes, n);
-	free(outcomes);
-	return st;
-}
-
-static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
-                        const sfs_outcome *outcomes, size_t n)
+                     const sfs_outcome *outcomes, size_t n)
 {
 	sfs_outcome *outs;
 	int64_t *all = NULL;
@@ -771,10 +820,11 @@ static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
 	int st;
 
 	/* Every item of the claim (ids NULL) with outcomes[0]: the server
-	 * does it at once for done and nack; a retry or a reject goes by
-	 * the ids the claim holds. */
+	 * does it at once for done and nack (a release is a nack there); a
+	 * retry or a reject goes by the ids the claim holds. */
 	if (ids || outcomes[0] == SFS_OUTCOME_DONE ||
-	    outcomes[0] == SFS_OUTCOME_NACK)
+	    outcomes[0] == SFS_OUTCOME_NACK ||
+	    outcomes[0] == SFS_OUTCOME_RELEASE)
 		return settle(b, claim_id, NULL, ids, outcomes, ids ? n : 0);
 	if ((st = claim_ids(b, claim_id, &all, &k)) != SFS_OK)
 		return st;
@@ -798,10 +848,7 @@ static int claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
 int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                         sfs_outcome outcome)
 {
-	sfs_outcome o;
-	int st = releases(b, 0, &queue, &id, &outcome, 1, &o);
-
-	return st == SFS_OK ? settle(b, 0, &queue, &id, &o, 1) : st;
+	return settle(b, 0, &queue, &id, &outcome, 1);
 }
 
 /* --- in-flight items and dead letters: reading ---------------------------- */

@@ -917,6 +917,30 @@ static int on_items(sfs_backend *b, int slot, const char *sql, int64_t cid,
 	" i.deliveries, ?4 FROM statefs_inflight i WHERE " OF_CLAIM cond    \
 	" AND NOT " CLEARED
 
+/* The items [lo, hi] of claim cid back in the queue at their ids, their
+ * wait restarted: a nack's, which leaves those at the delivery limit (its
+ * dead-letter step took them), or a release's (release set), which puts
+ * back every one: an item nobody got goes where it was, also when its
+ * count had reached a limit lowered after its last delivery (a release
+ * sent it to the dead letters). A cleared item does not come back. */
+static int back(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
+                int64_t now_s, int release)
+{
+	int status = on_items(b, ST_SETTLE_BACK, "INSERT INTO work_queue (id,"
+	        " execution_id, work_item) SELECT i.id, i.queue, i.item FROM"
+	        " statefs_inflight i WHERE " OF_CLAIM " AND (?5 OR NOT "
+	        LIMIT_REACHED ") AND NOT " CLEARED " ORDER BY i.id", cid, lo,
+	        hi, now_s, release, NULL);
+
+	if (status == SFS_OK)
+		status = on_items(b, ST_SETTLE_BACK_PEND, "INSERT OR REPLACE INTO"
+		        " statefs_queue_pending (id, enqueued_ns, deliveries)"
+		        " SELECT i.id, ?4, i.deliveries FROM statefs_inflight i"
+		        " WHERE " OF_CLAIM " AND (?5 OR NOT " LIMIT_REACHED ")"
+		        " AND NOT " CLEARED, cid, lo, hi, now_s, release, NULL);
+	return status;
+}
+
 /* Applies one outcome to the items [lo, hi] of claim cid (all of them, or
  * one); the items leave statefs_inflight. */
 static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
@@ -936,26 +960,15 @@ static int apply(sfs_backend *b, int64_t cid, int64_t lo, int64_t hi,
 		status = on_items(b, ST_SETTLE_UNCOUNT, "UPDATE statefs_inflight"
 		        " AS i SET deliveries=max(deliveries - 1, 0) WHERE "
 		        OF_CLAIM, cid, lo, hi, now_s, 0, NULL);
-		if (status != SFS_OK)
-			break;
-		__attribute__((fallthrough)); /* then a nack */
+		if (status == SFS_OK)
+			status = back(b, cid, lo, hi, now_s, 1);
+		break;
 	case SFS_OUTCOME_NACK:
 		status = on_items(b, ST_SETTLE_DEAD_LIMIT, DEAD_SQL("delivery limit",
 		                  " AND " LIMIT_REACHED), cid, lo, hi, now_s, 0,
 		                  NULL);
 		if (status == SFS_OK)
-			status = on_items(b, ST_SETTLE_BACK, "INSERT INTO work_queue (id,"
-			        " execution_id, work_item) SELECT i.id, i.queue,"
-			        " i.item FROM statefs_inflight i WHERE " OF_CLAIM
-			        " AND NOT " LIMIT_REACHED " AND NOT " CLEARED
-			        " ORDER BY i.id", cid, lo,
-			        hi, now_s, 0, NULL);
-		if (status == SFS_OK)
-			status = on_items(b, ST_SETTLE_BACK_PEND, "INSERT OR REPLACE INTO"
-			        " statefs_queue_pending (id, enqueued_ns, deliveries)"
-			        " SELECT i.id, ?4, i.deliveries FROM statefs_inflight"
-			        " i WHERE " OF_CLAIM " AND NOT " LIMIT_REACHED
-			        " AND NOT " CLEARED, cid, lo, hi, now_s, 0, NULL);
+			status = back(b, cid, lo, hi, now_s, 0);
 		break;
 	case SFS_OUTCOME_RETRY: /* one item: lo == hi */
 		status = on_items(b, ST_SETTLE_DEAD_LIMIT, DEAD_SQL("delivery limit",

@@ -470,6 +470,41 @@ static void test_delivery_limit(void **state)
 	IS(SFS_INVALID, sfs_queue_policy_set(t->s, Q, &p));
 	p.max_deliveries = SFS_DELIVERIES_MAX;
 	OK(sfs_queue_policy_set(t->s, Q, &p));
+	/* a release sends nothing to the dead letters that was not there
+	 * before it: an item whose count reached a limit set after its
+	 * deliveries stays pending with the count it had, by claim and per
+	 * item (it went to the dead letters: statectl's pop whose output
+	 * failed said "nothing was taken"); a nack there still sends it */
+	{
+		sfs_slice late = S("late");
+		sfs_queue_policy lim = { 0, 2 };
+		uint64_t n = 0;
+
+		OK(sfs_queue_push(t->s, S("lim"), &late, 1, NULL));
+		for (int i = 0; i < 2; i++) {
+			OK(sfs_claim(t->s, S("lim"), 1, 0, &cid, NULL));
+			OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+		}
+		OK(sfs_queue_policy_set(t->s, S("lim"), &lim));
+		OK(sfs_claim(t->s, S("lim"), 1, 0, &cid, NULL));
+		OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_RELEASE));
+		OK(sfs_claim(t->s, S("lim"), 1, 0, &cid, &l));
+		assert_int_equal(l.items[0].st.deliveries, 3);
+		OK(sfs_item_settle(t->s, S("lim"), l.items[0].id,
+		                   SFS_OUTCOME_RELEASE));
+		sfs_list_free(&l);
+		OK(sfs_item_count(t->s, S("lim"), SFS_ITEM_DEAD, &n));
+		assert_int_equal(n, 0);
+		OK(sfs_claim(t->s, S("lim"), 1, 0, &cid, &l));
+		values_are(&l, "late");
+		assert_int_equal(l.items[0].st.deliveries, 3);
+		sfs_list_free(&l);
+		OK(sfs_claim_end(t->s, cid, SFS_OUTCOME_NACK));
+		OK(sfs_item_count(t->s, S("lim"), SFS_ITEM_PENDING, &n));
+		assert_int_equal(n, 0);
+		OK(sfs_item_count(t->s, S("lim"), SFS_ITEM_DEAD, &n));
+		assert_int_equal(n, 1);
+	}
 }
 
 /* The time-to-live drops pending items that waited longer than it, and
