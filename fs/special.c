@@ -110,6 +110,20 @@ static int keep_item(fs_file *h, const sfs_item *it)
 	return SFS_OK;
 }
 
+/* The lease of the claim a .pop or .wait takes its item under: the
+ * mount's, but at least POP_LEASE_MS. That claim is the daemon's own,
+ * acked as soon as the reply is out; its lease matters only if the daemon
+ * dies in between (the item comes back when it ends), and one that ran
+ * out before the ack (-o lease=1s on a machine that stalled a second)
+ * delivered the item twice though the daemon lived. */
+#define POP_LEASE_MS 60000
+
+static int64_t pop_lease_ms(const fs *f)
+{
+	return f->lease_ms && f->lease_ms < POP_LEASE_MS ? POP_LEASE_MS
+	                                                 : f->lease_ms;
+}
+
 static int take_item(fs *f, fs_file *h, sfs_slice queue)
 {
 	int64_t cid = 0;
@@ -118,7 +132,9 @@ static int take_item(fs *f, fs_file *h, sfs_slice queue)
 
 	if (h->loaded)
 		return SFS_OK;
-	rc = sfs_claim(f->store, queue, 1, f->lease_ms, &cid, &l);
+	rc = sfs_claim(f->store, queue, 1,
+	               h->kind == FS_QUEUE_CLAIM ? f->lease_ms : pop_lease_ms(f),
+	               &cid, &l);
 	if (rc == SFS_OK) {
 		h->claim = cid;
 		rc = keep_item(h, &l.items[0]);

@@ -324,5 +324,21 @@ expect_eq "$(jq -r '.value | rtrimstr("\n")' $q/.drain | tr '\n' ,)" "y,d1,d2," 
   "then drained for real"
 ok "a daemon killed during a .drain loses nothing"
 
+# A pop's own claim outlives a short mount lease: with -o lease=100ms and
+# 300 ms between the take and the reply (the test hook), the claim ran out
+# before the ack and every item came twice (helper-45's find: -o lease=1ms,
+# 25 of 300 items twice through the daemon that lived).
+cd /
+unmount_fs
+export STATEFS_TEST_DELIVER_DELAY_MS=300
+mount_fs -o lease=100ms
+unset STATEFS_TEST_DELIVER_DELAY_MS
+cd "$mnt"
+q2=queue/popq
+for i in p1 p2; do echo $i > $q2/new; done
+expect_eq "$(cat $q2/.pop),$(cat $q2/.pop)" "p1,p2" "two pops, two items, each once"
+expect_eq "$(helper qlen popq),$(helper qinflight popq)" 0,0 "both acked"
+ok "a pop's claim outlives a short mount lease"
+
 cd /
 unmount_fs
