@@ -224,8 +224,11 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
  * once; it registers on the group's list of holders, and whoever ends the
  * group (a writer finding nobody behind it, any other call, the holder's
  * own sfs_store_commit) records the commit's status there for the
- * holder's next sfs_store_commit. Only the holder's one-statement reads
- * (store_lock_peek) run inside the open group.
+ * holder's next sfs_store_commit. A held write that is the last of a
+ * group other threads' writers wait on (they found it lined up behind
+ * them) ends it too: they must not wait for the holder's commit. Only the
+ * holder's one-statement reads (store_lock_peek) run inside the open
+ * group.
  *
  * Only a backend serialised by the handle's lock has groups (SQLite: one
  * connection, one transaction at a time). A concurrent backend
@@ -379,14 +382,19 @@ int group_leave(sfs_store *s, int status)
 		group_cut(s, status);
 	} else if (holding(s)) {
 		/* Left in the group for sfs_store_commit (or whoever ends
-		 * the group first) to commit. */
+		 * the group first) to commit. Unless other threads' writers
+		 * wait for the group's end and none is lined up behind this
+		 * one to end it: they are not kept waiting for the holder's
+		 * commit (which could wait for them), it is made now. */
 		holder.pending = 1;
 		if (!holder.member) {
 			holder.member = 1;
 			holder.next = s->g_holders;
 			s->g_holders = &holder;
 		}
-		if (++s->g_members >= GROUP_MAX)
+		if (++s->g_members >= GROUP_MAX ||
+		    (s->g_waiters &&
+		     __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) == 0))
 			group_close(s);
 	} else if (++s->g_members < GROUP_MAX &&
 	           __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0) {

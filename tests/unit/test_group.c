@@ -467,6 +467,76 @@ static void test_hold_others_commit(void **state)
 	OK(sfs_store_commit(t->s));
 }
 
+/* A thread that holds its writes, and waits for a word to commit them. */
+typedef struct hold_run {
+	sfs_store *s;
+	int put_done;      /* its held write returned (atomic) */
+	int go;            /* commit now (atomic) */
+	int status;
+} hold_run;
+
+static void *hold_then_commit(void *arg)
+{
+	hold_run *h = arg;
+
+	sfs_store_hold(h->s, 1);
+	h->status = sfs_kv_put(h->s, S("g"), S("ns"), S("held"), S("v"));
+	sfs_store_hold(h->s, 0);
+	__atomic_store_n(&h->put_done, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&h->go, __ATOMIC_SEQ_CST))
+		sched_yield();
+	if (h->status == SFS_OK)
+		h->status = sfs_store_commit(h->s);
+	return NULL;
+}
+
+/* A writer of another thread that waits for its group's commit because a
+ * held write was lined up behind it is not kept waiting for the holder's
+ * sfs_store_commit: the held write, the group's last, commits it. Before
+ * 2026-12-03 it waited until the holder committed, and for ever when the
+ * holder waited for that writer first (found with ThreadSanitizer's
+ * stress of held writes beside plain ones). The writer's write is made
+ * to wait inside the engine, holding the handle's lock, for the store's
+ * write lock (another handle's held write), while the holder lines up
+ * behind it. */
+static void test_hold_leaves_no_waiter(void **state)
+{
+	tfx *t = *state;
+	hold_run h = { 0 };
+	pthread_t tw, th;
+	sfs_store *o;
+	writer w;
+	int seen;
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	OK(tfx_open(t->path, 0, &o));
+	OK(sfs_store_hold(o, 1)); /* o takes the store's write lock */
+	OK(sfs_kv_put(o, S("g"), S("ns"), S("other"), S("v")));
+	OK(sfs_store_hold(o, 0));
+	init_writers(t, &w, 1, "w");
+	assert_int_equal(pthread_create(&tw, NULL, write_one, &w), 0);
+	while (pthread_mutex_trylock(&t->s->mu) == 0) { /* until w has it */
+		pthread_mutex_unlock(&t->s->mu);
+		sched_yield();
+	}
+	h.s = t->s;
+	assert_int_equal(pthread_create(&th, NULL, hold_then_commit, &h), 0);
+	while (__atomic_load_n(&t->s->g_waiting, __ATOMIC_SEQ_CST) < 1)
+		sched_yield();
+	OK(sfs_store_commit(o)); /* w's write goes on, the held one after */
+	while (!__atomic_load_n(&h.put_done, __ATOMIC_SEQ_CST))
+		sched_yield();
+	seen = committed(t, w.key);
+	__atomic_store_n(&h.go, 1, __ATOMIC_SEQ_CST);
+	pthread_join(th, NULL);
+	pthread_join(tw, NULL);
+	sfs_store_close(o);
+	assert_true(seen); /* committed before the held write returned */
+	assert_int_equal(w.status, SFS_OK);
+	assert_int_equal(h.status, SFS_OK);
+	assert_true(committed(t, "held"));
+}
+
 /* A held write that fails undoes itself only; one whose failure takes the
  * whole transaction (as an I/O error or a full disk does in SQLite)
  * makes sfs_store_commit fail, and no held write it took is stored. */
@@ -617,6 +687,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hold_commit, tfx_setup,
 		                                tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_others_commit,
+		                                tfx_setup, tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_leaves_no_waiter,
 		                                tfx_setup, tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_fails, tfx_setup,
 		                                tfx_teardown),
