@@ -188,7 +188,10 @@ static int open_sqlite(sfs_backend *b, const char *path, unsigned flags,
  * store: sfs_export gives rows to a callback, sfs_import asks for them.
  * The export runs in a thread of its own and hands each row over while
  * its callback waits, so a row's bytes stay valid until the import has
- * taken them; either side's failure stops the other. */
+ * taken them; either side's failure stops the other. The caller's
+ * progress callback is handed over the same way and runs on the calling
+ * thread (statefs.h: callbacks run on the calling thread), inside the
+ * import's wait for the next row; the export waits for its answer. */
 typedef struct handoff {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
@@ -201,8 +204,30 @@ typedef struct handoff {
 	int done;                /* the export returned */
 	int stop;                /* the import gave up */
 	int status;              /* the export's */
+	int asked;               /* the export asks for a progress call */
+	uint64_t p_done, p_total; /* its arguments */
+	int cancel;              /* the caller's answer: cancel */
 	char detail[512];
 } handoff;
+
+/* The export's progress, relayed to the calling thread (take_row). */
+static int relay_progress(uint64_t done, uint64_t total, void *ctx)
+{
+	handoff *h = ctx;
+	int cancel;
+
+	pthread_mutex_lock(&h->mu);
+	h->asked = !h->stop;
+	h->p_done = done;
+	h->p_total = total;
+	pthread_cond_broadcast(&h->cond);
+	while (h->asked && !h->stop)
+		pthread_cond_wait(&h->cond, &h->mu);
+	cancel = h->asked || h->stop || h->cancel;
+	h->asked = 0;
+	pthread_mutex_unlock(&h->mu);
+	return cancel;
+}
 
 static int offer_row(const sfs_row *row, void *ctx)
 {
@@ -224,7 +249,8 @@ static int offer_row(const sfs_row *row, void *ctx)
 static void *export_thread(void *arg)
 {
 	handoff *h = arg;
-	int st = pgb_export(h->b, offer_row, h, h->progress, h->pctx);
+	int st = pgb_export(h->b, offer_row, h,
+	                    h->progress ? relay_progress : NULL, h);
 
 	pthread_mutex_lock(&h->mu);
 	h->status = st;
@@ -252,8 +278,23 @@ static int take_row(sfs_row *row, void *ctx)
 		h->taken = 1;
 		pthread_cond_broadcast(&h->cond);
 	}
-	while ((!h->row || h->taken) && !h->done)
+	for (;;) {
+		if (h->asked) { /* the export's progress: the caller's thread */
+			uint64_t done = h->p_done, total = h->p_total;
+			int cancel;
+
+			pthread_mutex_unlock(&h->mu);
+			cancel = h->progress(done, total, h->pctx) != 0;
+			pthread_mutex_lock(&h->mu);
+			h->cancel = cancel;
+			h->asked = 0;
+			pthread_cond_broadcast(&h->cond);
+			continue;
+		}
+		if ((h->row && !h->taken) || h->done)
+			break;
 		pthread_cond_wait(&h->cond, &h->mu);
+	}
 	if (h->row && !h->taken) {
 		*row = *h->row;
 		h->holding = 1;
