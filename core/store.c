@@ -224,9 +224,10 @@ int chk_scan_opts(const sfs_scan_opts *in, sfs_scan_opts *o)
  * once; it registers on the group's list of holders, and whoever ends the
  * group (a writer finding nobody behind it, any other call, the holder's
  * own sfs_store_commit) records the commit's status there for the
- * holder's next sfs_store_commit. A held write that is the last of a
- * group other threads' writers wait on (they found it lined up behind
- * them) ends it too: they must not wait for the holder's commit. Only the
+ * holder's next sfs_store_commit. A held write that is the last of the
+ * writers lined up wakes whoever waits for that: writers of other threads
+ * waiting for the group's commit (it commits the group) and calls waiting
+ * to end it (they end it); none waits for the holder's commit. Only the
  * holder's one-statement reads (store_lock_peek) run inside the open
  * group.
  *
@@ -382,20 +383,25 @@ int group_leave(sfs_store *s, int status)
 		group_cut(s, status);
 	} else if (holding(s)) {
 		/* Left in the group for sfs_store_commit (or whoever ends
-		 * the group first) to commit. Unless other threads' writers
-		 * wait for the group's end and none is lined up behind this
-		 * one to end it: they are not kept waiting for the holder's
-		 * commit (which could wait for them), it is made now. */
+		 * the group first) to commit. Unless it is the last writer
+		 * lined up and others wait for the group's end: they are not
+		 * kept waiting for the holder's commit (which could wait for
+		 * them). Writers waiting for the commit get it now; a call
+		 * waiting for the writers lined up (lock_for) is woken and
+		 * ends the group itself. */
+		int last = __atomic_load_n(&s->g_waiting,
+		                           __ATOMIC_SEQ_CST) == 0;
+
 		holder.pending = 1;
 		if (!holder.member) {
 			holder.member = 1;
 			holder.next = s->g_holders;
 			s->g_holders = &holder;
 		}
-		if (++s->g_members >= GROUP_MAX ||
-		    (s->g_waiters &&
-		     __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) == 0))
+		if (++s->g_members >= GROUP_MAX || (s->g_waiters && last))
 			group_close(s);
+		else if (last)
+			pthread_cond_broadcast(&s->g_done);
 	} else if (++s->g_members < GROUP_MAX &&
 	           __atomic_load_n(&s->g_waiting, __ATOMIC_SEQ_CST) > 0) {
 		/* Its group's end is its answer, even if the next group has

@@ -20,7 +20,9 @@
 #include <stdint.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,6 +539,99 @@ static void test_hold_leaves_no_waiter(void **state)
 	assert_true(committed(t, "held"));
 }
 
+/* Whether thread tid sleeps in futex on an address inside [p, p + n): on
+ * the condition variable there. -1 when /proc cannot say. */
+static int sleeps_on(pid_t tid, const void *p, size_t n)
+{
+	char path[64], line[256];
+	unsigned long nr, addr;
+	FILE *f;
+	int r = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	if (fgets(line, sizeof(line), f)) {
+		r = 0;
+		if (sscanf(line, "%lu %lx", &nr, &addr) == 2)
+			r = nr == SYS_futex && addr >= (uintptr_t)p &&
+			    addr < (uintptr_t)p + n;
+	}
+	fclose(f);
+	return r;
+}
+
+typedef struct read_run {
+	sfs_store *s;
+	pid_t tid;         /* the reading thread (atomic) */
+	int done;          /* its read returned (atomic) */
+	int found;
+} read_run;
+
+static void *read_a(void *arg)
+{
+	read_run *r = arg;
+
+	__atomic_store_n(&r->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	r->found = present(r->s, "a");
+	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static int64_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* A call of another thread that waits for the writers lined up behind the
+ * open group (store_lock) is woken when the last of them is a held write,
+ * and ends the group: before 2026-12-03 nothing woke it, and it waited
+ * for the holder's sfs_store_commit (the mount's reader thread holding
+ * FLUSHes while a .follow's stat or a .wait poll waited; found reading
+ * the group commit for the ThreadSanitizer pass). The writer lined up is
+ * counted by hand while the reader comes, then makes its held write. */
+static void test_hold_wakes_reader(void **state)
+{
+	tfx *t = *state;
+	read_run r = { 0 };
+	pthread_t th;
+	int64_t until;
+	int w, woke;
+
+	tfx_sqlite_only(GROUPS_SQLITE);
+	OK(sfs_store_hold(t->s, 1));
+	OK(sfs_kv_put(t->s, S("g"), S("ns"), S("a"), S("v"))); /* held */
+	pthread_mutex_lock(&t->s->mu);
+	__atomic_add_fetch(&t->s->g_waiting, 1, __ATOMIC_SEQ_CST);
+	r.s = t->s;
+	assert_int_equal(pthread_create(&th, NULL, read_a, &r), 0);
+	pthread_mutex_unlock(&t->s->mu);
+	while (!__atomic_load_n(&r.tid, __ATOMIC_SEQ_CST))
+		sched_yield();
+	/* until the reader waits for the writer lined up */
+	while ((w = sleeps_on(r.tid, &t->s->g_done, sizeof(t->s->g_done))) == 0)
+		sched_yield();
+	__atomic_sub_fetch(&t->s->g_waiting, 1, __ATOMIC_SEQ_CST);
+	if (w > 0) /* the writer lined up: the last, held */
+		OK(sfs_kv_put(t->s, S("g"), S("ns"), S("b"), S("v")));
+	/* stuck, not slow: it only needs to run once */
+	until = mono_s() + 60;
+	while (w > 0 && !__atomic_load_n(&r.done, __ATOMIC_SEQ_CST) &&
+	       mono_s() < until)
+		sched_yield();
+	woke = __atomic_load_n(&r.done, __ATOMIC_SEQ_CST);
+	OK(sfs_store_hold(t->s, 0));
+	OK(sfs_store_commit(t->s));
+	pthread_join(th, NULL);
+	if (w < 0)
+		skip(); /* no /proc/self/task/N/syscall here */
+	assert_true(woke); /* answered before the holder's commit */
+	assert_true(r.found); /* having ended the group itself */
+}
+
 /* A held write that fails undoes itself only; one whose failure takes the
  * whole transaction (as an I/O error or a full disk does in SQLite)
  * makes sfs_store_commit fail, and no held write it took is stored. */
@@ -689,6 +784,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hold_others_commit,
 		                                tfx_setup, tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_leaves_no_waiter,
+		                                tfx_setup, tfx_teardown),
+		cmocka_unit_test_setup_teardown(test_hold_wakes_reader,
 		                                tfx_setup, tfx_teardown),
 		cmocka_unit_test_setup_teardown(test_hold_fails, tfx_setup,
 		                                tfx_teardown),
