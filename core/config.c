@@ -34,14 +34,14 @@
 static int xdg_path(const char *var, const char *fallback, const char *leaf,
                     char **out)
 {
-	const char *base = getenv(var), *home;
+	const char *base = crypt_getenv(var), *home;
 	char *p;
 	int n;
 
 	if (base && base[0] == '/') {
 		n = asprintf(&p, "%s/statefs/%s", base, leaf);
 	} else {
-		home = getenv("HOME");
+		home = crypt_getenv("HOME");
 		if (!home || home[0] != '/') {
 			struct passwd *pw = getpwuid(geteuid());
 			home = pw ? pw->pw_dir : NULL;
@@ -112,7 +112,7 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 	int env_rc = SFS_NOTFOUND, rc;
 	char env_detail[512] = "";
 
-	if (env && getenv("STATEFS_KEY")) {
+	if (env && crypt_getenv("STATEFS_KEY")) {
 		env_rc = crypt_key_from_env(&env_key);
 		if (env_rc)
 			snprintf(env_detail, sizeof(env_detail), "%s",
@@ -138,7 +138,7 @@ static int choose_key(const sfs_config *cfg, struct key_choice *c)
 		c->key = env_key;
 		return SFS_OK;
 	}
-	kf = getenv("STATEFS_KEY_FILE");
+	kf = crypt_getenv("STATEFS_KEY_FILE");
 	if (kf && *kf)
 		return choose_file(c, kf, "from STATEFS_KEY_FILE");
 	rc = default_keyfile(&dflt);
@@ -171,7 +171,7 @@ static int choose_db(const sfs_config *cfg, char **out)
 			return rc;
 	}
 	if (!db && (cfg->flags & SFS_OPEN_ENV))
-		db = getenv("STATEFS_DB");
+		db = crypt_getenv("STATEFS_DB");
 	if (!db || !*db)
 		return xdg_path("XDG_STATE_HOME", ".local/state", "state.db",
 		                out);

@@ -365,7 +365,8 @@ enum {
  * STATEFS_KEY is wiped from the environment once seen, even when another
  * source wins: the C library's environment (environ), which children
  * inherit; a copy the host runtime keeps of its own (Python's os.environ)
- * is the host's to delete. A plaintext store opened without
+ * is the host's to delete. Of opens of several threads at once, one takes
+ * it and the others find it consumed, as one after another would. A plaintext store opened without
  * SFS_OPEN_PLAINTEXT is refused with a sentence saying how to open it. When the store does not
  * exist, SFS_OPEN_CREATE is set and no key was found either, a new key file
  * is written at the default key path first (the first run).

@@ -32,9 +32,14 @@ enum {
 /* Reads STATEFS_KEY (as sfs_key_from_text), then wipes the value in place
  * and removes it from the environment, also on error: the open rules'
  * reader of it (config.c). SFS_NOTFOUND when the variable is not set,
- * SFS_BADKEY when it is not a key. Not thread-safe (it edits the
- * environment). */
+ * SFS_BADKEY when it is not a key. Opens of several threads call it at
+ * once: one takes the key, the others find it consumed. */
 int crypt_key_from_env(sfs_key **out);
+/* getenv(name), with the lock crypt_key_from_env edits the environment
+ * under: a read beside that unsetenv could miss another variable
+ * (glibc moves the entries after the one removed). The open rules read
+ * the environment only through it. */
+const char *crypt_getenv(const char *name);
 
 /* The kdf byte a file created with key gets. */
 int crypt_key_kdf(const sfs_key *key);

@@ -163,20 +163,41 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out)
 	return key_from_text(text, len, "the key text", out);
 }
 
+/* Opens of several threads read STATEFS_KEY at once: one takes it (the
+ * read, the copy, the wipe and unsetenv as one), the others then find it
+ * consumed. Unlocked, a thread could copy it while another wiped it, and
+ * took a good key for a bad one (SFS_BADKEY). */
+static pthread_mutex_t env_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *crypt_getenv(const char *name)
+{
+	const char *v;
+
+	pthread_mutex_lock(&env_mu);
+	v = getenv(name);
+	pthread_mutex_unlock(&env_mu);
+	return v;
+}
+
 int crypt_key_from_env(sfs_key **out)
 {
-	char *val = getenv("STATEFS_KEY");
-	char *copy;
+	char *val, *copy;
 	size_t len;
 	int rc;
 
 	if (!out)
 		return sfs_err(SFS_INVALID, "crypt_key_from_env: out is NULL");
-	if (!val)
+	pthread_mutex_lock(&env_mu);
+	val = getenv("STATEFS_KEY");
+	if (!val) {
+		pthread_mutex_unlock(&env_mu);
 		return sfs_err(SFS_NOTFOUND, "STATEFS_KEY is not set");
+	}
 	len = strlen(val);
-	if (sodium_init() < 0)
+	if (sodium_init() < 0) {
+		pthread_mutex_unlock(&env_mu);
 		return sfs_err(SFS_INTERNAL, "libsodium failed to initialise");
+	}
 	copy = sodium_malloc(len + 1);
 	if (copy)
 		memcpy(copy, val, len + 1);
@@ -185,6 +206,7 @@ int crypt_key_from_env(sfs_key **out)
 	 * pointer. */
 	sodium_memzero(val, len);
 	unsetenv("STATEFS_KEY");
+	pthread_mutex_unlock(&env_mu);
 	if (!copy)
 		return sfs_err(SFS_NOMEM, "cannot allocate locked memory for "
 		               "the key from STATEFS_KEY");

@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,60 @@ static void test_env(void **state)
 	run_env_child(bad, SFS_BADKEY);
 }
 
+/* Threads that read STATEFS_KEY at once (opens with SFS_OPEN_ENV). */
+#define ENV_THREADS 8
+static pthread_barrier_t env_start;
+
+static void *env_reader(void *arg)
+{
+	int *rc = arg;
+	sfs_key *k = NULL;
+	char t[45];
+
+	pthread_barrier_wait(&env_start);
+	*rc = crypt_key_from_env(&k);
+	if (*rc == SFS_OK) {
+		sfs_key_to_text(k, t, sizeof(t));
+		if (strcmp(t, b64_key) != 0)
+			*rc = -1; /* another key */
+		sfs_key_destroy(k);
+	}
+	return NULL;
+}
+
+/* STATEFS_KEY read by several threads at once: one gets the key, the
+ * others find it consumed (SFS_NOTFOUND), as one after another would.
+ * Before 2026-12-03 a thread could copy it while another wiped it, and
+ * got SFS_BADKEY, "STATEFS_KEY is not a 32-byte key", for a good key
+ * (about one round in 20 of 8 threads opening stores at once). */
+static void test_env_threads(void **state)
+{
+	pthread_t th[ENV_THREADS];
+	int rc[ENV_THREADS];
+	(void)state;
+
+	for (int round = 0; round < 200; round++) {
+		int ok = 0;
+
+		setenv("STATEFS_KEY", b64_key, 1);
+		pthread_barrier_init(&env_start, NULL, ENV_THREADS);
+		for (int i = 0; i < ENV_THREADS; i++)
+			assert_int_equal(pthread_create(&th[i], NULL, env_reader,
+			                                &rc[i]), 0);
+		for (int i = 0; i < ENV_THREADS; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&env_start);
+		for (int i = 0; i < ENV_THREADS; i++) {
+			if (rc[i] != SFS_OK && rc[i] != SFS_NOTFOUND)
+				fail_msg("round %d: a thread got %d", round,
+				         rc[i]);
+			ok += rc[i] == SFS_OK;
+		}
+		assert_int_equal(ok, 1);
+		assert_null(getenv("STATEFS_KEY"));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +490,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_passphrase_root),
 		cmocka_unit_test(test_default_keyfile),
 		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_env_threads),
 	};
 
 	if (argc == 3 && strcmp(argv[1], "--env-child") == 0) {
