@@ -15,7 +15,7 @@
 
 #include "mountd_i.h"
 
-static int use_syslog;   /* set once, before the session's threads start */
+static int use_syslog;   /* set once, at detaching; guarded by stderr_lock */
 static int show_debug;
 static pthread_mutex_t stderr_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -39,11 +39,12 @@ void mountd_log_sink(int level, const char *msg, void *ctx)
 	(void)ctx;
 	if (level >= LOG_DEBUG && !show_debug)
 		return;
+	pthread_mutex_lock(&stderr_lock);
 	if (use_syslog) {
+		pthread_mutex_unlock(&stderr_lock);
 		syslog(level, "%s", msg);
 		return;
 	}
-	pthread_mutex_lock(&stderr_lock);
 	fprintf(stderr, "statefs: %s%s\n", level_name(level), msg);
 	pthread_mutex_unlock(&stderr_lock);
 }
@@ -88,9 +89,15 @@ void mountd_log_open(int debug)
 	fuse_set_log_func(fuse_sink);
 }
 
+/* The checkpoint and claim-recovery threads run by now and may log: the
+ * switch is made under the lock they write stderr under, so each line
+ * goes to the terminal before it or to syslog after it (helper-44's
+ * find, by reading: an unlocked flag, a race in C's memory model). */
 void mountd_log_detached(void)
 {
+	pthread_mutex_lock(&stderr_lock);
 	use_syslog = 1;
+	pthread_mutex_unlock(&stderr_lock);
 }
 
 void mountd_log_close(void)
