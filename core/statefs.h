@@ -202,7 +202,9 @@ typedef struct sfs_stat {
 	int64_t counter;         /* a counter's value */
 	int64_t deliveries;      /* in-flight items and dead letters: how many
 	                            times the item was claimed, this claim
-	                            included */
+	                            included; pending items: how many times
+	                            before (a nack or a lease that ran out put
+	                            it back), 0 for a fresh one */
 	int64_t claim_id;        /* in-flight items: the claim holding it */
 	int64_t lease_until_ns;  /* in-flight items: when that claim's lease
 	                            ends (may have passed) */

@@ -80,7 +80,7 @@ int pgb_item_stat(sfs_backend *b, sfs_slice queue, sfs_item_state st,
 
 	switch (st) {
 	case SFS_ITEM_PENDING:
-		rc = pgb_queue_stat(b, queue, id, &s.size, &s.mtime_ns);
+		rc = pgb_queue_stat(b, queue, id, &s);
 		break;
 	case SFS_ITEM_INFLIGHT:
 		rc = pgb_inflight_stat(b, queue, id, &s);

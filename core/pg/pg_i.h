@@ -422,7 +422,7 @@ int pgb_queue_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
 int pgb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
                    sfs_buf *item);
 int pgb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                   uint64_t *size, int64_t *mtime_ns);
+                   sfs_stat *out);
 int pgb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id);
 int pgb_queue_clear(sfs_backend *b, sfs_slice queue, uint64_t *count);
 int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
@@ -432,15 +432,12 @@ int pgb_queue_len(sfs_backend *b, sfs_slice queue, uint64_t *len);
 int pgb_item_ids(pgc *c, size_t n, const int64_t *lock, int64_t *first);
 /* Items of a queue (pending, in flight or dead), for the three: the
  * listing sql gives with $1 queue, $2 after id, $3 limit (pgb_rows'
- * columns); one item sql gives ($1 queue, $2 id; column 0), opened; its
- * (size, mtime). SFS_NOTFOUND when the statement gives no row. */
+ * columns); one item sql gives ($1 queue, $2 id; column 0), opened.
+ * SFS_NOTFOUND when the statement gives no row. */
 int pgb_sql_item_scan(sfs_backend *b, const char *sql, sfs_slice queue,
                   int64_t after_id, long limit, sfs_list *out);
 int pgb_sql_item_get(sfs_backend *b, const char *sql, sfs_slice queue, int64_t id,
                  sfs_buf *out);
-int pgb_sql_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
-                  int64_t id, uint64_t *size, int64_t *mtime_ns);
-
 /* item.c: the item entries, one row per state. */
 int pgb_item_count(sfs_backend *b, sfs_slice queue, sfs_item_state st,
                    uint64_t *n);

@@ -552,35 +552,24 @@ int pgb_queue_peek(sfs_backend *b, sfs_slice queue, int64_t id,
 	                    " AND execution_id = $1", queue, id, item);
 }
 
-int pgb_sql_item_stat(sfs_backend *b, const char *sql, sfs_slice queue,
-                  int64_t id, uint64_t *size, int64_t *mtime_ns)
-{
-	uint64_t sz = 0;
-	int64_t mt = 0;
-	pgc *c;
-	int st;
-
-	PGB_TRY(b, c, st, 0) {
-		pgp p = PGP_INIT;
-
-		pgp_bytes(&p, queue);
-		pgp_i64(&p, id);
-		st = pgb_exec_stat(c, sql, &p, &sz, &mt, "reading an item's size");
-	}
-	if (st == SFS_OK) {
-		*size = sz;
-		*mtime_ns = mt;
-	}
-	return st;
-}
-
+/* A pending item's size, time and count of earlier deliveries. */
 int pgb_queue_stat(sfs_backend *b, sfs_slice queue, int64_t id,
-                   uint64_t *size, int64_t *mtime_ns)
+                   sfs_stat *out)
 {
-	return pgb_sql_item_stat(b, "SELECT sfs_len(q.work_item),"
-	        " coalesce(t.enqueued_ns, 0) FROM work_queue q LEFT JOIN"
-	        " statefs_queue_item t ON t.id = q.id WHERE q.id = $2"
-	        " AND q.execution_id = $1", queue, id, size, mtime_ns);
+	sfs_list l = { NULL, 0 };
+	int st = pgb_sql_item_scan(b, "SELECT q.id, NULL::bytea,"
+	        " sfs_len(q.work_item), coalesce(t.enqueued_ns, 0), 0::bigint,"
+	        " NULL::bytea, coalesce(t.deliveries, 0) FROM work_queue q"
+	        " LEFT JOIN statefs_queue_item t ON t.id = q.id WHERE"
+	        " q.execution_id = $1 AND q.id = $2 + 0 * $3", queue, id, 1,
+	        &l);
+
+	if (st == SFS_OK && l.n == 0)
+		st = SFS_NOTFOUND;
+	if (st == SFS_OK)
+		*out = l.items[0].st;
+	sfs_list_free(&l);
+	return st;
 }
 
 int pgb_queue_delete(sfs_backend *b, sfs_slice queue, int64_t id)

@@ -232,7 +232,19 @@ static void test_nack_keeps_place(void **state)
 	assert_int_equal(l.items[1].id, first + 1);
 	assert_int_equal(l.items[0].st.mtime_ns, 1007 * SEC); /* restarted */
 	assert_int_equal(l.items[2].st.mtime_ns, 1000 * SEC);
+	/* pending items say how often they were delivered, as PostgreSQL's
+	 * did (SQLite's said 0; helper-45's find) */
+	assert_int_equal(l.items[0].st.deliveries, 1);
+	assert_int_equal(l.items[2].st.deliveries, 0);
 	sfs_list_free(&l);
+	{
+		sfs_stat st;
+
+		OK(sfs_item_stat(t->s, Q, SFS_ITEM_PENDING, first, &st));
+		assert_int_equal(st.deliveries, 1);
+		OK(sfs_item_stat(t->s, Q, SFS_ITEM_PENDING, first + 2, &st));
+		assert_int_equal(st.deliveries, 0);
+	}
 	IS(SFS_CLAIMLOST, sfs_claim_end(t->s, cid, SFS_OUTCOME_DONE));
 	/* the next claim gets them first, as second deliveries */
 	OK(sfs_claim(t->s, Q, 1, 0, &cid, &l));
