@@ -34,6 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "cli_i.h"
 
 #define EXPORT_FORMAT "statefs-export"
@@ -516,16 +518,82 @@ static int check_end(const cli *c, json_t *o, uint64_t lineno, uint64_t rows)
 	(6 * ((size_t)(max_value) + 3 * (size_t)SFS_MAX_NAME) + 4096)
 #define IMPORT_READ_BLOCK (1u << 14)
 
+/* The input of an import from a pipe, a FIFO or a terminal, copied whole
+ * before the import begins. sfs_import holds the store's write lock from
+ * its first row to its commit, so an import reading a pipe as it came held
+ * every other writer of the store (the daemon, workers, statectl) for as
+ * long as the producer took: a slow `zcat`, an `ssh`, a paused pipeline
+ * made their writes wait and then fail busy after the busy timeout. The
+ * copy is an unnamed file in $TMPDIR (else /tmp), sealed in 16 KiB chunks
+ * with a key that lives only in this process (libsodium's secretstream):
+ * an export holds the store decrypted, and that never reaches a disk
+ * unasked. Lines are copied whole; where the input cannot be read to its
+ * end (a line longer than any row, a read error) the copy stops after the
+ * last whole line and the reading of the copy ends with that failure, so
+ * what is reported, and in which order, is what reading the input itself
+ * reported. */
+typedef struct spool {
+	int fd;
+	crypto_secretstream_xchacha20poly1305_state st;
+	unsigned char key[crypto_secretstream_xchacha20poly1305_KEYBYTES];
+	unsigned char *plain, *sealed; /* a chunk, and it sealed */
+	size_t have;             /* bytes in plain (writing) */
+	uint64_t bytes;          /* the input's bytes copied */
+	int end;                 /* how the copy ends: 0 the input's end, -1 a
+	                            read error (errno in err), -2 a line too
+	                            long */
+	int err;
+	int done;                /* its last chunk was read */
+} spool;
+
+#define SPOOL_CHUNK (1u << 14) /* IMPORT_READ_BLOCK: a chunk is one read */
+#define SPOOL_SEALED (SPOOL_CHUNK + \
+                      crypto_secretstream_xchacha20poly1305_ABYTES)
+
 /* The lines of an export, read(2) into one buffer (what a pipe has, as it
- * comes): a line longer than max is refused once that many bytes are in,
- * so it costs at most that much memory, never its whole length. */
+ * comes), or from the spool: a line longer than max is refused once that
+ * many bytes are in, so it costs at most that much memory, never its whole
+ * length. */
 typedef struct line_in {
 	int fd;
+	spool *sp;               /* read this instead of fd */
 	size_t max;
 	char *buf;
 	size_t cap, start, end;  /* unread bytes: buf[start, end) */
 	int eof;
 } line_in;
+
+/* The next chunk of the spool into buf (room for SPOOL_CHUNK bytes): its
+ * length, 0 after the last, -1 with errno set. */
+static ssize_t spool_read(spool *sp, char *buf)
+{
+	unsigned long long n = 0;
+	unsigned char tag = 0;
+	ssize_t got = 0, r;
+
+	if (sp->done)
+		return 0;
+	while ((size_t)got < SPOOL_SEALED) {
+		r = read(sp->fd, sp->sealed + got, SPOOL_SEALED - (size_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += r;
+	}
+	if ((size_t)got < crypto_secretstream_xchacha20poly1305_ABYTES ||
+	    crypto_secretstream_xchacha20poly1305_pull(&sp->st,
+	        (unsigned char *)buf, &n, &tag, sp->sealed,
+	        (unsigned long long)got, NULL, 0) != 0) {
+		errno = EIO; /* our own file, changed or cut under us */
+		return -1;
+	}
+	if (tag == crypto_secretstream_xchacha20poly1305_TAG_FINAL)
+		sp->done = 1;
+	return (ssize_t)n;
+}
 
 /* The next line, without its newline and NUL-terminated, in *line and
  * *len (valid until the next call): 1 a line, 0 the end of the input, -1 a
@@ -577,7 +645,8 @@ static int line_next(line_in *r, char **line, size_t *len)
 			r->buf = nb;
 			r->cap = nc;
 		}
-		n = read(r->fd, r->buf + r->end, IMPORT_READ_BLOCK);
+		n = r->sp ? spool_read(r->sp, r->buf + r->end)
+		          : read(r->fd, r->buf + r->end, IMPORT_READ_BLOCK);
 		if (n < 0 && errno == EINTR && !cli_interrupted())
 			continue;
 		if (n < 0)
@@ -585,6 +654,153 @@ static int line_next(line_in *r, char **line, size_t *len)
 		r->end += (size_t)n;
 		r->eof = n == 0;
 	}
+}
+
+static int write_full(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Seals the chunk in plain and appends it; final: the last one. */
+static int spool_put(spool *sp, int final)
+{
+	unsigned long long n = 0;
+
+	crypto_secretstream_xchacha20poly1305_push(&sp->st, sp->sealed, &n,
+	        sp->plain, sp->have, NULL, 0, final ?
+	        crypto_secretstream_xchacha20poly1305_TAG_FINAL : 0);
+	sp->have = 0;
+	return write_full(sp->fd, sp->sealed, (size_t)n);
+}
+
+static int spool_add(spool *sp, const char *p, size_t n)
+{
+	while (n) {
+		size_t k = SPOOL_CHUNK - sp->have;
+
+		if (k > n)
+			k = n;
+		memcpy(sp->plain + sp->have, p, k);
+		sp->have += k;
+		p += k;
+		n -= k;
+		if (sp->have == SPOOL_CHUNK && spool_put(sp, 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void spool_free(spool *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	sp->fd = -1;
+	if (sp->plain)
+		sodium_free(sp->plain);
+	free(sp->sealed);
+	sp->plain = sp->sealed = NULL;
+	sodium_memzero(sp->key, sizeof(sp->key));
+	sodium_memzero(&sp->st, sizeof(sp->st));
+}
+
+/* The unnamed file in *dir, and the key: 0, or -1 with errno set. */
+static int spool_open(spool *sp, const char **dir)
+{
+	unsigned char head[crypto_secretstream_xchacha20poly1305_HEADERBYTES];
+	const char *d = getenv("TMPDIR");
+	char *name;
+
+	if (!d || !*d)
+		d = "/tmp";
+	*dir = d;
+	if (sodium_init() < 0) {
+		errno = ENOSYS;
+		return -1;
+	}
+	sp->fd = open(d, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (sp->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	                   errno == EINVAL)) {
+		/* a file system without unnamed files: named for a moment */
+		name = cli_xasprintf("%s/statectl-import-XXXXXX", d);
+		if ((sp->fd = mkostemp(name, O_CLOEXEC)) >= 0)
+			unlink(name);
+		free(name);
+	}
+	sp->plain = sodium_malloc(SPOOL_CHUNK);
+	sp->sealed = malloc(SPOOL_SEALED);
+	if (sp->fd < 0)
+		return -1;
+	if (!sp->plain || !sp->sealed) {
+		errno = ENOMEM;
+		return -1;
+	}
+	crypto_secretstream_xchacha20poly1305_keygen(sp->key);
+	crypto_secretstream_xchacha20poly1305_init_push(&sp->st, head, sp->key);
+	return write_full(sp->fd, head, sizeof(head));
+}
+
+/* Copies the lines of fd into sp (above) and makes it ready to read.
+ * CLI_EXIT_OK, or the failure, reported. */
+static int spool_fill(const cli *c, spool *sp, int fd, size_t max,
+                      const char *name, cli_progress *p)
+{
+	unsigned char head[crypto_secretstream_xchacha20poly1305_HEADERBYTES];
+	line_in raw = { .fd = fd, .max = max };
+	const char *dir = "/tmp";
+	char *line;
+	size_t len;
+	int got, rc = CLI_EXIT_OK;
+
+	if (spool_open(sp, &dir) < 0) {
+		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot make a temporary file "
+		              "in %s for the input: %s; nothing was imported",
+		              dir, strerror(errno));
+		goto out;
+	}
+	while ((got = line_next(&raw, &line, &len)) > 0) {
+		line[len] = '\n'; /* where line_next put the NUL */
+		if (spool_add(sp, line, len + 1) < 0)
+			goto werr;
+		sp->bytes += len + 1;
+		/* the bytes read so far (their total is not known) */
+		if (cli_progress_cb(sp->bytes, 0, p))
+			break;
+	}
+	if (cli_interrupted()) {
+		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "interrupted; nothing was"
+		              " imported");
+		goto out;
+	}
+	sp->end = got;
+	sp->err = got == -1 ? errno : 0;
+	if (spool_put(sp, 1) < 0 || lseek(sp->fd, 0, SEEK_SET) != 0)
+		goto werr;
+	if (read(sp->fd, head, sizeof(head)) != (ssize_t)sizeof(head) ||
+	    crypto_secretstream_xchacha20poly1305_init_pull(&sp->st, head,
+	                                                    sp->key) != 0) {
+		errno = errno ? errno : EIO;
+		goto werr;
+	}
+	goto out;
+werr:
+	rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot copy %s to a temporary file "
+	              "in %s: %s; nothing was imported", name, dir,
+	              strerror(errno));
+out:
+	free(raw.buf);
+	return rc;
 }
 
 /* The import's source: the lines of an export, one row at a time. */
@@ -668,6 +884,10 @@ static int next_row(sfs_row *row, void *arg)
 		x->rows++;
 		return SFS_OK;
 	}
+	if (got == 0 && x->r.sp && x->r.sp->end) { /* where its copy stopped */
+		got = x->r.sp->end;
+		errno = x->r.sp->err;
+	}
 	if (got == -2) {
 		x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: longer than any"
 		                 " row of an export (%zu bytes); nothing was"
@@ -705,20 +925,35 @@ int cli_import_read(const cli *c, FILE *in, const char *name, sfs_store *s,
                     uint64_t *rows)
 {
 	import_ctx x;
+	spool sp;
 	struct stat sb;
 	int rc = CLI_EXIT_OK, st;
 
 	memset(&x, 0, sizeof(x));
+	memset(&sp, 0, sizeof(sp));
+	sp.fd = -1;
 	x.c = c;
 	x.name = name;
 	x.r.fd = fileno(in);
 	x.r.max = IMPORT_LINE_MAX(c->max_value ? c->max_value
 	                                       : SFS_DEFAULT_MAX_VALUE);
-	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode))
-		x.total = (uint64_t)sb.st_size;
 	cli_progress_begin(&x.p, c, "import", "bytes");
+	if (fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode)) {
+		x.total = (uint64_t)sb.st_size;
+	} else {
+		/* a pipe: read whole before the store is locked (spool) */
+		if ((rc = spool_fill(c, &sp, x.r.fd, x.r.max, name,
+		                     &x.p))) {
+			cli_progress_end(&x.p);
+			spool_free(&sp);
+			return rc;
+		}
+		x.r.sp = &sp;
+		x.total = sp.bytes;
+	}
 	st = sfs_import(s, next_row, &x);
 	cli_progress_end(&x.p);
+	spool_free(&sp);
 	if (st == -1)
 		rc = x.rc;
 	else if (st != SFS_OK && x.ended)

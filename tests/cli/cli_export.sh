@@ -85,6 +85,28 @@ expect_exit 0 sc2 --json import - <"$T/e1"
 jqe "$out" ".rows == $(($(wc -l <"$T/e1") - 2))"
 sc2 export >"$T/e3"
 cmp "$T/e1" "$T/e3" || fail "a second import changed the store"
+# An import from a pipe reads it whole before it locks the store, so a
+# slow producer holds no writer: a put while the import waits for the
+# rest of its input goes through (it waited for the import's write lock,
+# past the busy timeout, 30 s, and failed busy), and the import then
+# imports all of it. (statectl blocked reading the FIFO: its wchan is
+# pipe_read, anon_pipe_read on newer kernels.)
+mkfifo "$T/slow"
+"$STATECTL" --db "$DB2" "${opts2[@]}" import - <"$T/slow" >"$T/slow.out" 2>&1 &
+imp=$!
+exec 8>"$T/slow"
+head -n 2 "$T/e1" >&8
+for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
+	case $(<"/proc/$imp/wchan") in *pipe_read) break ;; esac
+	nap 0.05
+done
+expect_exit 0 sc2 put s n during-import v
+tail -n +3 "$T/e1" >&8
+exec 8>&-
+wait "$imp" || { cat "$T/slow.out" >&2; fail "the import from a slow pipe failed"; }
+sc2 del s n during-import
+sc2 export >"$T/e3"
+cmp "$T/e1" "$T/e3" || fail "the import from a slow pipe changed the store"
 sc import "$T/e1" >/dev/null
 sc export >"$T/e4"
 cmp "$T/e1" "$T/e4" || fail "importing a store's own export changed it"
