@@ -942,6 +942,49 @@ static int open_free_reserve(sfs_backend *b)
 	return 1;
 }
 
+/* Why an open failed, when the cause is the store's -wal or -shm file:
+ * every process that reads a store in WAL mode opens both, and creates
+ * them in the store's directory when they are not there (no process has
+ * the store open). Another user who may read the store but not its -shm
+ * (SQLite makes it with the store's mode, whoever opened it), or not
+ * write its directory, was told "I/O error (setting connection pragmas:
+ * unable to open database file (sqlite 14))" or "store is read-only
+ * (setting connection pragmas: attempt to write a readonly database
+ * (sqlite 1544))", for a command that only reads. Returns status as it is
+ * when these files are not the cause. */
+static int explain_aux(const char *db, int status)
+{
+	static const char *const sfx[] = { "-wal", "-shm" };
+	const char *slash = strrchr(db, '/');
+	char aux[4096], dir[4096];
+
+	if ((status != SFS_IO && status != SFS_READONLY) || !slash)
+		return status;
+	snprintf(dir, sizeof(dir), "%.*s", slash == db ? 1 : (int)(slash - db),
+	         db);
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		if ((size_t)snprintf(aux, sizeof(aux), "%s%s", db, sfx[i]) >=
+		    sizeof(aux))
+			return status;
+		/* access(2), not open(2): closing a descriptor of the -shm
+		 * would drop the fcntl locks another handle of this process
+		 * holds on it */
+		if (access(aux, R_OK) == 0)
+			continue;
+		if (errno != ENOENT)
+			return sfs_err(SFS_IO, "cannot open %s: %s: a process "
+			               "that opens the store, even to read it, "
+			               "opens its -wal and -shm files too", aux,
+			               strerror(errno));
+		if (access(dir, W_OK | X_OK) != 0)
+			return sfs_err(SFS_IO, "cannot create %s: %s: the first "
+			               "process to open the store, even to read "
+			               "it, makes its -wal and -shm files in %s",
+			               aux, strerror(errno), dir);
+	}
+	return status;
+}
+
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1052,6 +1095,8 @@ again:
 		sfs_err_clear();
 		goto again;
 	}
+	if (status != SFS_OK && !b->memory)
+		status = explain_aux(cfg->db, status);
 	if (status != SFS_OK)
 		goto fail;
 	/* This open gave the reserve back, or another process did and the

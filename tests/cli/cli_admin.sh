@@ -506,4 +506,33 @@ printf 'this is not a statefs store at all, just text.......' >"$T/notastore.db"
 head -c 8192 /dev/zero >>"$T/notastore.db"
 expect_exit 5 "$STATECTL" --db "$T/notastore.db" "${copyopts[@]}" info
 
+# Another user who may read a store, and has its key: a read says which
+# of the store's -wal and -shm files it could not make or open (every
+# process that opens a store in WAL mode opens both), exit 9. It said
+# "store is read-only (setting connection pragmas: attempt to write a
+# readonly database (sqlite 1544))" and "I/O error (... unable to open
+# database file (sqlite 14))".
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	ro=$T/ro
+	mkdir "$ro"
+	cp "$DB" "$ro/s.db" # (a store in WAL mode; a checkpoint is not)
+	chmod 755 "$T" "$ro"
+	chmod 644 "$ro/s.db"
+	roopts=(--plaintext)
+	if [ "${copyopts[0]}" = --key-file ]; then
+		install -m 600 -o 65534 "${copyopts[1]}" "$T/nobody.key"
+		roopts=(--key-file "$T/nobody.key")
+	fi
+	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	expect_exit 9 nobody "$STATECTL" --db "$ro/s.db" "${roopts[@]}" info
+	expect_match "$err" "cannot create $ro/s.db-wal: Permission denied: the first process to open the store, even to read it, makes its -wal and -shm files in $ro\)$" \
+		"a reader that cannot make -wal"
+	install -m 644 /dev/null "$ro/s.db-wal"
+	install -m 600 /dev/null "$ro/s.db-shm"
+	expect_exit 9 nobody "$STATECTL" --db "$ro/s.db" "${roopts[@]}" verify
+	expect_match "$err" "cannot open $ro/s.db-shm: Permission denied: a process that opens the store, even to read it, opens its -wal and -shm files too\)$" \
+		"a reader that cannot open -shm"
+	chmod 700 "$T"
+fi
+
 echo "cli_admin ($mode): ok"
