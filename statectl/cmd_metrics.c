@@ -17,13 +17,17 @@
  * since the collector usually runs as another user; it names scopes and
  * queues, which the store itself keeps encrypted.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_i.h"
@@ -184,6 +188,46 @@ static void write_metrics(FILE *f, const sfs_stats *st)
 	}
 }
 
+#define ABANDONED_S (10 * 60)
+
+/* Removes the temporary files (path.tmp-PID) of `metrics path` runs that
+ * were killed before their rename (SIGKILL, a timer's timeout): those of
+ * a process that is gone, unchanged for ten minutes (a pid of another PID
+ * namespace looks gone too, but a file in use is being written). They
+ * stayed, one per killed run, in the collector's directory. */
+static void sweep_abandoned(const char *path)
+{
+	char *dcopy = cli_xstrdup(path), *bcopy = cli_xstrdup(path);
+	const char *base = basename(bcopy);
+	size_t blen = strlen(base);
+	time_t now = time(NULL);
+	DIR *d = opendir(dirname(dcopy));
+	struct dirent *e;
+	struct stat sb;
+
+	while (d && (e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, base, blen) ||
+		    strncmp(e->d_name + blen, ".tmp-", 5))
+			continue;
+		errno = 0;
+		pid = strtol(e->d_name + blen + 5, &end, 10);
+		if (errno || pid <= 0 || *end || end == e->d_name + blen + 5 ||
+		    pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode) && now - sb.st_mtime >= ABANDONED_S)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	free(dcopy);
+	free(bcopy);
+}
+
 /* Writes to a temporary file beside path and renames it over path. */
 static int write_file(cli *c, const char *path, const sfs_stats *st)
 {
@@ -193,6 +237,7 @@ static int write_file(cli *c, const char *path, const sfs_stats *st)
 	mode_t um = umask(0);
 
 	umask(um);
+	sweep_abandoned(path);
 	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0)
 		return cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666 & ~um);

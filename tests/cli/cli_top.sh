@@ -166,6 +166,21 @@ expect_eq "$(one 'statefs_queue_taken_total{queue="jobs"}')" 3 "jobs taken (clai
 # metrics FILE: written beside, renamed over
 mkdir "$T/textfile"
 echo stale >"$T/textfile/statefs.prom"
+# what a run killed before its rename left (SIGKILL: a timer's timeout)
+# goes at the next run, once unchanged for ten minutes and its process
+# gone; a live process's, a recent one and another file's stay
+dead=2147483646 # above any pid_max: no such process
+for f in "statefs.prom.tmp-$dead" "statefs.prom.tmp-$$" "other.prom.tmp-$dead"; do
+	: >"$T/textfile/$f"
+	touch -d '1 hour ago' "$T/textfile/$f"
+done
+: >"$T/textfile/statefs.prom.tmp-$((dead - 1))"
+expect_exit 0 sc metrics "$T/textfile/statefs.prom"
+[ ! -e "$T/textfile/statefs.prom.tmp-$dead" ] || fail "a killed run's temporary file stayed"
+for f in "statefs.prom.tmp-$$" "statefs.prom.tmp-$((dead - 1))" "other.prom.tmp-$dead"; do
+	[ -e "$T/textfile/$f" ] || fail "$f went"
+done
+rm "$T/textfile/"*.tmp-*
 expect_exit 0 sc metrics "$T/textfile/statefs.prom"
 expect_eq "$(ls "$T/textfile")" statefs.prom "no temporary file left"
 promtool check metrics <"$T/textfile/statefs.prom" || fail "promtool on the file"
