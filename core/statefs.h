@@ -268,7 +268,8 @@ int sfs_key_from_text(const char *text, size_t len, sfs_key **out);
  * file), SFS_KEYPERM (readable or writable by group or others, or owned by
  * another user; the mode is in the detail), SFS_BADKEY (not a key: empty,
  * too large, of another length or encoding, or not a regular file: a FIFO
- * is refused at once, without reading or waiting on it), SFS_IO;
+ * is refused at once, without reading or waiting on it; or a file the
+ * caller may not read), SFS_IO;
  * SFS_INVALID for a NULL argument. */
 int sfs_key_from_file(const char *path, sfs_key **out);
 

@@ -262,8 +262,11 @@ int sfs_key_from_file(const char *path, sfs_key **out)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		saverr = errno;
+		/* one we may not read is unusable to us: not a file too open
+		 * (SFS_KEYPERM said "accessible by other users") */
 		return sfs_err(saverr == ENOENT ? SFS_NOTFOUND :
-		               saverr == EACCES ? SFS_KEYPERM : SFS_IO,
+		               saverr == EACCES || saverr == EPERM ? SFS_BADKEY
+		                                                   : SFS_IO,
 		               "cannot open key file %s: %s", path,
 		               strerror(saverr));
 	}

@@ -519,11 +519,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	chmod 755 "$T" "$ro"
 	chmod 644 "$ro/s.db"
 	roopts=(--plaintext)
+	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 	if [ "${copyopts[0]}" = --key-file ]; then
+		# the owner's key file, which nobody may not read: exit 3, for
+		# what it is (it was "key file is accessible by other users")
+		expect_exit 3 nobody "$STATECTL" --db "$ro/s.db" "${copyopts[@]}" info
+		expect_match "$err" "not a usable key \\(cannot open key file ${copyopts[1]}: Permission denied\\)$" \
+			"a key file the user may not read"
 		install -m 600 -o 65534 "${copyopts[1]}" "$T/nobody.key"
 		roopts=(--key-file "$T/nobody.key")
 	fi
-	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 	expect_exit 9 nobody "$STATECTL" --db "$ro/s.db" "${roopts[@]}" info
 	expect_match "$err" "cannot create $ro/s.db-wal: Permission denied: the first process to open the store, even to read it, makes its -wal and -shm files in $ro\)$" \
 		"a reader that cannot make -wal"
