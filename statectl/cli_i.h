@@ -245,6 +245,10 @@ int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
 /* Flushes stdout: 9 when that fails, which cli_out_finish then reports
  * with its reason. */
 int cli_out_flush(void);
+/* Drops what stdout holds unwritten and forgets a failed write: for a
+ * command that quits (top, on a signal) while its output waits for a
+ * reader, so that the exit neither waits for it again nor reports it. */
+void cli_out_discard(void);
 /* Checks that everything reached stdout, at exit: when it did not, says
  * so ("cannot write the output: <why>") unless an error was reported
  * already, and returns 9 for a code that was 0. */

@@ -382,6 +382,10 @@ static void emit(sink *k, const char *line, int attr)
 	if (k->f) {
 		size_t n = strlen(line);
 
+		/* asked to quit: no more writes, each of which could wait
+		 * for a reader that does not read (frame_written) */
+		if (stop)
+			return;
 		while (n && line[n - 1] == ' ')
 			n--;
 		fprintf(k->f, "%.*s\n", (int)n, line);
@@ -835,6 +839,21 @@ static void wait_until(int64_t start, int64_t ms)
 	}
 }
 
+/* rc of writing a frame: a frame that could not be written because a
+ * signal asked top to quit while it waited for its reader (a full pipe:
+ * `statectl top | less`, paused) is that quit, exit 0, and what it left
+ * unwritten is dropped (flushed at the exit, it would wait for that
+ * reader again). It was exit 9, "cannot write the output: Interrupted
+ * system call". */
+static int frame_written(int rc)
+{
+	if (rc && stop) {
+		cli_out_discard();
+		return CLI_EXIT_OK;
+	}
+	return rc;
+}
+
 /* Frames on stdout: plain text or JSON, one per interval, or one. */
 static int run_frames(const cli *c, top *t, int once)
 {
@@ -848,7 +867,7 @@ static int run_frames(const cli *c, top *t, int once)
 			return rc;
 		if (rc == 0 && !(once && first)) {
 			if (c->json) {
-				if ((rc = cli_out_json(frame_json(t))))
+				if ((rc = frame_written(cli_out_json(frame_json(t)))))
 					return rc;
 			} else {
 				sink k = { stdout, 0, INT_MAX };
@@ -857,7 +876,7 @@ static int run_frames(const cli *c, top *t, int once)
 					putchar('\n');
 				render(t, &k, INT_MAX, INT_MAX);
 			}
-			if ((rc = cli_out_flush()))
+			if ((rc = frame_written(cli_out_flush())))
 				return rc;
 			if (once)
 				return CLI_EXIT_OK;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,6 +373,13 @@ int cli_out_flush(void)
 	if (!out_errno)
 		out_errno = errno ? errno : EIO;
 	return CLI_EXIT_SYSTEM; /* cli_out_finish says why */
+}
+
+void cli_out_discard(void)
+{
+	__fpurge(stdout);
+	clearerr(stdout);
+	out_errno = 0;
 }
 
 int cli_out_finish(const cli *c, int code)

@@ -132,6 +132,23 @@ kill -TERM "$tpid"
 got=0
 wait "$tpid" || got=$?
 expect_eq "$got" 0 "top piped exits 0 at SIGTERM"
+# ... also while a frame waits for a reader that does not read (a full
+# pipe: top | less, paused): the quit it asks for, exit 0, nothing said
+# (it was exit 9, "cannot write the output: Interrupted system call").
+# The pipe is one page, which statectl holds open itself; perl sets it up.
+perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
+	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
+	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" top \
+	--interval 100ms 2>"$T/full.err" &
+tpid=$!
+for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
+	case $(<"/proc/$tpid/wchan") in *pipe_write) break ;; esac
+	nap 0.05
+done
+case $(<"/proc/$tpid/wchan") in *pipe_write) ;; *) fail "top never filled the pipe" ;; esac
+kill -TERM "$tpid"
+got=0; wait "$tpid" || got=$?
+expect_eq "$got $(<"$T/full.err")" "0 " "top exits 0 at SIGTERM while a frame waits for its reader"
 expect_exit 2 sc top --interval 10ms
 expect_match "$err" "between 100ms and 1h" "--interval bounds"
 
