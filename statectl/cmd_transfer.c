@@ -300,7 +300,16 @@ int cmd_export(cli *c, cli_args *a)
 		x.write_error = errno ? errno : EIO;
 	if (st == SFS_OK && file && !x.write_error && fsync(fileno(x.out)) < 0)
 		x.write_error = errno;
-	if (x.write_error)
+	if (x.write_error == EINTR && cli_interrupted()) {
+		/* a signal while a row waited for a reader that does not
+		 * read (a full pipe): the cancel it asks for, as through the
+		 * progress callback; what stdout holds unwritten is dropped
+		 * (flushed at the exit, it would wait for that reader again) */
+		if (x.out == stdout)
+			cli_out_discard();
+		rc = cli_fail(c, CLI_EXIT_INTERRUPTED, "cannot export %s: "
+		              "interrupted", c->opened);
+	} else if (x.write_error)
 		rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the export: %s",
 		              strerror(x.write_error));
 	else if (x.bad_family)

@@ -317,6 +317,29 @@ for sig in TERM HUP INT KILL; do
 	[ ! -e "$T/sig.jsonl" ] || fail "export FILE stopped by SIG$sig left the file"
 done
 
+# `export -` into a reader that does not read (a full pipe: a stalled
+# ssh, a paused pager): a signal is the cancel it asks for, exit 130 (it
+# was exit 9, "cannot write the export: Interrupted system call"). A pipe
+# of one page, which statectl holds open itself (perl sets it up), and a
+# value larger than it and stdio's buffer.
+head -c 65536 /dev/zero | tr '\0' a | sc put ballast n k -
+perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
+	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
+	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" export - \
+	2>"$T/full.err" &
+pid=$!
+for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
+	case $(<"/proc/$pid/wchan") in *pipe_write) break ;; esac
+	nap 0.05
+done
+case $(<"/proc/$pid/wchan") in *pipe_write) ;; *) fail "export - never filled the pipe" ;; esac
+kill -TERM "$pid"
+got=0; wait "$pid" || got=$?
+expect_eq "$got" 130 "export - stopped by SIGTERM while it waits for its reader"
+expect_match "$(<"$T/full.err")" "^statectl: cannot export .*: interrupted$" \
+	"the sentence of an export - stopped while it waits for its reader"
+sc del ballast n k
+
 # A value over the default limit (64 MiB), as an SDK worker or a mount
 # with -o max_value writes it: its export imports with --max-value, and
 # without it is refused with a sentence naming the option (it used to be
