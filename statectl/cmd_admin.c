@@ -374,7 +374,7 @@ int cmd_rekey(cli *c, cli_args *a)
 	sfs_key *oldk = NULL, *newk = NULL;
 	char *path = NULL, *oldsrc = NULL, *newpath = NULL, *defpath = NULL;
 	const char *final = NULL;
-	int rc, st, replace = 0, fresh = 1, lockfd = -1;
+	int rc, st, replace = 0, fresh = 1, lockfd = -1, keylock = -1;
 	cli_progress p;
 	json_t *j;
 
@@ -420,6 +420,21 @@ int cmd_rekey(cli *c, cli_args *a)
 		sfs_key_destroy(existing);
 		if (rc)
 			goto out;
+	}
+	/* One rekey --generate of a key file at a time, which holds the key
+	 * file locked till it ends: a second one took the first's
+	 * KEYFILE.new, new or still being written, for one an interrupted
+	 * rekey left ("taking the key left ... by an interrupted rekey"),
+	 * or refused it as one, exit 6, "move it away first". */
+	if (replace && a->generate && !a->new_key_file) {
+		keylock = open(oldsrc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (keylock >= 0 && flock(keylock, LOCK_EX | LOCK_NB) < 0 &&
+		    errno == EWOULDBLOCK) {
+			rc = cli_fail(c, CLI_EXIT_BUSY, "another rekey of the key "
+			              "file %s is running; %s is unchanged", oldsrc,
+			              path);
+			goto out;
+		}
 	}
 	if (replace && a->generate && !a->new_key_file &&
 	    (newk = leftover_key(defpath)) != NULL) {
@@ -491,6 +506,8 @@ int cmd_rekey(cli *c, cli_args *a)
 out:
 	if (lockfd >= 0)
 		close(lockfd);
+	if (keylock >= 0)
+		close(keylock);
 	sfs_key_destroy(oldk);
 	sfs_key_destroy(newk);
 	free(newpath);

@@ -425,6 +425,18 @@ if [ "$mode" = encrypted ]; then
 	[ ! -e "$T/k4.new" ] || fail "a refused rekey left KEYFILE.new"
 	touch "$T/stop-busy"; wait "$hpid" || fail "the writer failed"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a refused rekey changes nothing"
+	# Two rekey --generate of one key file at once: the second says
+	# another runs, exit 7, and leaves the first's KEYFILE.new alone (it
+	# took it for an interrupted rekey's leftover and rekeyed to it, or,
+	# caught while it was written, refused it as one, exit 6). The first
+	# is a lock on the key file here (flock(1), while statectl runs).
+	"$STATECTL" keygen "$T/k4.new" >/dev/null
+	expect_exit 7 flock -x "$T/k4" "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --generate
+	expect_match "$err" "another rekey of the key file $T/k4 is running; $DB is unchanged" \
+		"a second rekey at once"
+	[ -e "$T/k4.new" ] || fail "a second rekey took the first's KEYFILE.new"
+	rm "$T/k4.new"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a second rekey changes nothing"
 	# KEYFILE.new left by an interrupted rekey --generate: before the
 	# store was touched (stale), and after it (under that key, before the
 	# rename); either way a second run finishes, with the key file in place
