@@ -254,10 +254,15 @@ int cmd_verify(cli *c, cli_args *a)
 	/* What verify counts is the backend's: a SQLite store's pages, a
 	 * PostgreSQL store's rows (each sealed one authenticated, then its
 	 * items checked for one place each: docs/postgres.md). */
-	if (sfs_store_info(s, &in) == SFS_OK && strcmp(in.backend, "sqlite")) {
-		unit = "rows";
+	if (sfs_store_info(s, &in) == SFS_OK) {
+		/* a plaintext store's pages or rows are read, and nothing
+		 * authenticates them (it said "authenticated" of a SQLite
+		 * store's pages all the same) */
 		how = in.encrypted ? "authenticated" : "read";
-		check = "consistency check";
+		if (strcmp(in.backend, "sqlite")) {
+			unit = "rows";
+			check = "consistency check";
+		}
 	}
 	cli_progress_begin(&p, c, "verify", unit);
 	st = sfs_store_verify(s, cli_progress_cb, &p);
