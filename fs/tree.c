@@ -253,6 +253,20 @@ static int level_change_refused(fs *f, const fs_addr *from,
 	return full;
 }
 
+/* A rename's target, newname in ndir: 0, or the errno (EPERM for special
+ * files and the fixed directories). */
+static int rename_target(fs *f, const fs_addr *ndir, const char *newname,
+                         fs_addr *to)
+{
+	int rc = fs_resolve(f, ndir, newname, 1, to);
+
+	if (rc)
+		return fs_errno(f, rc, "rename");
+	if (fs_kind_is_special(to->kind) || fs_class_of(to->kind)->parts == 0)
+		return EPERM;
+	return 0;
+}
+
 /* RENAME_EXCHANGE of from (in dn) with newname in ndir (ndn): two values
  * or two counters swap in one transaction (SFS_RENAME_EXCHANGE), each with
  * its time, and their nodes swap names, so open files follow their bytes.
@@ -268,15 +282,8 @@ static int exchange(fs *f, fs_node *dn, const fs_addr *from, fs_node *ndn,
 	size_t n, nn;
 	int rc, err = 0;
 
-	rc = fs_resolve(f, ndir, newname, 1, &to);
-	if (rc) {
-		err = fs_errno(f, rc, "rename");
+	if ((err = rename_target(f, ndir, newname, &to)))
 		goto out;
-	}
-	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {
-		err = EPERM;
-		goto out;
-	}
 	if (from->kind != to.kind ||
 	    (from->kind != FS_KV_KEY && from->kind != FS_CNT_KEY)) {
 		err = EINVAL;
@@ -380,15 +387,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = level_change_refused(f, &from, &ndir) ? EPERM : EXDEV;
 		goto out;
 	}
-	rc = fs_resolve(f, &ndir, newname, 1, &to);
-	if (rc) {
-		err = fs_errno(f, rc, "rename");
+	if ((err = rename_target(f, &ndir, newname, &to)))
 		goto out;
-	}
-	if (fs_kind_is_special(to.kind) || fs_class_of(to.kind)->parts == 0) {
-		err = EPERM;
-		goto out;
-	}
 	if (from.kind != to.kind || fs_class_of(from.kind)->by_id ||
 	    from.kind == FS_LOG_KEY) {
 		err = EXDEV;
