@@ -240,6 +240,9 @@ static int write_file(cli *c, const char *path, const sfs_stats *st)
 	sweep_abandoned(path);
 	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0)
 		return cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");
+	/* One of this pid is not this run's (it has made none yet): a
+	 * killed run's, whose pid came round again; it failed EEXIST */
+	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666 & ~um);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		saverr = errno;
