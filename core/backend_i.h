@@ -277,6 +277,8 @@ typedef struct sfs_backend_ops {
 	 * and out->scopes are the caller's to free (sfs_stats_free) also on
 	 * failure. */
 	int (*stats)(sfs_backend *b, sfs_stats *out);
+	/* Writes the queue counts not written yet; nothing when none. */
+	int (*flush_counts)(sfs_backend *b);
 	int (*verify)(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 	int (*export_rows)(sfs_backend *b,
 	                   int (*fn)(const sfs_row *row, void *ctx), void *ctx,

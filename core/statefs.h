@@ -1193,8 +1193,8 @@ int sfs_store_info(sfs_store *s, sfs_info *out);
  * second, inside a write transaction it makes anyway, and when it closes
  * the store: so a count lags by up to a second under steady work, and a
  * writer that goes idle holds back its last second until it writes again
- * or closes (sfs_queue_gc writes them too, and the daemon runs it
- * periodically). Items an
+ * or closes (sfs_queue_gc and sfs_store_flush_counts write them too; the
+ * daemon runs the latter every second). Items an
  * SDK pushes or pops with its own SQL are not counted: they show in the
  * pending count only. */
 typedef struct sfs_queue_stats {
@@ -1238,6 +1238,13 @@ typedef struct sfs_stats {
 int sfs_store_stats(sfs_store *s, sfs_stats **out);
 /* Frees what sfs_store_stats returned. NULL is fine. Never fails. */
 void sfs_stats_free(sfs_stats *st);
+
+/* Writes the queue counts (sfs_queue_stats.pushed and .taken) this handle
+ * holds and has not written yet, whatever the second: what a writer that
+ * went idle holds back. Nothing (no transaction, no round trip) when it
+ * holds none, so a timer may call it often: the daemon does every second.
+ * A read-only handle holds none. Errors: the common ones. */
+int sfs_store_flush_counts(sfs_store *s);
 
 /* Reads every page (authenticating each one in an encrypted store) and runs
  * the backend's integrity check; progress counts pages (on PostgreSQL:

@@ -892,6 +892,13 @@ int sfs_store_stats(sfs_store *s, sfs_stats **out)
 	return SFS_OK;
 }
 
+int sfs_store_flush_counts(sfs_store *s)
+{
+	sfs_err_clear();
+	CHECK(chk_store(s));
+	CALL(s, s->ops->flush_counts(s->be));
+}
+
 void sfs_stats_free(sfs_stats *st)
 {
 	if (!st)

@@ -2,7 +2,9 @@
  * gc.c - periodic claim recovery: a thread of the daemon that runs
  * sfs_queue_gc for every queue each interval (a tenth of the mount's lease,
  * 1 s to 1 min), so that a dead worker's items come back to their queue
- * soon after its lease ends even when nobody claims from that queue.
+ * soon after its lease ends even when nobody claims from that queue; and
+ * each second between, sfs_store_flush_counts, so that `statectl top` and
+ * `metrics` see the queue counts of a mount gone idle.
  *
  * It lives here, with the daemon's other parts that follow the process's
  * lifetime, because it is a timer over the store and not a filesystem
@@ -59,27 +61,39 @@ static void gc_pass(struct mountd_gc *g)
 		           (unsigned long long)st.expired);
 }
 
+/* Every second: the queue counts the daemon holds back (a burst of pushes
+ * through a mount that then fell idle showed in `statectl metrics` only
+ * at the next pass, up to a minute later; nothing is written when none
+ * are held). A failure is the next write's to report. The recovery passes
+ * fall on these seconds: an interval is rounded up to whole seconds. */
+static void counts_pass(struct mountd_gc *g)
+{
+	(void)sfs_store_flush_counts(g->store);
+}
+
 static void *gc_main(void *arg)
 {
 	struct mountd_gc *g = arg;
 	struct timespec ts;
+	long since = 0;            /* ms since the last recovery pass */
 
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += g->interval_ms / 1000;
-		ts.tv_nsec += (g->interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts.tv_sec += 1;
 		while (!g->stop &&
 		       pthread_cond_timedwait(&g->cond, &g->lock, &ts) != ETIMEDOUT)
 			;
 		if (g->stop)
 			break;
 		pthread_mutex_unlock(&g->lock);
-		gc_pass(g);
+		since += 1000;
+		if (since >= g->interval_ms) {
+			since = 0;
+			gc_pass(g);
+		} else {
+			counts_pass(g);
+		}
 		pthread_mutex_lock(&g->lock);
 	}
 	pthread_mutex_unlock(&g->lock);

@@ -500,6 +500,7 @@ int pgb_info(sfs_backend *b, sfs_info *out);
 /* pgb_info's figures, inside the caller's transaction. */
 int pgb_info_tx(pgc *c, sfs_info *out);
 int pgb_stats(sfs_backend *b, sfs_stats *out);
+int pgb_flush_counts(sfs_backend *b);
 int pgb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 int pgb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),
                void *ctx, sfs_progress_fn progress, void *pctx);

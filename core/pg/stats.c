@@ -229,6 +229,11 @@ void pgb_qstat_due(sfs_backend *b)
 	}
 }
 
+int pgb_flush_counts(sfs_backend *b)
+{
+	return flush(b, 1);
+}
+
 void pgb_qstat_close(sfs_backend *b)
 {
 	pgb_qstat *q = b->qstat;

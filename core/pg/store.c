@@ -440,6 +440,7 @@ const sfs_backend_ops pgb_ops = {
 	.restore = pgb_restore,
 	.info = pgb_info,
 	.stats = pgb_stats,
+	.flush_counts = pgb_flush_counts,
 	.verify = pgb_verify,
 	.export_rows = pgb_export,
 	.import_rows = pgb_import_rows,

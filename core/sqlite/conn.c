@@ -1352,6 +1352,7 @@ const sfs_backend_ops sqlb_ops = {
 	.restore = sqlb_restore,
 	.info = sqlb_info,
 	.stats = sqlb_stats,
+	.flush_counts = sqlb_flush_counts,
 	.verify = sqlb_verify,
 	.free_reserve = sqlb_free_reserve,
 	.export_rows = sqlb_export,

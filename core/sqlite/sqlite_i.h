@@ -538,6 +538,7 @@ int sqlb_info(sfs_backend *b, sfs_info *out);
 /* sqlb_info's figures, inside the caller's read transaction. */
 int sqlb_info_tx(sfs_backend *b, sfs_info *out);
 int sqlb_stats(sfs_backend *b, sfs_stats *out);
+int sqlb_flush_counts(sfs_backend *b);
 int sqlb_verify(sfs_backend *b, sfs_progress_fn progress, void *ctx);
 /* export.c */
 int sqlb_export(sfs_backend *b, int (*fn)(const sfs_row *row, void *ctx),

@@ -204,6 +204,21 @@ void qstat_end(sfs_backend *b, int committed)
 	q->writing = 0;
 }
 
+int sqlb_flush_counts(sfs_backend *b)
+{
+	qstat *q = b->qstats;
+	int status;
+
+	if (!q || !q->n || b->readonly)
+		return SFS_OK;
+	q->force = 1;
+	status = sqlb_begin_write(b);
+	if (status == SFS_OK)
+		status = sqlb_commit(b);
+	q->force = 0;
+	return status;
+}
+
 void qstat_close(sfs_backend *b)
 {
 	qstat *q = b->qstats;

@@ -189,22 +189,35 @@ static void test_counts_batched(void **state)
 	tfx_now += SEC;
 	OK(sfs_queue_gc(w, SFS_NONE, NULL)); /* a pass with nothing to do */
 	counts_are(t->path, "q", 3, 3);
+	push(w, "q", 4);                 /* the same second: kept */
+	counts_are(t->path, "q", 3, 3);
+	OK(sfs_store_flush_counts(w));   /* written, whatever the second */
+	counts_are(t->path, "q", 7, 3);
+	{
+		uint64_t v0, v1;
+
+		/* nothing held: no transaction, no commit */
+		OK(sfs_store_version(w, &v0));
+		OK(sfs_store_flush_counts(w));
+		OK(sfs_store_version(w, &v1));
+		assert_int_equal(v0, v1);
+	}
 	push(w, "q", 4);
 	sfs_store_close(w);              /* close writes the rest */
-	counts_are(t->path, "q", 7, 3);
+	counts_are(t->path, "q", 11, 3);
 	/* drains and claims are takes */
 	OK(tfx_open(t->path, 0, &w));
 	{
 		int64_t cid;
 
 		OK(sfs_queue_pop(w, S("q"), LONG_MAX, &l));
-		assert_int_equal(l.n, 4);
+		assert_int_equal(l.n, 8);
 		sfs_list_free(&l);
 		push(w, "q", 3);
 		OK(sfs_claim(w, S("q"), 2, 60000, &cid, NULL));
 	}
 	sfs_store_close(w);
-	counts_are(t->path, "q", 10, 9);
+	counts_are(t->path, "q", 14, 13);
 }
 
 /* A restore keeps the live counts (they only grow); counts of a queue
