@@ -575,16 +575,16 @@ static int claim_tx(sfs_backend *b, sfs_slice queue, long max, int64_t id,
 	sqlite3_stmt *mv = !any ? NULL : id ? sqlb_stmt(b, ST_CLAIM_ONE,
 	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
-	        " q.work_item, " TM_QUEUE_AT("q.id") ", min(coalesce((SELECT"
-	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0),"
-	        " " SQLB_DELIVERIES_MAX "-1)+1"
+	        " q.work_item, " TM_QUEUE_AT("q.id") ","
+	        " min(" TM_QUEUE_DELIVERIES("q.id") ", " SQLB_DELIVERIES_MAX
+	        "-1)+1"
 	        " FROM work_queue q WHERE q.id=?3 AND q.execution_id=?1 AND "
 	        SQLB_QLIVE("q."), &status) : sqlb_stmt(b, ST_CLAIM_HEAD,
 	        "INSERT INTO statefs_inflight (id, claim_id, queue, item,"
 	        " enqueued_ns, deliveries) SELECT q.id, ?2, q.execution_id,"
-	        " q.work_item, " TM_QUEUE_AT("q.id") ", min(coalesce((SELECT"
-	        " deliveries FROM statefs_queue_pending p WHERE p.id=q.id), 0),"
-	        " " SQLB_DELIVERIES_MAX "-1)+1"
+	        " q.work_item, " TM_QUEUE_AT("q.id") ","
+	        " min(" TM_QUEUE_DELIVERIES("q.id") ", " SQLB_DELIVERIES_MAX
+	        "-1)+1"
 	        " FROM work_queue q WHERE q.execution_id=?1 AND "
 	        SQLB_QLIVE("q.") " ORDER BY q.id LIMIT ?3", &status);
 	sqlite3_stmt *dp = mv ? sqlb_stmt(b, ST_CLAIM_DEL_PEND, "DELETE FROM"

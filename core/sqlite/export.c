@@ -63,8 +63,8 @@ static const char *const export_sql[] = {
 	"SELECT l.scope_id, l.ns, l.key, l.value, " TM_LOG_AT("l.id") ", l.id,"
 	" 0, 0 FROM function_state_log l ORDER BY l.scope_id, l.ns, l.key, l.id",
 	"SELECT q.execution_id, NULL, NULL, q.work_item, " TM_QUEUE_AT("q.id")
-	", q.id, 0, coalesce((SELECT deliveries FROM statefs_queue_pending p"
-	" WHERE p.id=q.id), 0) FROM work_queue q WHERE " SQLB_QLIVE_ANY("q.")
+	", q.id, 0, " TM_QUEUE_DELIVERIES("q.id") " FROM work_queue q WHERE "
+	SQLB_QLIVE_ANY("q.")
 	" ORDER BY q.execution_id, q.id",
 	/* A directory's own family travels in row.n. */
 	"SELECT scope, CASE has_ns WHEN 1 THEN ns END, NULL, NULL, 0, 0,"

@@ -26,17 +26,14 @@ typedef struct state_desc {
 	                       rows of work_queue but not items (claim.c) */
 } state_desc;
 
-#define PENDING_DELIVERIES "coalesce((SELECT p.deliveries FROM" \
-	" statefs_queue_pending p WHERE p.id=i.id), 0)"
-
 static const state_desc states[3] = {
 	[SFS_ITEM_PENDING - 1] = {
 		.from = "work_queue i", .queue = "execution_id",
 		.item = "work_item", .mtime = TM_QUEUE_AT("i.id"),
 		/* a pending item's count of earlier deliveries (a nack or
 		 * a lease that ran out put it back), as PostgreSQL says */
-		.more = ", 0, NULL, " PENDING_DELIVERIES,
-		.stat = ", " PENDING_DELIVERIES,
+		.more = ", 0, NULL, " TM_QUEUE_DELIVERIES("i.id"),
+		.stat = ", " TM_QUEUE_DELIVERIES("i.id"),
 		.live = " AND " SQLB_QLIVE("i.") },
 	[SFS_ITEM_INFLIGHT - 1] = {
 		.from = "statefs_inflight i LEFT JOIN statefs_claim c"

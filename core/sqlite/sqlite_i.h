@@ -357,6 +357,11 @@ typedef enum tm_which { TM_LOG = 0, TM_QUEUE = 1 } tm_which;
 	" WHERE id=" e "), CASE WHEN " e ">" TM_QUEUE_KNOWN " THEN 0 END," \
 	" (SELECT enqueued_ns FROM statefs_queue_timemap"                  \
 	" WHERE id<=" e " ORDER BY id DESC LIMIT 1), 0)"
+/* How many times the pending item whose id is e was delivered before (a
+ * nack or a lease that ran out put it back), as a SQL expression. */
+#define TM_QUEUE_DELIVERIES(e)                                             \
+	"coalesce((SELECT deliveries FROM statefs_queue_pending p"         \
+	" WHERE p.id=" e "), 0)"
 /* The last work_queue id whose time statefs knows: every item above it
  * was pushed by another program (the SDKs' INSERT), and so is every item
  * in a run the queue map dates 0. Kept as a row of sqlite_sequence, the

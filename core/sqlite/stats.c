@@ -222,17 +222,10 @@ int sqlb_flush_counts(sfs_backend *b)
 void qstat_close(sfs_backend *b)
 {
 	qstat *q = b->qstats;
-	int status;
 
-	if (q && q->n && !b->readonly) {
-		q->force = 1;
-		status = sqlb_begin_write(b);
-		if (status == SFS_OK)
-			status = sqlb_commit(b);
-		if (status != SFS_OK)
-			sfs_log(LOG_WARNING, "%s: the last queue counts were not "
-			        "written: %s", b->path, sfs_errdetail());
-	}
+	if (sqlb_flush_counts(b) != SFS_OK)
+		sfs_log(LOG_WARNING, "%s: the last queue counts were not "
+		        "written: %s", b->path, sfs_errdetail());
 	if (q) {
 		for (size_t i = 0; i < q->n; i++)
 			free(q->v[i].queue);
