@@ -373,6 +373,9 @@ int pgb_target_parse(const char *db, pgb_target *t)
 	for (PQconninfoOption *o = opts; o->keyword; o++) {
 		if (!o->val)
 			continue;
+		if (!strcmp(o->keyword, "connect_timeout") ||
+		    !strcmp(o->keyword, "service"))
+			t->has_timeout = 1;
 		if (o->dispchar && o->dispchar[0] == '*') {
 			if (*o->val)
 				t->has_password = 1;
@@ -477,11 +480,19 @@ static void on_notice(void *arg, const char *msg)
 
 PGconn *pgb_connect(sfs_backend *b, const char *schema, int *status)
 {
-	static const char *const kw[] = { "dbname",
+	/* Without a connect_timeout libpq waits for a server that accepts
+	 * and never answers, or a host that drops packets, as long as TCP
+	 * does (minutes; forever on a socket): ours, when the string, a
+	 * service and the environment give none, is the busy timeout, the
+	 * longest any call waits for the server. dbname comes after it, so
+	 * the string's own would win. */
+	static const char *const kw[] = { "connect_timeout", "dbname",
 		"fallback_application_name", NULL };
-	const char *val[] = { b->conninfo, "statefs", NULL };
+	const char *val[] = { b->connect_timeout, b->conninfo, "statefs",
+		NULL };
+	int first = b->connect_timeout[0] ? 0 : 1;
 	char sql[256];
-	PGconn *conn = PQconnectdbParams(kw, val, 1);
+	PGconn *conn = PQconnectdbParams(kw + first, val + first, 1);
 	PGresult *r;
 
 	if (!conn || PQstatus(conn) != CONNECTION_OK) {

@@ -81,6 +81,9 @@ struct sfs_backend {
 	char *channel;           /* its notification channel */
 	int readonly;
 	int busy_ms;             /* lock_timeout, and how long to retry */
+	char connect_timeout[16]; /* libpq's connect_timeout when neither
+	                            the string, a service nor the
+	                            environment sets one; "": theirs */
 	pgb_keys *keys;          /* NULL for a plaintext store */
 	sfs_key *key;            /* a copy of the store's key (checkpoints
 	                            are SQLite stores under the same key) */
@@ -115,6 +118,8 @@ typedef struct pgb_target {
 	char *schema;            /* "statefs" unless schema= */
 	long pool;               /* 0: unless pool= */
 	int has_password;        /* the string itself holds a password */
+	int has_timeout;         /* it sets connect_timeout or names a
+	                          * service (whose file may set it) */
 } pgb_target;
 
 /* Parses db (a postgresql:// URI or a key=value string) into *t: our own

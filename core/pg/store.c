@@ -231,6 +231,10 @@ static int prepare(const char *db, unsigned flags, int busy_ms,
 	b->schema = t.schema;
 	b->readonly = !!(flags & SFS_OPEN_READONLY);
 	b->busy_ms = busy_ms;
+	if (!t.has_timeout && !getenv("PGCONNECT_TIMEOUT") &&
+	    !getenv("PGSERVICE"))
+		snprintf(b->connect_timeout, sizeof(b->connect_timeout), "%d",
+		         busy_ms > 2000 ? (busy_ms + 999) / 1000 : 2);
 	b->qschema = quote_ident(b->schema);
 	/* A channel name is at most 63 bytes: a long schema's is cut, which
 	 * can only wake another store's waiters for nothing. The cut never

@@ -939,6 +939,47 @@ static void test_unreachable_once(void **state)
 	PQfinish(c);
 }
 
+/* A server that accepts and never answers (a hung postmaster, or, as
+ * for a host that drops packets, nothing coming back): a connection gives
+ * up after the busy timeout instead of waiting for ever (libpq has no
+ * connect_timeout of its own). The stand-in is a socket that nobody
+ * accepts on: the kernel queues the connection and libpq waits for the
+ * startup packet's answer. The alarm turns a hang into a failure. */
+static void test_mute_server(void **state)
+{
+	tfx *t = *state;
+	char port[16], dir[] = "/tmp/sfs-muteXXXXXX";
+	char real[256], sock[256], *db, *named;
+	sfs_config o;
+	sfs_store *s = NULL;
+	int fd;
+
+	server_socket(real, sizeof(real), port, sizeof(port));
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.%s", dir, port);
+	fd = listen_at(sock);
+	db = tfx_db(t->path);
+	if (asprintf(&named, "%s host=%s", db, dir) < 0)
+		fail();
+	memset(&o, 0, sizeof(o));
+	o.db = named;
+	o.key = tfx_key();
+	if (!o.key)
+		o.flags = SFS_OPEN_PLAINTEXT;
+	o.busy_timeout_ms = 2000;
+	alarm(60);
+	IS(SFS_IO, sfs_store_open(&o, &s, NULL));
+	alarm(0);
+	assert_null(s);
+	assert_non_null(strstr(sfs_errdetail(), "cannot connect"));
+	assert_non_null(strstr(sfs_errdetail(), "timeout"));
+	free(named);
+	free(db);
+	close(fd);
+	unlink(sock);
+	rmdir(dir);
+}
+
 /* Two transactions taking the same rows in opposite orders deadlock; the
  * server aborts one, which is run again: both succeed, every time. */
 typedef struct swapper {
@@ -1422,6 +1463,7 @@ int main(void)
 		T(test_dead_idle_replaced),
 		T(test_listener_idle_timeout),
 		T(test_unreachable_once),
+		T(test_mute_server),
 		T(test_fatal_with_answer),
 		T(test_deadlock_retried),
 		T(test_tampering),
