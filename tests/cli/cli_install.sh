@@ -7,7 +7,9 @@
 # warnings; the systemd units parse and the installed unit's command
 # mounts the default store (SIGTERM unmounts, exit 0), the names it
 # lists paste into statectl and back, and statefs(1)'s EXAMPLES run on
-# it as a user copies them; the installed
+# it as a user copies them; scripts/setup run again (its installing steps
+# stubbed) leaves a live mount, mounts the store again over a dead one and
+# refuses another file system; the installed
 # completion completes commands, options and names from the store.
 # Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
 # Environment: see lib.sh. Exit: 0 pass, 1 fail.
@@ -210,6 +212,57 @@ if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
 	dpid=
 	[ "$got" -eq 0 ] || { cat "$T/daemon.err" >&2; fail "the daemon exits $got on SIGTERM"; }
 	! mountpoint -q "$mnt" || fail "SIGTERM left the mount"
+fi
+
+# scripts/setup run again, as a user does to get the store back: its
+# installing steps are stubs (a test installs nothing), the daemon is the
+# build's. Again on a live mount it leaves it be; after the daemon was
+# killed (its mount dead, ENOTCONN) it mounts the store again where it
+# failed, at mkdir -p: "cannot stat ...: Transport endpoint is not
+# connected"; over another file system it refuses where it said "already
+# mounted", exit 0.
+if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
+	stub=$T/stub smnt=$T/setup-mnt
+	mkdir -p "$stub"
+	for c in meson ninja ldconfig; do printf '#!/bin/sh\nexit 0\n' >"$stub/$c"; done
+	printf '#!/bin/sh\nexec "$@"\n' >"$stub/sudo"
+	printf '#!/bin/sh\necho "install ok installed"\n' >"$stub/dpkg-query"
+	chmod +x "$stub"/*
+	ln -s "$(cd "$build" && pwd)/mountd/statefs" "$stub/statefs"
+	setup() { PATH=$stub:$PATH STATEFS_BUILD=$build "$src/scripts/setup" "$smnt"; }
+	setup_pid() { # the daemon serving $smnt
+		local p
+		for p in $(pgrep -x statefs); do
+			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" != "statefs $smnt " ] || echo "$p"
+		done
+	}
+	cleanup_hooks+=('fusermount3 -u -z "$smnt" 2>/dev/null; for p in $(setup_pid); do kill "$p"; done')
+	expect_exit 0 setup
+	mountpoint -q "$smnt" || fail "setup did not mount: $err"
+	mkdir -p "$smnt/setup/ns" && echo kept >"$smnt/setup/ns/k"
+	expect_exit 0 setup
+	expect_match "$err" "is already mounted" "setup again on the live mount"
+	expect_eq "$(findmnt -n -o TARGET -M "$smnt" | wc -l)" 1 "mounts at $smnt after setup twice"
+	dead=$(setup_pid)
+	[ -n "$dead" ] || fail "no daemon serves $smnt"
+	kill -KILL $dead
+	end=$((SECONDS + 60)) # gone, or a zombie of whoever reaps it
+	while [ $SECONDS -lt $end ] && read -r _ _ st _ <"/proc/$dead/stat" 2>/dev/null &&
+		[ "$st" != Z ]; do nap 0.05; done
+	! stat -f "$smnt" >/dev/null 2>&1 || fail "the mount of a killed daemon still answers"
+	expect_exit 0 setup
+	expect_match "$err" "gone: unmounting its dead mount" "setup on a dead mount"
+	expect_eq "$(cat "$smnt/setup/ns/k")" kept "the store mounted again after kill -9"
+	expect_eq "$(findmnt -n -o TARGET -M "$smnt" | wc -l)" 1 "mounts at $smnt after setup on the dead one"
+	fusermount3 -u "$smnt"
+	for p in $(setup_pid); do kill "$p"; done
+	if [ "$(id -u)" -eq 0 ]; then
+		mount -t tmpfs none "$smnt"
+		cleanup_hooks+=('umount "$smnt" 2>/dev/null')
+		expect_exit 1 setup
+		expect_match "$err" "mount point of a tmpfs file system, not of statefs" "setup over a tmpfs"
+		umount "$smnt"
+	fi
 fi
 
 # bash completion, as installed, with the statectl under test
