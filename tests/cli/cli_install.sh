@@ -8,7 +8,8 @@
 # mounts the default store (SIGTERM unmounts, exit 0), the names it
 # lists paste into statectl and back, and statefs(1)'s EXAMPLES run on
 # it as a user copies them; scripts/setup run again (its installing steps
-# stubbed) leaves a live mount, mounts the store again over a dead one and
+# stubbed) leaves a live mount, mounts it again after installing another
+# statefs (not while in use), mounts the store again over a dead one and
 # refuses another file system; the installed
 # completion completes commands, options and names from the store.
 # Usage: cli_install.sh BUILD_ROOT SOURCE_ROOT
@@ -224,16 +225,19 @@ fi
 if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 	stub=$T/stub smnt=$T/setup-mnt
 	mkdir -p "$stub"
-	for c in meson ninja ldconfig; do printf '#!/bin/sh\nexit 0\n' >"$stub/$c"; done
+	for c in ninja ldconfig; do printf '#!/bin/sh\nexit 0\n' >"$stub/$c"; done
 	printf '#!/bin/sh\nexec "$@"\n' >"$stub/sudo"
 	printf '#!/bin/sh\necho "install ok installed"\n' >"$stub/dpkg-query"
+	# the installed daemon; meson install changes it when $T/upgrade exists
+	printf '#!/bin/sh\nexec %q "$@"\n' "$(cd "$build" && pwd)/mountd/statefs" >"$stub/statefs"
+	printf '#!/bin/sh\n[ ! -e %q ] || echo "# upgraded $$" >>%q\n' "$T/upgrade" "$stub/statefs" >"$stub/meson"
 	chmod +x "$stub"/*
-	ln -s "$(cd "$build" && pwd)/mountd/statefs" "$stub/statefs"
 	setup() { PATH=$stub:$PATH STATEFS_BUILD=$build "$src/scripts/setup" "$smnt"; }
 	setup_pid() { # the daemon serving $smnt
-		local p
+		local p c
 		for p in $(pgrep -x statefs); do
-			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" != "statefs $smnt " ] || echo "$p"
+			c=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+			[[ $c != *"/statefs $smnt " ]] || echo "$p"
 		done
 	}
 	cleanup_hooks+=('fusermount3 -u -z "$smnt" 2>/dev/null; for p in $(setup_pid); do kill "$p"; done')
@@ -254,6 +258,25 @@ if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 	expect_match "$err" "gone: unmounting its dead mount" "setup on a dead mount"
 	expect_eq "$(cat "$smnt/setup/ns/k")" kept "the store mounted again after kill -9"
 	expect_eq "$(findmnt -n -o TARGET -M "$smnt" | wc -l)" 1 "mounts at $smnt after setup on the dead one"
+	# a run that installs another statefs mounts the store again with it
+	# (it said "already mounted" and left the daemon of before, which a
+	# store the new one migrated fails with EIO), but not under a user
+	touch "$T/upgrade"
+	(cd "$smnt" && exec sleep 600) &
+	user=$!
+	expect_exit 1 setup
+	expect_match "$err" "is in use, so it still runs the statefs installed before" "setup after an upgrade, the mount in use"
+	kill "$user"; wait "$user" 2>/dev/null || :
+	old_pid=$(setup_pid)
+	expect_exit 0 setup
+	expect_match "$err" "served by the statefs installed before: mounting it again" "setup after an upgrade"
+	new_pid=$(setup_pid)
+	[ -n "$new_pid" ] && [ "$new_pid" != "$old_pid" ] || fail "setup after an upgrade left the daemon $old_pid (now: $new_pid)"
+	expect_eq "$(cat "$smnt/setup/ns/k")" kept "the store mounted again after an upgrade"
+	expect_eq "$(findmnt -n -o TARGET -M "$smnt" | wc -l)" 1 "mounts at $smnt after an upgrade"
+	rm "$T/upgrade"
+	expect_exit 0 setup
+	expect_match "$err" "is already mounted" "setup again after the upgrade"
 	fusermount3 -u "$smnt"
 	for p in $(setup_pid); do kill "$p"; done
 	if [ "$(id -u)" -eq 0 ]; then
