@@ -241,8 +241,18 @@ if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 		done
 	}
 	cleanup_hooks+=('fusermount3 -u -z "$smnt" 2>/dev/null; for p in $(setup_pid); do kill "$p"; done')
+	stop_post() { # MOUNTPOINT: the installed unit's ExecStopPost, as systemd runs it
+		local line
+		line=$(sed -n 's/^ExecStopPost=-//p' "$units")
+		line=${line//\$\$/\$}
+		eval "${line//%f/$(printf '%q' "$1")}"
+	}
 	expect_exit 0 setup
 	mountpoint -q "$smnt" || fail "setup did not mount: $err"
+	# the unit's ExecStopPost, after a start that refused a live mount
+	# point, leaves that mount be (its fusermount3 -u -z took it away)
+	stop_post "$smnt"
+	mountpoint -q "$smnt" || fail "the unit's ExecStopPost unmounted another daemon's live mount"
 	mkdir -p "$smnt/setup/ns" && echo kept >"$smnt/setup/ns/k"
 	expect_exit 0 setup
 	expect_match "$err" "is already mounted" "setup again on the live mount"
@@ -277,7 +287,15 @@ if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 	rm "$T/upgrade"
 	expect_exit 0 setup
 	expect_match "$err" "is already mounted" "setup again after the upgrade"
-	fusermount3 -u "$smnt"
+	# and after a crash it unmounts the dead mount
+	dead=$(setup_pid)
+	kill -KILL $dead
+	end=$((SECONDS + 60))
+	while [ $SECONDS -lt $end ] && read -r _ _ st _ <"/proc/$dead/stat" 2>/dev/null &&
+		[ "$st" != Z ]; do nap 0.05; done
+	stop_post "$smnt"
+	[ -z "$(findmnt -n -M "$smnt")" ] || fail "the unit's ExecStopPost left the dead mount"
+	expect_exit 0 setup
 	for p in $(setup_pid); do kill "$p"; done
 	if [ "$(id -u)" -eq 0 ]; then
 		mount -t tmpfs none "$smnt"
