@@ -14,15 +14,18 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "mountd_i.h"
 
@@ -202,6 +205,28 @@ static int refuse_live_mountpoint(const char *mp)
 	return found ? -1 : 0;
 }
 
+/* Two daemons started at once on one mount point (a unit and a login
+ * script, two runs of scripts/setup) both found it free and both mounted,
+ * one over the other. The checks and the mount are one step under an
+ * exclusive flock of the mount point's directory, held until the mount is
+ * there: the second looks once the first has mounted, and is refused.
+ * Returns the descriptor to close then, or -1 when there is nothing to
+ * lock (a path libfuse will refuse, a dead mount point). */
+static int lock_mountpoint(const char *mp)
+{
+	int fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX) != 0) {
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
 /* The loop's result as an exit status: a stop by signal is a clean end. */
 static int loop_status(int rc)
 {
@@ -222,7 +247,7 @@ int main(int argc, char *argv[])
 	mountd_opts o;
 	fs_config fcfg;
 	fs *f = NULL;
-	int ret = 1, detaching = 0, concurrent, rc;
+	int ret = 1, detaching = 0, mp_lock = -1, concurrent, rc;
 	unsigned threads;
 
 	harden();
@@ -267,6 +292,7 @@ int main(int argc, char *argv[])
 	                      sizeof(*fs_lowlevel_ops()), f);
 	if (!se)
 		goto out_fs; /* libfuse said why */
+	mp_lock = lock_mountpoint(o.mountpoint);
 	if (refuse_dead_mountpoint(o.mountpoint) != 0 ||
 	    refuse_live_mountpoint(o.mountpoint) != 0)
 		goto out_session;
@@ -277,6 +303,9 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
+	if (mp_lock >= 0)
+		close(mp_lock);
+	mp_lock = -1;
 	if (!o.ro && mountd_gc_start(store, o.lease_ms, &gc) != 0)
 		mountd_log(LOG_ERR, "cannot start the claim recovery thread: "
 		                    "expired claims return at the next claim");
@@ -324,6 +353,8 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
+	if (mp_lock >= 0)
+		close(mp_lock);
 	/* Before the store closes, though it opened after the session: the
 	 * session's destroy stops the .wait thread, which uses the store. */
 	fuse_session_destroy(se);

@@ -178,6 +178,34 @@ expect_eq "$(grep -c " $mnt " /proc/self/mountinfo)" 1 "mounts on the mount poin
 limits=$(grep 'Max core file size' /proc/$daemon_pid/limits)
 [[ $limits =~ core\ file\ size\ +0\ +0 ]] || fail "core dumps: $limits"
 unmount_fs
+# Two daemons started at once on one mount point: one mounts, the other
+# is refused. Both used to find it free and both mounted, one over the
+# other (about one round in two).
+for round in 1 2 3 4 5 6 7 8; do
+  "$bin" -f "${mode_opts[@]}" "$mnt" 2>"$work/race1.err" & r1=$!
+  "$bin" -f "${mode_opts[@]}" "$mnt" 2>"$work/race2.err" & r2=$!
+  end=$((SECONDS + 60)) # a hang, not a slow start
+  n=0 gone=
+  while [ $SECONDS -lt $end ]; do
+    n=$(grep -c " $mnt " /proc/self/mountinfo) || n=0
+    [ "$n" -lt 2 ] || break
+    if ! kill -0 "$r1" 2>/dev/null; then gone=$r1 stays=$r2 err_of=1; break; fi
+    if ! kill -0 "$r2" 2>/dev/null; then gone=$r2 stays=$r1 err_of=2; break; fi
+    nap 0.05
+  done
+  [ "$n" -lt 2 ] || { fusermount3 -u "$mnt"; fusermount3 -u "$mnt"
+    wait "$r1" "$r2" 2>/dev/null; fail "round $round: two daemons started at once both mounted"; }
+  [ -n "$gone" ] || fail "round $round: neither of two daemons started at once ended"
+  rc=0; wait "$gone" || rc=$?
+  expect_eq "$rc" 1 "round $round: the second of two daemons started at once"
+  grep -q "already the mount point of a running statefs" "$work/race$err_of.err" ||
+    fail "round $round: $(cat "$work/race$err_of.err")"
+  for _ in $(seq 1200); do mountpoint -q "$mnt" && break; nap 0.05; done
+  expect_eq "$(grep -c " $mnt " /proc/self/mountinfo)" 1 "round $round: mounts of two daemons started at once"
+  fusermount3 -u "$mnt"
+  rc=0; wait "$stays" || rc=$?
+  expect_eq "$rc" 0 "round $round: the daemon that mounted, at its unmount"
+done
 ok "SIGTERM, SIGINT, SIGHUP, fusermount3 -u; no core dumps"
 
 # Detached: statefs returns once the mount is up.
