@@ -296,6 +296,18 @@ if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 	stop_post "$smnt"
 	[ -z "$(findmnt -n -M "$smnt")" ] || fail "the unit's ExecStopPost left the dead mount"
 	expect_exit 0 setup
+	fusermount3 -u "$smnt"
+	# HOME unset: ~ is the passwd entry's home, as the daemon takes it for
+	# the default store (a stubbed getent's here; the store itself comes
+	# from XDG_STATE_HOME and XDG_CONFIG_HOME): it failed with 'HOME:
+	# unbound variable'
+	printf '#!/bin/sh\necho "u:x:%s:%s::%s:/bin/sh"\n' "$(id -u)" "$(id -g)" "$T/pwhome" >"$stub/getent"
+	chmod +x "$stub/getent"
+	mkdir -p "$T/pwhome"
+	cleanup_hooks+=('fusermount3 -u -z "$T/pwhome/statefs" 2>/dev/null')
+	expect_exit 0 env -u HOME PATH="$stub:$PATH" STATEFS_BUILD="$build" "$src/scripts/setup"
+	expect_eq "$(cat "$T/pwhome/statefs/setup/ns/k")" kept "setup with HOME unset mounts the store at the passwd home's statefs"
+	fusermount3 -u "$T/pwhome/statefs"
 	for p in $(setup_pid); do kill "$p"; done
 	if [ "$(id -u)" -eq 0 ]; then
 		mount -t tmpfs none "$smnt"
