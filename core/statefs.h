@@ -99,7 +99,8 @@ typedef enum sfs_status {
 	SFS_CORRUPT,       /* a page failed authentication, or the file is damaged */
 	SFS_WRONGKEY,      /* the key does not open this store */
 	SFS_NOKEY,         /* the store is encrypted and no key was given */
-	SFS_NOTENCRYPTED,  /* a key was given but the store is plaintext */
+	SFS_NOTENCRYPTED,  /* the store is plaintext: a key was given, or plaintext
+	                    * mode was not asked for (the detail says which) */
 	SFS_FORMAT,        /* not a statefs store, or an unsupported format */
 	SFS_KEYPERM,       /* key file readable by others or not owned by us */
 	SFS_NOMEM,
@@ -405,7 +406,8 @@ typedef struct sfs_store sfs_store;
  * Errors, each with a sentence in the detail: SFS_NOTFOUND (no store and no
  * CREATE, or the key file given does not exist), SFS_EXISTS (EXCL and the
  * store exists), SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED
- * (a key for a plaintext store), SFS_KEYPERM, SFS_BADKEY (the key file or
+ * (a key for a plaintext store, or, under SFS_OPEN_ENV, no key found for
+ * one opened without SFS_OPEN_PLAINTEXT), SFS_KEYPERM, SFS_BADKEY (the key file or
  * STATEFS_KEY is not a key), SFS_FORMAT (not a store, or a newer format). */
 int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice);
 

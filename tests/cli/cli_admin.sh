@@ -300,6 +300,16 @@ expect_exit 2 sc --json put $'a\xffb' n k v
 jqe "$err" '.exit == 2 and .status == "usage" and (.error | contains("a\\xffb"))'
 
 # --- key errors
+# a plaintext store opened without --plaintext and no key anywhere: a key
+# problem (exit 3) that says what the store is, and not that a key was
+# given ('store is not encrypted but a key was given (... is a plaintext
+# store: ...)', the status's words, before)
+if [ -z "$pg" ]; then
+	"$STATECTL" --db "$T/nokey-plain.db" --plaintext init >/dev/null
+	expect_exit 3 env XDG_CONFIG_HOME="$T/empty" "$STATECTL" --db "$T/nokey-plain.db" get s n k
+	expect_match "$err" "is a plaintext store: open it in plaintext mode explicitly" "a plaintext store and no key"
+	[[ $err != *"a key was given"* ]] || fail "no key was given, and the error says one was: $err"
+fi
 if [ "$mode" = encrypted ]; then
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/k2" get s n k
 	expect_match "$err" "wrong key" "wrong key"
