@@ -336,7 +336,7 @@ static int stats_body(pgc *c, sfs_stats *out)
 	static const size_t soffs[] = { SOFF(kv), SOFF(log), SOFF(counter) };
 	PGresult *qr = NULL, *sr = NULL;
 	sfs_stats s;
-	pgp p = PGP_INIT;
+	pgp p = PGP_INIT, q = PGP_INIT; /* the clock's; the queues' ($1: now) */
 	int64_t now = 0;
 	int st = pgb_begin_snapshot(c);
 
@@ -349,8 +349,8 @@ static int stats_body(pgc *c, sfs_stats *out)
 	if (st == SFS_OK)
 		st = pgb_info_tx(c, &s.info);
 	if (st == SFS_OK) {
-		pgp_i64(&p, now);
-		st = pgb_exec(c, QUEUES_SQL, &p, 0, &qr, "reading queue figures");
+		pgp_i64(&q, now);
+		st = pgb_exec(c, QUEUES_SQL, &q, 0, &qr, "reading queue figures");
 	}
 	if (st == SFS_OK)
 		st = pgb_exec(c, SCOPES_SQL, NULL, 0, &sr,

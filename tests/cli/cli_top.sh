@@ -180,6 +180,19 @@ expect_eq "$(one 'statefs_queue_pending{queue="jobs"}')" 4 "jobs pending"
 expect_eq "$(one 'statefs_queue_pushed_total{queue="jobs"}')" 7 "jobs pushed"
 expect_eq "$(one 'statefs_queue_taken_total{queue="jobs"}')" 3 "jobs taken (claimed)"
 [ "$(one 'statefs_queue_pushed_total{queue="busy"}')" -gt 0 ] || fail "the worker's pushes"
+# a claim whose lease ran out, that nobody has returned yet (metrics opens
+# read-only: no recovery): expired in metrics, top and --json top (on
+# PostgreSQL it compared the lease with NULL and was never counted)
+sc queue push late l1 >/dev/null
+expect_exit 0 sc --json queue claim late --lease 100ms
+until_ns=$(jq .lease_until_ns <<<"$out")
+deadline=$((SECONDS + 60))
+while [ "$(date +%s%N)" -le "$until_ns" ] && [ "$SECONDS" -lt "$deadline" ]; do nap 0.05; done
+expect_exit 0 sc metrics
+expect_eq "$(printf '%s\n' "$out" | awk '$1 == "statefs_queue_claims_expired{queue=\"late\"}" { print $2 }')" 1 \
+	"an expired claim in metrics"
+expect_exit 0 sc --json top --once --interval 100ms
+jqe "$out" '.queues[] | select(.queue == "late") | .claims == 1 and .expired == 1'
 # metrics FILE: written beside, renamed over
 mkdir "$T/textfile"
 echo stale >"$T/textfile/statefs.prom"
