@@ -1166,7 +1166,8 @@ typedef struct sfs_info {
 	const char *kdf;         /* "raw", "argon2id", or "none"; static */
 	uint64_t size;           /* bytes of storage the store takes (SQLite:
 	                            the file and its WAL); 0 when unknown */
-	uint64_t kv_rows;
+	uint64_t kv_rows;        /* entries, with those a drain holds (the
+	                            namespace's until delivered) */
 	uint64_t counter_rows;
 	uint64_t log_rows;
 	uint64_t queue_rows;     /* pending items */

@@ -73,7 +73,9 @@ int pgb_info_tx(pgc *c, sfs_info *out)
 
 	memset(&i, 0, sizeof(i));
 	pgp_text(&p, b->schema);
-	st = pgb_exec(c, "SELECT (SELECT count(*) FROM function_state),"
+	/* kv: with the entries a drain holds, as export shows them */
+	st = pgb_exec(c, "SELECT (SELECT count(*) FROM function_state)"
+	        " + (SELECT count(*) FROM statefs_kv_taken),"
 	        " (SELECT count(*) FROM function_counter),"
 	        " (SELECT count(*) FROM function_state_log),"
 	        " (SELECT count(*) FROM work_queue),"

@@ -339,11 +339,17 @@ static int scopes_tx(sfs_backend *b, sfs_stats *out)
 	void *v = NULL;
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_STATS_SCOPES,
-	        "WITH s(scope) AS (SELECT scope_id FROM function_state"
+	        /* A drain's entries (d) are its scope's keys, as in info. */
+	        "WITH d(scope, n) AS (SELECT c.queue, count(*) FROM"
+	        " statefs_kv_taken t JOIN statefs_claim c ON"
+	        " c.claim_id=t.claim_id WHERE c.ns IS NOT NULL GROUP BY c.queue),"
+	        " s(scope) AS (SELECT scope_id FROM function_state"
 	        " UNION SELECT scope_id FROM function_state_log"
-	        " UNION SELECT scope_id FROM function_counter)"
+	        " UNION SELECT scope_id FROM function_counter"
+	        " UNION SELECT scope FROM d)"
 	        " SELECT s.scope,"
-	        " (SELECT count(*) FROM function_state WHERE scope_id=s.scope),"
+	        " (SELECT count(*) FROM function_state WHERE scope_id=s.scope)"
+	        "  + coalesce((SELECT n FROM d WHERE d.scope=s.scope), 0),"
 	        " (SELECT count(*) FROM function_state_log WHERE"
 	        "  scope_id=s.scope),"
 	        " (SELECT count(*) FROM function_counter WHERE scope_id=s.scope)"

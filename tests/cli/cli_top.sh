@@ -193,6 +193,30 @@ expect_eq "$(printf '%s\n' "$out" | awk '$1 == "statefs_queue_claims_expired{que
 	"an expired claim in metrics"
 expect_exit 0 sc --json top --once --interval 100ms
 jqe "$out" '.queues[] | select(.queue == "late") | .claims == 1 and .expired == 1'
+# entries a drain holds (its reader stopped reading: a full pipe) are the
+# namespace's until delivered, as export shows them: in info's kv rows and
+# the scope's keys (they were in no figure: the namespace looked empty)
+expect_exit 0 sc --json info
+kv0=$(jq .rows.kv <<<"$out")
+printf -v big '%05000d' 0
+for k in 1 2 3; do sc put drained n "k$k" "$big"; done
+perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
+	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
+	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" drain drained n 2>/dev/null &
+dpid=$!
+for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
+	case $(<"/proc/$dpid/wchan") in *pipe_write) break ;; esac
+	nap 0.05
+done
+case $(<"/proc/$dpid/wchan") in *pipe_write) ;; *) fail "drain never filled the pipe" ;; esac
+expect_exit 1 sc get drained n k1 # taken: the drain's
+expect_exit 0 sc --json info
+expect_eq "$(jq .rows.kv <<<"$out")" "$((kv0 + 3))" "info counts the entries a drain holds"
+expect_exit 0 sc metrics
+expect_eq "$(printf '%s\n' "$out" | awk '$1 == "statefs_scope_keys{scope=\"drained\"}" { print $2 }')" 3 \
+	"metrics counts the entries a drain holds"
+kill -TERM "$dpid"
+wait "$dpid" 2>/dev/null || true
 # metrics FILE: written beside, renamed over
 mkdir "$T/textfile"
 echo stale >"$T/textfile/statefs.prom"
