@@ -128,6 +128,14 @@ static void write_metrics(FILE *f, const sfs_stats *st)
 		{ "claimed", in->claimed_rows }, { "dead", in->dead_rows },
 	};
 
+	/* every backend's (the facts below are SQLite's, and PostgreSQL
+	 * has no file: its size was in no metric) */
+	if (in->size) {
+		head(f, "store_bytes", "gauge", "Bytes of storage the store "
+		     "takes (SQLite: its file and WAL; PostgreSQL: its tables).");
+		fprintf(f, "statefs_store_bytes %llu\n",
+		        (unsigned long long)in->size);
+	}
 	for (size_t i = 0; i < sizeof(fmetrics) / sizeof(fmetrics[0]); i++) {
 		uint64_t v;
 

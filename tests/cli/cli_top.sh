@@ -173,6 +173,8 @@ expect_eq "$(one statefs_store_size_bytes)" "$(jq '.file_size // empty' <<<"$inf
 expect_eq "$(one statefs_store_wal_size_bytes)" "$(jq '.wal_size // empty' <<<"$info")" "WAL size"
 expect_eq "$(one statefs_store_pages)" "$(jq '.page_count // empty' <<<"$info")" "pages"
 expect_eq "$(one statefs_store_page_size_bytes)" "$(jq '.page_size // empty' <<<"$info")" "page size"
+# the store's size on every backend (PostgreSQL had none: no file facts)
+expect_eq "$(one statefs_store_bytes)" "$(jq .size <<<"$info")" "the store's bytes"
 for f in kv counter log queue claimed dead; do
 	expect_eq "$(one "statefs_store_rows{family=\"$f\"}")" "$(jq ".rows.$f" <<<"$info")" "store_rows $f"
 done
