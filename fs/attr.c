@@ -402,8 +402,11 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 		avail = UNKNOWN_FREE_BLOCKS;
 	sv.f_blocks = (info.size + 4095) / 4096 + avail;
 	sv.f_bfree = sv.f_bavail = avail;
+	/* every row that is a file: items in flight and dead letters are
+	 * files of inflight/ and dead/ */
 	sv.f_files = info.kv_rows + info.counter_rows + info.log_rows +
-	             info.queue_rows + avail;
+	             info.queue_rows + info.claimed_rows + info.dead_rows +
+	             avail;
 	sv.f_ffree = sv.f_favail = avail;
 	sv.f_namemax = FS_NAME_MAX;
 	fuse_reply_statfs(req, &sv);

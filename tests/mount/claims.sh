@@ -48,6 +48,8 @@ for i in 1 2 3; do echo "job $i" > $q/new; done
 first=$(ls $q | sed -n 1p)
 : < $q/.claim
 expect_eq "$(helper qinflight jobs)" 0 ": < .claim claims nothing"
+files() { echo $(( $(stat -f -c '%c - %d' .) )); } # df -i's IUsed
+files0=$(files)
 t0=$(now)
 n=$(cat $q/.claim)
 t1=$(now)
@@ -56,6 +58,7 @@ expect_eq "$(ls $q/inflight)" "$n" "the item is in flight"
 expect_eq "$(cat $q/inflight/$n)" "job 1" "read = peek"
 expect_eq "$(helper qinflight jobs)" 1 "peeking settles nothing"
 expect_eq "$(helper qlen jobs)" 2 "in flight is not pending"
+expect_eq "$(files)" "$files0" "df -i counts the item in flight (a file of inflight/)"
 [ ! -e $q/$n ] || fail "the claimed item is still in the queue dir"
 lease_end=$(mtime $q/inflight/$n)
 [ "$lease_end" -ge $((t0 + lease)) ] && [ "$lease_end" -le $((t1 + lease)) ] ||
@@ -208,9 +211,11 @@ expect_op ENOENT unlink $q/inflight/$n   # the worker's late rm
 ok "kill -9: redelivered after the lease"
 
 # --- dead letters: reject with mv, requeue with mv back, rm -----------------
+files0=$(files)
 n=$(cat $q/.claim)
 mv $q/inflight/$n $q/dead/
 expect_eq "$(ls $q/dead)" "$n" "rejected into dead/"
+expect_eq "$(files)" "$files0" "df -i counts the dead letter (a file of dead/)"
 expect_eq "$(cat $q/dead/$n)" a "a dead letter reads"
 [ "$(mtime $q/dead/$n)" -le "$(now)" ] || fail "a dead letter's mtime is when it died"
 mv $q/dead/$n $q/
