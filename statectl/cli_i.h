@@ -202,6 +202,8 @@ int cli_json_get_bytes(json_t *obj, const char *name, void **p, size_t *n,
 /* Writes bytes for people: printable UTF-8 as is, the rest as \n, \t, \\,
  * \xNN. */
 void cli_out_human(FILE *f, const void *p, size_t n);
+/* The same for a C string (a store's path), as a new string; free() it. */
+char *cli_human(const char *s);
 /* Writes bytes unchanged to stdout. */
 int cli_out_raw(const void *p, size_t n);
 /* Prints a count: the number alone, or {scope, ns, key, count}. */

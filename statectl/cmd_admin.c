@@ -212,7 +212,11 @@ int cmd_info(cli *c, cli_args *a)
 		rc = cli_out_json(j);
 		goto out;
 	}
-	printf("path:         %s\n", in.path);
+	/* a path is bytes: a newline or an escape sequence in it is
+	 * written as listings write them, not sent to the terminal */
+	fputs("path:         ", stdout);
+	cli_out_human(stdout, in.path, strlen(in.path));
+	putchar('\n');
 	printf("format:       schema %d, %s\n", in.schema_version, in.backend);
 	if (in.encrypted)
 		printf("encryption:   %s (format %d, key: %s)\n", in.cipher,
@@ -276,9 +280,11 @@ int cmd_verify(cli *c, cli_args *a)
 		json_object_update_new(j, json_pack("{s:b, s:I}", "ok", 1, unit,
 		                                    (json_int_t)p.total));
 		rc = cli_out_json(j);
-	} else
-		printf("%s: ok (%llu %s %s, %s passed)\n", path,
+	} else {
+		cli_out_human(stdout, path, strlen(path));
+		printf(": ok (%llu %s %s, %s passed)\n",
 		       (unsigned long long)p.total, unit, how, check);
+	}
 	sfs_store_close(s);
 	return rc;
 }

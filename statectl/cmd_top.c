@@ -495,7 +495,7 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
 {
 	const sfs_stats *st = fr->t->st;
 	const sfs_info *in = &st->info;
-	char s[4 * FS_NAME_MAX + 8], a[40], b[80];
+	char s[4 * FS_NAME_MAX + 8], a[40], b[80], *path;
 	uint64_t file, wal, pages;
 	time_t now = (time_t)(st->now_ns / NS);
 	struct tm tmv;
@@ -503,7 +503,10 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
 	localtime_r(&now, &tmv);
 	strftime(a, sizeof(a), fr->plain ? "%Y-%m-%dT%H:%M:%S%z" : "%H:%M:%S",
 	         &tmv);
-	snprintf(s, sizeof(s), "statefs top  %s", in->path);
+	/* escaped: a newline in the path broke the frame's first line */
+	path = cli_human(in->path);
+	snprintf(s, sizeof(s), "statefs top  %s", path);
+	free(path);
 	snprintf(b, sizeof(b), "%s  every %.1fs", a,
 	         (double)fr->t->interval_ms / 1000);
 	cell(fr, s, fr->plain ? swidth(s) : fr->width - 2 - swidth(b), 0);

@@ -354,6 +354,21 @@ void cli_out_human(FILE *f, const void *ptr, size_t n)
 	}
 }
 
+char *cli_human(const char *s)
+{
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	if (f)
+		cli_out_human(f, s, strlen(s));
+	if (!f || fclose(f) != 0 || !out) {
+		fputs("statectl: out of memory\n", stderr);
+		exit(CLI_EXIT_SYSTEM);
+	}
+	return out;
+}
+
 int cli_out_raw(const void *p, size_t n)
 {
 	errno = 0;

@@ -215,6 +215,21 @@ how=authenticated; [ "$mode" = plain ] && how=read
 expect_match "$out" "^$DB: ok \([0-9]+ pages $how, integrity check passed\)$" "verify's sentence"
 expect_exit 0 sc --json verify
 jqe "$out" '.ok == true and .pages > 0'
+# a store's path is bytes: a newline or an escape sequence in it is
+# written as listings write them, not sent to the terminal (it split
+# verify's line, info's and top's first line, and coloured the terminal)
+odd=$T/$'x\ny\e[31m.db'
+shown="$T/x\\ny\\x1b[31m.db"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext init
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext verify
+expect_eq "${out%: ok (*}" "$shown" "verify escapes the path"
+expect_match "$out" "^[^"$'\n'"]*: ok \([0-9]+ pages read, integrity check passed\)$" "verify's one line"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext info
+expect_eq "$(head -n1 <<<"$out")" "path:         $shown" "info escapes the path"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext top --once --interval 100ms
+line=$(head -n1 <<<"$out")
+expect_eq "${line% 2[0-9][0-9][0-9]-*}" "statefs top  $shown" "top's first line escapes the path"
+expect_match "$line" " every 0\.1s$" "top's first line whole"
 
 # --- keygen
 expect_exit 0 "$STATECTL" keygen "$T/k2"
