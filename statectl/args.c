@@ -40,7 +40,7 @@ static const cli_optdef optdefs[] = {
 	{ "end", OPT_END, "KEY", "end key, exclusive (default: to the last key)" },
 	{ "reverse", OPT_REVERSE, NULL, "descending order (the bounds stay the same)" },
 	{ "limit", OPT_LIMIT, "N", "at most N rows" },
-	{ "keys-only", OPT_KEYS_ONLY, NULL, "print keys (or ids) and sizes, not values" },
+	{ "keys-only", OPT_KEYS_ONLY, NULL, "print keys (or ids), not values (--json: with their sizes)" },
 	{ "all", OPT_ALL, NULL, "the whole namespace (needed when no bound is given)" },
 	{ "after", OPT_AFTER, "ID", "only ids greater than ID" },
 	{ "lines", OPT_LINES, NULL, "one item per line of stdin" },

@@ -67,6 +67,13 @@ expect_exit 0 sc scan s r --start b --end d --reverse
 expect_eq "$out" $'c\tvc\nb\tvb' "reverse keeps the bounds"
 expect_exit 0 sc scan s r --reverse --limit 2 --keys-only
 expect_eq "$out" $'e\nd' "reverse, limit, keys-only"
+# what --help says it prints: keys, and only --json adds the sizes (it
+# promised sizes that the plain listing never printed)
+expect_exit 0 "$STATECTL" help scan
+ko=$(grep -e '--keys-only' <<<"$out")
+expect_match "$ko" "print keys \(or ids\), not values \(--json: with their sizes\)" "--keys-only's help"
+expect_exit 0 sc --json scan s r --limit 1 --keys-only
+jqe "$out" '.entries == [{"key": "a", "size": 2}] or (.entries[0] | .key == "a" and .size == 2 and (has("value") | not))'
 expect_exit 0 sc scan s r --end=c
 expect_eq "$out" $'a\tva\nb\tvb' "--end=VALUE form"
 expect_exit 0 sc --json scan s r --start d
