@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
 #include <syslog.h>
 
 #include "mountd_i.h"
@@ -62,23 +62,29 @@ void mountd_log(int level, const char *fmt, ...)
 
 /* libfuse's own messages ("fuse: ..."), through the same place. Some come
  * in pieces (an unknown option: the sentence, "-o ", the option, each a
- * call), so a line is said once its newline has come. */
+ * call), so a line is said once its newline has come; a line longer than
+ * the buffer is said in parts (a full buffer without a newline swallowed
+ * that message and every later one of its thread). */
 __attribute__((format(printf, 2, 0)))
 static void fuse_sink(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	static __thread char msg[1024];
 	static __thread size_t n;
+	char *piece = NULL;
 
-	if (n < sizeof(msg) - 1)
-		vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
-	n = strlen(msg);
-	if (!n || msg[n - 1] != '\n')
+	if (vasprintf(&piece, fmt, ap) < 0)
 		return;
-	while (n && msg[n - 1] == '\n')
-		msg[--n] = '\0';
-	mountd_log_sink((int)level, msg, NULL);
-	n = 0;
-	msg[0] = '\0';
+	for (const char *p = piece; *p; p++) {
+		if (*p != '\n')
+			msg[n++] = *p;
+		if (*p == '\n' || n == sizeof(msg) - 1) {
+			msg[n] = '\0';
+			if (n)
+				mountd_log_sink((int)level, msg, NULL);
+			n = 0;
+		}
+	}
+	free(piece);
 }
 
 void mountd_log_open(int debug)

@@ -52,6 +52,16 @@ out=$("$bin" -f -o nosuchoption "$mnt" 2>&1) || rc=$?
 expect_eq "$rc" 1 "an unknown option"
 expect_eq "$out" "statefs: error: fuse: unknown option(s): \`-o nosuchoption'" \
   "an unknown option, said in one line"
+# ... also when the line is longer than the daemon's log buffer (1 KiB):
+# it said nothing at all, and nothing more from that thread
+long=$(printf 'x%.0s' $(seq 2000))
+rc=0
+out=$("$bin" -f -o "$long" "$mnt" 2>&1) || rc=$?
+expect_eq "$rc" 1 "a long unknown option"
+[[ $out == "statefs: error: fuse: unknown option(s): \`-o xxx"* && $out == *"xxx'" ]] ||
+  fail "a long unknown option is said: $out"
+# in two lines: "statefs: error: " and 1,023 bytes, then the rest
+expect_eq "${#out}" "$((16 + 1023 + 1 + 16 + ${#long} + 30 - 1023))" "the whole of it, in two lines"
 mountpoint -q "$mnt" && fail "mounted after a bad command line"
 # max_value: what -h says is the truth, and 1G is refused saying why
 grep -q 'at most 953M' <<<"$help" || fail "-h gives the largest max_value"
