@@ -106,15 +106,20 @@ int cmd_init(cli *c, cli_args *a)
 		if (kpath)
 			cli_json_set_path(j, "key_file", kpath);
 		rc = cli_out_json(j);
-	} else if (c->plaintext) {
-		printf("created the plaintext store %s\n", name);
 	} else {
-		printf("created the encrypted store %s\n", name);
-		if (kpath)
+		/* paths for people: escaped as listings write bytes */
+		const char *k = kpath ? kpath : ksrc;
+		char *hn = cli_human(name), *hk = k ? cli_human(k) : NULL;
+
+		printf("created the %s store %s\n",
+		       c->plaintext ? "plaintext" : "encrypted", hn);
+		if (!c->plaintext && kpath)
 			printf("its key is in %s: back it up apart from the store; "
-			       "without it the store cannot be read\n", kpath);
-		else
-			printf("it opens with %s\n", ksrc);
+			       "without it the store cannot be read\n", hk);
+		else if (!c->plaintext && hk)
+			printf("it opens with %s\n", hk);
+		free(hn);
+		free(hk);
 	}
 out:
 	if (wrote && unlink(kpath) < 0)
@@ -153,8 +158,12 @@ int cmd_keygen(cli *c, cli_args *a)
 			                     a->pos[0]);
 		else if (c->json)
 			rc = cli_out_json(cli_json_path_object("path", a->pos[0]));
-		else
-			printf("wrote a new key to %s\n", a->pos[0]);
+		else {
+			char *hk = cli_human(a->pos[0]);
+
+			printf("wrote a new key to %s\n", hk);
+			free(hk);
+		}
 		goto out;
 	}
 	if ((st = sfs_key_to_text(key, text, sizeof(text))) != SFS_OK) {
@@ -501,12 +510,19 @@ int cmd_rekey(cli *c, cli_args *a)
 			cli_json_set_path(j, "key_file", final);
 		rc = cli_out_json(j);
 	} else if (a->decrypt) {
+		char *hp = cli_human(path);
+
 		printf("%s is now plaintext: it opens with --plaintext and no "
-		       "key.\n", path);
+		       "key.\n", hp);
+		free(hp);
 	} else {
-		printf("%s is now encrypted with the new key", path);
-		if (final)
-			printf(", which is in %s", final);
+		char *hp = cli_human(path), *hf = final ? cli_human(final) : NULL;
+
+		printf("%s is now encrypted with the new key", hp);
+		if (hf)
+			printf(", which is in %s", hf);
+		free(hp);
+		free(hf);
 		if (c->plaintext)
 			printf(".\nBack the key up apart from the store: without it "
 			       "the store cannot be read.\n");
@@ -569,10 +585,15 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 		j = cli_json_path_object("path", path);
 		cli_json_set_path(j, "checkpoint", target);
 		rc = cli_out_json(j);
-	} else if (restore) {
-		printf("restored %s from the checkpoint %s\n", path, target);
 	} else {
-		printf("wrote a checkpoint of %s to %s\n", path, target);
+		char *hp = cli_human(path), *ht = cli_human(target);
+
+		if (restore)
+			printf("restored %s from the checkpoint %s\n", hp, ht);
+		else
+			printf("wrote a checkpoint of %s to %s\n", hp, ht);
+		free(hp);
+		free(ht);
 	}
 out:
 	sfs_store_close(s);

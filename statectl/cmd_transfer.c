@@ -343,9 +343,13 @@ end:
 	if (file && rc == CLI_EXIT_OK) {
 		if (c->json)
 			rc = cli_out_json(json_path_rows(file, x.rows));
-		else
+		else {
+			char *hf = cli_human(file);
+
 			printf("exported %llu rows to %s\n",
-			       (unsigned long long)x.rows, file);
+			       (unsigned long long)x.rows, hf);
+			free(hf);
+		}
 	}
 	sfs_store_close(s);
 	return rc;
@@ -1008,9 +1012,13 @@ int cmd_import(cli *c, cli_args *a)
 		goto out;
 	if (c->json)
 		rc = cli_out_json(json_path_rows(c->opened, rows));
-	else
+	else {
+		char *hp = cli_human(c->opened);
+
 		printf("imported %llu rows into %s\n", (unsigned long long)rows,
-		       c->opened);
+		       hp);
+		free(hp);
+	}
 out:
 	sfs_store_close(s);
 	if (in != stdin)

@@ -217,10 +217,20 @@ expect_exit 0 sc --json verify
 jqe "$out" '.ok == true and .pages > 0'
 # a store's path is bytes: a newline or an escape sequence in it is
 # written as listings write them, not sent to the terminal (it split
-# verify's line, info's and top's first line, and coloured the terminal)
+# verify's line, info's and top's first line and the messages of init,
+# checkpoint, restore, export and import, and coloured the terminal)
 odd=$T/$'x\ny\e[31m.db'
 shown="$T/x\\ny\\x1b[31m.db"
 expect_exit 0 "$STATECTL" --db "$odd" --plaintext init
+expect_eq "$out" "created the plaintext store $shown" "init escapes the path"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext checkpoint "$odd.ck"
+expect_eq "$out" "wrote a checkpoint of $shown to $shown.ck" "checkpoint escapes the paths"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext restore "$odd.ck"
+expect_eq "$out" "restored $shown from the checkpoint $shown.ck" "restore escapes the paths"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext export "$odd.jsonl"
+expect_eq "$out" "exported 0 rows to $shown.jsonl" "export escapes the path"
+expect_exit 0 "$STATECTL" --db "$odd" --plaintext import "$odd.jsonl"
+expect_eq "$out" "imported 0 rows into $shown" "import escapes the path"
 expect_exit 0 "$STATECTL" --db "$odd" --plaintext verify
 expect_eq "${out%: ok (*}" "$shown" "verify escapes the path"
 expect_match "$out" "^[^"$'\n'"]*: ok \([0-9]+ pages read, integrity check passed\)$" "verify's one line"
