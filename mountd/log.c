@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 
 #include "mountd_i.h"
@@ -34,19 +35,44 @@ static const char *level_name(int level)
 	}
 }
 
+/* A message is one line: control bytes in it (a newline or an escape
+ * sequence in a path it names) are written \xNN, so that it cannot end
+ * its line early, forge the next, or drive the terminal. */
+static char *one_line(const char *msg)
+{
+	char *out = malloc(4 * strlen(msg) + 1), *o = out;
+
+	for (const unsigned char *p = (const unsigned char *)msg; out && *p;
+	     p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			o += sprintf(o, "\\x%02x", *p);
+		else
+			*o++ = (char)*p;
+	}
+	if (out)
+		*o = '\0';
+	return out;
+}
+
 void mountd_log_sink(int level, const char *msg, void *ctx)
 {
+	char *line;
+
 	(void)ctx;
 	if (level >= LOG_DEBUG && !show_debug)
 		return;
+	line = one_line(msg);
 	pthread_mutex_lock(&stderr_lock);
 	if (use_syslog) {
 		pthread_mutex_unlock(&stderr_lock);
-		syslog(level, "%s", msg);
+		syslog(level, "%s", line ? line : msg);
+		free(line);
 		return;
 	}
-	fprintf(stderr, "statefs: %s%s\n", level_name(level), msg);
+	fprintf(stderr, "statefs: %s%s\n", level_name(level),
+	        line ? line : msg);
 	pthread_mutex_unlock(&stderr_lock);
+	free(line);
 }
 
 void mountd_log(int level, const char *fmt, ...)

@@ -342,6 +342,14 @@ if [ "$mode" = encrypted ]; then
     fusermount3 -u "$mnt"
     wait_gone "$pid"
     [ ! -s "$work/typo.err" ] || fail "a store that exists announced: $(cat "$work/typo.err")"
+    # a log line is one line: a newline in the path it names is written
+    # \x0a (it ended the line early, the rest a line of its own)
+    "$bin" -o db="$work/new/odd"$'\n'"name.db" "$mnt" 2>"$work/odd.err" || fail "a store at a path with a newline"
+    pid=$(daemon_of "$mnt")
+    fusermount3 -u "$mnt"
+    wait_gone "$pid"
+    grep -qxF "statefs: created a new empty encrypted store at $work/new/odd\x0aname.db: no store was there" "$work/odd.err" ||
+      fail "the notice of a path with a newline, in one line: $(cat "$work/odd.err")"
   )
   ok "a named store that does not exist: made, and said"
 
