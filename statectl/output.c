@@ -109,8 +109,10 @@ static const char *exit_name(int code)
 static size_t printable_utf8(const unsigned char *p, size_t n);
 
 /* msg with every byte that is not part of valid UTF-8 (a name or a path
- * given on the command line) written as \xNN, as listings write them, so
- * that it is a JSON string: malloc'd. */
+ * given on the command line) written as \xNN, and control bytes (a
+ * newline or an escape sequence in a path) as \n, \t, \r or \xNN, as
+ * listings write them, so that it is one line and a JSON string:
+ * malloc'd. (Backslashes stay: the engine's details have escaped names.) */
 static char *utf8_sentence(const char *msg)
 {
 	const unsigned char *p = (const unsigned char *)msg;
@@ -118,14 +120,21 @@ static char *utf8_sentence(const char *msg)
 	char *out = cli_xmalloc(4 * n + 1);
 
 	while (i < n) {
-		k = p[i] < 0x80 ? 1 : printable_utf8(p + i, n - i);
+		k = p[i] < 0x80 ? (p[i] >= 0x20 && p[i] != 0x7f)
+		                : printable_utf8(p + i, n - i);
 		if (k) {
 			memcpy(out + o, p + i, k);
 			o += k;
 			i += k;
-		} else {
-			o += (size_t)sprintf(out + o, "\\x%02x", p[i++]);
+			continue;
 		}
+		switch (p[i]) {
+		case '\n': o += (size_t)sprintf(out + o, "\\n"); break;
+		case '\t': o += (size_t)sprintf(out + o, "\\t"); break;
+		case '\r': o += (size_t)sprintf(out + o, "\\r"); break;
+		default: o += (size_t)sprintf(out + o, "\\x%02x", p[i]); break;
+		}
+		i++;
 	}
 	out[o] = 0;
 	return out;
@@ -155,7 +164,9 @@ static int emit_error(const cli *c, int code, const char *msg)
 		free(s);
 		json_decref(o);
 	} else {
-		fprintf(stderr, "statectl: %s\n", msg);
+		text = utf8_sentence(msg);
+		fprintf(stderr, "statectl: %s\n", text);
+		free(text);
 	}
 	return code;
 }

@@ -240,6 +240,11 @@ expect_exit 0 "$STATECTL" --db "$odd" --plaintext top --once --interval 100ms
 line=$(head -n1 <<<"$out")
 expect_eq "${line% 2[0-9][0-9][0-9]-*}" "statefs top  $shown" "top's first line escapes the path"
 expect_match "$line" " every 0\.1s$" "top's first line whole"
+# ... and an error that names it is one line too (plain and --json)
+expect_exit 5 "$STATECTL" --db "$odd.none" --plaintext info
+expect_eq "$err" "statectl: no store at $shown.none (create one with 'statectl init')" "an error escapes the path"
+expect_exit 5 "$STATECTL" --json --db "$odd.none" --plaintext info
+expect_eq "$(jq -r .error <<<"$err")" "no store at $shown.none (create one with 'statectl init')" "--json: the error escapes the path"
 
 # --- keygen
 expect_exit 0 "$STATECTL" keygen "$T/k2"
