@@ -579,6 +579,19 @@ static int commit_exec(pgc *c, const char *name, const pgp *p,
 	int q = 0, synced = 0, st, fate;
 	const char *msg, *xsql;
 
+	/* The server ended the session before the commit point left: its
+	 * FATAL came with an earlier answer of this call (the statement
+	 * before a COMMIT), and libpq read it as a notice (on_receive).
+	 * The transaction was rolled back and nothing of the commit point
+	 * can reach the server, so the call runs again. Sent anyway, it met
+	 * the closed socket and the outcome was "unknown". */
+	if (c->ending) {
+		c->broken = 1;
+		c->transient = 1;
+		return sfs_err(SFS_IO, "%s: the server ended the connection to"
+		               " %s before the commit, so nothing was committed",
+		               what, c->b->display);
+	}
 	/* (the first one, with the run, once per connection: not
 	 * prepared) */
 	xsql = name ? "SELECT txid_current()"
