@@ -316,8 +316,13 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 		                "no store at %s (create one with 'statectl init')",
 		                name);
 	else if (exists != SFS_OK)
-		code = cli_fail(c, CLI_EXIT_NOSTORE, "cannot open the store %s: %s",
-		                name, sfs_errdetail());
+		/* The store could not be asked about (a server down or
+		 * refusing the login, no connection slot, a statement
+		 * timeout): that failure's own exit code, 9 or 7. Exit 5 says
+		 * there is no store here, which tells a script to make one. */
+		code = cli_fail(c, cli_exit_for_status(exists),
+		                "cannot open the store %s: %s", name,
+		                sfs_errdetail());
 	else
 		code = open_failed(c, st == SFS_NOTFOUND ? SFS_NOKEY : st, name,
 		                   why);

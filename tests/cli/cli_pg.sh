@@ -116,6 +116,13 @@ odb="$DB user=${schema}_own schema=${schema}o"
 oopts=(--plaintext); [ "$mode" = postgres ] && oopts=(--key-file "$T/okey")
 expect_exit 0 "$STATECTL" --db "$odb" "${oopts[@]}" init
 expect_exit 0 "$STATECTL" --db "$odb" "${oopts[@]}" put o n k v
+# no connection slot for the role (max_connections reached, or its
+# CONNECTION LIMIT): exit 9, a failure to try again, not 5 ("no store")
+psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE ${schema}_own CONNECTION LIMIT 0"
+expect_exit 9 "$STATECTL" --db "$odb" "${oopts[@]}" get o n k
+expect_match "$err" "too many connections" "no connection slot for the role"
+psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE ${schema}_own CONNECTION LIMIT -1"
+expect_exit 0 "$STATECTL" --db "$odb" "${oopts[@]}" get o n k
 # a dead letter's reason is text here: one of bytes (a SQLite store's) is
 # refused with a sentence, not as an internal error
 printf '%s\n' '{"format":"statefs-export","version":1}' \
@@ -123,7 +130,7 @@ printf '%s\n' '{"format":"statefs-export","version":1}' \
 	> "$T/reason.jsonl"
 expect_exit 8 sc import "$T/reason.jsonl"
 expect_match "$err" "reason is not UTF-8 text" "a reason of bytes"
-expect_exit 5 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n k
+expect_exit 9 "$STATECTL" --db "$DB sslmode=sometimes" "${modeopts[@]}" get s n k
 expect_match "$err" "sslmode" "a bad sslmode is libpq's sentence"
 expect_exit 8 "$STATECTL" --db "$DB frobnicate=1" "${modeopts[@]}" get s n k
 expect_match "$err" "frobnicate" "an unknown keyword is named"
@@ -177,7 +184,7 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_exit 0 env STATEFS_DB="$pwdb password=$pw schema=${schema}p" \
 		"$STATECTL" "${popts[@]}" del p n e
 	# no password: libpq says so
-	expect_exit 5 "$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" info
+	expect_exit 9 "$STATECTL" --db "$pwdb schema=${schema}p" "${popts[@]}" info
 	expect_match "$err" "password" "no password: libpq's sentence"
 	# ~/.pgpass (mode 0600), PGPASSFILE, PGPASSWORD, a service file
 	echo "*:*:$dbname:sfs_pw:$pw" > "$HOME/.pgpass"
@@ -202,17 +209,18 @@ if [ -n "${STATEFS_TEST_PGPW:-}" ]; then
 	expect_eq "$(PGSERVICEFILE=$T/services "$STATECTL" \
 		--db "service=statefs-test schema=${schema}p" "${popts[@]}" get p n k)" \
 		pgpass "PGSERVICE through a service file"
-	expect_exit 5 env PGPASSWORD=wrong "$STATECTL" --db "$pwdb schema=${schema}p" \
+	expect_exit 9 env PGPASSWORD=wrong "$STATECTL" --db "$pwdb schema=${schema}p" \
 		"${popts[@]}" get p n k
 	expect_match "$err" "password authentication failed" "a wrong password"
 	# a role without USAGE on the store's schema: told so, not "no store"
-	expect_exit 5 env PGPASSWORD="$pw" "$STATECTL" --db "$pwdb schema=$schema" \
+	expect_exit 9 env PGPASSWORD="$pw" "$STATECTL" --db "$pwdb schema=$schema" \
 		"${modeopts[@]}" get s n k
 	expect_match "$err" "no USAGE on schema $schema" "a role without USAGE on the schema"
 fi
 
-# --- an unreachable server is not a missing store
-expect_exit 5 "$STATECTL" --db "host=$T/nowhere dbname=x schema=y" "${modeopts[@]}" info
+# --- an unreachable server is not a missing store: exit 9 (I/O), not 5,
+# which tells a script to create one
+expect_exit 9 "$STATECTL" --db "host=$T/nowhere dbname=x schema=y" "${modeopts[@]}" info
 expect_match "$err" "cannot connect" "no server"
 
 # --- checkpoint and restore: a checkpoint is a SQLite store
