@@ -167,6 +167,20 @@ static void test_foreign_schema(void **state)
 	snprintf(path, sizeof(path), "%s/missing", t->dir);
 	IS(SFS_NOTFOUND, tfx_open(path, 0, &s));
 	assert_non_null(strstr(sfs_errdetail(), "does not exist"));
+
+	/* The store's schema dropped under an open handle: an I/O failure
+	 * that says so (it was SFS_INTERNAL: "internal error" in the
+	 * mount's log, statectl's exit 10, "a bug") */
+	OK(tfx_open(t->path, SFS_OPEN_CREATE, &s));
+	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
+	c = sql_conn(t->path);
+	sql_do(c, "DO $$ BEGIN EXECUTE format('DROP SCHEMA %I CASCADE',"
+	       " current_schema()); END $$");
+	PQfinish(c);
+	IS(SFS_IO, sfs_kv_put(s, S("s"), S("n"), S("k"), S("w")));
+	assert_non_null(strstr(sfs_errdetail(), "schema was dropped"));
+	IS(SFS_IO, sfs_counter_add(s, S("s"), S("n"), S("c"), 1, NULL));
+	sfs_store_close(s);
 }
 
 /* A worker that speaks the VGI schema created the tables and wrote rows
