@@ -202,12 +202,18 @@ int fs_create(const fs_config *cfg, fs **out)
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));
+	if (getenv("STATEFS_TEST_DELIVER_GATE") &&
+	    !(f->test_deliver_gate = strdup(getenv("STATEFS_TEST_DELIVER_GATE")))) {
+		free(f);
+		return ENOMEM;
+	}
 	f->log = cfg->log;
 	f->log_ctx = cfg->log_ctx;
 	f->uid = geteuid();
 	f->gid = getegid();
 	clock_gettime(CLOCK_REALTIME, &f->start);
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_init(&f->unsettled_mu, NULL);
 	for (int i = 0; i < FS_VALUE_LOCKS; i++)
 		pthread_mutex_init(&f->value_mu[i], NULL);
 	f->files.next = f->files.prev = &f->files;
@@ -240,6 +246,14 @@ void fs_destroy(fs *f)
 	fs_dirs_free_all(f);
 	fs_inodes_free(f);
 	fs_procs_free(f->procs);
+	if (f->nunsettled)
+		fs_log(f, LOG_WARNING, "%zu items read from .pop or .wait were "
+		       "delivered but their claims could not be settled: they "
+		       "return to their queues when their leases end",
+		       f->nunsettled);
+	free(f->unsettled);
+	free(f->test_deliver_gate);
+	pthread_mutex_destroy(&f->unsettled_mu);
 	pthread_mutex_destroy(&f->lock);
 	for (int i = 0; i < FS_VALUE_LOCKS; i++)
 		pthread_mutex_destroy(&f->value_mu[i]);

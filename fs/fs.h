@@ -76,6 +76,14 @@ int fs_loop(fs *f, struct fuse_session *se, unsigned threads);
  * destroy does it too, late, if this was not called.) */
 void fs_stop(fs *f);
 
+/* The daemon's timer, once a second while the session runs (and once
+ * after it): acks again the claims of items a .pop or .wait delivered
+ * whose ack failed, a PostgreSQL server out of reach for longer than the
+ * busy timeout, so that an outage shorter than the pop's lease delivers
+ * no item twice. Each goes once it is settled, or when the store says its
+ * claim has ended (its lease ran out: the item is back in its queue). */
+void fs_tick(fs *f);
+
 /* Frees everything. Call after fuse_session_destroy(), which has already
  * called the operations' destroy: that answers every request the fs was
  * keeping (blocked .wait reads). NULL is fine. */

@@ -382,6 +382,9 @@ struct fs {
 	                              (STATEFS_TEST_DELIVER_DELAY_MS), so that
 	                              an interrupt can land in between; an
 	                              interrupt ends it */
+	char *test_deliver_gate;   /* tests only: the same pause, for as long
+	                              as this file exists
+	                              (STATEFS_TEST_DELIVER_GATE) */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;
@@ -420,6 +423,11 @@ struct fs {
 	                              NULL */
 	struct fs_loop *loop;      /* the pool serving the session (loop.c),
 	                              while fs_loop runs; else NULL */
+	pthread_mutex_t unsettled_mu; /* guards the two below */
+	int64_t *unsettled;        /* claims of items a .pop or .wait
+	                              delivered whose ack failed (the server
+	                              out of reach): fs_tick tries again */
+	size_t nunsettled;
 };
 
 void fs_log(fs *f, int level, const char *fmt, ...)

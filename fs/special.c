@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs_i.h"
 
@@ -145,7 +146,31 @@ static int take_item(fs *f, fs_file *h, sfs_slice queue)
 	return rc;
 }
 
-/* After delivery: a pop is done (ack); a .claim is the reader's now. */
+/* The most claims fs_tick keeps trying: beyond, an item is delivered
+ * again when its lease ends, as it was before there was a retry. */
+#define MAX_UNSETTLED 4096
+
+/* A pop's ack that failed, for fs_tick to try again; 0 when it cannot
+ * be kept. */
+static int keep_unsettled(fs *f, int64_t claim)
+{
+	int64_t *v;
+	int kept = 0;
+
+	pthread_mutex_lock(&f->unsettled_mu);
+	if (f->nunsettled < MAX_UNSETTLED &&
+	    (v = realloc(f->unsettled, (f->nunsettled + 1) * sizeof(*v)))) {
+		f->unsettled = v;
+		v[f->nunsettled++] = claim;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&f->unsettled_mu);
+	return kept;
+}
+
+/* After delivery: a pop is done (ack); a .claim is the reader's now. An
+ * ack that fails is tried again (fs_tick) while the claim lasts: until
+ * the server is back, or the lease ends and the item returns. */
 static void delivered(fs *f, fs_file *h)
 {
 	int rc;
@@ -153,20 +178,86 @@ static void delivered(fs *f, fs_file *h)
 	if (h->kind == FS_QUEUE_CLAIM || !h->claim)
 		return;
 	rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_DONE);
-	if (rc)
+	if (rc) {
+		int kept = rc != SFS_CLAIMLOST && rc != SFS_NOTFOUND &&
+		           keep_unsettled(f, h->claim);
+
 		fs_log(f, LOG_WARNING, "an item read from %s was delivered but "
-		       "its claim %lld could not be settled (it may be "
-		       "delivered again): %s: %s",
+		       "its claim %lld could not be settled%s: %s: %s",
 		       fs_class_of(h->kind)->special, (long long)h->claim,
+		       kept ? " yet (tried again each second until its lease "
+		              "ends, when it would be delivered again)"
+		            : " (it may be delivered again)",
 		       sfs_strerror(rc), sfs_errdetail());
+	}
 	h->claim = 0;
 }
 
-/* The test hook: a pause that ends early when the reader is interrupted,
- * so a test can interrupt it at a moment it chooses. */
+void fs_tick(fs *f)
+{
+	int64_t *v;
+	size_t n, kept = 0;
+	int rc = SFS_OK;
+
+	pthread_mutex_lock(&f->unsettled_mu);
+	v = f->unsettled;
+	n = f->nunsettled;
+	f->unsettled = NULL;
+	f->nunsettled = 0;
+	pthread_mutex_unlock(&f->unsettled_mu);
+	/* In order; after the first that fails for want of the server,
+	 * the rest wait for the next second (one failed connection
+	 * attempt a second, not one per claim). */
+	for (size_t i = 0; i < n; i++) {
+		if (rc == SFS_OK || rc == SFS_CLAIMLOST || rc == SFS_NOTFOUND)
+			rc = sfs_claim_end(f->store, v[i], SFS_OUTCOME_DONE);
+		else
+			rc = SFS_IO; /* not tried: kept */
+		if (rc == SFS_OK)
+			fs_log(f, LOG_INFO, "claim %lld of a delivered item "
+			       "settled after all", (long long)v[i]);
+		else if (rc == SFS_CLAIMLOST || rc == SFS_NOTFOUND)
+			fs_log(f, LOG_WARNING, "claim %lld of a delivered item "
+			       "ended before it could be settled: the item is "
+			       "back in its queue and will be delivered again",
+			       (long long)v[i]);
+		else
+			v[kept++] = v[i];
+	}
+	if (!kept) {
+		free(v);
+		return;
+	}
+	/* Back in front of those that failed meanwhile. */
+	pthread_mutex_lock(&f->unsettled_mu);
+	if (f->nunsettled) {
+		int64_t *all = realloc(v, (kept + f->nunsettled) * sizeof(*v));
+
+		if (!all) {
+			pthread_mutex_unlock(&f->unsettled_mu);
+			fs_log(f, LOG_WARNING, "out of memory: %zu delivered "
+			       "items' claims are not tried again (they may "
+			       "be delivered again)", kept);
+			free(v);
+			return;
+		}
+		v = all;
+		memcpy(v + kept, f->unsettled, f->nunsettled * sizeof(*v));
+		free(f->unsettled);
+	}
+	f->unsettled = v;
+	f->nunsettled += kept;
+	pthread_mutex_unlock(&f->unsettled_mu);
+}
+
+/* The test hooks: a pause, for a time or while a file exists, that ends
+ * early when the reader is interrupted, so a test can interrupt it, or
+ * change the server under it, at a moment it chooses. */
 static void test_delay(fs *f, fuse_req_t req)
 {
-	for (long ms = 0; ms < f->test_deliver_delay_ms &&
+	for (long ms = 0; (ms < f->test_deliver_delay_ms ||
+	                   (f->test_deliver_gate &&
+	                    access(f->test_deliver_gate, F_OK) == 0)) &&
 	                  !fuse_req_interrupted(req); ms += 10) {
 		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);

@@ -4,7 +4,9 @@
  * 1 s to 1 min), so that a dead worker's items come back to their queue
  * soon after its lease ends even when nobody claims from that queue; and
  * each second between, sfs_store_flush_counts, so that `statectl top` and
- * `metrics` see the queue counts of a mount gone idle.
+ * `metrics` see the queue counts of a mount gone idle; and each second the
+ * filesystem's timer (fs_tick: acks of popped items that failed, tried
+ * again).
  *
  * It lives here, with the daemon's other parts that follow the process's
  * lifetime, because it is a timer over the store and not a filesystem
@@ -27,6 +29,7 @@
 
 struct mountd_gc {
 	sfs_store *store;          /* borrowed; outlives the thread */
+	fs *fs;                    /* borrowed; outlives the thread */
 	long interval_ms;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;       /* CLOCK_MONOTONIC */
@@ -87,6 +90,7 @@ static void *gc_main(void *arg)
 		if (g->stop)
 			break;
 		pthread_mutex_unlock(&g->lock);
+		fs_tick(g->fs);
 		since += 1000;
 		if (since >= g->interval_ms) {
 			since = 0;
@@ -97,10 +101,12 @@ static void *gc_main(void *arg)
 		pthread_mutex_lock(&g->lock);
 	}
 	pthread_mutex_unlock(&g->lock);
+	fs_tick(g->fs); /* the last pops' acks, the session over */
 	return NULL;
 }
 
-int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out)
+int mountd_gc_start(sfs_store *store, fs *f, int64_t lease_ms,
+                    mountd_gc **out)
 {
 	struct mountd_gc *g = calloc(1, sizeof(*g));
 	pthread_condattr_t ca;
@@ -110,6 +116,7 @@ int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out)
 	if (!g)
 		return ENOMEM;
 	g->store = store;
+	g->fs = f;
 	/* A tenth of a lease apart, between 1 s and 1 min: a dead worker's
 	 * items come back at most that much after its lease. */
 	g->interval_ms = (lease_ms ? lease_ms : 600000) / 10;

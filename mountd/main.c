@@ -306,7 +306,7 @@ int main(int argc, char *argv[])
 	if (mp_lock >= 0)
 		close(mp_lock);
 	mp_lock = -1;
-	if (!o.ro && mountd_gc_start(store, o.lease_ms, &gc) != 0)
+	if (!o.ro && mountd_gc_start(store, f, o.lease_ms, &gc) != 0)
 		mountd_log(LOG_ERR, "cannot start the claim recovery thread: "
 		                    "expired claims return at the next claim");
 	if (detaching) {

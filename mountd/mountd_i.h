@@ -76,10 +76,12 @@ void mountd_detach_end(int status);
 
 /* Claim recovery (gc.c): a thread that runs sfs_queue_gc over every queue
  * every tenth of lease_ms (0: the store's ten minutes), 1 s to 1 min
- * apart. The store must outlive it: stop it before closing the store.
+ * apart, and f's timer (fs_tick) every second and once more when it
+ * stops. The store must outlive it: stop it before closing the store.
  * Returns 0 or an errno. mountd_gc_stop joins the thread; NULL is fine. */
 typedef struct mountd_gc mountd_gc;
-int mountd_gc_start(sfs_store *store, int64_t lease_ms, mountd_gc **out);
+int mountd_gc_start(sfs_store *store, fs *f, int64_t lease_ms,
+                    mountd_gc **out);
 void mountd_gc_stop(mountd_gc *g);
 
 #endif /* STATEFS_MOUNTD_I_H */

@@ -12,7 +12,10 @@
 #  - after a restart, and after pg_terminate_backend of the daemon's
 #    connections while they were idle: the first .pop and .claim succeed
 #    (they run on new connections), and a .wait blocked across it keeps
-#    waiting and returns the item pushed after.
+#    waiting and returns the item pushed after;
+#  - a .pop whose ack failed after the delivery (the server refusing
+#    writes) is acked once the server takes writes again, not delivered
+#    again when its lease ends.
 # It restarts the server, so it runs on a server of its own, started by
 # scripts/with-pg beside the one the other PostgreSQL tests share (which
 # run meanwhile). Runs only where scripts/with-pg started the shared server
@@ -219,3 +222,42 @@ done
 expect_eq "$(helper qlen p)" 2 "items pending"
 expect_eq "$(helper qinflight p)" 4 "items in flight"
 unmount_fs
+
+# --- a .pop's ack that fails is tried again ---------------------------------
+# The item is taken, then (while the daemon holds its answer: a test hook
+# that waits while a file exists) the daemon's connections end and the
+# role's new sessions are read-only, so the ack after the delivery fails.
+# Once the server takes writes again the daemon acks it (it tries each
+# second): the item is settled, not delivered again when the pop's lease
+# of a minute ends. It stayed in flight until then before, and came back.
+touch "$work/gate"
+export STATEFS_TEST_DELIVER_GATE=$work/gate
+mount_fs -o "db=$STATEFS_DB&application_name=$app"
+unset STATEFS_TEST_DELIVER_GATE
+allow_log 'could not be settled yet|claim recovery'
+helper qpush r once
+"$STATEFS_FSOP" -v read "$mnt/queue/r/.pop" > "$work/popped" & reader=$!
+SECONDS=0
+until [ "$(helper qinflight r)" = 1 ]; do
+  [ "$SECONDS" -lt 60 ] || fail "the .pop took no item in 60 s"
+  nap 0.05
+done
+psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
+end_conns terminate
+rm "$work/gate"
+wait "$reader"
+expect_eq "$(cat "$work/popped")" onceOK "the item delivered"
+expect_eq "$(helper qinflight r)" 1 "the item in flight while the server refuses writes"
+psql -X -q "$STATEFS_TEST_PG" -c "SET default_transaction_read_only = off" \
+  -c "ALTER ROLE CURRENT_USER RESET default_transaction_read_only"
+end_conns terminate
+SECONDS=0
+while [ "$(helper qinflight r)" != 0 ]; do
+  [ "$SECONDS" -lt 45 ] || fail "the delivered item is still in flight 45 s after the server took writes again (its ack was not tried again)"
+  nap 0.2
+done
+expect_eq "$(helper qlen r)" 0 "the delivered item is not back in its queue"
+grep -q "could not be settled yet" "$work/daemon.err" || fail "the failed ack is not in the log"
+grep -q "settled after all" "$work/daemon.err" || fail "no 'settled after all' in the log"
+unmount_fs
+ok "a .pop whose ack failed is acked once the server takes writes again, not delivered twice"
