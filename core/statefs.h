@@ -1045,7 +1045,9 @@ typedef struct sfs_gc_stats {
 
 /* Recovery of one queue, or of every queue (queue = SFS_NONE), in one
  * transaction: time-to-live first, then expired claims (see above for why
- * in that order). *stats may be NULL. Commits nothing when there is
+ * in that order). Of every queue, on SQLite, it also deletes time rows of
+ * values and counters another program deleted, a bounded stretch of the
+ * time tables a call (docs/engine.md). *stats may be NULL. Commits nothing when there is
  * nothing to do. Errors: the common ones. */
 int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats);
 

@@ -478,6 +478,7 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	sfs_gc_stats g = { 0, 0, 0, 0 };
 	int status = SFS_OK, found;
 	int64_t any = 0, now = sfs_clock_ns();
+	uint64_t swept = 0;
 
 	if (at_open) {
 		/* Opening must not take the write lock when there is nothing
@@ -501,9 +502,14 @@ int sqlb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	if (status != SFS_OK)
 		return status;
 	status = recover(b, queue.ptr ? &queue : NULL, &g);
+	/* A pass of every queue also sweeps a stretch of the time tables
+	 * for rows another program orphaned (kv.c, "The sweep"). */
+	if (status == SFS_OK && !queue.ptr && !at_open)
+		status = sqlb_time_sweep(b, &swept);
 	/* Also commits to write the connection's queue counts when due: the
 	 * daemon's periodic pass brings an idle daemon's counts out. */
-	status = sqlb_end_write_if(b, status, changed(&g) || qstat_due(b));
+	status = sqlb_end_write_if(b, status, changed(&g) || swept ||
+	                           qstat_due(b));
 	if (status == SFS_OK && out)
 		*out = g;
 	return status;

@@ -848,6 +848,7 @@ void sqlb_close(sfs_backend *b)
 	if (b->vfs)
 		crypt_vfs_close(b->vfs);
 	stamp_free(b);
+	sqlb_sweep_free(b);
 	free(b->path);
 	free(b);
 }

@@ -327,7 +327,8 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
  * batch of deletes instead of one per delete. That removal is guarded by
  * the data row's absence, so a key written again meanwhile, by anyone,
  * keeps its time; a crash leaves at most a batch of time rows behind, as
- * invisible as those of keys an SDK deleted. A rename deletes its target's
+ * invisible as those of keys an SDK deleted, which the sweep (below)
+ * removes. A rename deletes its target's
  * time row at once: the moved time row takes its place. */
 #define UNTIME_BATCH 64
 
@@ -398,6 +399,120 @@ static void untime_note(sfs_backend *b, int counters, sfs_slice scope,
 		p += parts[i].len;
 	}
 	u->key[u->n++] = e;
+}
+
+/*
+ * The sweep. A time row whose data row another program deleted (an SDK's
+ * own DELETE: its execution clear of a scope) is invisible, and nothing
+ * of ours deletes it unless statefs deletes or clears that key or scope
+ * later, which for a finished execution's scope never comes; neither does
+ * anything for the batch a crash left. With executions coming and going,
+ * those rows would pile up without bound under a constant live set. So
+ * each recovery pass of every queue (sfs_queue_gc with no queue: the
+ * daemon's, each interval) also looks at the next SWEEP_ROWS rows of
+ * each time table, in key order from where the last pass of this
+ * connection stopped, round and round, and deletes those whose data row
+ * is gone: bounded work under the write lock the pass holds anyway, one
+ * index range and a primary-key probe per row. The place is kept as the
+ * last row's values (sqlite3_value_dup), whatever their types (an SDK's
+ * TEXT key sorts before every BLOB). A key written again since keeps its
+ * row, as at a batch of deletes.
+ */
+#define SWEEP_ROWS 1024
+
+struct sweep {
+	sqlite3_value *at[2][3]; /* per table: the last row swept; NULL
+	                            at the start of the table */
+};
+
+static const char *const sweep_tables[2][2] = {
+	{ "statefs_kv_time", "function_state" },
+	{ "statefs_counter_time", "function_counter" },
+};
+
+static void sweep_forget(sqlite3_value **at)
+{
+	for (int i = 0; i < 3; i++) {
+		sqlite3_value_free(at[i]);
+		at[i] = NULL;
+	}
+}
+
+/* One step over table t (0: values, 1: counters): *n gets the rows
+ * deleted. In an open write transaction. */
+static int sweep_step(sfs_backend *b, struct sweep *w, int t, uint64_t *n)
+{
+	sqlite3_value **at = w->at[t], *to[3] = { NULL, NULL, NULL };
+	int from = at[0] != NULL, last, rc, status = SFS_OK;
+	const char *tab = sweep_tables[t][0], *data = sweep_tables[t][1];
+	sqlite3_stmt *st;
+	char sql[512];
+
+	/* where this step ends: its SWEEP_ROWS-th row, or the table's end */
+	snprintf(sql, sizeof(sql), "SELECT scope, ns, key FROM %s%s ORDER BY"
+	         " scope, ns, key LIMIT 1 OFFSET %d", tab, from ? " WHERE"
+	         " (scope, ns, key)>(?1, ?2, ?3)" : "", SWEEP_ROWS - 1);
+	st = sqlb_stmt(b, ST_TIME_SWEEP_END + 2 * t + from, sql, &status);
+	if (!st)
+		return status;
+	for (int i = 0; from && i < 3; i++)
+		sqlite3_bind_value(st, i + 1, at[i]);
+	rc = sqlite3_step(st);
+	last = rc != SQLITE_ROW;
+	for (int i = 0; !last && i < 3; i++)
+		if (!(to[i] = sqlite3_value_dup(sqlite3_column_value(st, i))))
+			status = sfs_err(SFS_NOMEM, "sweeping times");
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		status = sqlb_fail(b, rc, "sweeping times");
+	if (status == SFS_OK) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s AS t WHERE%s%s NOT"
+		         " EXISTS (SELECT 1 FROM %s AS f WHERE f.scope_id="
+		         "t.scope AND f.ns=t.ns AND f.key=t.key)", tab,
+		         from ? " (scope, ns, key)>(?1, ?2, ?3) AND" : "",
+		         last ? "" : " (scope, ns, key)<=(?4, ?5, ?6) AND", data);
+		st = sqlb_stmt(b, ST_TIME_SWEEP + 4 * t + 2 * last + from, sql,
+		               &status);
+	}
+	if (status == SFS_OK && st) {
+		for (int i = 0; i < 3; i++) {
+			if (from)
+				sqlite3_bind_value(st, i + 1, at[i]);
+			if (!last)
+				sqlite3_bind_value(st, i + 4, to[i]);
+		}
+		status = sqlb_run(b, st, "sweeping times");
+		if (status == SFS_OK)
+			*n += (uint64_t)sqlite3_changes64(b->db);
+	}
+	if (status != SFS_OK) {
+		sweep_forget(to);
+		return status;
+	}
+	sweep_forget(at);
+	memcpy(at, to, sizeof(to)); /* last: NULL, from the start again */
+	return SFS_OK;
+}
+
+int sqlb_time_sweep(sfs_backend *b, uint64_t *swept)
+{
+	int status = SFS_OK;
+
+	if (!b->sweep && !(b->sweep = calloc(1, sizeof(*b->sweep))))
+		return sfs_err(SFS_NOMEM, "sweeping times");
+	for (int t = 0; t < 2 && status == SFS_OK; t++)
+		status = sweep_step(b, b->sweep, t, swept);
+	return status;
+}
+
+void sqlb_sweep_free(sfs_backend *b)
+{
+	if (!b->sweep)
+		return;
+	sweep_forget(b->sweep->at[0]);
+	sweep_forget(b->sweep->at[1]);
+	free(b->sweep);
+	b->sweep = NULL;
 }
 
 void sqlb_untime_close(sfs_backend *b)

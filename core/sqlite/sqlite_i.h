@@ -78,7 +78,7 @@ _Static_assert(SFS_DELIVERIES_MAX == INT64_C(2147483647),
 	/* kv.c: values (scan: start, end, descending, keys only, start    \
 	 * exclusive) */                                                   \
 	X(KV_PUT, 1) X(KV_PUT_TIME, 1) X(KV_GET, 1) X(KV_STAT, 1)          \
-	X(KV_DEL, 1) X(KV_UNTIME, 1)                                       \
+	X(KV_DEL, 1) X(KV_UNTIME, 1) X(TIME_SWEEP_END, 4) X(TIME_SWEEP, 8) \
 	X(KV_SCAN, 32) X(KV_SCAN_TIME, 32)                                 \
 	X(KV_DELRANGE, 4) X(KV_DELRANGE_TIME, 4)                           \
 	/* kv.c: renames ([counters]: values, counters) */                 \
@@ -150,6 +150,7 @@ enum {
 
 typedef struct stamp_cache stamp_cache;
 struct untimed;
+struct sweep;
 typedef struct qstat qstat;
 
 struct sfs_backend {
@@ -173,6 +174,8 @@ struct sfs_backend {
 	stamp_cache *stamps;       /* stamp.c; NULL until first used */
 	struct untimed *untimed;   /* deleted keys whose time rows are to go
 	                            * (kv.c); NULL until the first delete */
+	struct sweep *sweep;       /* where the sweep of time rows goes on
+	                            * (kv.c); NULL until the first pass */
 	qstat *qstats;             /* stats.c; NULL until first used */
 	struct sqlb_ckpt *ckpt;    /* ckpt.c; NULL without the flag */
 	sqlite3_stmt *st[ST_MAX];
@@ -402,6 +405,12 @@ int tm_convert_v1(sfs_backend *b, const char *schema);
 /* At close: removes the time rows of the keys deleted since the last batch
  * (kv.c explains) and frees the list. */
 void sqlb_untime_close(sfs_backend *b);
+/* In a write transaction: one bounded step of the sweep of time rows
+ * whose data row another program deleted (kv.c explains); *swept is
+ * increased by the rows deleted. */
+int sqlb_time_sweep(sfs_backend *b, uint64_t *swept);
+/* Frees the sweep's place (at close, also after a fork). */
+void sqlb_sweep_free(sfs_backend *b);
 
 /* --- the ops, by file (backend_i.h says what each does) ---------------- */
 /* conn.c */

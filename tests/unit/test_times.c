@@ -828,6 +828,54 @@ static void test_delete_batches_times(void **state)
 }
 
 
+/* Time rows another program orphaned do not pile up: an SDK's execution
+ * clear deletes a scope's data rows with its own SQL, which leaves our
+ * time rows behind; recovery passes of every queue (the daemon's, each
+ * interval) sweep them (core/sqlite/kv.c, "The sweep"), so after many
+ * executions the time tables hold what they held after one: nothing but
+ * the live keys' rows. They grew by an execution's keys each, forever. */
+static void test_gc_sweeps_orphaned_times(void **state)
+{
+	tfx *t = *state;
+	char sc[16], k[16], sql[160];
+	long after_one = -1;
+
+	if (!sqlite_plain())
+		skip(); /* the SDK's clear is written with plain sqlite3 */
+	tfx_now = 1000 * SEC;
+	OK(sfs_kv_put(t->s, S("live"), S("ns"), S("k"), S("v")));
+	OK(sfs_counter_add(t->s, S("live"), S("c"), S("k"), 1, NULL));
+	for (int e = 1; e <= 30; e++) {
+		snprintf(sc, sizeof(sc), "exec%02d", e);
+		for (int i = 0; i < 50; i++) {
+			snprintf(k, sizeof(k), "k%02d", i);
+			OK(sfs_kv_put(t->s, S(sc), S("ns"), S(k), S("v")));
+			OK(sfs_counter_add(t->s, S(sc), S("c"), S(k), 1, NULL));
+		}
+		/* the SDK's execution clear, by scope_id */
+		snprintf(sql, sizeof(sql), "DELETE FROM function_state WHERE"
+		         " scope_id=CAST('%s' AS BLOB); DELETE FROM"
+		         " function_counter WHERE scope_id=CAST('%s' AS BLOB);",
+		         sc, sc);
+		raw_sql(t->path, sql);
+		OK(sfs_queue_gc(t->s, SFS_NONE, NULL));
+		OK(sfs_queue_gc(t->s, SFS_NONE, NULL));
+		if (e == 1)
+			after_one = rows_of(t->path, "statefs_kv_time") +
+			            rows_of(t->path, "statefs_counter_time");
+	}
+	assert_int_equal(after_one, 2);
+	assert_int_equal(rows_of(t->path, "statefs_kv_time"), 1);
+	assert_int_equal(rows_of(t->path, "statefs_counter_time"), 1);
+	/* the live key keeps its time */
+	{
+		sfs_stat st = { .mtime_ns = -1 };
+
+		OK(sfs_kv_stat(t->s, S("live"), S("ns"), S("k"), &st));
+		assert_int_equal(st.mtime_ns, 1000 * SEC);
+	}
+}
+
 
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
@@ -844,6 +892,7 @@ int main(void)
 		T(test_stamps_follow_changes),
 		T(test_scan_merges_times),
 		T(test_delete_batches_times),
+		T(test_gc_sweeps_orphaned_times),
 		T(test_v1_migrates),
 		T(test_v1_checkpoint_restores),
 		T(test_v2_migrates),
