@@ -309,6 +309,14 @@ if [ -e /dev/fuse ] && [ -e "$build/mountd/statefs" ]; then
 	expect_eq "$(cat "$T/pwhome/statefs/setup/ns/k")" kept "setup with HOME unset mounts the store at the passwd home's statefs"
 	fusermount3 -u "$T/pwhome/statefs"
 	for p in $(setup_pid); do kill "$p"; done
+	# a relative mount point is the caller's: it was taken under the
+	# repository, where setup goes to build
+	mkdir -p "$T/cwd"
+	cleanup_hooks+=('fusermount3 -u -z "$T/cwd/rel" 2>/dev/null')
+	expect_exit 0 env -C "$T/cwd" PATH="$stub:$PATH" STATEFS_BUILD="$build" "$src/scripts/setup" rel
+	expect_eq "$(cat "$T/cwd/rel/setup/ns/k")" kept "setup with a relative mount point mounts it in the caller's directory"
+	fusermount3 -u "$T/cwd/rel"
+	for p in $(setup_pid); do kill "$p"; done
 	if [ "$(id -u)" -eq 0 ]; then
 		mount -t tmpfs none "$smnt"
 		cleanup_hooks+=('umount "$smnt" 2>/dev/null')
