@@ -335,14 +335,17 @@ int sqlb_kv_stat(sfs_backend *b, sfs_slice scope, sfs_slice ns, sfs_slice key,
 struct untimed {
 	size_t n;
 	unsigned char *key[UNTIME_BATCH]; /* counters flag, then three
-	                                   * names with 2-byte lengths */
+	                                   * names, each after its length
+	                                   * (a size_t) */
 };
 
 static sfs_slice part(const unsigned char **p)
 {
-	sfs_slice s = { *p + 2, (size_t)((*p)[0] << 8 | (*p)[1]) };
+	sfs_slice s;
 
-	*p += 2 + s.len;
+	memcpy(&s.len, *p, sizeof(s.len));
+	s.ptr = *p + sizeof(s.len);
+	*p += sizeof(s.len) + s.len;
 	return s;
 }
 
@@ -389,12 +392,13 @@ static void untime_note(sfs_backend *b, int counters, sfs_slice scope,
 
 	if (!u && !(u = b->untimed = calloc(1, sizeof(*u))))
 		return;
-	if (!(e = p = malloc(1 + 6 + scope.len + ns.len + key.len)))
+	if (!(e = p = malloc(1 + 3 * sizeof(size_t) + scope.len + ns.len +
+	                     key.len)))
 		return;
 	*p++ = (unsigned char)counters;
 	for (int i = 0; i < 3; i++) {
-		*p++ = (unsigned char)(parts[i].len >> 8);
-		*p++ = (unsigned char)parts[i].len;
+		memcpy(p, &parts[i].len, sizeof(parts[i].len));
+		p += sizeof(parts[i].len);
 		memcpy(p, parts[i].ptr, parts[i].len);
 		p += parts[i].len;
 	}

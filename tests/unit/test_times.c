@@ -822,6 +822,18 @@ static void test_delete_batches_times(void **state)
 	OK(sfs_kv_delete(t->s, SC, S("ns"), S("k099")));
 	OK(sfs_dir_rename(t->s, SFS_FAM_KV, SC, S("other"), SC, S("ns"), 0));
 	assert_int_equal(kv_mtime(t->s, "k098"), 2000 * SEC);
+	/* a key of the longest name: its length was noted in two bytes,
+	 * 65,536 as 0, and its time row stayed */
+	{
+		char *big = malloc(SFS_MAX_NAME);
+		sfs_slice K = { big, SFS_MAX_NAME };
+
+		assert_non_null(big);
+		memset(big, 'A', SFS_MAX_NAME);
+		OK(sfs_kv_put(t->s, SC, S("ns"), K, S("v")));
+		OK(sfs_kv_delete(t->s, SC, S("ns"), K));
+		free(big);
+	}
 	tfx_reopen(t);
 	if (plain)
 		assert_int_equal(rows_of(t->path, "statefs_kv_time"), 1);
