@@ -872,14 +872,15 @@ static int listen_at(const char *path)
 	return fd;
 }
 
-/* The test's store opened through the socket directory dir (standing in
- * for the server's; NULL: the server's), with more connection options. */
-static sfs_store *open_via(tfx *t, const char *dir, const char *more,
-                           int busy_timeout_ms)
+/* Opens the test's store through the socket directory dir (standing in
+ * for the server's; NULL: the server's), with more connection options:
+ * sfs_store_open's status. */
+static int try_open_via(tfx *t, const char *dir, const char *more,
+                        int busy_timeout_ms, sfs_store **s)
 {
 	char *db = tfx_db(t->path), *named;
 	sfs_config o;
-	sfs_store *s;
+	int st;
 
 	if (asprintf(&named, "%s %s%s%s", db, more, dir ? " host=" : "",
 	             dir ? dir : "") < 0)
@@ -890,9 +891,19 @@ static sfs_store *open_via(tfx *t, const char *dir, const char *more,
 	if (!o.key)
 		o.flags = SFS_OPEN_PLAINTEXT;
 	o.busy_timeout_ms = busy_timeout_ms;
-	OK(sfs_store_open(&o, &s, NULL));
+	st = sfs_store_open(&o, s, NULL);
 	free(named);
 	free(db);
+	return st;
+}
+
+/* The same, which must open. */
+static sfs_store *open_via(tfx *t, const char *dir, const char *more,
+                           int busy_timeout_ms)
+{
+	sfs_store *s = NULL;
+
+	OK(try_open_via(t, dir, more, busy_timeout_ms, &s));
 	return s;
 }
 
@@ -963,8 +974,7 @@ static void test_mute_server(void **state)
 {
 	tfx *t = *state;
 	char port[16], dir[] = "/tmp/sfs-muteXXXXXX";
-	char real[256], sock[256], *db, *named;
-	sfs_config o;
+	char real[256], sock[256];
 	sfs_store *s = NULL;
 	int fd;
 
@@ -972,23 +982,12 @@ static void test_mute_server(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/.s.PGSQL.%s", dir, port);
 	fd = listen_at(sock);
-	db = tfx_db(t->path);
-	if (asprintf(&named, "%s host=%s", db, dir) < 0)
-		fail();
-	memset(&o, 0, sizeof(o));
-	o.db = named;
-	o.key = tfx_key();
-	if (!o.key)
-		o.flags = SFS_OPEN_PLAINTEXT;
-	o.busy_timeout_ms = 2000;
 	alarm(60);
-	IS(SFS_IO, sfs_store_open(&o, &s, NULL));
+	IS(SFS_IO, try_open_via(t, dir, "", 2000, &s));
 	alarm(0);
 	assert_null(s);
 	assert_non_null(strstr(sfs_errdetail(), "cannot connect"));
 	assert_non_null(strstr(sfs_errdetail(), "timeout"));
-	free(named);
-	free(db);
 	close(fd);
 	unlink(sock);
 	rmdir(dir);
