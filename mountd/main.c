@@ -211,13 +211,22 @@ static int refuse_live_mountpoint(const char *mp)
  * exclusive flock of the mount point's directory, held until the mount is
  * there: the second looks once the first has mounted, and is refused.
  * Returns the descriptor to close then, or -1 when there is nothing to
- * lock (a path libfuse will refuse, a dead mount point). */
+ * lock (a path libfuse will refuse, a dead mount point). A lock already
+ * held (another start, or any process's flock of the directory) is said
+ * before the wait, which has no end of its own: a start that seemed to
+ * hang said nothing. */
 static int lock_mountpoint(const char *mp)
 {
 	int fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno == EWOULDBLOCK)
+		mountd_log(LOG_NOTICE, "%s is locked by another process (another"
+		           " statefs starting there, or a flock of the"
+		           " directory): waiting for it to let go", mp);
 	while (flock(fd, LOCK_EX) != 0) {
 		if (errno != EINTR) {
 			close(fd);

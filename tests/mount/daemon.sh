@@ -216,6 +216,24 @@ for round in 1 2 3 4 5 6 7 8; do
   rc=0; wait "$stays" || rc=$?
   expect_eq "$rc" 0 "round $round: the daemon that mounted, at its unmount"
 done
+# The mount point locked by another process (flock, here this shell's,
+# on a descriptor the daemon does not inherit): the daemon says what it
+# waits for, and mounts once it is let go. It waited without a word.
+exec {lock_fd}<"$mnt"
+flock -n "$lock_fd" || fail "cannot lock $mnt"
+: >"$work/held.err"
+"$bin" -f "${mode_opts[@]}" "$mnt" 2>>"$work/held.err" {lock_fd}<&- & r1=$!
+end=$((SECONDS + 60)) # a hang, not a slow start
+until [[ $(<"$work/held.err") == *"is locked by another process"* ]]; do
+  [ $SECONDS -lt $end ] || { exec {lock_fd}<&-; kill "$r1"; fail "a daemon waiting for a lock of the mount point said nothing: $(cat "$work/held.err")"; }
+  nap 0.05
+done
+exec {lock_fd}<&-
+for _ in $(seq 1200); do mountpoint -q "$mnt" && break; nap 0.05; done
+mountpoint -q "$mnt" || fail "no mount once the lock was let go: $(cat "$work/held.err")"
+fusermount3 -u "$mnt"
+rc=0; wait "$r1" || rc=$?
+expect_eq "$rc" 0 "the daemon that waited for the lock, at its unmount"
 ok "SIGTERM, SIGINT, SIGHUP, fusermount3 -u; no core dumps"
 
 # Detached: statefs returns once the mount is up.
