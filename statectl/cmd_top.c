@@ -887,8 +887,10 @@ static int run_frames(const cli *c, top *t, int once)
 		if (rc == 0)
 			first = 0;
 		wait_until(start, t->interval_ms);
+		/* --once stopped before its frame printed nothing: not a
+		 * success (`statectl top --once > snapshot`) */
 		if (stop)
-			return CLI_EXIT_OK;
+			return once ? CLI_EXIT_INTERRUPTED : CLI_EXIT_OK;
 	}
 }
 

@@ -115,6 +115,18 @@ expect_match "$out" $'\njobs +4 +2 +1 +1 +0 ' "--once: the jobs row"
 expect_match "$out" $'\napp +5 +3 +2' "--once: the app scope"
 expect_exit 0 sc --json top --once
 jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight == 2 and .dead == 1 and .claims == 1'
+# --once stopped while it measures (asleep in its interval): exit 130 and
+# nothing printed; it was exit 0 with no output
+"$STATECTL" --db "$DB" "${modeopts[@]}" top --once --interval 1h >"$T/once.out" 2>"$T/once.err" & once_pid=$!
+end=$((SECONDS + 60))
+until [ "$(<"/proc/$once_pid/wchan")" = hrtimer_nanosleep ] 2>/dev/null; do
+	[ $SECONDS -lt $end ] || { kill -KILL "$once_pid"; fail "top --once never slept in its interval"; }
+	nap 0.05
+done
+kill -TERM "$once_pid"
+rc=0; wait "$once_pid" || rc=$?
+expect_eq "$rc" 130 "top --once stopped before its frame"
+expect_eq "$(cat "$T/once.out")" "" "top --once stopped before its frame prints nothing"
 jqe "$out" '.queues[] | select(.queue == "busy") | (.push_per_s | type) == "number"'
 jqe "$out" '.scopes[] | select(.scope == "app") | .kv == 5 and .log == 3 and .counter == 2'
 jqe "$out" '.rows.dead == 1 and .store.encrypted == ('"$([ "$hkey" != - ] && echo true || echo false)"')'
