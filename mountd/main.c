@@ -12,6 +12,7 @@
  * The daemon holds keys and plaintext in memory, so it never dumps core
  * and cannot be ptraced by other processes of its user.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -205,6 +206,27 @@ static int refuse_live_mountpoint(const char *mp)
 	return found ? -1 : 0;
 }
 
+/* A mount point that holds files: the mount hides them until it ends
+ * (Linux allows it, as mount(8) does; libfuse 2 refused without -o
+ * nonempty), so it is said, once, with how many. */
+static void say_nonempty(const char *mp)
+{
+	DIR *d = opendir(mp);
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	if (n)
+		mountd_log(LOG_NOTICE, "%s is not empty: its %zu entr%s hidden"
+		           " under the store while it is mounted", mp, n,
+		           n == 1 ? "y is" : "ies are");
+}
+
 /* Two daemons started at once on one mount point (a unit and a login
  * script, two runs of scripts/setup) both found it free and both mounted,
  * one over the other. The checks and the mount are one step under an
@@ -305,6 +327,7 @@ int main(int argc, char *argv[])
 	if (refuse_dead_mountpoint(o.mountpoint) != 0 ||
 	    refuse_live_mountpoint(o.mountpoint) != 0)
 		goto out_session;
+	say_nonempty(o.mountpoint);
 	if (open_store(&o, &store) != 0)
 		goto out_session;
 	fs_set_store(f, store);

@@ -216,6 +216,21 @@ for round in 1 2 3 4 5 6 7 8; do
   rc=0; wait "$stays" || rc=$?
   expect_eq "$rc" 0 "round $round: the daemon that mounted, at its unmount"
 done
+# A mount point that holds a file: the mount says it hides it (it hid it
+# without a word), and the file is there again after the unmount.
+echo under > "$mnt/under"
+: >"$work/under.err"
+"$bin" -f "${mode_opts[@]}" "$mnt" 2>>"$work/under.err" & r1=$!
+for _ in $(seq 1200); do mountpoint -q "$mnt" && break; nap 0.05; done
+mountpoint -q "$mnt" || fail "no mount over a directory holding a file: $(<"$work/under.err")"
+[ ! -e "$mnt/under" ] || fail "the file under the mount point shows through the mount"
+[[ $(<"$work/under.err") == *"is not empty: its 1 entry is hidden under the store while it is mounted"* ]] ||
+  fail "a mount over a directory holding a file said nothing: $(<"$work/under.err")"
+fusermount3 -u "$mnt"
+rc=0; wait "$r1" || rc=$?
+expect_eq "$rc" 0 "the daemon mounted over a file, at its unmount"
+expect_eq "$(<"$mnt/under")" under "the file under the mount point, after the unmount"
+rm "$mnt/under"
 # The mount point locked by another process (flock, here this shell's,
 # on a descriptor the daemon does not inherit): the daemon says what it
 # waits for, and mounts once it is let go. It waited without a word.
