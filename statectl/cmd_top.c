@@ -530,13 +530,15 @@ static void render_header(frame *fr, uint64_t pend, uint64_t infl,
 	}
 	text(fr, s, 0);
 	snprintf(s, sizeof(s), "%zu queue%s: %llu pending, %llu in flight, "
-	         "%llu dead   %zu scope%s: %llu keys, %llu log entries, %llu "
-	         "counters", fr->t->nq, fr->t->nq == 1 ? "" : "s",
+	         "%llu dead   %zu scope%s: %llu key%s, %llu log entr%s, %llu "
+	         "counter%s", fr->t->nq, fr->t->nq == 1 ? "" : "s",
 	         (unsigned long long)pend, (unsigned long long)infl,
 	         (unsigned long long)dead, st->nscopes,
 	         st->nscopes == 1 ? "" : "s", (unsigned long long)in->kv_rows,
-	         (unsigned long long)in->log_rows,
-	         (unsigned long long)in->counter_rows);
+	         in->kv_rows == 1 ? "" : "s", (unsigned long long)in->log_rows,
+	         in->log_rows == 1 ? "y" : "ies",
+	         (unsigned long long)in->counter_rows,
+	         in->counter_rows == 1 ? "" : "s");
 	text(fr, s, 0);
 	text(fr, "", 0);
 }

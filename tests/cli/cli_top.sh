@@ -23,9 +23,15 @@ out=$(sc queue claim jobs --max 3)
 cid=${out%%$'\n'*}
 first=$(printf '%s\n' "$out" | sed -n 2p | cut -f1)
 sc queue ack "$cid" "$first:reject"
-for k in 1 2 3 4 5; do sc put app cfg "k$k" "v$k"; done
-for e in 1 2 3; do sc log append app log k "e$e" >/dev/null; done
+sc put app cfg k1 v1
+sc log append app log k e1 >/dev/null
 sc counter add app stats a >/dev/null
+# one of each is said as one ("1 scope: 1 keys" before)
+expect_exit 0 sc top --once --interval 100ms
+expect_match "$out" "1 queue: 4 pending, 2 in flight, 1 dead   1 scope: 1 key, 1 log entry, 1 counter" \
+	"--once: the totals, one of each"
+for k in 2 3 4 5; do sc put app cfg "k$k" "v$k"; done
+for e in 2 3; do sc log append app log k "e$e" >/dev/null; done
 sc counter add app stats b >/dev/null
 
 # A worker: each statectl process writes its counts when it closes.
