@@ -196,8 +196,8 @@ static void delivered(fs *f, fs_file *h)
 void fs_tick(fs *f)
 {
 	int64_t *v;
-	size_t n, kept = 0;
-	int rc = SFS_OK;
+	size_t n, i, kept;
+	int rc;
 
 	pthread_mutex_lock(&f->unsettled_mu);
 	v = f->unsettled;
@@ -205,14 +205,11 @@ void fs_tick(fs *f)
 	f->unsettled = NULL;
 	f->nunsettled = 0;
 	pthread_mutex_unlock(&f->unsettled_mu);
-	/* In order; after the first that fails for want of the server,
-	 * the rest wait for the next second (one failed connection
+	/* In order, up to the first that fails for want of the server: it
+	 * and the rest wait for the next second (one failed connection
 	 * attempt a second, not one per claim). */
-	for (size_t i = 0; i < n; i++) {
-		if (rc == SFS_OK || rc == SFS_CLAIMLOST || rc == SFS_NOTFOUND)
-			rc = sfs_claim_end(f->store, v[i], SFS_OUTCOME_DONE);
-		else
-			rc = SFS_IO; /* not tried: kept */
+	for (i = 0; i < n; i++) {
+		rc = sfs_claim_end(f->store, v[i], SFS_OUTCOME_DONE);
 		if (rc == SFS_OK)
 			fs_log(f, LOG_INFO, "claim %lld of a delivered item "
 			       "settled after all", (long long)v[i]);
@@ -222,12 +219,14 @@ void fs_tick(fs *f)
 			       "back in its queue and will be delivered again",
 			       (long long)v[i]);
 		else
-			v[kept++] = v[i];
+			break;
 	}
+	kept = n - i;
 	if (!kept) {
 		free(v);
 		return;
 	}
+	memmove(v, v + i, kept * sizeof(*v));
 	/* Back in front of those that failed meanwhile. */
 	pthread_mutex_lock(&f->unsettled_mu);
 	if (f->nunsettled) {

@@ -323,16 +323,8 @@ done
 # of one page, which statectl holds open itself (perl sets it up), and a
 # value larger than it and stdio's buffer.
 head -c 65536 /dev/zero | tr '\0' a | sc put ballast n k -
-perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
-	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
-	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" export - \
-	2>"$T/full.err" &
-pid=$!
-for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
-	case $(<"/proc/$pid/wchan") in *pipe_write) break ;; esac
-	nap 0.05
-done
-case $(<"/proc/$pid/wchan") in *pipe_write) ;; *) fail "export - never filled the pipe" ;; esac
+on_full_pipe "$T/full.err" "$STATECTL" --db "$DB" "${modeopts[@]}" export -
+pid=$full_pid
 kill -TERM "$pid"
 got=0; wait "$pid" || got=$?
 expect_eq "$got" 130 "export - stopped by SIGTERM while it waits for its reader"

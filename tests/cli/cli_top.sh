@@ -124,11 +124,8 @@ jqe "$out" '.queues[] | select(.queue == "jobs") | .pending == 4 and .inflight =
 # --once stopped while it measures (asleep in its interval): exit 130 and
 # nothing printed; it was exit 0 with no output
 "$STATECTL" --db "$DB" "${modeopts[@]}" top --once --interval 1h >"$T/once.out" 2>"$T/once.err" & once_pid=$!
-end=$((SECONDS + 60))
-until [ "$(<"/proc/$once_pid/wchan")" = hrtimer_nanosleep ] 2>/dev/null; do
-	[ $SECONDS -lt $end ] || { kill -KILL "$once_pid"; fail "top --once never slept in its interval"; }
-	nap 0.05
-done
+wait_wchan "$once_pid" hrtimer_nanosleep ||
+	{ kill -KILL "$once_pid"; fail "top --once never slept in its interval"; }
 kill -TERM "$once_pid"
 rc=0; wait "$once_pid" || rc=$?
 expect_eq "$rc" 130 "top --once stopped before its frame"
@@ -154,16 +151,9 @@ expect_eq "$got" 0 "top piped exits 0 at SIGTERM"
 # pipe: top | less, paused): the quit it asks for, exit 0, nothing said
 # (it was exit 9, "cannot write the output: Interrupted system call").
 # The pipe is one page, which statectl holds open itself; perl sets it up.
-perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
-	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
-	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" top \
-	--interval 100ms 2>"$T/full.err" &
-tpid=$!
-for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
-	case $(<"/proc/$tpid/wchan") in *pipe_write) break ;; esac
-	nap 0.05
-done
-case $(<"/proc/$tpid/wchan") in *pipe_write) ;; *) fail "top never filled the pipe" ;; esac
+on_full_pipe "$T/full.err" "$STATECTL" --db "$DB" "${modeopts[@]}" top \
+	--interval 100ms
+tpid=$full_pid
 kill -TERM "$tpid"
 got=0; wait "$tpid" || got=$?
 expect_eq "$got $(<"$T/full.err")" "0 " "top exits 0 at SIGTERM while a frame waits for its reader"
@@ -220,15 +210,8 @@ expect_exit 0 sc --json info
 kv0=$(jq .rows.kv <<<"$out")
 printf -v big '%05000d' 0
 for k in 1 2 3; do sc put drained n "k$k" "$big"; done
-perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
-	die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
-	die "exec: $!"' -- "$STATECTL" --db "$DB" "${modeopts[@]}" drain drained n 2>/dev/null &
-dpid=$!
-for _ in $(seq 1200); do  # 60 s: a hang, not a slow machine
-	case $(<"/proc/$dpid/wchan") in *pipe_write) break ;; esac
-	nap 0.05
-done
-case $(<"/proc/$dpid/wchan") in *pipe_write) ;; *) fail "drain never filled the pipe" ;; esac
+on_full_pipe /dev/null "$STATECTL" --db "$DB" "${modeopts[@]}" drain drained n
+dpid=$full_pid
 expect_exit 1 sc get drained n k1 # taken: the drain's
 expect_exit 0 sc --json info
 expect_eq "$(jq .rows.kv <<<"$out")" "$((kv0 + 3))" "info counts the entries a drain holds"

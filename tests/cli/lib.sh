@@ -66,6 +66,34 @@ fail() {
 	exit 1
 }
 
+# Waits (60 s: a hang, not a slow machine) until process PID sleeps in a
+# kernel function matching GLOB (its /proc/PID/wchan: *pipe_write for a
+# full pipe, hrtimer_nanosleep for a sleep). Returns 1 if it never did.
+wait_wchan() { # PID GLOB
+	local w
+	for _ in $(seq 1200); do
+		{ w=$(<"/proc/$1/wchan"); } 2>/dev/null || w=
+		# shellcheck disable=SC2053 # GLOB is a pattern
+		[[ $w == $2 ]] && return 0
+		nap 0.05
+	done
+	return 1
+}
+
+# Runs CMD... in the background with its stdout on a pipe of one page
+# that nobody reads (a stalled ssh, a paused pager; perl sets it up, and
+# the command holds the read end itself) and its stderr into ERRFILE, and
+# waits until it blocks writing: full_pid is its pid.
+on_full_pipe() { # ERRFILE CMD...
+	local errf=$1
+	shift
+	perl -e '$^F = 255; pipe(R, W) or die "pipe: $!"; fcntl(W, 1031, 4096) or
+		die "F_SETPIPE_SZ: $!"; open(STDOUT, ">&W") or die; exec @ARGV or
+		die "exec: $!"' -- "$@" 2>"$errf" &
+	full_pid=$!
+	wait_wchan "$full_pid" '*pipe_write' || fail "never filled the pipe: $*"
+}
+
 # The test store and how to open it, by mode; hkey is the key argument of
 # the engine helper ($HELPER): the key file, or - for a plaintext store.
 DB=$T/store.db
