@@ -247,8 +247,8 @@ void fs_destroy(fs *f)
 	fs_inodes_free(f);
 	fs_procs_free(f->procs);
 	if (f->nunsettled)
-		fs_log(f, LOG_WARNING, "%zu items read from .pop or .wait were "
-		       "delivered but their claims could not be settled: they "
+		fs_log(f, LOG_WARNING, "%zu items read from .pop, .wait or a drain "
+		       "were delivered but their claims could not be settled: they "
 		       "return to their queues when their leases end",
 		       f->nunsettled);
 	free(f->unsettled);

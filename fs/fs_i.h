@@ -367,6 +367,14 @@ typedef struct fs_link {
 void fs_link_add(fs *f, fs_link *head, fs_link *l);
 void fs_link_del(fs *f, fs_link *l);
 
+/* A delivered item whose ack failed: a .pop's or .wait's claim (item 0:
+ * the claim's one item, ended DONE), or one row of a drain's claim
+ * (settled DONE). */
+struct fs_unsettled {
+	int64_t claim;
+	int64_t item;
+};
+
 #define FS_VALUE_LOCKS 16
 struct fs {
 	sfs_store *store;
@@ -424,9 +432,10 @@ struct fs {
 	struct fs_loop *loop;      /* the pool serving the session (loop.c),
 	                              while fs_loop runs; else NULL */
 	pthread_mutex_t unsettled_mu; /* guards the two below */
-	int64_t *unsettled;        /* claims of items a .pop or .wait
-	                              delivered whose ack failed (the server
-	                              out of reach): fs_tick tries again */
+	struct fs_unsettled *unsettled; /* acks of items a .pop, a .wait or
+	                              a drain delivered that failed (the
+	                              server out of reach): fs_tick tries
+	                              again (special.c) */
 	size_t nunsettled;
 };
 

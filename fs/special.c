@@ -33,9 +33,10 @@
  *    sfs_claim of every pending item for a queue), and reads the claim's
  *    items by page (sfs_claim_items). Each reply acks the rows whose last
  *    byte it carried (sfs_claim_settle DONE), so a row is done once the
- *    reader has it whole. RELEASE gives back what is left (nack: items at
- *    their places, entries into their namespace unless written again),
- *    and a daemon killed meanwhile leaves it to the lease: nothing is
+ *    reader has it whole (an ack that fails is kept for fs_tick, as a
+ *    pop's is, and tried first at RELEASE). RELEASE gives back what is
+ *    left (nack: items at their places, entries into their namespace
+ *    unless written again), and a daemon killed meanwhile leaves it to the lease: nothing is
  *    lost, and what a reader got may at worst come again. The lease is
  *    extended while the reader reads (at any reply, a third of it after
  *    the last extension, also inside a page).
@@ -146,26 +147,83 @@ static int take_item(fs *f, fs_file *h, sfs_slice queue)
 	return rc;
 }
 
-/* The most claims fs_tick keeps trying: beyond, an item is delivered
+/* The most acks fs_tick keeps trying: beyond, an item is delivered
  * again when its lease ends, as it was before there was a retry. */
 #define MAX_UNSETTLED 4096
 
-/* A pop's ack that failed, for fs_tick to try again; 0 when it cannot
- * be kept. */
-static int keep_unsettled(fs *f, int64_t claim)
+/* Keeps acks that failed, for fs_tick to try again: a .pop's claim (ids
+ * NULL) or n rows of a drain's. 0 when they cannot be kept. */
+static int keep_unsettled(fs *f, int64_t claim, const int64_t *ids,
+                          size_t n)
 {
-	int64_t *v;
+	struct fs_unsettled *v;
+	size_t k = ids ? n : 1;
 	int kept = 0;
 
 	pthread_mutex_lock(&f->unsettled_mu);
-	if (f->nunsettled < MAX_UNSETTLED &&
-	    (v = realloc(f->unsettled, (f->nunsettled + 1) * sizeof(*v)))) {
+	if (f->nunsettled + k <= MAX_UNSETTLED &&
+	    (v = realloc(f->unsettled, (f->nunsettled + k) * sizeof(*v)))) {
 		f->unsettled = v;
-		v[f->nunsettled++] = claim;
+		for (size_t i = 0; i < k; i++)
+			v[f->nunsettled++] = (struct fs_unsettled){
+				claim, ids ? ids[i] : 0 };
 		kept = 1;
 	}
 	pthread_mutex_unlock(&f->unsettled_mu);
 	return kept;
+}
+
+/* Puts acks that failed again back in front of those kept meanwhile
+ * (v is taken; out of memory, they are dropped). */
+static void keep_again(fs *f, struct fs_unsettled *v, size_t n)
+{
+	pthread_mutex_lock(&f->unsettled_mu);
+	if (f->nunsettled) {
+		struct fs_unsettled *all =
+			realloc(v, (n + f->nunsettled) * sizeof(*v));
+
+		if (!all) {
+			pthread_mutex_unlock(&f->unsettled_mu);
+			fs_log(f, LOG_WARNING, "out of memory: %zu delivered "
+			       "items' acks are not tried again (they may be "
+			       "delivered again)", n);
+			free(v);
+			return;
+		}
+		v = all;
+		memcpy(v + n, f->unsettled, f->nunsettled * sizeof(*v));
+		free(f->unsettled);
+	}
+	f->unsettled = v;
+	f->nunsettled += n;
+	pthread_mutex_unlock(&f->unsettled_mu);
+}
+
+/* Tries the acks v[0..n) in order, up to the first that fails for want
+ * of the server; returns how many were tried. */
+static size_t settle_kept(fs *f, const struct fs_unsettled *v, size_t n)
+{
+	static const sfs_outcome done = SFS_OUTCOME_DONE;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		rc = v[i].item
+		   ? sfs_claim_settle(f->store, v[i].claim, &v[i].item, &done, 1)
+		   : sfs_claim_end(f->store, v[i].claim, SFS_OUTCOME_DONE);
+		/* A drain's row not found was settled under inflight/. */
+		if (rc == SFS_OK || (rc == SFS_NOTFOUND && v[i].item))
+			fs_log(f, LOG_INFO, "claim %lld of a delivered item "
+			       "settled after all", (long long)v[i].claim);
+		else if (rc == SFS_CLAIMLOST || rc == SFS_NOTFOUND)
+			fs_log(f, LOG_WARNING, "claim %lld of a delivered item "
+			       "ended before it could be settled: the item is "
+			       "back in its place and will be delivered again",
+			       (long long)v[i].claim);
+		else
+			break;
+	}
+	return i;
 }
 
 /* After delivery: a pop is done (ack); a .claim is the reader's now. An
@@ -180,7 +238,7 @@ static void delivered(fs *f, fs_file *h)
 	rc = sfs_claim_end(f->store, h->claim, SFS_OUTCOME_DONE);
 	if (rc) {
 		int kept = rc != SFS_CLAIMLOST && rc != SFS_NOTFOUND &&
-		           keep_unsettled(f, h->claim);
+		           keep_unsettled(f, h->claim, NULL, 0);
 
 		fs_log(f, LOG_WARNING, "an item read from %s was delivered but "
 		       "its claim %lld could not be settled%s: %s: %s",
@@ -195,9 +253,8 @@ static void delivered(fs *f, fs_file *h)
 
 void fs_tick(fs *f)
 {
-	int64_t *v;
-	size_t n, i, kept;
-	int rc;
+	struct fs_unsettled *v;
+	size_t n, done;
 
 	pthread_mutex_lock(&f->unsettled_mu);
 	v = f->unsettled;
@@ -205,48 +262,51 @@ void fs_tick(fs *f)
 	f->unsettled = NULL;
 	f->nunsettled = 0;
 	pthread_mutex_unlock(&f->unsettled_mu);
-	/* In order, up to the first that fails for want of the server: it
-	 * and the rest wait for the next second (one failed connection
-	 * attempt a second, not one per claim). */
-	for (i = 0; i < n; i++) {
-		rc = sfs_claim_end(f->store, v[i], SFS_OUTCOME_DONE);
-		if (rc == SFS_OK)
-			fs_log(f, LOG_INFO, "claim %lld of a delivered item "
-			       "settled after all", (long long)v[i]);
-		else if (rc == SFS_CLAIMLOST || rc == SFS_NOTFOUND)
-			fs_log(f, LOG_WARNING, "claim %lld of a delivered item "
-			       "ended before it could be settled: the item is "
-			       "back in its queue and will be delivered again",
-			       (long long)v[i]);
-		else
-			break;
-	}
-	kept = n - i;
-	if (!kept) {
+	/* Up to the first that fails for want of the server: it and the
+	 * rest wait for the next second (one failed connection attempt a
+	 * second, not one per item). */
+	done = settle_kept(f, v, n);
+	if (done == n) {
 		free(v);
 		return;
 	}
-	memmove(v, v + i, kept * sizeof(*v));
-	/* Back in front of those that failed meanwhile. */
-	pthread_mutex_lock(&f->unsettled_mu);
-	if (f->nunsettled) {
-		int64_t *all = realloc(v, (kept + f->nunsettled) * sizeof(*v));
+	memmove(v, v + done, (n - done) * sizeof(*v));
+	keep_again(f, v, n - done);
+}
 
-		if (!all) {
-			pthread_mutex_unlock(&f->unsettled_mu);
-			fs_log(f, LOG_WARNING, "out of memory: %zu delivered "
-			       "items' claims are not tried again (they may "
-			       "be delivered again)", kept);
-			free(v);
-			return;
+/* A drain's release: its rows whose acks failed are tried now, before
+ * the rest is given back (a release would give them back too, and they
+ * would be delivered again). Returns how many are still unsettled. */
+static size_t settle_drain(fs *f, int64_t claim)
+{
+	struct fs_unsettled *mine = NULL;
+	size_t n = 0, done;
+
+	pthread_mutex_lock(&f->unsettled_mu);
+	for (size_t i = 0; i < f->nunsettled; i++)
+		n += f->unsettled[i].claim == claim;
+	if (n && (mine = malloc(n * sizeof(*mine)))) {
+		size_t j = 0;
+
+		for (size_t i = 0; i < f->nunsettled; i++) {
+			if (f->unsettled[i].claim == claim)
+				mine[j++] = f->unsettled[i];
+			else
+				f->unsettled[i - j] = f->unsettled[i];
 		}
-		v = all;
-		memcpy(v + kept, f->unsettled, f->nunsettled * sizeof(*v));
-		free(f->unsettled);
+		f->nunsettled -= n;
 	}
-	f->unsettled = v;
-	f->nunsettled += kept;
 	pthread_mutex_unlock(&f->unsettled_mu);
+	if (!mine)
+		return n; /* none; or out of memory, and fs_tick keeps them */
+	done = settle_kept(f, mine, n);
+	if (done == n) {
+		free(mine);
+		return 0;
+	}
+	memmove(mine, mine + done, (n - done) * sizeof(*mine));
+	keep_again(f, mine, n - done);
+	return n - done;
 }
 
 /* The test hooks: a pause, for a time or while a file exists, that ends
@@ -510,12 +570,19 @@ static void ack_through(fs *f, struct fs_stream *s, off_t e)
 		if (rc == SFS_NOTFOUND)
 			rc = ack_each(f, s, m);
 		if (rc) {
-			s->lost = 1;
+			int kept = rc != SFS_CLAIMLOST &&
+			           keep_unsettled(f, s->claim, s->ids + s->acked,
+			                          m);
+
+			s->lost = !kept;
 			fs_log(f, LOG_WARNING, "rows of a drain were delivered "
-			       "but their claim %lld could not be settled (they "
-			       "may be delivered again): %s: %s",
-			       (long long)s->claim, sfs_strerror(rc),
-			       sfs_errdetail());
+			       "but their claim %lld could not be settled%s: "
+			       "%s: %s", (long long)s->claim,
+			       kept ? " yet (tried again each second until its "
+			              "lease ends, when they would be delivered "
+			              "again)"
+			            : " (they may be delivered again)",
+			       sfs_strerror(rc), sfs_errdetail());
 		}
 		s->acked += m;
 	}
@@ -680,21 +747,27 @@ uint64_t fs_special_size(fs *f, fs_node *n, pid_t pid)
 void fs_special_release(fs *f, fs_file *h)
 {
 	struct fs_stream *s = h->stream;
+	size_t left;
 	int rc;
 
 	if (!s)
 		return;
 	pthread_mutex_lock(&h->lock);
-	if (s->claim) {
-		rc = sfs_claim_end(f->store, s->claim, SFS_OUTCOME_RELEASE);
-		if (rc && rc != SFS_CLAIMLOST)
-			fs_log(f, LOG_ERR, "a drain's rows that were not "
-			       "delivered could not be given back now (its "
-			       "claim %lld returns them when its lease ends): "
-			       "%s: %s", (long long)s->claim, sfs_strerror(rc),
-			       sfs_errdetail());
-		s->claim = 0;
+	if (s->claim && (left = settle_drain(f, s->claim)) != 0) {
+		fs_log(f, LOG_WARNING, "a drain ended with %zu delivered rows "
+		       "not settled yet: its claim %lld is kept for them, and "
+		       "returns the rows not delivered when its lease ends",
+		       left, (long long)s->claim);
+	} else if (s->claim &&
+	           (rc = sfs_claim_end(f->store, s->claim,
+	                               SFS_OUTCOME_RELEASE)) != SFS_OK &&
+	           rc != SFS_CLAIMLOST) {
+		fs_log(f, LOG_ERR, "a drain's rows that were not delivered "
+		       "could not be given back now (its claim %lld returns "
+		       "them when its lease ends): %s: %s",
+		       (long long)s->claim, sfs_strerror(rc), sfs_errdetail());
 	}
+	s->claim = 0;
 	pthread_mutex_unlock(&h->lock);
 }
 

@@ -15,7 +15,8 @@
 #    waiting and returns the item pushed after;
 #  - a .pop whose ack failed after the delivery (the server refusing
 #    writes) is acked once the server takes writes again, not delivered
-#    again when its lease ends.
+#    again when its lease ends; so are a .drain's rows, and the drain's
+#    close does not give them back.
 # It restarts the server, so it runs on a server of its own, started by
 # scripts/with-pg beside the one the other PostgreSQL tests share (which
 # run meanwhile). Runs only where scripts/with-pg started the shared server
@@ -261,3 +262,43 @@ grep -q "could not be settled yet" "$work/daemon.err" || fail "the failed ack is
 grep -q "settled after all" "$work/daemon.err" || fail "no 'settled after all' in the log"
 unmount_fs
 ok "a .pop whose ack failed is acked once the server takes writes again, not delivered twice"
+
+# --- a .drain's acks that fail are tried again, and not given back --------
+# The same for a queue's drain: its reply carries three rows whose acks
+# fail (the role's sessions read-only), the server takes writes again, and
+# the reader closes. The rows are settled (by the timer, or at the close),
+# not given back by the close's release: they were given back before, and
+# delivered again by the next drain.
+touch "$work/gate"
+export STATEFS_TEST_DELIVER_GATE=$work/gate
+mount_fs -o "db=$STATEFS_DB&application_name=$app"
+unset STATEFS_TEST_DELIVER_GATE
+allow_log 'could not be settled yet|not settled yet|claim recovery'
+for i in 1 2 3; do helper qpush d "row$i"; done
+exec 3< "$mnt/queue/d/.drain"
+dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
+SECONDS=0
+until [ "$(helper qinflight d)" = 3 ]; do
+  [ "$SECONDS" -lt 60 ] || fail "the .drain took no item in 60 s"
+  nap 0.05
+done
+psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
+end_conns terminate
+rm "$work/gate"
+wait "$reader"
+expect_eq "$(grep -c '"value":"row' "$work/drained")" 3 "rows delivered"
+expect_eq "$(helper qinflight d)" 3 "the rows in flight while the server refuses writes"
+psql -X -q "$STATEFS_TEST_PG" -c "SET default_transaction_read_only = off" \
+  -c "ALTER ROLE CURRENT_USER RESET default_transaction_read_only"
+end_conns terminate
+exec 3<&-
+SECONDS=0
+while [ "$(helper qinflight d)" != 0 ]; do
+  [ "$SECONDS" -lt 45 ] || fail "the delivered rows are still in flight 45 s after the server took writes again and the drain was closed"
+  nap 0.2
+done
+expect_eq "$(helper qlen d)" 0 "the delivered rows are not back in their queue"
+grep -q "rows of a drain were delivered but their claim [0-9]* could not be settled yet" "$work/daemon.err" ||
+  fail "the failed acks are not in the log"
+unmount_fs
+ok "a .drain whose acks failed: its rows are acked once the server takes writes again, not given back at its close"
