@@ -1045,10 +1045,11 @@ typedef struct sfs_gc_stats {
 
 /* Recovery of one queue, or of every queue (queue = SFS_NONE), in one
  * transaction: time-to-live first, then expired claims (see above for why
- * in that order). Of every queue, on SQLite, it also deletes time rows of
- * values and counters another program deleted, a bounded stretch of the
- * time tables a call (docs/engine.md). *stats may be NULL. Commits nothing when there is
- * nothing to do. Errors: the common ones. */
+ * in that order). Of every queue it also deletes the time rows of values
+ * and counters (on PostgreSQL also of log entries and queue items) whose
+ * data rows another program deleted, a bounded stretch of the time
+ * tables a call (docs/engine.md, docs/postgres.md). *stats may be NULL.
+ * Commits nothing when there is nothing to do. Errors: the common ones. */
 int sfs_queue_gc(sfs_store *s, sfs_slice queue, sfs_gc_stats *stats);
 
 /* ------------------------------------------------------------------------

@@ -1126,8 +1126,108 @@ int pgb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out)
 	return st;
 }
 
+/* --- the sweep of orphaned time rows ------------------------------------ */
+
+/* A time row whose data row another program deleted (an SDK worker's
+ * own DELETE FROM function_state WHERE scope_id = $1 on a plaintext
+ * store, or of its counters, log entries or queue items) is invisible,
+ * every read joining on the data row, but it stayed: with executions
+ * coming and going the time tables grew by each execution's rows. A
+ * recovery pass of every queue also deletes those among the next 1,024
+ * rows of each time table (key or id order, round the table), in one
+ * statement that commits alone (its deletes run whether or not its
+ * answer, where the stretches ended, reads them). READ COMMITTED: a candidate is deleted
+ * only while it is the row version the statement read (ctid and xmin):
+ * one a put updated meanwhile (the key written again, ON CONFLICT DO
+ * UPDATE of the orphan) has a new version and is left, where a recheck
+ * of NOT EXISTS would still read the old snapshot. */
+#define SWEEP_KEYS(c, d, tt, dt, p1, p2, p3)                               \
+	" " c " AS (SELECT t.ctid AS tid, t.xmin AS x, t.scope_id, t.ns,"   \
+	" t.key FROM " tt " t WHERE (t.scope_id, t.ns, t.key) > (" p1 ","   \
+	" " p2 ", " p3 ") ORDER BY t.scope_id, t.ns, t.key LIMIT 1024),"    \
+	" " d " AS (DELETE FROM " tt " t USING " c " WHERE t.ctid = " c    \
+	".tid AND t.xmin = " c ".x AND NOT EXISTS (SELECT 1 FROM " dt " f"   \
+	" WHERE f.scope_id = " c ".scope_id AND f.ns = " c ".ns"             \
+	" AND f.key = " c ".key) RETURNING 1),"
+#define SWEEP_IDS(c, d, tt, dt, p)                                         \
+	" " c " AS (SELECT t.ctid AS tid, t.xmin AS x, t.id FROM " tt " t"  \
+	" WHERE t.id > " p " ORDER BY t.id LIMIT 1024),"                     \
+	" " d " AS (DELETE FROM " tt " t USING " c " WHERE t.ctid = " c     \
+	".tid AND t.xmin = " c ".x AND NOT EXISTS (SELECT 1 FROM " dt " f"   \
+	" WHERE f.id = " c ".id) RETURNING 1)"
+#define SWEEP_LAST(c)                                                      \
+	" LEFT JOIN LATERAL (SELECT scope_id, ns, key FROM " c " ORDER BY"   \
+	" scope_id DESC, ns DESC, key DESC LIMIT 1) " c "l ON true"
+
+static const char sweep_sql[] =
+	"WITH"
+	SWEEP_KEYS("kc", "kd", "statefs_kv_time", "function_state",
+	           "$1", "$2", "$3")
+	SWEEP_KEYS("cc", "cd", "statefs_counter_time", "function_counter",
+	           "$4", "$5", "$6")
+	SWEEP_IDS("lc", "ld", "statefs_log_time", "function_state_log", "$7") ","
+	SWEEP_IDS("qc", "qd", "statefs_queue_item", "work_queue", "$8")
+	" SELECT kcl.scope_id, kcl.ns, kcl.key, ccl.scope_id, ccl.ns, ccl.key,"
+	" (SELECT max(id) FROM lc), (SELECT max(id) FROM qc)"
+	" FROM (SELECT 1) one" SWEEP_LAST("kc") SWEEP_LAST("cc");
+
+/* Keeps a key part of where a stretch ended; an empty one (not NULL:
+ * the comparison must hold) when the stretch reached the table's end. */
+static int sweep_keep(sfs_buf *b, sfs_slice v)
+{
+	void *p = malloc(v.len + 1);
+
+	if (!p)
+		return SFS_NOMEM;
+	if (v.len)
+		memcpy(p, v.ptr, v.len);
+	((char *)p)[v.len] = 0;
+	sfs_buf_free(b);
+	b->ptr = p;
+	b->len = v.ptr ? v.len : 0;
+	return SFS_OK;
+}
+
+static sfs_slice sweep_at(const sfs_buf *b)
+{
+	return sfs_bytes(b->ptr ? (const char *)b->ptr : "", b->len);
+}
+
+static int time_sweep(sfs_backend *b)
+{
+	pgc *c;
+	int st;
+
+	pthread_mutex_lock(&b->sweep_mu);
+	PGB_TRY(b, c, st, 0) {
+		PGresult *r;
+		pgp p = PGP_INIT;
+
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 3; j++)
+				pgp_bytes(&p, sweep_at(&b->sweep_after[i][j]));
+		pgp_i64(&p, b->sweep_after_id[0]);
+		pgp_i64(&p, b->sweep_after_id[1]);
+		st = pgb_exec(c, sweep_sql, &p, PGB_COMMIT, &r,
+		              "deleting orphaned time rows");
+		if (st == SFS_OK) {
+			for (int i = 0; i < 2 && st == SFS_OK; i++)
+				for (int j = 0; j < 3 && st == SFS_OK; j++)
+					st = sweep_keep(&b->sweep_after[i][j],
+					                pgr_bytes(r, 0, 3 * i + j));
+			b->sweep_after_id[0] = pgr_i64(r, 0, 6);
+			b->sweep_after_id[1] = pgr_i64(r, 0, 7);
+			PQclear(r);
+		}
+	}
+	pthread_mutex_unlock(&b->sweep_mu);
+	return st;
+}
+
 /* Recovery of one queue or all. At open it is the same call: when
- * nothing has expired it changes nothing and costs two index probes. */
+ * nothing has expired it changes nothing and costs two index probes.
+ * Of every queue, but at open, it also sweeps a stretch of the time
+ * tables (above). */
 int pgb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
                  sfs_gc_stats *out)
 {
@@ -1135,7 +1235,6 @@ int pgb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 	pgc *c;
 	int st;
 
-	(void)at_open;
 	PGB_TRY(b, c, st, 0) {
 		PGresult *r;
 		pgp p = PGP_INIT;
@@ -1156,6 +1255,8 @@ int pgb_queue_gc(sfs_backend *b, sfs_slice queue, int at_open,
 		return st;
 	if (g.expired || g.returned || g.dead || g.claims)
 		pgb_committed(b);
+	if (!queue.ptr && !at_open && (st = time_sweep(b)) != SFS_OK)
+		return st;
 	/* the daemon's periodic pass brings an idle daemon's counts out */
 	pgb_qstat_due(b);
 	if (out)

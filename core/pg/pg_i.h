@@ -107,6 +107,14 @@ struct sfs_backend {
 	pgb_listener *listener;  /* started by the first version call */
 	pthread_mutex_t listen_mu;
 	pgb_qstat *qstat;        /* pushed and taken counts, not yet written */
+
+	/* The sweep of orphaned time rows (claim.c): where the next stretch
+	 * of each time table starts, after (scope_id, ns, key) of the
+	 * value and counter tables (empty: from the first) and after the
+	 * ids of the log and queue tables. Guarded by sweep_mu. */
+	pthread_mutex_t sweep_mu;
+	sfs_buf sweep_after[2][3];
+	int64_t sweep_after_id[2];
 };
 
 /* --- conn.c ------------------------------------------------------------ */

@@ -196,6 +196,10 @@ static void pgb_close(sfs_backend *b)
 	pgb_qstat_close(b); /* the counts not written yet */
 	pgb_pool_destroy(b);
 	pthread_mutex_destroy(&b->listen_mu);
+	pthread_mutex_destroy(&b->sweep_mu);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			sfs_buf_free(&b->sweep_after[i][j]);
 	pgb_keys_free(b->keys);
 	sfs_key_destroy(b->key);
 	if (b->conninfo) {
@@ -221,6 +225,7 @@ static int prepare(const char *db, unsigned flags, int busy_ms,
 	if (!b)
 		return sfs_err(SFS_NOMEM, "allocating a store");
 	pthread_mutex_init(&b->listen_mu, NULL);
+	pthread_mutex_init(&b->sweep_mu, NULL);
 	st = pgb_target_parse(db, &t);
 	if (st != SFS_OK) {
 		pgb_close(b);

@@ -103,6 +103,25 @@ char *tfx_db(const char *path)
 	return db;
 }
 
+struct pg_conn *tfx_pg_conn(const char *path)
+{
+	PGconn *c = PQconnectdb(getenv("STATEFS_TEST_PG"));
+	char *db, *sc, sql[160];
+
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PQclear(PQexec(c, "SET client_min_messages = warning"));
+	if (path) {
+		db = tfx_db(path);
+		sc = strstr(db, "schema=");
+		assert_non_null(sc);
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\";"
+		         " SET search_path TO \"%s\"", sc + 7, sc + 7);
+		PQclear(PQexec(c, sql));
+		free(db);
+	}
+	return c;
+}
+
 static void drop_schemas(void)
 {
 	PGconn *c;

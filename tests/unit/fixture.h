@@ -40,6 +40,11 @@ void tfx_sqlite_only(const char *why);
 /* The name a store path stands for in this mode (the path, or a
  * PostgreSQL connection string), malloc'd. */
 char *tfx_db(const char *path);
+/* A plain libpq connection (PGconn) to the test's PostgreSQL server, in
+ * the schema of the store at path (NULL: no schema), standing for
+ * someone else: another client, an SDK worker, the server's operator.
+ * PQfinish it. */
+struct pg_conn *tfx_pg_conn(const char *path);
 /* The process's key (encrypted mode), else NULL. */
 const sfs_key *tfx_key(void);
 /* Opens path as the mode says, with extra flags; returns the status. */

@@ -23,28 +23,6 @@
 #include "fixture.h"
 #include "pg/pg_i.h"
 
-/* A plain libpq connection to the test's server, in the schema of the
- * store at path (NULL: no schema), standing for someone else: another
- * client, an SDK worker, the server's operator. */
-static PGconn *sql_conn(const char *path)
-{
-	PGconn *c = PQconnectdb(getenv("STATEFS_TEST_PG"));
-	char *db, *sc, sql[160];
-
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	PQclear(PQexec(c, "SET client_min_messages = warning"));
-	if (path) {
-		db = tfx_db(path);
-		sc = strstr(db, "schema=");
-		assert_non_null(sc);
-		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS \"%s\";"
-		         " SET search_path TO \"%s\"", sc + 7, sc + 7);
-		PQclear(PQexec(c, sql));
-		free(db);
-	}
-	return c;
-}
-
 /* Runs SQL that must succeed; returns its result (PQclear it). */
 static PGresult *sql(PGconn *c, const char *q)
 {
@@ -157,7 +135,7 @@ static void test_foreign_schema(void **state)
 	PGconn *c;
 
 	snprintf(path, sizeof(path), "%s/foreign", t->dir);
-	c = sql_conn(path);
+	c = tfx_pg_conn(path);
 	sql_do(c, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)");
 	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
 	assert_non_null(strstr(sfs_errdetail(), "not a statefs or VGI"));
@@ -173,7 +151,7 @@ static void test_foreign_schema(void **state)
 	 * mount's log, statectl's exit 10, "a bug") */
 	OK(tfx_open(t->path, SFS_OPEN_CREATE, &s));
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
-	c = sql_conn(t->path);
+	c = tfx_pg_conn(t->path);
 	sql_do(c, "DO $$ BEGIN EXECUTE format('DROP SCHEMA %I CASCADE',"
 	       " current_schema()); END $$");
 	PQfinish(c);
@@ -196,7 +174,7 @@ static void test_sdk_schema(void **state)
 	PGconn *c;
 
 	snprintf(path, sizeof(path), "%s/sdk", t->dir);
-	c = sql_conn(path);
+	c = tfx_pg_conn(path);
 	sql_do(c, "CREATE TABLE work_queue (id bigserial PRIMARY KEY,"
 	       " execution_id bytea NOT NULL, work_item bytea NOT NULL);"
 	       "CREATE TABLE function_state (scope_id bytea NOT NULL,"
@@ -494,7 +472,7 @@ static void test_claims_exactly_once(void **state)
 static void test_server_clock(void **state)
 {
 	tfx *t = *state;
-	PGconn *c = sql_conn(NULL);
+	PGconn *c = tfx_pg_conn(NULL);
 	long long t0, t1;
 	sfs_stat sst;
 	int64_t mt;
@@ -529,7 +507,7 @@ static void *put_blocked(void *arg)
 static void test_pool_concurrency(void **state)
 {
 	tfx *t = *state;
-	PGconn *c = sql_conn(t->path);
+	PGconn *c = tfx_pg_conn(t->path);
 	blocked b = { t->s, -1, 0 };
 	pthread_t th;
 	sfs_buf v;
@@ -671,7 +649,7 @@ static void test_transient_failures(void **state)
 {
 	tfx *t = *state;
 	char app[40];
-	PGconn *c = sql_conn(t->path);
+	PGconn *c = tfx_pg_conn(t->path);
 	sfs_store *s;
 	adder a;
 	sfs_buf v;
@@ -768,7 +746,7 @@ static void test_dead_idle_replaced(void **state)
 	tfx *t = *state;
 	sfs_slice items[4] = { S("a"), S("b"), S("c"), S("d") };
 	char app[40];
-	PGconn *c = sql_conn(t->path);
+	PGconn *c = tfx_pg_conn(t->path);
 	sfs_store *s;
 	sfs_list l;
 	int64_t cid, n;
@@ -937,7 +915,7 @@ static void test_unreachable_once(void **state)
 	assert_int_equal(unlink(sock), 0);
 	d.fd = listen_at(sock);
 	assert_int_equal(pthread_create(&d.th, NULL, doorman_main, &d), 0);
-	c = sql_conn(NULL);
+	c = tfx_pg_conn(NULL);
 	kill_app(c, app, 0);
 	until_gone(c, app);
 	IS(SFS_IO, sfs_kv_get(s, S("s"), S("n"), S("k"), &v));
@@ -1235,7 +1213,7 @@ static void test_tampering(void **state)
 
 	if (!tfx_encrypted())
 		skip(); /* plaintext rows carry no seal */
-	c = sql_conn(t->path);
+	c = tfx_pg_conn(t->path);
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("a"), S("alpha")));
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("b"), S("beta")));
 	OK(sfs_log_append(t->s, S("s"), S("n"), S("log"), S("e1"), NULL));
@@ -1317,7 +1295,7 @@ static void test_ids_bound(void **state)
 {
 	tfx *t = *state;
 	sfs_slice two[2] = { S("a"), S("b") };
-	PGconn *c = sql_conn(t->path);
+	PGconn *c = tfx_pg_conn(t->path);
 	int64_t id = 0, cid = 0;
 	sfs_store *ro;
 	uint64_t n = 0;
@@ -1452,7 +1430,7 @@ static void test_odd_schema(void **state)
 	version_moves(s, v1);
 	sfs_store_close(other);
 	sfs_store_close(s);
-	c = sql_conn(NULL);
+	c = tfx_pg_conn(NULL);
 	snprintf(sql_text, sizeof(sql_text), "DROP SCHEMA \"q\"\"%s\" CASCADE",
 	         name + 2);
 	sql_do(c, sql_text);

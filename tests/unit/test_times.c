@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "fixture.h"
@@ -843,42 +844,103 @@ static void test_delete_batches_times(void **state)
 /* Time rows another program orphaned do not pile up: an SDK's execution
  * clear deletes a scope's data rows with its own SQL, which leaves our
  * time rows behind; recovery passes of every queue (the daemon's, each
- * interval) sweep them (core/sqlite/kv.c, "The sweep"), so after many
+ * interval) sweep them (core/sqlite/kv.c, "The sweep"; on PostgreSQL
+ * also the log's and the queue's, core/pg/claim.c), so after many
  * executions the time tables hold what they held after one: nothing but
- * the live keys' rows. They grew by an execution's keys each, forever. */
+ * the live keys' rows. They grew by an execution's keys each, forever
+ * (on PostgreSQL until 2026-12-04). */
+/* Runs the SDK's SQL on a plaintext store, SQLite or PostgreSQL. */
+static void sdk_sql(const char *path, const char *sql)
+{
+	PGconn *c;
+	PGresult *r;
+
+	if (!tfx_postgres()) {
+		raw_sql(path, sql);
+		return;
+	}
+	c = tfx_pg_conn(path);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+}
+
+/* Rows of a time table of a plaintext store, SQLite or PostgreSQL. */
+static long time_rows(const char *path, const char *table)
+{
+	PGconn *c;
+	PGresult *r;
+	char sql[128];
+	long n;
+
+	if (!tfx_postgres())
+		return rows_of(path, table);
+	c = tfx_pg_conn(path);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	r = PQexec(c, sql);
+	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+	n = atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	PQfinish(c);
+	return n;
+}
+
 static void test_gc_sweeps_orphaned_times(void **state)
 {
+	/* SQLite keeps log and queue times in sparse maps, PostgreSQL a row
+	 * per entry and item (statefs_log_time, statefs_queue_item) */
+	static const char *const pg_rows[] = {
+		"statefs_kv_time", "statefs_counter_time", "statefs_log_time",
+		"statefs_queue_item"
+	};
 	tfx *t = *state;
-	char sc[16], k[16], sql[160];
-	long after_one = -1;
+	sfs_slice v = S("v");
+	char sc[16], k[16], lit[40], sql[400];
+	size_t tables = tfx_postgres() ? 4 : 2;
+	long after_one = -1, rows = 0;
 
-	if (!sqlite_plain())
-		skip(); /* the SDK's clear is written with plain sqlite3 */
+	if (tfx_encrypted())
+		skip(); /* the SDK's clear is written on plaintext rows */
 	tfx_now = 1000 * SEC;
 	OK(sfs_kv_put(t->s, S("live"), S("ns"), S("k"), S("v")));
 	OK(sfs_counter_add(t->s, S("live"), S("c"), S("k"), 1, NULL));
+	OK(sfs_log_append(t->s, S("live"), S("log"), S("k"), S("v"), NULL));
+	OK(sfs_queue_push(t->s, S("live"), &v, 1, NULL));
 	for (int e = 1; e <= 30; e++) {
 		snprintf(sc, sizeof(sc), "exec%02d", e);
 		for (int i = 0; i < 50; i++) {
 			snprintf(k, sizeof(k), "k%02d", i);
 			OK(sfs_kv_put(t->s, S(sc), S("ns"), S(k), S("v")));
 			OK(sfs_counter_add(t->s, S(sc), S("c"), S(k), 1, NULL));
+			OK(sfs_log_append(t->s, S(sc), S("log"), S(k), S("v"),
+			                  NULL));
+			OK(sfs_queue_push(t->s, S(sc), &v, 1, NULL));
 		}
 		/* the SDK's execution clear, by scope_id */
-		snprintf(sql, sizeof(sql), "DELETE FROM function_state WHERE"
-		         " scope_id=CAST('%s' AS BLOB); DELETE FROM"
-		         " function_counter WHERE scope_id=CAST('%s' AS BLOB);",
-		         sc, sc);
-		raw_sql(t->path, sql);
+		snprintf(lit, sizeof(lit), tfx_postgres() ? "'%s'::bytea"
+		         : "CAST('%s' AS BLOB)", sc);
+		snprintf(sql, sizeof(sql),
+		         "DELETE FROM function_state WHERE scope_id=%s;"
+		         " DELETE FROM function_counter WHERE scope_id=%s;"
+		         " DELETE FROM function_state_log WHERE scope_id=%s;"
+		         " DELETE FROM work_queue WHERE execution_id=%s;",
+		         lit, lit, lit, lit);
+		sdk_sql(t->path, sql);
 		OK(sfs_queue_gc(t->s, SFS_NONE, NULL));
 		OK(sfs_queue_gc(t->s, SFS_NONE, NULL));
-		if (e == 1)
-			after_one = rows_of(t->path, "statefs_kv_time") +
-			            rows_of(t->path, "statefs_counter_time");
+		if (e == 1) {
+			after_one = 0;
+			for (size_t i = 0; i < tables; i++)
+				after_one += time_rows(t->path, pg_rows[i]);
+		}
 	}
-	assert_int_equal(after_one, 2);
-	assert_int_equal(rows_of(t->path, "statefs_kv_time"), 1);
-	assert_int_equal(rows_of(t->path, "statefs_counter_time"), 1);
+	for (size_t i = 0; i < tables; i++) {
+		assert_int_equal(time_rows(t->path, pg_rows[i]), 1);
+		rows++;
+	}
+	assert_int_equal(after_one, rows);
 	/* the live key keeps its time */
 	{
 		sfs_stat st = { .mtime_ns = -1 };
