@@ -413,15 +413,19 @@ int pgb_fail(pgc *c, const PGresult *res, unsigned flags, const char *what)
 		               what, msg);
 	} else if (is(code, "3D000") || is(code, "3F000")) {
 		st = SFS_NOTFOUND;   /* no such database, no such schema */
-	} else if (is(code, "42P01") || is(code, "42883")) {
-		/* undefined_table, undefined_function: the store's schema was
-		 * dropped or changed on the server under an open handle. Not
-		 * a bug here (SFS_INTERNAL: the mount's log and statectl's
-		 * exit 10 said "internal error"). */
+	} else if (is(code, "42P01") || is(code, "42883") ||
+	           is(code, "42703")) {
+		/* undefined_table, _function, _column: the store's schema was
+		 * dropped or changed on the server under an open handle, or a
+		 * newer statefs on some host migrated it. Not a bug here
+		 * (SFS_INTERNAL: the mount's log and statectl's exit 10 said
+		 * "internal error"). */
 		return sfs_err(SFS_IO, "%s: %s (PostgreSQL %s): the store's"
-		               " tables or functions are gone from %s (its schema"
-		               " was dropped or changed on the server)", what,
-		               msg, code, b->display);
+		               " tables or functions are gone from %s or changed"
+		               " (its schema was dropped or changed on the server;"
+		               " or a newer statefs upgraded it: then restart this"
+		               " process with that version)", what, msg, code,
+		               b->display);
 	} else if (class_is(code, "28") || is(code, "42501")) {
 		st = SFS_IO;         /* authentication, privileges */
 	} else if (class_is(code, "XX")) {

@@ -35,9 +35,9 @@
 
 static void space_check(sfs_backend *b);
 
-int sqlb_status(sqlite3 *db, int ours, int rc, const char *what)
+/* sqlb_status with SQLite's message (msg) read before. */
+static int status_of(int ours, int rc, const char *what, const char *msg)
 {
-	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *cmsg;
 	int st;
 
@@ -89,8 +89,48 @@ int sqlb_status(sqlite3 *db, int ours, int rc, const char *what)
 	return sfs_err(st, "%s: %s (sqlite %d)", what, msg, rc);
 }
 
+int sqlb_status(sqlite3 *db, int ours, int rc, const char *what)
+{
+	return status_of(ours, rc, what,
+	                 db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+/* The schema version of the store when a newer statefs than this one
+ * wrote it, else 0. Read with a statement of its own. */
+static int64_t newer_schema(sfs_backend *b)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(b->db, "SELECT value FROM main.statefs_meta"
+	                       " WHERE name='schema_version'", -1, &st,
+	                       NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v > SQLB_SCHEMA_VERSION ? v : 0;
+}
+
 int sqlb_fail(sfs_backend *b, int rc, const char *what)
 {
+	/* A statement that no longer compiles ("no such column") under a
+	 * handle that has been open since before a newer statefs migrated
+	 * the store: say so, and what to do, not "internal error". */
+	if (b && b->db && (rc & 0xff) == SQLITE_ERROR) {
+		char msg[256];
+		int64_t v;
+
+		snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(b->db));
+		if ((v = newer_schema(b)) != 0)
+			return sfs_err(SFS_FORMAT, "%s: %s was upgraded to schema"
+			               " version %lld by a newer statefs while this"
+			               " process had it open (this one knows up to"
+			               " %d): restart this process (%s)", what,
+			               b->path ? b->path : "the store",
+			               (long long)v, SQLB_SCHEMA_VERSION, msg);
+		return status_of(!b->memory, rc, what, msg);
+	}
 	/* A file's connection, encrypted or not, goes through our VFS
 	 * (crypt_vfs_open, crypt_plain_vfs), which may say more. */
 	return sqlb_status(b ? b->db : NULL, b && !b->memory, rc, what);

@@ -148,10 +148,14 @@ static void test_foreign_schema(void **state)
 
 	/* The store's schema dropped under an open handle: an I/O failure
 	 * that says so (it was SFS_INTERNAL: "internal error" in the
-	 * mount's log, statectl's exit 10, "a bug") */
+	 * mount's log, statectl's exit 10, "a bug"); a column renamed, as a
+	 * newer statefs's migration may, too (it was SFS_INTERNAL) */
 	OK(tfx_open(t->path, SFS_OPEN_CREATE, &s));
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
 	c = tfx_pg_conn(t->path);
+	sql_do(c, "ALTER TABLE statefs_kv_time RENAME COLUMN mtime_ns TO t");
+	IS(SFS_IO, sfs_kv_put(s, S("s"), S("n"), S("k"), S("u")));
+	assert_non_null(strstr(sfs_errdetail(), "a newer statefs upgraded"));
 	sql_do(c, "DO $$ BEGIN EXECUTE format('DROP SCHEMA %I CASCADE',"
 	       " current_schema()); END $$");
 	PQfinish(c);

@@ -951,6 +951,34 @@ static void test_gc_sweeps_orphaned_times(void **state)
 }
 
 
+/* A handle open while a newer statefs migrates the store (a newer
+ * worker or daemon started beside this one: the SQL it compiled no longer
+ * fits) says what happened and what to do, not "internal error" (before:
+ * SFS_INTERNAL, "table statefs_kv_time has no column named scope"). The migration is played by raw SQL: a
+ * column renamed and the schema version raised. */
+static void test_newer_statefs_migrated(void **state)
+{
+	tfx *t = *state;
+
+	if (!sqlite_plain())
+		skip(); /* the migration is written with plain sqlite3 */
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("v1")));
+	raw_sql(t->path, "ALTER TABLE statefs_kv_time RENAME COLUMN scope"
+	        " TO scope_v99; UPDATE statefs_meta SET value = 99"
+	        " WHERE name = 'schema_version'");
+	assert_int_equal(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("v2")),
+	                 SFS_FORMAT);
+	assert_non_null(strstr(sfs_errdetail(), "upgraded to schema version"
+	                       " 99 by a newer statefs"));
+	assert_non_null(strstr(sfs_errdetail(), "restart this process"));
+	/* an error the migration did not cause says what it said before */
+	raw_sql(t->path, "UPDATE statefs_meta SET value = 1"
+	        " WHERE name = 'schema_version'");
+	assert_int_equal(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("v3")),
+	                 SFS_INTERNAL);
+	assert_non_null(strstr(sfs_errdetail(), "has no column named scope"));
+}
+
 #define T(f) \
 	cmocka_unit_test_setup_teardown(f, tfx_setup_clock, tfx_teardown_clock)
 
@@ -970,6 +998,7 @@ int main(void)
 		T(test_v1_migrates),
 		T(test_v1_checkpoint_restores),
 		T(test_v2_migrates),
+		T(test_newer_statefs_migrated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
