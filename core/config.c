@@ -35,7 +35,7 @@ static int xdg_path(const char *var, const char *fallback, const char *leaf,
                     char **out)
 {
 	const char *base = crypt_getenv(var), *home;
-	char *p;
+	char *p, buf[4096];
 	int n;
 
 	if (base && base[0] == '/') {
@@ -43,7 +43,12 @@ static int xdg_path(const char *var, const char *fallback, const char *leaf,
 	} else {
 		home = crypt_getenv("HOME");
 		if (!home || home[0] != '/') {
-			struct passwd *pw = getpwuid(geteuid());
+			/* _r: getpwuid's entry is the embedding program's */
+			struct passwd pwd, *pw = NULL;
+
+			if (getpwuid_r(geteuid(), &pwd, buf, sizeof(buf),
+			               &pw) != 0)
+				pw = NULL;
 			home = pw ? pw->pw_dir : NULL;
 		}
 		if (!home || home[0] != '/')

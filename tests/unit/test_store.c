@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,26 @@ static void test_default_path(void **state)
 	OK(default_path(&p));
 	assert_string_equal(p, "/home/u/.local/state/statefs/state.db");
 	free(p);
+	/* HOME unset: the passwd entry's home, read without touching the
+	 * entry getpwuid hands the embedding program (the library used
+	 * getpwuid, whose static buffer it overwrote: the caller's "nobody"
+	 * became the user running the test) */
+	unsetenv("HOME");
+	{
+		struct passwd *mine = getpwnam("nobody");
+		uid_t nobody = mine ? mine->pw_uid : geteuid();
+		struct passwd *me = getpwuid(geteuid());
+		char *home = me ? strdup(me->pw_dir) : NULL;
+
+		mine = getpwuid(nobody);
+		if (mine && home && geteuid() != nobody) {
+			OK(default_path(&p));
+			assert_non_null(strstr(p, home));
+			free(p);
+			assert_string_equal(mine->pw_name, "nobody");
+		}
+		free(home);
+	}
 	IS(SFS_INVALID, sfs_config_resolve(&cfg, NULL, &k, NULL));
 	if (x)
 		setenv("XDG_STATE_HOME", x, 1);
