@@ -253,13 +253,40 @@ static int level_change_refused(fs *f, const fs_addr *from,
 	return full;
 }
 
-/* A rename's target, newname in ndir: 0, or the errno (EPERM for special
- * files and the fixed directories). */
-static int rename_target(fs *f, const fs_addr *ndir, const char *newname,
-                         fs_addr *to)
+/* Whether newname in ndir is the long (hashed) name of from's own bytes
+ * there: a long name cannot name something new, but `mv a/LONG b/` keeps
+ * the name it has, so the bytes are from's. */
+static int same_long_name(const fs_addr *ndir, const char *newname,
+                          const fs_addr *from)
 {
+	fs_kind kind = fs_class_of(ndir->kind)->child;
+	char name[FS_NAME_MAX + 1];
+	const void *p;
+	size_t n;
+
+	if (kind != from->kind || !strstr(newname, "%~"))
+		return 0;
+	fs_child_part(from, &p, &n);
+	return p && fs_name_encode(sfs_bytes(p, n), fs_names_of(ndir, kind),
+	                           name, NULL) == SFS_OK &&
+	       strcmp(name, newname) == 0;
+}
+
+/* A rename's target, newname in ndir: 0, or the errno (EPERM for special
+ * files and the fixed directories). A long name is from's when it is the
+ * name from's bytes have there (same_long_name). */
+static int rename_target(fs *f, const fs_addr *ndir, const char *newname,
+                         const fs_addr *from, fs_addr *to)
+{
+	const void *p;
+	size_t n;
 	int rc = fs_resolve(f, ndir, newname, 1, to);
 
+	if (rc == SFS_INVALID && same_long_name(ndir, newname, from)) {
+		fs_child_part(from, &p, &n);
+		rc = fs_addr_child(ndir, from->kind, p, n, 0, to) ? SFS_NOMEM
+		                                                  : SFS_OK;
+	}
 	if (rc)
 		return fs_errno(f, rc, "rename");
 	if (fs_kind_is_special(to->kind) || fs_class_of(to->kind)->parts == 0)
@@ -282,7 +309,7 @@ static int exchange(fs *f, fs_node *dn, const fs_addr *from, fs_node *ndn,
 	size_t n, nn;
 	int rc, err = 0;
 
-	if ((err = rename_target(f, ndir, newname, &to)))
+	if ((err = rename_target(f, ndir, newname, from, &to)))
 		goto out;
 	if (from->kind != to.kind ||
 	    (from->kind != FS_KV_KEY && from->kind != FS_CNT_KEY)) {
@@ -387,7 +414,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = level_change_refused(f, &from, &ndir) ? EPERM : EXDEV;
 		goto out;
 	}
-	if ((err = rename_target(f, &ndir, newname, &to)))
+	if ((err = rename_target(f, &ndir, newname, &from, &to)))
 		goto out;
 	if (from.kind != to.kind || fs_class_of(from.kind)->by_id ||
 	    from.kind == FS_LOG_KEY) {

@@ -79,6 +79,23 @@ got=$(for n in "${names[@]}"; do cat "app/long/$n"; echo; done | sort | tr '\n' 
 expect_eq "$got" "first second " "long keys reachable"
 rm "app/long/${names[0]}"
 expect_eq "$(ls app/long | wc -l)" 1 "rm of a long key"
+# mv keeps a long name: in another namespace or scope it is the name of
+# the same bytes (it was EINVAL, "cannot move to a subdirectory of itself").
+kept=$(cat "app/long/${names[1]}")
+mkdir app/long2
+mv "app/long/${names[1]}" app/long2/
+expect_eq "$(cat "app/long2/${names[1]}")" "$kept" "mv of a long key"
+want=${long}A
+[ "$kept" = first ] || want=${long}B
+expect_eq "$(helper get app long2 "$want")" "$kept" "its bytes kept"
+helper put app "${long}ns" k in-long-ns
+lns=$(ls app | grep '%~')
+mkdir other
+mv "app/$lns" other/
+expect_eq "$(cat "other/$lns/k")" in-long-ns "mv of a long namespace"
+other_hash=${lns%?}0
+[ "$other_hash" != "$lns" ] || other_hash=${lns%?}1
+expect_op EINVAL rename app/long2 "app/$other_hash" # names nothing new
 ok "long keys"
 
 # A name over NAME_MAX (statfs's f_namemax, 255) is ENAMETOOLONG for every
