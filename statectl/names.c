@@ -41,6 +41,17 @@ static const char *kind_hint(fs_name_kind kind)
 
 static int raw;                  /* --raw */
 
+/* How many bytes of s (longer than max) to show: at most max, never
+ * ending inside a UTF-8 character. */
+static int utf8_cut(const char *s, int max)
+{
+	int n = max;
+
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
 void cli_names_init(const cli *c)
 {
 	raw = c->raw;
@@ -59,6 +70,13 @@ int cli_name_parse(const cli *c, const char *arg, const char *what,
 		return CLI_EXIT_OK;
 	}
 	st = fs_name_decode(arg, strlen(arg), kind, &out->mem, &out->hashed);
+	if (st == SFS_INVALID && strlen(arg) > FS_NAME_MAX)
+		return cli_usage(c, "'%.*s...' is not a valid %s name: it is "
+		                 "%zu bytes, and a name has at most %d (a longer "
+		                 "string is written as listings and the mount "
+		                 "show it, its start, %%~ and a hash; or give "
+		                 "its bytes with --raw)", utf8_cut(arg, 40), arg,
+		                 what, strlen(arg), FS_NAME_MAX);
 	if (st == SFS_INVALID)
 		return cli_usage(c, "'%s' is not a valid %s name (%s)", arg, what,
 		                 kind_hint(kind));

@@ -155,6 +155,7 @@ expect_eq "$out" 42 "ids list as decimal in typed namespaces"
 # a long name (over 255 bytes) lists with a hash and pastes back
 long=$(printf 'L%.0s' {1..300})
 expect_exit 2 sc put s n "$long" long-value
+expect_match "$err" "is 300 bytes, and a name has at most 255 .*--raw" "a long name's hint is its length"
 sc --raw put s n "$long" long-value
 longname=$(sc scan s n --start L --end M --keys-only)
 expect_match "$longname" '%~[0-9a-f]{32}$' "a long key lists with a hash"
