@@ -187,6 +187,10 @@ int cli_fail_status(const cli *c, int status, const char *fmt, ...)
 int cli_usage(const cli *c, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Prints obj as one line of JSON on stdout and releases it. */
 int cli_out_json(json_t *obj);
+/* json_dumpf, with DEL and the C1 controls in strings written \u00XX so
+ * that no control byte reaches a terminal: 0, or -1 (errno set by the
+ * failed write). */
+int cli_json_dumpf(const json_t *obj, FILE *f, size_t flags);
 /* Sets obj[name] to the bytes as a JSON string when they are valid UTF-8,
  * else obj[name + "_b64"] to their base64. */
 int cli_json_set_bytes(json_t *obj, const char *name, const void *p,

@@ -194,7 +194,7 @@ static int export_row(const sfs_row *row, void *ctx)
 		x->bad_family = (int)row->family;
 		return -1;
 	}
-	if (json_dumpf(o, x->out, JSON_COMPACT) < 0 || fputc('\n', x->out) == EOF) {
+	if (cli_json_dumpf(o, x->out, JSON_COMPACT) < 0 || fputc('\n', x->out) == EOF) {
 		x->write_error = errno ? errno : EIO;
 		json_decref(o);
 		return -1;

@@ -216,6 +216,67 @@ int cli_usage(const cli *c, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+/* jansson writes DEL and the C1 controls (U+0080..U+009F, C2 80..C2 9F in
+ * UTF-8) inside strings as they are, which JSON allows; U+009B is CSI to a
+ * terminal that honours C1 in UTF-8 (xterm), so a name holding it drove the
+ * terminal of whoever ran `statectl --json ls`. Written as \u00XX they
+ * mean the same to every JSON reader. Outside strings jansson writes no
+ * such byte, and it hands a string's bytes over in whole characters, so
+ * a C2 is never the last byte of a piece (kept for the next all the same). */
+typedef struct json_sink {
+	FILE *f;
+	int c2;                  /* the last piece ended in the byte C2 */
+} json_sink;
+
+static int json_sink_put(const char *buf, size_t size, void *data)
+{
+	json_sink *k = data;
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t from = 0, i = 0;
+
+	if (k->c2 && size > 0) {
+		k->c2 = 0;
+		if (p[0] >= 0x80 && p[0] <= 0x9f) {
+			if (fprintf(k->f, "\\u%04x", p[0]) < 0)
+				return -1;
+			from = i = 1;
+		} else if (fputc(0xc2, k->f) == EOF) {
+			return -1;
+		}
+	}
+	for (; i < size; i++) {
+		int skip = p[i] == 0x7f ? 1
+		         : p[i] == 0xc2 && i + 1 < size && p[i + 1] >= 0x80 &&
+		           p[i + 1] <= 0x9f ? 2
+		         : p[i] == 0xc2 && i + 1 == size ? -1 : 0;
+
+		if (!skip)
+			continue;
+		if (i > from && fwrite(p + from, 1, i - from, k->f) != i - from)
+			return -1;
+		if (skip < 0) {
+			k->c2 = 1;
+			return 0;
+		}
+		if (fprintf(k->f, "\\u%04x", skip == 1 ? 0x7f : p[i + 1]) < 0)
+			return -1;
+		i += (size_t)skip - 1;
+		from = i + 1;
+	}
+	if (size > from && fwrite(p + from, 1, size - from, k->f) != size - from)
+		return -1;
+	return 0;
+}
+
+int cli_json_dumpf(const json_t *obj, FILE *f, size_t flags)
+{
+	json_sink k = { f, 0 };
+
+	if (json_dump_callback(obj, json_sink_put, &k, flags) < 0)
+		return -1;
+	return k.c2 && fputc(0xc2, f) == EOF ? -1 : 0;
+}
+
 int cli_out_json(json_t *obj)
 {
 	int rc;
@@ -225,7 +286,7 @@ int cli_out_json(json_t *obj)
 		return CLI_EXIT_SYSTEM;
 	}
 	errno = 0;
-	rc = json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
+	rc = cli_json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(obj);
 	if (rc < 0 || fputc('\n', stdout) == EOF) {
 		if (!out_errno)

@@ -162,6 +162,16 @@ expect_match "$longname" '%~[0-9a-f]{32}$' "a long key lists with a hash"
 expect_exit 0 sc get s n "$longname"
 expect_eq "$out" long-value "the hashed name finds the key"
 expect_exit 1 sc get s n "${longname%????}0000"
+# --json and export write DEL and the C1 controls (U+009B is CSI) as
+# \u00XX: no control byte reaches a terminal, and the bytes are the same
+sc --raw put c1 n $'\xc2\x9b2J\x7f' csi
+expect_exit 0 sc --json scan c1 n
+jqe "$out" '.entries[0].key == "\u009b2J\u007f"'
+[[ $out != *$'\x7f'* && $out != *$'\xc2\x9b'* ]] || fail "--json wrote a control byte: $out"
+expect_exit 0 sc --json ls c1 n
+[[ $out == *'"\u009b2J\u007f"'* ]] || fail "--json ls: $out"
+expect_exit 0 sc export
+[[ $out == *'"key":"\u009b2J\u007f"'* && $out != *$'\x7f'* ]] || fail "export: $out"
 # --raw: names as bytes, '/' and '%' as themselves
 sc --raw put s n 'x/y%z' raw
 expect_eq "$(sc get s n 'x%2Fy%25z')" raw "--raw names are the bytes given"
