@@ -112,8 +112,15 @@ static int put_string(sfs_buf *out, size_t *cap, const unsigned char *p,
 		case '\b': e = "\\b"; break;
 		case '\f': e = "\\f"; break;
 		default:
-			if (p[i] < 0x20) {
+			/* controls as \u00XX: C0, and DEL and C1 too (U+009B
+			 * is CSI to xterm), which JSON would allow raw; the
+			 * same string, and no control byte for a terminal */
+			if (p[i] < 0x20 || p[i] == 0x7f) {
 				snprintf(esc, sizeof(esc), "\\u%04x", p[i]);
+				e = esc;
+			} else if (p[i] == 0xc2 && i + 1 < n &&
+			           p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+				snprintf(esc, sizeof(esc), "\\u%04x", p[++i]);
 				e = esc;
 			}
 			break;

@@ -35,6 +35,15 @@ expect_eq "$(ls | tr '\n' ' ')" "%65xec app counter exec queue " "scope exec"
 expect_eq "$(cat %65xec/ns/k)" scope-named-exec "reached as %65xec"
 ok "bytes to names"
 
+# A .drain's JSON writes DEL and the C1 controls (U+009B is CSI) as
+# \u00XX, as statectl --json does: no control byte reaches a terminal.
+helper put app c1 x:c29b324a7f csi
+got=$(cat app/c1/.drain)
+[[ $got == *'"name":"%C2%9B2J%7F","key":"\u009b2J\u007f"'* ]] || fail "drain line: $got"
+[[ $got != *$'\x7f'* && $got != *$'\xc2\x9b'* ]] || fail "a control byte in a drain: $got"
+expect_eq "$(jq -r .key <<<"$got" | od -An -tx1 | tr -d ' ')" c29b324a7f0a "the key's bytes"
+ok "controls escaped in JSON"
+
 # Non-canonical spellings are not aliases.
 cat 'app/ns/a%2fb' 2>/dev/null && fail "lower-case escape found a key"
 cat 'app/ns/%61%2Fb' 2>/dev/null && fail "needless escape found a key"
