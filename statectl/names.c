@@ -216,7 +216,8 @@ int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
 		if (!found) {
 			sfs_list_free(&l);
 			return cli_fail(c, CLI_EXIT_NOTFOUND, "no %s is named '%s'",
-			                labels[i], nm[i].text);
+			                fam == SFS_FAM_QUEUE ? "queue" : labels[i],
+			                nm[i].text);
 		}
 		/* the list's strings live only as long as the list */
 		sfs_buf_free(&nm[i].mem);

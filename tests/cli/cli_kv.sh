@@ -162,6 +162,14 @@ expect_match "$longname" '%~[0-9a-f]{32}$' "a long key lists with a hash"
 expect_exit 0 sc get s n "$longname"
 expect_eq "$out" long-value "the hashed name finds the key"
 expect_exit 1 sc get s n "${longname%????}0000"
+expect_match "$err" "no key is named" "a long name that names nothing"
+sc --raw queue push "$long" item >/dev/null
+longq=$(sc ls --family queue)
+expect_exit 0 sc queue len "$longq"
+expect_eq "$out" 1 "a long queue name finds the queue"
+expect_exit 1 sc queue len "${longq%????}0000"
+expect_match "$err" "no queue is named" "a long queue name that names nothing"
+sc queue clear "$longq" >/dev/null
 # --json and export write DEL and the C1 controls (U+009B is CSI) as
 # \u00XX: no control byte reaches a terminal, and the bytes are the same
 sc --raw put c1 n $'\xc2\x9b2J\x7f' csi
