@@ -119,8 +119,15 @@ char *cli_name_show(const void *p, size_t n, fs_name_kind kind)
 		exit(CLI_EXIT_SYSTEM);
 	}
 	fputc('\'', f);
-	cli_name_print(f, p, n, kind);
-	fputc('\'', f);
+	if (raw && n > FS_NAME_MAX) {
+		/* a --raw name may be far longer than a sentence (whose end
+		 * would be lost): its start and its length */
+		cli_out_human(f, p, (size_t)utf8_cut(p, 40));
+		fprintf(f, "...' (%zu bytes)", n);
+	} else {
+		cli_name_print(f, p, n, kind);
+		fputc('\'', f);
+	}
 	if (fclose(f) != 0 || !buf) {
 		fputs("statectl: out of memory\n", stderr);
 		exit(CLI_EXIT_SYSTEM);

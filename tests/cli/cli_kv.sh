@@ -185,6 +185,10 @@ sc --raw put s n 'x/y%z' raw
 expect_eq "$(sc get s n 'x%2Fy%25z')" raw "--raw names are the bytes given"
 expect_exit 0 sc --raw scan s n --start x/ --end x0 --keys-only
 expect_eq "$out" 'x/y%z' "--raw listings print the bytes"
+# a --raw name too long to write is named by its start and length, and
+# the sentence keeps its end (the scope, the namespace, why)
+expect_exit 8 sc --raw put s n "$(printf 'z%.0s' {1..70000})" v
+expect_match "$err" "^statectl: cannot write key 'z{40}\.\.\.' \(70000 bytes\) in scope 's' namespace 'n': too large" "a --raw name of 70000 bytes"
 
 # ls: scopes, namespaces, keys; --family
 sc counter add cs cn c1 >/dev/null
