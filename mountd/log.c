@@ -37,7 +37,8 @@ static const char *level_name(int level)
 
 /* A message is one line: control bytes in it (a newline or an escape
  * sequence in a path it names) are written \xNN, so that it cannot end
- * its line early, forge the next, or drive the terminal. */
+ * its line early, forge the next, or drive the terminal; a C1 control in
+ * UTF-8 too (C2 9B is CSI to xterm), as its two bytes. */
 static char *one_line(const char *msg)
 {
 	char *out = malloc(4 * strlen(msg) + 1), *o = out;
@@ -46,6 +47,8 @@ static char *one_line(const char *msg)
 	     p++) {
 		if (*p < 0x20 || *p == 0x7f)
 			o += sprintf(o, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			o += sprintf(o, "\\x%02x\\x%02x", p[0], p[1]), p++;
 		else
 			*o++ = (char)*p;
 	}

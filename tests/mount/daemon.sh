@@ -376,12 +376,13 @@ if [ "$mode" = encrypted ]; then
     wait_gone "$pid"
     [ ! -s "$work/typo.err" ] || fail "a store that exists announced: $(cat "$work/typo.err")"
     # a log line is one line: a newline in the path it names is written
-    # \x0a (it ended the line early, the rest a line of its own)
-    "$bin" -o db="$work/new/odd"$'\n'"name.db" "$mnt" 2>"$work/odd.err" || fail "a store at a path with a newline"
+    # \x0a (it ended the line early, the rest a line of its own), and a
+    # C1 control in UTF-8 (CSI, C2 9B) \xc2\x9b (it reached the terminal)
+    "$bin" -o db="$work/new/odd"$'\n'"name"$'\xc2\x9b'"2J.db" "$mnt" 2>"$work/odd.err" || fail "a store at a path with a newline"
     pid=$(daemon_of "$mnt")
     fusermount3 -u "$mnt"
     wait_gone "$pid"
-    grep -qxF "statefs: created a new empty encrypted store at $work/new/odd\x0aname.db: no store was there" "$work/odd.err" ||
+    grep -qxF "statefs: created a new empty encrypted store at $work/new/odd\x0aname\xc2\x9b2J.db: no store was there" "$work/odd.err" ||
       fail "the notice of a path with a newline, in one line: $(cat "$work/odd.err")"
   )
   ok "a named store that does not exist: made, and said"
