@@ -286,7 +286,8 @@ void cli_name_print(FILE *f, const void *p, size_t n, fs_name_kind kind);
 int cli_names_parse(const cli *c, char **args, int n, cli_name *out);
 void cli_names_free(cli_name *nm, int n);
 /* Finds the strings that long (hashed) names among nm stand for, in the
- * given family of the open store. Exit 1 when one names nothing. */
+ * given family of the open store (SFS_FAM_DIR: a scope of any family that
+ * has scopes, key/value, log or counter). Exit 1 when one names nothing. */
 int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
                       cli_name *nm, int n);
 /* "key 'k' in scope 's' namespace 'n'" (n == 3; noun replaces "key" when

@@ -301,7 +301,7 @@ int cmd_exec_clear(cli *c, cli_args *a)
 	if ((rc = cli_names_parse(c, a->pos, 1, nm)))
 		return rc;
 	if ((rc = cli_store_open_names(c, CLI_STORE_WRITE, &s,
-	                                 SFS_FAM_KV, nm, 1)))
+	                                 SFS_FAM_DIR, nm, 1)))
 		goto out;
 	st = sfs_exec_clear(s, nm[0].s, &count);
 	if (st != SFS_OK) {

@@ -201,38 +201,60 @@ static int candidates(sfs_store *s, sfs_family fam, const cli_name *nm,
 	}
 }
 
-int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
-                      cli_name *nm, int n)
+/* Resolves the hashed name nm[i] among its candidates in fam: 1 (nm[i]
+ * is now the string it names), 0 when it names none there, or a negative
+ * sfs_status. */
+static int resolve_in(sfs_store *s, sfs_family fam, cli_name *nm, int i)
 {
 	sfs_list l = { NULL, 0 };
-	const sfs_buf *found;
+	const sfs_buf *found = NULL;
 	int st;
 
-	for (int i = 0; i < n; i++) {
-		if (!nm[i].hashed)
-			continue;
-		if (i == 2)
-			nm[i].kind = fs_name_key_kind(nm[1].s);
-		if ((st = candidates(s, fam, nm, i, &l)) != SFS_OK)
-			return cli_fail_status(c, st, "cannot look up the name '%s'",
-			                       nm[i].text);
-		found = NULL;
-		for (size_t k = 0; k < l.n && !found; k++)
-			if (same_name(&l.items[k].key, nm[i].kind, nm[i].text))
-				found = &l.items[k].key;
-		if (!found) {
-			sfs_list_free(&l);
-			return cli_fail(c, CLI_EXIT_NOTFOUND, "no %s is named '%s'",
-			                fam == SFS_FAM_QUEUE ? "queue" : labels[i],
-			                nm[i].text);
-		}
+	if ((st = candidates(s, fam, nm, i, &l)) != SFS_OK)
+		return -st;
+	for (size_t k = 0; k < l.n && !found; k++)
+		if (same_name(&l.items[k].key, nm[i].kind, nm[i].text))
+			found = &l.items[k].key;
+	if (found) {
 		/* the list's strings live only as long as the list */
 		sfs_buf_free(&nm[i].mem);
 		nm[i].copy = cli_xmalloc(found->len + 1);
 		memcpy(nm[i].copy, found->ptr, found->len);
 		nm[i].s = sfs_bytes(nm[i].copy, found->len);
 		nm[i].hashed = 0;
-		sfs_list_free(&l);
+	}
+	sfs_list_free(&l);
+	return found != NULL;
+}
+
+int cli_names_resolve(const cli *c, sfs_store *s, sfs_family fam,
+                      cli_name *nm, int n)
+{
+	static const sfs_family scope_fams[] = { SFS_FAM_KV, SFS_FAM_LOG,
+	                                         SFS_FAM_COUNTER };
+	int r;
+
+	for (int i = 0; i < n; i++) {
+		if (!nm[i].hashed)
+			continue;
+		if (i == 2)
+			nm[i].kind = fs_name_key_kind(nm[1].s);
+		if (fam == SFS_FAM_DIR && i == 0) {
+			/* a scope of any family (exec-clear) */
+			r = 0;
+			for (size_t f = 0; r == 0 && f < sizeof(scope_fams) /
+			                                  sizeof(scope_fams[0]); f++)
+				r = resolve_in(s, scope_fams[f], nm, i);
+		} else {
+			r = resolve_in(s, fam, nm, i);
+		}
+		if (r < 0)
+			return cli_fail_status(c, -r, "cannot look up the name '%s'",
+			                       nm[i].text);
+		if (r == 0)
+			return cli_fail(c, CLI_EXIT_NOTFOUND, "no %s is named '%s'",
+			                fam == SFS_FAM_QUEUE ? "queue" : labels[i],
+			                nm[i].text);
 	}
 	return CLI_EXIT_OK;
 }

@@ -224,5 +224,12 @@ expect_eq "$out" 4 "exec-clear count"
 expect_exit 0 sc --json exec-clear ex
 jqe "$out" '.count == 0 and .scope == "ex"'
 expect_eq "$(sc queue len ex)" 1 "queues are untouched"
+# a long scope that holds log entries and counters only, by its listed
+# name (it was "no scope is named": looked for among key/value scopes)
+sc --raw log append "${long}ex" l k v >/dev/null
+sc --raw counter add "${long}ex" c n >/dev/null
+longex=$(sc ls --family log | grep '%~')
+expect_exit 0 sc exec-clear "$longex"
+expect_eq "$out" 2 "exec-clear of a long scope without values"
 
 echo "cli_kv ($mode): ok"
