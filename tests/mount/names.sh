@@ -3,8 +3,9 @@
 # process as raw bytes show under their codec names and are reachable by
 # them ('/', '%', control bytes, invalid UTF-8, binary, empty, reserved
 # names, scopes named like the root's directories, decimal ids in the
-# typed namespaces, keys too long for a file name); names made through the
-# mount become the bytes they name; a name over 255 bytes is ENAMETOOLONG.
+# typed namespaces, keys too long for a file name, which mv keeps); a
+# .drain writes control characters escaped; names made through the mount
+# become the bytes they name; a name over 255 bytes is ENAMETOOLONG.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
