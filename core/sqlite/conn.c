@@ -1162,9 +1162,10 @@ fail:
 	/* A file that was empty and is not now, though this call did not
 	 * make a store in it, holds another process's store, made meanwhile
 	 * (its key is not ours: the failure is a wrong key). It stays, and
-	 * with SFS_OPEN_EXCL it exists. */
+	 * with SFS_OPEN_EXCL it exists. (Not a directory, whose size is
+	 * not 0 either: that is no store, as the open said.) */
 	if (!b->memory && !b->made_schema && stat(cfg->db, &sb) == 0 &&
-	    sb.st_size > 0) {
+	    S_ISREG(sb.st_mode) && sb.st_size > 0) {
 		created = 0;
 		if (excl && status != SFS_EXISTS)
 			status = sfs_err(SFS_EXISTS, "%s was made a store by "

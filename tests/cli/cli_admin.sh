@@ -84,6 +84,17 @@ done
 expect_exit 5 timeout 20 "$STATECTL" --db "$T/fifo.db" info
 expect_match "$err" "fifo.db is not a regular file" "a FIFO, no key"
 rm -f "$T/fifo.db"
+# nor is a directory, and init says that, not that another process made
+# a store there meanwhile (its size is not 0, which was taken for that)
+mkdir "$T/dir.db"
+expect_exit 5 "$STATECTL" --db "$T/dir.db" "${modeopts[@]}" info
+expect_match "$err" "dir.db is not a regular file" "a directory as the store"
+expect_exit 5 "$STATECTL" --db "$T/dir.db" --key-file "$T/dir.key" init
+expect_match "$err" "dir.db is not a regular file" "init of a directory"
+[ ! -e "$T/dir.key" ] || fail "init of a directory left its key file"
+expect_exit 5 "$STATECTL" --db "$T/dir.db" --plaintext init
+expect_match "$err" "dir.db is not a regular file" "init of a directory, plaintext"
+rmdir "$T/dir.db"
 
 # --- init
 # An empty file (touch, a first run that died) is no store: the reads say
