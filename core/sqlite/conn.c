@@ -112,8 +112,43 @@ static int64_t newer_schema(sfs_backend *b)
 	return v > SQLB_SCHEMA_VERSION ? v : 0;
 }
 
+/* SQLITE_READONLY on a handle opened for writing, when the store's file
+ * is writable: SQLite opened its -wal or -shm read-only, since this
+ * process may not write it. A process that read the store while its file
+ * was read-only (chmod 400, another user's read) made the -shm with that
+ * mode, and SQLite keeps the -shm when the last connection closes; once
+ * the store's mode was back, every write failed "store is read-only
+ * (... attempt to write a readonly database (sqlite 8))", and nothing
+ * named the file. 0 when neither file is the cause. */
+static int explain_readonly(const sfs_backend *b, int rc, const char *what)
+{
+	static const char *const sfx[] = { "-wal", "-shm" };
+	char aux[4096];
+
+	if (rc != SQLITE_READONLY || !b || b->memory || b->readonly ||
+	    !b->path || access(b->path, W_OK) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		if ((size_t)snprintf(aux, sizeof(aux), "%s%s", b->path,
+		                     sfx[i]) >= sizeof(aux))
+			return 0;
+		/* access(2), not open(2): see explain_aux */
+		if (access(aux, W_OK) == 0 || errno == ENOENT)
+			continue;
+		return sfs_err(SFS_READONLY, "%s: cannot write %s: %s (a "
+		               "writer of the store writes it too: give it the "
+		               "store's owner and mode)", what, aux,
+		               strerror(errno));
+	}
+	return 0;
+}
+
 int sqlb_fail(sfs_backend *b, int rc, const char *what)
 {
+	int st = explain_readonly(b, rc, what);
+
+	if (st)
+		return st;
 	/* A statement that no longer compiles ("no such column") under a
 	 * handle that has been open since before a newer statefs migrated
 	 * the store: say so, and what to do, not "internal error". */

@@ -603,6 +603,20 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	expect_exit 9 nobody "$STATECTL" --db "$ro/s.db" "${roopts[@]}" verify
 	expect_match "$err" "cannot open $ro/s.db-shm: Permission denied: a process that opens the store, even to read it, opens its -wal and -shm files too\)$" \
 		"a reader that cannot open -shm"
+	# The owner read the store while its file was read-only (chmod 400):
+	# the read made the -shm with that mode, and it stays. With the
+	# store's mode back, a write names the -shm: it said "store is
+	# read-only (... attempt to write a readonly database (sqlite 8))".
+	own=$T/own
+	mkdir "$own"
+	cp "$DB" "$own/s.db"
+	chown -R 65534:65534 "$own"
+	chmod 400 "$own/s.db"
+	expect_exit 0 nobody "$STATECTL" --db "$own/s.db" "${roopts[@]}" info
+	chmod 600 "$own/s.db"
+	expect_exit 9 nobody "$STATECTL" --db "$own/s.db" "${roopts[@]}" put s n k v
+	expect_match "$err" "cannot write $own/s.db-shm: Permission denied \\(a writer of the store writes it too: give it the store's owner and mode\\)\\)$" \
+		"a writer that cannot write the -shm"
 	chmod 700 "$T"
 fi
 
