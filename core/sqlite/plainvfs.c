@@ -106,6 +106,13 @@ static int pf_shm_map(sqlite3_file *pf, int region, int size, int extend,
 
 static int pf_shm_lock(sqlite3_file *pf, int off, int n, int flags)
 {
+	pfile *f = (pfile *)pf;
+	int rc = f->main ? crypt_refuse_moved(f->zname, f->dev, f->ino, off,
+	                                      n, flags)
+	                 : SQLITE_OK;
+
+	if (rc)
+		return rc;
 	return PREAL(pf)->pMethods->xShmLock(PREAL(pf), off, n, flags);
 }
 

@@ -640,6 +640,30 @@ int crypt_refuse_replaced(sqlite3_file *real, const char *zname)
 	            zname);
 }
 
+/*
+ * A store removed, renamed, or replaced (`mv other.db state.db`, a
+ * checkpoint put back by hand) under a process that has it open (the
+ * daemon): the process goes on with the file it opened, as any process
+ * would, and SQLite with the -wal it opened by name. So every commit from
+ * then on was acknowledged and then lost: with the file once the process
+ * closed the store, or left in a -wal that is no longer beside it
+ * (through a mount, `echo v > k` succeeded and the value was gone after
+ * the unmount, with nothing logged). A write now fails before it takes
+ * the write lock, saying why: one stat(2) per write transaction.
+ */
+int crypt_refuse_moved(const char *zname, dev_t dev, ino_t ino, int offset,
+                       int n, int flags)
+{
+	if (!ino || offset != 0 || n != 1 ||
+	    flags != (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE) ||
+	    !crypt_replaced_since(zname, dev, ino))
+		return SQLITE_OK;
+	return cv_fail(SQLITE_IOERR_LOCK, "%s is no longer the file this "
+	            "process opened (removed, renamed or replaced): writes "
+	            "would be lost; close the store (unmount) and open it "
+	            "again", zname);
+}
+
 static int cv_lock(sqlite3_file *pf, int lock)
 {
 	cfile *f = (cfile *)pf;
@@ -753,6 +777,9 @@ static int cv_shm_lock(sqlite3_file *pf, int offset, int n, int flags)
 	 * before this lock) sets it after this point. */
 	if ((flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_SHARED))
 		last_error[0] = '\0';
+	rc = crypt_refuse_moved(f->zname, f->dev, f->ino, offset, n, flags);
+	if (rc)
+		return rc;
 	return f->real->pMethods->xShmLock(f->real, offset, n, flags);
 }
 

@@ -89,6 +89,12 @@ int crypt_replaced_since(const char *zname, dev_t dev, ino_t ino);
 /* Refuses a connection's first lock on such a file: unlocks real, leaves
  * the message in crypt_last_error, returns SQLITE_IOERR_LOCK. */
 int crypt_refuse_replaced(sqlite3_file *real, const char *zname);
+/* At a write transaction's lock (the WAL's write lock, offset, n and
+ * flags of xShmLock): SQLITE_IOERR_LOCK, with the message in
+ * crypt_last_error, when zname no longer names the main file opened as
+ * dev/ino (ino 0: not known), else SQLITE_OK. */
+int crypt_refuse_moved(const char *zname, dev_t dev, ino_t ino, int offset,
+                       int n, int flags);
 /* statefs-plain's files (plainvfs.c): their size before the default
  * VFS's, and their xOpen over real. */
 size_t crypt_plain_file_size(void);

@@ -118,3 +118,22 @@ ok "the store is as it was"
 
 cd /
 unmount_fs
+
+if [ -z "$pg" ]; then
+  # The store's file replaced under the mount (`mv other.db state.db`, a
+  # checkpoint put back by hand): the mount goes on with the file it
+  # opened, which has no name any more, so what it committed from then on
+  # was acknowledged and lost at the unmount (`echo v > k` exited 0,
+  # nothing logged). A write now fails with EIO and the log says why;
+  # reads go on, from the file the mount opened.
+  allow_log 'is no longer the file this process opened'
+  cp "$STATEFS_DB" "$work/other.db"   # the store, closed: a whole copy
+  mount_fs
+  mv "$work/other.db" "$STATEFS_DB"
+  expect_op EIO write "$mnt/app/cfg/k2" lost
+  grep -q "$STATEFS_DB is no longer the file this process opened (removed, renamed or replaced)" \
+    "$work/daemon.err" || fail "no log line naming the replaced store: $(cat "$work/daemon.err")"
+  expect_eq "$(cat "$mnt/app/cfg/k")" v "a read after the replacement"
+  unmount_fs
+  ok "a write to a store replaced under the mount: EIO and a log line"
+fi
