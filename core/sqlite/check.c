@@ -280,6 +280,54 @@ out:
 	return rc;
 }
 
+/* The pages page 1 counts (SQLite's in-header size, bytes 28-31: 0 when
+ * not valid, the change counter at 24 differing from 92). */
+static uint32_t header_pages(const unsigned char *p1)
+{
+	return memcmp(p1 + 24, p1 + 92, 4) == 0 ? cp_get32(p1 + 28) : 0;
+}
+
+int crypt_explain_short(const char *path, const sfs_key *key, int status)
+{
+	char was[512];
+	unsigned char hdr[100];
+	cp_filekey *fk = NULL;
+	crypt_kind k = CRYPT_KIND_NEW;
+	uint32_t P = 0, count = 0;
+	off_t size = 0;
+	head h;
+
+	if (status != SFS_CORRUPT)
+		return status;
+	snprintf(was, sizeof(was), "%s", sfs_errdetail());
+	if (head_read(path, &h, &k) != SFS_OK)
+		k = CRYPT_KIND_NEW;
+	if (k == CRYPT_KIND_PLAIN &&
+	    pread_full(h.fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr)) {
+		P = ((uint32_t)hdr[16] << 8 | hdr[17]) == 1 ?
+		    65536 : ((uint32_t)hdr[16] << 8 | hdr[17]);
+		count = header_pages(hdr);
+		size = lseek(h.fd, 0, SEEK_END);
+	} else if (k == CRYPT_KIND_ENCRYPTED && key &&
+	           (fk = cp_filekey_new()) != NULL &&
+	           head_key(path, &h, key, fk) == SFS_OK) {
+		P = h.P;                       /* page1 is opened now */
+		count = header_pages(h.page1);
+		size = h.size;
+	}
+	cp_filekey_free(fk);
+	head_close(&h);
+	if (P < CP_MIN_PAGE || size < 0 || count <= (uint64_t)size / P)
+		return sfs_err(status, "%s", was);
+	return sfs_err(SFS_CORRUPT, "%s is cut short: its page 1 counts %u "
+	               "pages of %u bytes, and the file holds %lld whole "
+	               "pages (%lld bytes): it was truncated, or its end was "
+	               "lost (with no process using it, move it and its -wal "
+	               "aside and copy a checkpoint to its name)", path, count,
+	               P,
+	               (long long)(size / P), (long long)size);
+}
+
 /* ---- verification ---- */
 
 struct progress {

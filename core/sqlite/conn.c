@@ -1173,6 +1173,8 @@ again:
 	}
 	if (status != SFS_OK && !b->memory)
 		status = explain_aux(cfg->db, status);
+	if (status != SFS_OK && !b->memory)
+		status = crypt_explain_short(cfg->db, cfg->key, status);
 	if (status != SFS_OK)
 		goto fail;
 	/* This open gave the reserve back, or another process did and the

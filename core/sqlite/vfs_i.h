@@ -105,6 +105,13 @@ int crypt_plain_open(sqlite3_vfs *real, const char *zname, sqlite3_file *pf,
  * later failure never shows an older message). */
 void crypt_clear_error(void);
 
+/* Why SQLite found the store at path malformed at its open (status
+ * SFS_CORRUPT, "database disk image is malformed"), when the cause is a
+ * file shorter than its page 1 counts (without a WAL that holds the
+ * rest, SQLite refuses it before any page is read): an SFS_CORRUPT that
+ * says so. Otherwise status, the detail as it was. */
+int crypt_explain_short(const char *path, const sfs_key *key, int status);
+
 /* Authenticates every page of the main file and every frame of the WAL of
  * the store at path, without SQLite (check.c). SFS_CORRUPT names the first
  * bad page. progress counts pages. */

@@ -368,6 +368,14 @@ if [ "$mode" = encrypted ]; then
 	"$STATECTL" --db "$T/plain-r.db" --plaintext init >/dev/null
 	expect_exit 3 "$STATECTL" --db "$T/plain-r.db" --plaintext restore "$T/ck-k4"
 	expect_match "$err" "is encrypted and no key was given" "restore of an encrypted checkpoint into a plaintext store"
+	# an encrypted copy cut short by whole pages: page 1 opened, the
+	# open says what is wrong (below too, in plaintext)
+	sc checkpoint "$T/eck.db" >/dev/null
+	epages=$(( $(stat -c %s "$T/eck.db") / 4096 ))
+	head -c 8192 "$T/eck.db" >"$T/eshort.db"
+	expect_exit 4 "$STATECTL" --db "$T/eshort.db" --key-file "$KEY" get s n k
+	expect_match "$err" "eshort.db is cut short: its page 1 counts $epages pages of 4096 bytes, and the file holds 2 whole pages" \
+		"an encrypted store cut short"
 	cp "$KEY" "$T/loose"; chmod 644 "$T/loose"
 	expect_exit 3 "$STATECTL" --db "$DB" --key-file "$T/loose" get s n k
 	# a key file that is not a key is a key problem too, not bad data
@@ -571,6 +579,15 @@ jqe "$err" '.status == "corrupt" and .exit == 4'
 printf 'this is not a statefs store at all, just text.......' >"$T/notastore.db"
 head -c 8192 /dev/zero >>"$T/notastore.db"
 expect_exit 5 "$STATECTL" --db "$T/notastore.db" "${copyopts[@]}" info
+# a copy cut short by whole pages: the open says so, and what to do (it
+# said "database disk image is malformed (sqlite 11)", naming nothing)
+head -c $(( (pages / 2) * ps )) "$T/good.db" >"$T/short.db"
+for cmd in "get s n big" verify "put s n k v"; do
+	# shellcheck disable=SC2086 # the command's words
+	expect_exit 4 "$STATECTL" --db "$T/short.db" "${copyopts[@]}" $cmd
+	expect_match "$err" "short.db is cut short: its page 1 counts $pages pages of $ps bytes, and the file holds $((pages / 2)) whole pages \\($(( (pages / 2) * ps )) bytes\\): it was truncated, or its end was lost \\(with no process using it, move it and its -wal aside and copy a checkpoint to its name\\)" \
+		"a store cut short: $cmd"
+done
 
 # Another user who may read a store, and has its key: a read says which
 # of the store's -wal and -shm files it could not make or open (every
