@@ -112,6 +112,8 @@ typedef struct cli {
 	char cmdname[48];        /* "queue push" */
 	char *opened;            /* the store cli_store_open opened, for
 	                            messages (malloc'd) */
+	const char *corrupt_hint; /* what to do, added when the store is
+	                             damaged (restore), or NULL */
 } cli;
 
 /* A command's own arguments, after parsing. Strings point into argv. */

@@ -544,12 +544,21 @@ out:
 	return rc;
 }
 
+/* A restore is a transaction of the store: one whose pages fail (a
+ * damaged store, exactly the one to restore) cannot run it, and said only
+ * "cannot restore PATH from CK (the store is unchanged): store is
+ * corrupt", or that it cannot open the store, with no way out. */
+#define RESTORE_DAMAGED "a damaged store is not restored in place: stop " \
+	"every process using it, move it and its -wal and -shm aside, and " \
+	"copy the checkpoint to its name"
+
 /* checkpoint PATH; restore PATH */
 static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 {
 	sfs_store *s = NULL;
 	cli_progress p;
 	const char *target = a->pos[0], *path;
+	size_t tlen = strlen(target);
 	json_t *j;
 	int rc, st;
 
@@ -558,8 +567,10 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 		                "overwrites a file)", target);
 	if (restore && !exists(target))
 		return cli_fail(c, CLI_EXIT_NOTFOUND, "no checkpoint at %s", target);
-	if ((rc = cli_store_open(c, restore ? CLI_STORE_WRITE : CLI_STORE_READ,
-	                         &s)))
+	c->corrupt_hint = restore ? RESTORE_DAMAGED : NULL;
+	rc = cli_store_open(c, restore ? CLI_STORE_WRITE : CLI_STORE_READ, &s);
+	c->corrupt_hint = NULL;
+	if (rc)
 		return rc;
 	path = c->opened;
 	/* the store's own file (by any name: a symlink, a hard link) would
@@ -575,7 +586,14 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	             : sfs_checkpoint(s, target, cli_progress_cb, &p);
 	cli_progress_end(&p);
 	if (st != SFS_OK) {
-		if (restore)
+		/* damage in the checkpoint is named by its path, first */
+		if (restore && st == SFS_CORRUPT &&
+		    strncmp(sfs_errdetail(), target, tlen) != 0)
+			rc = cli_fail_status(c, st, "cannot restore %s from %s "
+			                     "(the store is unchanged, and "
+			                     "damaged; " RESTORE_DAMAGED ")", path,
+			                     target);
+		else if (restore)
 			rc = cli_fail_status(c, st, "cannot restore %s from %s "
 			                     "(the store is unchanged)", path, target);
 		else

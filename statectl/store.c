@@ -197,13 +197,16 @@ static int open_failed(cli *c, int status, const char *name,
                        const char *why)
 {
 	const char *what = sfs_strerror(status);
+	const char *hint = status == SFS_CORRUPT && c->corrupt_hint ?
+	                   c->corrupt_hint : NULL;
 
 	if (*why && strcmp(why, what) != 0)
 		return cli_fail(c, cli_exit_for_status(status),
-		                "cannot open the store %s: %s (%s)", name, what,
-		                why);
+		                "cannot open the store %s: %s (%s)%s%s", name,
+		                what, why, hint ? "; " : "", hint ? hint : "");
 	return cli_fail(c, cli_exit_for_status(status),
-	                "cannot open the store %s: %s", name, what);
+	                "cannot open the store %s: %s%s%s", name, what,
+	                hint ? "; " : "", hint ? hint : "");
 }
 
 /* Whether the key file at kpath now holds a key other than key: a rekey

@@ -576,6 +576,21 @@ expect_match "$err" "failed verification|corrupt or was tampered with" \
 	"verify names the problem"
 expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" --json verify
 jqe "$err" '.status == "corrupt" and .exit == 4'
+# restore into the damaged store, the one to restore: it cannot (a
+# transaction of the store), and says what to do instead, which works
+# (it said only "cannot restore ... (the store is unchanged): store is
+# corrupt" or that it cannot open the store); a damaged checkpoint is
+# not the store's damage
+hint="a damaged store is not restored in place: stop every process using it, move it and its -wal and -shm aside, and copy the checkpoint to its name"
+expect_exit 4 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" restore "$T/good.db"
+[[ $err == *"$hint"* ]] || fail "restore into a damaged store says what to do: $err"
+expect_exit 4 "$STATECTL" --db "$T/good.db" "${copyopts[@]}" restore "$T/bad.db"
+[[ $err != *"$hint"* ]] || fail "a damaged checkpoint is not the store's damage: $err"
+mkdir "$T/aside"
+mv "$T/bad.db" "$T/aside/"
+mv "$T/bad.db-wal" "$T/bad.db-shm" "$T/aside/" 2>/dev/null || true
+cp "$T/good.db" "$T/bad.db"
+expect_exit 0 "$STATECTL" --db "$T/bad.db" "${copyopts[@]}" verify
 printf 'this is not a statefs store at all, just text.......' >"$T/notastore.db"
 head -c 8192 /dev/zero >>"$T/notastore.db"
 expect_exit 5 "$STATECTL" --db "$T/notastore.db" "${copyopts[@]}" info
