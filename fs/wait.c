@@ -44,7 +44,7 @@ typedef struct waiter {
 
 struct fs_waitq {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;       /* CLOCK_MONOTONIC */
 	waiter *head;              /* arrival order; guarded by lock */
 	int stop;                  /* guarded by lock */
 	int look;                  /* try the queues now; guarded by lock */
@@ -144,7 +144,7 @@ static void *waiter_main(void *arg)
 		q->head = keep;
 		if (q->head && !q->look && !q->stop) {
 			struct timespec ts;
-			fs_deadline(CLOCK_REALTIME, POLL_MS, &ts);
+			fs_deadline(CLOCK_MONOTONIC, POLL_MS, &ts);
 			int any_interrupted = 0;
 			for (w = q->head; w; w = w->next)
 				any_interrupted |= w->interrupted;
@@ -159,11 +159,19 @@ static void *waiter_main(void *arg)
 int fs_wait_start(fs *f)
 {
 	struct fs_waitq *q = calloc(1, sizeof(*q));
+	pthread_condattr_t ca;
 
 	if (!q)
 		return ENOMEM;
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->cond, NULL);
+	/* The poll's pause is measured on the monotonic clock: on the wall
+	 * clock, a step back (NTP, a VM resumed, date -s) made it last as
+	 * long as the step, and an item pushed by another process reached
+	 * no reader until then. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	f->waitq = q;
 	if (pthread_create(&q->thread, NULL, waiter_main, f) != 0)
 		return EAGAIN;

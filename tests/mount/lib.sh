@@ -23,8 +23,8 @@
 #   same store: its pid in $other_pid, unmounted and reaped on exit too),
 #   signal_fs SIG, helper ARGS, fsop ARGS, expect_eq GOT WANT WHAT,
 #   expect_op WANT OP ARGS, ok WHAT, fail WHAT, allow_log REGEX (daemon log
-#   lines that are expected), fuse_blocked PID FLAG (a reader has reached
-#   the daemon), now_ns, measured_lease MIN (a lease for this machine now),
+#   lines that are expected), fuse_blocked PID FLAG [MOUNT] (a reader has
+#   reached the daemon of $mnt, or of MOUNT), now_ns, measured_lease MIN (a lease for this machine now),
 #   small_disk (a 12 MiB tmpfs in $small, unmounted at exit; 1 if not root).
 # Every exit path (a failed check, an error under set -e, meson's timeout
 # or a Ctrl-C) unmounts, stops the daemon and SIGKILLs every other process
@@ -121,17 +121,17 @@ expect_op() {
   [ "$got" = "$want" ] || fail "fsop $*: got $got, want $want"
 }
 
-# Waits until process PID blocks in a request to the mount, after it made
-# the file FLAG (fsop read PATH FLAG: the next request is then its READ),
-# then makes one round trip through the daemon (STATFS, never cached):
-# the kernel hands requests over in order, so the READ is the daemon's.
-# 60 s without that is a hang, not slowness.
-fuse_blocked() { # PID FLAG
+# Waits until process PID blocks in a request to the mount (MOUNT, else
+# $mnt), after it made the file FLAG (fsop read PATH FLAG: the next
+# request is then its READ), then makes one round trip through the daemon
+# (STATFS, never cached): the kernel hands requests over in order, so the
+# READ is the daemon's. 60 s without that is a hang, not slowness.
+fuse_blocked() { # PID FLAG [MOUNT]
   local wchan
   for _ in $(seq 1200); do
     if [ -e "$2" ] && { wchan=$(< "/proc/$1/wchan"); } 2>/dev/null &&
        [[ $wchan =~ request_wait_answer|fuse ]]; then
-      stat -f "$mnt" >/dev/null
+      stat -f "${3:-$mnt}" >/dev/null
       return 0
     fi
     kill -0 "$1" 2>/dev/null || fail "process $1 ended before it blocked on the mount"

@@ -2,10 +2,10 @@
 # queue.sh - /queue/<id>: creating a file pushes, items listed in FIFO
 # order and read by peeking, .pop (ENODATA when empty, nothing popped by
 # an open without a read), .drain as JSON Lines, .wait (blocks, wakes on a
-# push from the mount or from another process, an interrupted reader
-# leaves the item, many waiters do not hang the mount), rm and rm -r;
-# the kernel's entries of items that were listed and then taken are
-# dropped, and the daemon's nodes with them.
+# push from the mount or from another process, also with the wall clock
+# stepped back, an interrupted reader leaves the item, many waiters do not
+# hang the mount), rm and rm -r; the kernel's entries of items that were
+# listed and then taken are dropped, and the daemon's nodes with them.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -81,6 +81,32 @@ helper qpush jobs external
 wait $w || fail ".wait failed"
 expect_eq "$(cat "$work/w2")" external ".wait saw another process's push"
 ok ".wait wakes"
+
+# A wall clock stepped back holds no .wait: a daemon whose clock reads an
+# hour ahead of the one the kernel times its waits on (what a step back of
+# an hour leaves, clockshift.c) still sees another process's push at its
+# next poll. The pause between polls was measured on the wall clock and
+# lasted the hour (before 2026-12-04).
+# (A sanitized daemon brings its own runtime: clang's is linked in, and
+# gcc's, which checks it is loaded first, is told a preload comes first.)
+printf '#!/bin/sh\nASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 CLOCKSHIFT_FILE=%s LD_PRELOAD=%s exec %s "$@"\n' \
+  "$work/shift" "$STATEFS_CLOCKSHIFT" "$STATEFS_BIN" > "$work/statefs-shifted"
+chmod +x "$work/statefs-shifted"
+echo 3600 > "$work/shift"
+STATEFS_BIN=$work/statefs-shifted mount_other "$work/ahead"
+"$STATEFS_FSOP" -v read "$work/ahead/$q/.wait" "$work/w3-open" > "$work/w3" &
+w=$!
+fuse_blocked $w "$work/w3-open" "$work/ahead"
+helper qpush jobs stepped
+for _ in $(seq 600); do
+  kill -0 $w 2>/dev/null || break
+  nap 0.1
+done
+kill -0 $w 2>/dev/null && fail "a .wait with the clock stepped back missed a push for 60 s"
+wait $w || fail ".wait failed"
+expect_eq "$(cat "$work/w3")" steppedOK ".wait with the clock stepped back"
+fusermount3 -u "$work/ahead"
+ok ".wait with the wall clock stepped back"
 
 # An interrupted reader leaves the item: timeout's SIGTERM, then Ctrl-C.
 rc=0
