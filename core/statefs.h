@@ -198,7 +198,8 @@ typedef struct sfs_stat {
 	                            counter: its last write; a log entry: its
 	                            append; a pending or in-flight item: the
 	                            start of its current wait in the queue; a
-	                            dead letter: its death. Never goes
+	                            dead letter: its death. Along a
+	                            log's or queue's ids never goes
 	                            backwards (docs/engine.md) */
 	int64_t counter;         /* a counter's value */
 	int64_t deliveries;      /* in-flight items and dead letters: how many
@@ -742,10 +743,10 @@ int sfs_counter_add(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,
  * (what `touch -d`, `cp -a`, `tar x` and `rsync -a` ask of a file); the
  * store keeps whole seconds, so the part below one is dropped (a time
  * before the earliest whole second int64 ns holds, -9223372036 s, is that
- * second). The next
- * write sets its own time again, unless that is earlier than this one
- * (write times never go back). Errors: SFS_NOTFOUND when the key is
- * absent (nothing changed). */
+ * second). The next write sets its own time again, also when that is
+ * earlier than this one (as a file's mtime: a value's time is its last
+ * write's). Errors: SFS_NOTFOUND when the key is absent (nothing
+ * changed). */
 int sfs_kv_set_mtime(sfs_store *s, sfs_slice scope, sfs_slice ns,
                      sfs_slice key, int64_t mtime_ns);
 

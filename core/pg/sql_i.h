@@ -15,12 +15,13 @@
 #define PGB_KEYEQ "scope_id = $1 AND ns = $2 AND key = $3"
 
 /* put: the value and its time row (written only when the stored second
- * is older), one statement. $5 clock. */
+ * is another: a write's time is its own, also when earlier), one
+ * statement. $5 clock. */
 #define PGB_SQL_PUT                                                        \
 	"WITH t AS (INSERT INTO statefs_kv_time (scope_id, ns, key, mtime_ns)" \
 	" VALUES ($1, $2, $3, sfs_mtime($5)) ON CONFLICT (scope_id, ns, key)" \
 	" DO UPDATE SET mtime_ns = excluded.mtime_ns"                      \
-	" WHERE statefs_kv_time.mtime_ns < excluded.mtime_ns)"             \
+	" WHERE statefs_kv_time.mtime_ns <> excluded.mtime_ns)"            \
 	" INSERT INTO function_state (scope_id, ns, key, value)"           \
 	" VALUES ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key)"         \
 	" DO UPDATE SET value = excluded.value"
@@ -34,7 +35,7 @@
 	" mtime_ns) VALUES ($1, $2, $3, sfs_mtime($5))"                     \
 	" ON CONFLICT (scope_id, ns, key) DO UPDATE SET"                    \
 	" mtime_ns = excluded.mtime_ns"                                     \
-	" WHERE statefs_counter_time.mtime_ns < excluded.mtime_ns) "
+	" WHERE statefs_counter_time.mtime_ns <> excluded.mtime_ns) "
 #define PGB_SQL_CTR_ADD                                                    \
 	PGB_SQL_CTR_TIME "INSERT INTO function_counter (scope_id, ns, key, n)" \
 	" VALUES ($1, $2, $3, $4) ON CONFLICT (scope_id, ns, key) DO UPDATE" \

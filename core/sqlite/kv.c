@@ -8,12 +8,14 @@
  * time tables share the data tables' key order, so range deletes apply the
  * same bounds to both without a join. Times have one-second resolution
  * (util_i.h), and the time upsert's conflict branch only updates when the
- * stored second is older than the current one: a key rewritten many times
- * in one second dirties its time page once, and the upsert that changes
- * nothing dirties no page at all; when the connection knows the row is
- * current (stamp.c), the upsert is not even run. A clock stepped back
- * leaves the later time in place until the clock catches up (times of a
- * key never go backwards).
+ * stored second is another than the current one: a key rewritten many
+ * times in one second dirties its time page once, and the upsert that
+ * changes nothing dirties no page at all; when the connection knows the
+ * row is current (stamp.c), the upsert is not even run. A write's time is
+ * its own, as a file's mtime is, also when it is earlier than the one
+ * stored (a clock stepped back, a later time given by sfs_kv_set_mtime):
+ * keeping the later one left the time unchanged by the write, and tools
+ * that find changes by size and mtime (rsync) missed it.
  *
  * Counter overflow: SQLite turns an integer overflow into a REAL, which the
  * SDK would then store. The add statement instead carries the bounds
@@ -136,7 +138,7 @@ int sqlb_counter_scan(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	"INSERT INTO statefs_kv_time (scope, ns, key, mtime_ns)"            \
 	" VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key)"              \
 	" DO UPDATE SET mtime_ns=excluded.mtime_ns"                          \
-	" WHERE mtime_ns<excluded.mtime_ns"
+	" WHERE mtime_ns<>excluded.mtime_ns"
 
 int sqlb_kv_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
                  sfs_slice key, int64_t now)
@@ -876,7 +878,7 @@ static int counter_time(sfs_backend *b, sfs_slice scope, sfs_slice ns,
 	        "INSERT INTO statefs_counter_time (scope, ns, key, mtime_ns)"
 	        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (scope, ns, key)"
 	        " DO UPDATE SET mtime_ns=excluded.mtime_ns"
-	        " WHERE mtime_ns<excluded.mtime_ns", &status);
+	        " WHERE mtime_ns<>excluded.mtime_ns", &status);
 
 	if (!st || stamp_key(b, 1, scope, ns, key, now))
 		return status;

@@ -596,7 +596,8 @@ void stamp_forget(sfs_backend *b);
 void stamp_free(sfs_backend *b);
 /* Inside a stamped transaction, before writing a key's time row
  * (counters: of function_counter) or a time map's note at now: 1 when the
- * row is known to hold now or later already (skip the statement); else 0,
+ * row is known to hold now already (a map's: now or later; skip the
+ * statement); else 0,
  * and the cache takes the statement the caller now runs as done (if it
  * fails, the transaction rolls back, and that forgets). Always 0 outside a
  * stamped transaction. */

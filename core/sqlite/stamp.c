@@ -5,9 +5,11 @@
  * the key's time row upsert, or the time map's conditional insert. Within
  * one second both usually change nothing (the stored time is already this
  * second), yet each costs a statement and a B-tree seek. The stamp cache
- * remembers, per connection, which keys' time rows and which time maps'
- * latest rows hold the current second or later, so those statements can
- * be skipped when their outcome is known.
+ * remembers, per connection, which keys' time rows hold the current second
+ * and which time maps' latest rows hold it or later, so those statements can
+ * be skipped when their outcome is known. A key's time row holds its last
+ * write's second exactly (earlier or later than before); a map's latest
+ * row holds that second or a later one.
  *
  * What is remembered is only true while nobody else changed the store.
  * SQLite's pager keeps a data version (SQLITE_FCNTL_DATA_VERSION) that
@@ -41,7 +43,7 @@ typedef struct slot {
 	uint32_t gen;       /* valid when == the cache's gen */
 	uint16_t len;
 	unsigned char k[SLOT_BYTES];
-	int64_t t;          /* the time row holds t or later */
+	int64_t t;          /* the time row holds t */
 } slot;
 
 struct stamp_cache {
@@ -157,7 +159,7 @@ int stamp_key(sfs_backend *b, int counters, sfs_slice scope, sfs_slice ns,
 		if (sl->gen == c->gen && sl->len == n &&
 		    memcmp(sl->k, k, n) == 0) {
 			c->victim[set] = (unsigned char)!w;
-			if (now <= sl->t)
+			if (now == sl->t)
 				return 1;
 			sl->t = now;
 			return 0;

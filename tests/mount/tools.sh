@@ -116,8 +116,19 @@ before=$(date +%s)
 printf w >> app/cfg/timed
 [ "$(stat -c %Y app/cfg/timed)" -ge "$before" ] || fail "a write after touch -d kept the time given"
 touch -d "3000-01-01" app/cfg/timed 2>/dev/null && fail "a time past 2262 was taken"
+# A write after a later time given (a file from a host whose clock was
+# ahead) has its own time too, and rsync -a from the mount, which skips
+# files of the same size and time, copies the change.
+mkdir "$work/bak"
+touch -d "2100-01-01" app/cfg/timed
+rsync -a app/cfg/timed "$work/bak/"
+printf xy > app/cfg/timed  # the same length
+[ "$(stat -c %Y app/cfg/timed)" -le "$(date +%s)" ] ||
+  fail "a write after touch -d 2100 kept the time given"
+rsync -a app/cfg/timed "$work/bak/"
+expect_eq "$(cat "$work/bak/timed")" xy "rsync -a of a value written after touch -d 2100"
 rm app/cfg/timed app/cfg/timed-new app/cfg/timed-cp
-ok "times given: touch -d, cp -a; a write after them"
+ok "times given: touch -d, cp -a; a write after them, also after a later time"
 
 cd /
 unmount_fs

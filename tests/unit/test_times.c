@@ -54,8 +54,9 @@ static int64_t kv_mtime(sfs_store *s, const char *key)
 }
 
 /* A time given (touch -d, cp -a): kept in whole seconds, earlier or
- * later than the value's; the next write's time replaces it, unless that
- * is earlier (write times never go back); an absent key is NOTFOUND. */
+ * later than the value's; the next write's time replaces it, also an
+ * earlier one (a later time given stayed through every write, and rsync
+ * missed them); an absent key is NOTFOUND. */
 static void test_kv_set_mtime(void **state)
 {
 	tfx *t = *state;
@@ -67,8 +68,16 @@ static void test_kv_set_mtime(void **state)
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("w")));
 	assert_int_equal(kv_mtime(t->s, "k"), 5000 * SEC);
 	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 9000 * SEC));
-	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("x")));
 	assert_int_equal(kv_mtime(t->s, "k"), 9000 * SEC);
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("x")));
+	assert_int_equal(kv_mtime(t->s, "k"), 5000 * SEC);
+	/* the same in one second: the put's own, and so its edit's */
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 9000 * SEC));
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("y")));
+	assert_int_equal(kv_mtime(t->s, "k"), 5000 * SEC);
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 9000 * SEC));
+	OK(sfs_kv_edit(t->s, SC, S("ns"), S("k"), NULL, 0, 0, NULL));
+	assert_int_equal(kv_mtime(t->s, "k"), 5000 * SEC);
 	/* before 1970: whole seconds down */
 	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), -SEC / 2));
 	assert_int_equal(kv_mtime(t->s, "k"), -SEC);
@@ -101,10 +110,13 @@ static void test_kv_seconds(void **state)
 	tfx_now = 1001 * SEC + 1;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("3")));
 	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
-	/* A clock stepped back does not move the time backwards. */
+	/* A write after the clock was stepped back has its own time, as a
+	 * file's: the later one stayed, and the write changed no time. */
 	tfx_now = 990 * SEC;
 	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("4")));
-	assert_int_equal(kv_mtime(t->s, "k"), 1001 * SEC);
+	assert_int_equal(kv_mtime(t->s, "k"), 990 * SEC);
+	OK(sfs_kv_put(t->s, SC, S("ns"), S("k"), S("5")));
+	assert_int_equal(kv_mtime(t->s, "k"), 990 * SEC);
 	/* Counters the same way. */
 	tfx_now = 2000 * SEC + 5;
 	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 1, NULL));
@@ -120,6 +132,13 @@ static void test_kv_seconds(void **state)
 	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
 	assert_int_equal(l.items[0].st.mtime_ns, 2003 * SEC);
 	sfs_list_free(&l);
+	tfx_now = 1995 * SEC; /* stepped back */
+	OK(sfs_counter_add(t->s, SC, S("c"), S("n"), 0, NULL));
+	OK(sfs_counter_scan(t->s, SC, S("c"), NULL, &l));
+	assert_int_equal(l.items[0].st.mtime_ns, 1995 * SEC);
+	sfs_list_free(&l);
+	tfx_now = 2003 * SEC;
+	OK(sfs_counter_set(t->s, SC, S("c"), S("n"), 7));
 	/* a create stamps a new counter, and leaves an existing one's time */
 	tfx_now = 2010 * SEC;
 	IS(SFS_EXISTS, sfs_counter_create(t->s, SC, S("c"), S("n"), 1));
