@@ -41,6 +41,9 @@ struct pgb_qstat {
 	pthread_mutex_t mu;
 	qcount *v;               /* guarded by mu */
 	size_t n, cap;           /* guarded by mu */
+	/* Wall-clock seconds, compared for another second, not a later one
+	 * (after a step back of the clock, the counts waited for as long as
+	 * the step). */
 	int64_t written_s;       /* when a write last began; guarded by mu */
 	int64_t pruned_s;        /* guarded by mu */
 };
@@ -173,7 +176,7 @@ static int flush(sfs_backend *b, int force)
 	if (!q || b->readonly)
 		return SFS_OK;
 	pthread_mutex_lock(&q->mu);
-	if (!q->n || (!force && now_s <= q->written_s)) {
+	if (!q->n || (!force && now_s == q->written_s)) {
 		pthread_mutex_unlock(&q->mu);
 		return SFS_OK;
 	}
@@ -182,7 +185,7 @@ static int flush(sfs_backend *b, int force)
 	q->v = NULL;
 	q->n = q->cap = 0;
 	q->written_s = now_s;
-	prune = now_s - q->pruned_s >= PRUNE_EVERY_S;
+	prune = now_s < q->pruned_s || now_s - q->pruned_s >= PRUNE_EVERY_S;
 	if (prune)
 		q->pruned_s = now_s;
 	pthread_mutex_unlock(&q->mu);

@@ -52,6 +52,9 @@ struct qstat {
 	size_t n, cap;
 	int64_t written_s;         /* when counts were last written */
 	int64_t pruned_s;          /* when stale rows were last deleted */
+	/* Both are wall-clock seconds, compared for another second, not a
+	 * later one: after a step back of the clock, a later one made the
+	 * counts wait as long as the step. */
 	int writing;               /* this transaction writes them */
 	int force;                 /* write whatever the second (close) */
 };
@@ -118,7 +121,7 @@ int qstat_due(sfs_backend *b)
 	qstat *q = b->qstats;
 
 	return q && q->n &&
-	       (q->force || sfs_clock_mtime_ns() / NS_PER_S > q->written_s);
+	       (q->force || sfs_clock_mtime_ns() / NS_PER_S != q->written_s);
 }
 
 /* Deletes the counts of queues empty and idle for a day. */
@@ -167,8 +170,8 @@ int qstat_flush(sfs_backend *b)
 		sqlite3_bind_int64(st, 4, now);
 		status = sqlb_run(b, st, "writing queue counts");
 	}
-	if (st && status == SFS_OK && now / NS_PER_S - q->pruned_s >=
-	    PRUNE_EVERY_S) {
+	if (st && status == SFS_OK && (now / NS_PER_S < q->pruned_s ||
+	    now / NS_PER_S - q->pruned_s >= PRUNE_EVERY_S)) {
 		status = prune(b, now);
 		if (status == SFS_OK)
 			q->pruned_s = now / NS_PER_S;

@@ -219,6 +219,16 @@ static void test_counts_batched(void **state)
 	}
 	sfs_store_close(w);
 	counts_are(t->path, "q", 14, 13);
+	/* the clock stepped back an hour: the next second's counts are
+	 * written as ever (they waited for the hour) */
+	OK(tfx_open(t->path, 0, &w));
+	push(w, "q", 1);                 /* written at once: none before */
+	counts_are(t->path, "q", 15, 13);
+	tfx_now -= 3600 * SEC;
+	push(w, "q", 1);
+	counts_are(t->path, "q", 16, 13);
+	sfs_store_close(w);
+	tfx_now += 3600 * SEC;
 }
 
 /* A restore keeps the live counts (they only grow); counts of a queue
