@@ -56,9 +56,15 @@ void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
 	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
 		t = f->start;
 	} else {
-		/* 0: written by another SDK, time unknown: the epoch. */
+		/* 0: written by another SDK, time unknown: the epoch. An
+		 * imported time keeps its nanoseconds, which stay in [0, 1 s)
+		 * before 1970 too: the second is rounded down. */
 		t.tv_sec = mtime_ns / 1000000000;
 		t.tv_nsec = mtime_ns % 1000000000;
+		if (t.tv_nsec < 0) {
+			t.tv_sec--;
+			t.tv_nsec += 1000000000;
+		}
 	}
 	st->st_atim = st->st_mtim = st->st_ctim = t;
 }

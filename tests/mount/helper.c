@@ -10,6 +10,8 @@
  *   qinflight QUEUE             qdead QUEUE            (counts)
  *   qpop QUEUE N                pops N items, one call each (prints nothing)
  *   qpolicy QUEUE TTL_MS MAX_DELIVERIES
+ *   kvtimed SCOPE NS KEY VALUE MTIME_NS  the value with that time to the
+ *                               nanosecond, as an import gives it
  *   append SCOPE NS KEY VALUE   (sfs_kv_edit: the value's end, made if
  *                               absent)
  *   putcheck SCOPE NS KEY N     N times: put a value starting with the
@@ -105,6 +107,18 @@ static int dump_row(const sfs_row *r, void *ctx)
 	return 0;
 }
 
+/* kvtimed's one row for sfs_import, then the end. */
+static int one_row(sfs_row *row, void *ctx)
+{
+	sfs_row **r = ctx;
+
+	if (!*r)
+		return SFS_NOTFOUND;
+	*row = **r;
+	*r = NULL;
+	return SFS_OK;
+}
+
 int main(int argc, char **argv)
 {
 	sfs_config cfg = { 0 };
@@ -127,6 +141,15 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "put") && argc == 6) {
 		rc = sfs_kv_put(store, arg(argv[2]), arg(argv[3]), arg(argv[4]),
 		                arg(argv[5]));
+	} else if (!strcmp(cmd, "kvtimed") && argc == 7) {
+		sfs_row row = { .family = SFS_FAM_KV }, *r = &row;
+
+		row.scope = arg(argv[2]);
+		row.ns = arg(argv[3]);
+		row.key = arg(argv[4]);
+		row.value = arg(argv[5]);
+		row.mtime_ns = strtoll(argv[6], NULL, 10);
+		rc = sfs_import(store, one_row, &r);
 	} else if (!strcmp(cmd, "get") && argc == 5) {
 		rc = sfs_kv_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]), &v);
 		if (rc == SFS_NOTFOUND)

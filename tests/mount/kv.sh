@@ -36,7 +36,15 @@ touch app/cfg/five
 mt2=$(stat -c %Y app/cfg/five)
 [ "$mt2" -gt "$mt" ] || fail "touch: mtime $mt2, written at $mt"
 expect_eq "$(helper get app cfg five)" 12345 "touch keeps the bytes"
-ok "ls -l and stat, touch"
+# An imported time keeps its nanoseconds; one before 1970 shows as it is,
+# a second below with the nanoseconds above it (it showed -1 ns for
+# -1.5 s: the nanoseconds were negative).
+helper kvtimed app cfg t1969 v -1500000000
+helper kvtimed app cfg t1970 v 1500000001
+expect_eq "$(stat -c %.9Y app/cfg/t1969),$(stat -c %.9Y app/cfg/t1970)" \
+  "-1.500000000,1.500000001" "imported times"
+rm app/cfg/t1969 app/cfg/t1970
+ok "ls -l and stat, touch; imported times"
 
 # O_APPEND (>> and tee -a), dd conv=notrunc, truncate.
 echo one > app/cfg/log
