@@ -224,12 +224,23 @@ int mountd_opts_parse(struct fuse_args *args, mountd_opts *o)
 			return -1;
 		}
 	}
-	if (o->lease_text && (fs_duration_parse(o->lease_text, &o->lease_ms)
-	                      != SFS_OK || o->lease_ms <= 0)) {
-		fprintf(stderr, "%s: -o lease=%s is not a duration (seconds, or a "
-		        "number followed by ms, s, m, h or d, more than 0); see "
-		        "-h\n", prog, o->lease_text);
-		return -1;
+	if (o->lease_text) {
+		int st = fs_duration_parse(o->lease_text, &o->lease_ms);
+
+		if (st == SFS_TOOBIG) {
+			/* a duration all the same: not "is not a duration" */
+			fprintf(stderr, "%s: -o lease=%s is longer than a lease "
+			        "can be (100 years, 36500d); see -h\n", prog,
+			        o->lease_text);
+			return -1;
+		}
+		if (st != SFS_OK || o->lease_ms <= 0) {
+			fprintf(stderr, "%s: -o lease=%s is not a duration "
+			        "(seconds, or a number followed by ms, s, m, h "
+			        "or d, more than 0); see -h\n", prog,
+			        o->lease_text);
+			return -1;
+		}
 	}
 	o->umask = 077;
 	if (o->umask_text &&

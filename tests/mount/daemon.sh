@@ -72,6 +72,14 @@ for v in 1G 2GiB 1000000001; do
   [[ $out == *"more than SQLite stores in one value (1000000000 bytes, 953M at most); see -h"* ]] ||
     fail "-o max_value=$v: $out"
 done
+# a lease too long for the engine is said to be that, not "not a duration"
+for v in 36501d 876001h 99999999999999999999; do
+  rc=0
+  out=$("$bin" -f -o lease=$v "$mnt" 2>&1) || rc=$?
+  expect_eq "$rc" 1 "exit of -o lease=$v"
+  [[ $out == *": -o lease=$v is longer than a lease can be (100 years, 36500d); see -h" ]] ||
+    fail "-o lease=$v: $out"
+done
 mount_fs -o max_value=953M
 unmount_fs
 ok "-h, -V and bad command lines"
