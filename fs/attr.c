@@ -258,7 +258,9 @@ static int touch_value(fs *f, fs_node *n, const fs_addr *a)
  * whole seconds, the store's; through a handle whose changes are not
  * stored yet (any file's, fs_node_give_mtime), after them, at the commit
  * that stores them (a value being created gets it then too). A time past
- * what int64 nanoseconds hold (2262) is EINVAL. */
+ * what int64 nanoseconds hold (2262, or before 1677) is stored as the
+ * nearest one they do, as ext4 stores one past 2446 as 2446: tar x and
+ * rsync -a of such a file succeed on a local file system. */
 static int set_mtime(fs *f, fs_node *n, const fs_addr *a,
                      const struct stat *attr)
 {
@@ -267,8 +269,10 @@ static int set_mtime(fs *f, fs_node *n, const fs_addr *a,
 	int64_t t;
 	int rc;
 
-	if (s > INT64_MAX / 1000000000 || s < INT64_MIN / 1000000000)
-		return SFS_INVALID;
+	if (s > INT64_MAX / 1000000000)
+		s = INT64_MAX / 1000000000;
+	else if (s < INT64_MIN / 1000000000)
+		s = INT64_MIN / 1000000000;
 	t = (int64_t)s * 1000000000;
 	pthread_mutex_lock(mu);
 	rc = fs_node_give_mtime(f, n, t) ? SFS_OK
