@@ -47,10 +47,12 @@ typedef struct tq {
 	size_t idlen;
 	char name[FS_NAME_MAX + 1];  /* as under the mount */
 	sfs_queue_stats f;        /* this frame's figures; f.queue unused */
-	int64_t t0;               /* the previous frame's time; 0: none */
+	int64_t t0;               /* the previous frame's time (top.mono_ns);
+	                             0: none */
 	uint64_t pushed0, taken0; /* and its counts */
 	double push_s, pop_s;     /* per second since then; < 0: unknown */
-	int64_t ht[HIST];         /* depth samples: time, depth (a ring) */
+	int64_t ht[HIST];         /* depth samples: time (top.mono_ns), depth
+	                             (a ring) */
 	uint64_t hv[HIST];
 	size_t hn, hlast;         /* samples, index of the newest */
 } tq;
@@ -59,6 +61,10 @@ typedef struct top {
 	sfs_store *s;
 	int64_t interval_ms;
 	sfs_stats *st;            /* the latest snapshot */
+	int64_t mono_ns;          /* when it was taken, on the monotonic clock:
+	                             what rates and the trend measure, so a
+	                             step of the wall clock (st->now_ns) moves
+	                             neither */
 	tq *q;                    /* by queue bytes, as the snapshot */
 	size_t nq;
 	int utf8;                 /* the trend in block characters */
@@ -85,12 +91,17 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static int64_t mono_ms(void)
+static int64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+static int64_t mono_ms(void)
+{
+	return mono_ns() / 1000000;
 }
 
 /* --- the model ---------------------------------------------------------- */
@@ -115,6 +126,7 @@ static void model_update(top *t, sfs_stats *st)
 		fputs("statectl: out of memory\n", stderr);
 		exit(CLI_EXIT_SYSTEM);
 	}
+	t->mono_ns = mono_ns();
 	for (size_t i = 0; i < st->nqueues; i++) {
 		const sfs_queue_stats *f = &st->queues[i];
 		tq *q = &nv[i];
@@ -134,7 +146,7 @@ static void model_update(top *t, sfs_stats *st)
 			                    FS_NAME_SCOPE, q->name, NULL))
 				snprintf(q->name, sizeof(q->name), "?");
 		}
-		dt = (double)(st->now_ns - q->t0) / NS;
+		dt = (double)(t->mono_ns - q->t0) / NS;
 		q->push_s = q->pop_s = -1;
 		/* a count that went down was forgotten (a reset): unknown */
 		if (q->t0 && dt > 0 && f->pushed >= q->pushed0 &&
@@ -144,14 +156,14 @@ static void model_update(top *t, sfs_stats *st)
 		}
 		q->f = *f;
 		memset(&q->f.queue, 0, sizeof(q->f.queue));
-		q->t0 = st->now_ns;
+		q->t0 = t->mono_ns;
 		q->pushed0 = f->pushed;
 		q->taken0 = f->taken;
 		/* at most HIST samples per span, however short the interval */
-		if (!q->hn || st->now_ns - q->ht[q->hlast] >=
+		if (!q->hn || t->mono_ns - q->ht[q->hlast] >=
 		    (int64_t)SPAN_S * NS / HIST) {
 			q->hlast = q->hn ? (q->hlast + 1) % HIST : 0;
-			q->ht[q->hlast] = st->now_ns;
+			q->ht[q->hlast] = t->mono_ns;
 			q->hv[q->hlast] = f->pending;
 			if (q->hn < HIST)
 				q->hn++;
@@ -313,7 +325,7 @@ static void fmt_trend(const top *t, const tq *q, char *b, size_t n, int cols)
 	};
 	static const char ascii[] = " .:-=+*#@";
 	uint64_t v[512], max = 0;
-	int64_t from = t->st->now_ns - (int64_t)SPAN_S * NS;
+	int64_t from = t->mono_ns - (int64_t)SPAN_S * NS;
 	size_t len = 0;
 
 	if (cols > 512)

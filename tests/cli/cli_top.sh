@@ -147,6 +147,31 @@ kill -TERM "$tpid"
 got=0
 wait "$tpid" || got=$?
 expect_eq "$got" 0 "top piped exits 0 at SIGTERM"
+# rates measure the time between frames on the monotonic clock: with the
+# wall clock stepped back an hour while top runs (clockshift.c), every
+# frame but the first has a rate (the first after the step had none: it
+# was a negative time after the frame before; the trend stopped taking
+# samples for the hour)
+# (a sanitized statectl brings its own runtime: clang's is linked in, and
+# gcc's, which checks it is loaded first, is told a preload comes first)
+printf '#!/bin/sh\nASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 CLOCKSHIFT_FILE=%s LD_PRELOAD=%s exec %s "$@"\n' \
+	"$T/shift" "$STATEFS_CLOCKSHIFT" "$STATECTL" >"$T/statectl-shifted"
+chmod +x "$T/statectl-shifted"
+echo 0 >"$T/shift"
+sc queue push stepped s1 >/dev/null
+"$T/statectl-shifted" --db "$DB" "${modeopts[@]}" --json top --interval 100ms >"$T/jframes" &
+tpid=$!
+jframes() { wc -l <"$T/jframes"; }
+for _ in $(seq 1200); do [ "$(jframes)" -ge 2 ] && break; nap 0.1; done
+[ "$(jframes)" -ge 2 ] || fail "two JSON frames (in 120 s)"
+echo -3600 >"$T/shift"
+n=$(($(jframes) + 3))
+for _ in $(seq 1200); do [ "$(jframes)" -ge "$n" ] && break; nap 0.1; done
+[ "$(jframes)" -ge "$n" ] || fail "three JSON frames after the step (in 120 s)"
+kill -TERM "$tpid"
+wait "$tpid" || true
+jqe "$(head -n "$n" "$T/jframes" | jq -s .)" \
+	'[.[1:][] | .queues[] | select(.queue == "stepped") | .push_per_s] | length >= 4 and all(. != null)'
 # ... also while a frame waits for a reader that does not read (a full
 # pipe: top | less, paused): the quit it asks for, exit 0, nothing said
 # (it was exit 9, "cannot write the output: Interrupted system call").

@@ -1,9 +1,10 @@
 /*
- * clockshift.c - an LD_PRELOAD library for the mount tests: the wall clock
- * (CLOCK_REALTIME and CLOCK_REALTIME_COARSE) as clock_gettime(2) gives it
- * to the process, moved by the whole seconds written in the file
- * $CLOCKSHIFT_FILE, read at every call (missing or empty: 0), so a test
- * steps a running daemon's wall clock by rewriting the file.
+ * clockshift.c - an LD_PRELOAD library for the mount and cli tests (a
+ * daemon, statectl): the wall clock (CLOCK_REALTIME and
+ * CLOCK_REALTIME_COARSE) as clock_gettime(2) gives it to the process,
+ * moved by the whole seconds written in the file $CLOCKSHIFT_FILE, read at
+ * every call (missing or empty: 0), so a test steps a running process's
+ * wall clock by rewriting the file.
  *
  * What it changes is the process's reading of the clock, not the kernel's
  * clock: a wait the kernel times on CLOCK_REALTIME (an absolute deadline
