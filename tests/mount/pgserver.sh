@@ -224,80 +224,78 @@ expect_eq "$(helper qlen p)" 2 "items pending"
 expect_eq "$(helper qinflight p)" 4 "items in flight"
 unmount_fs
 
-# --- a .pop's ack that fails is tried again ---------------------------------
-# The item is taken, then (while the daemon holds its answer: a test hook
+# --- acks that fail are tried again ----------------------------------------
+# An item is taken, then (while the daemon holds its answer: a test hook
 # that waits while a file exists) the daemon's connections end and the
 # role's new sessions are read-only, so the ack after the delivery fails.
 # Once the server takes writes again the daemon acks it (it tries each
-# second): the item is settled, not delivered again when the pop's lease
-# of a minute ends. It stayed in flight until then before, and came back.
-touch "$work/gate"
-export STATEFS_TEST_DELIVER_GATE=$work/gate
-mount_fs -o "db=$STATEFS_DB&application_name=$app"
-unset STATEFS_TEST_DELIVER_GATE
-allow_log 'could not be settled yet|claim recovery'
+# second): the item is settled, not delivered again when the lease ends.
+gated_mount() {
+  touch "$work/gate"
+  export STATEFS_TEST_DELIVER_GATE=$work/gate
+  mount_fs -o "db=$STATEFS_DB&application_name=$app"
+  unset STATEFS_TEST_DELIVER_GATE
+  allow_log 'could not be settled yet|not settled yet|claim recovery'
+}
+wait_inflight() { # QUEUE N: until the reader's take is in the store
+  SECONDS=0
+  until [ "$(helper qinflight "$1")" = "$2" ]; do
+    [ "$SECONDS" -lt 60 ] || fail "the reader of queue $1 took no item in 60 s"
+    nap 0.05
+  done
+}
+writes_refused() { # then the gate opens: the answer goes, its ack fails
+  psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
+  end_conns terminate
+  rm "$work/gate"
+}
+writes_taken() {
+  psql -X -q "$STATEFS_TEST_PG" -c "SET default_transaction_read_only = off" \
+    -c "ALTER ROLE CURRENT_USER RESET default_transaction_read_only"
+  end_conns terminate
+}
+wait_settled() { # QUEUE WHAT
+  SECONDS=0
+  while [ "$(helper qinflight "$1")" != 0 ]; do
+    [ "$SECONDS" -lt 45 ] || fail "$2 still in flight 45 s after the server took writes again (not tried again)"
+    nap 0.2
+  done
+  expect_eq "$(helper qlen "$1")" 0 "$2 not back in the queue"
+}
+
+# A .pop's: it stayed in flight until the pop's lease of a minute ended
+# before, and came back.
+gated_mount
 helper qpush r once
 "$STATEFS_FSOP" -v read "$mnt/queue/r/.pop" > "$work/popped" & reader=$!
-SECONDS=0
-until [ "$(helper qinflight r)" = 1 ]; do
-  [ "$SECONDS" -lt 60 ] || fail "the .pop took no item in 60 s"
-  nap 0.05
-done
-psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
-end_conns terminate
-rm "$work/gate"
+wait_inflight r 1
+writes_refused
 wait "$reader"
 expect_eq "$(cat "$work/popped")" onceOK "the item delivered"
 expect_eq "$(helper qinflight r)" 1 "the item in flight while the server refuses writes"
-psql -X -q "$STATEFS_TEST_PG" -c "SET default_transaction_read_only = off" \
-  -c "ALTER ROLE CURRENT_USER RESET default_transaction_read_only"
-end_conns terminate
-SECONDS=0
-while [ "$(helper qinflight r)" != 0 ]; do
-  [ "$SECONDS" -lt 45 ] || fail "the delivered item is still in flight 45 s after the server took writes again (its ack was not tried again)"
-  nap 0.2
-done
-expect_eq "$(helper qlen r)" 0 "the delivered item is not back in its queue"
+writes_taken
+wait_settled r "the delivered item"
 grep -q "could not be settled yet" "$work/daemon.err" || fail "the failed ack is not in the log"
 grep -q "settled after all" "$work/daemon.err" || fail "no 'settled after all' in the log"
 unmount_fs
 ok "a .pop whose ack failed is acked once the server takes writes again, not delivered twice"
 
-# --- a .drain's acks that fail are tried again, and not given back --------
-# The same for a queue's drain: its reply carries three rows whose acks
-# fail (the role's sessions read-only), the server takes writes again, and
-# the reader closes. The rows are settled (by the timer, or at the close),
-# not given back by the close's release: they were given back before, and
-# delivered again by the next drain.
-touch "$work/gate"
-export STATEFS_TEST_DELIVER_GATE=$work/gate
-mount_fs -o "db=$STATEFS_DB&application_name=$app"
-unset STATEFS_TEST_DELIVER_GATE
-allow_log 'could not be settled yet|not settled yet|claim recovery'
+# A queue's drain: its reply carries three rows whose acks fail, the server
+# takes writes again, and the reader closes. The rows are settled (by the
+# timer, or at the close), not given back by the close's release: they
+# were given back before, and delivered again by the next drain.
+gated_mount
 for i in 1 2 3; do helper qpush d "row$i"; done
 exec 3< "$mnt/queue/d/.drain"
 dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
-SECONDS=0
-until [ "$(helper qinflight d)" = 3 ]; do
-  [ "$SECONDS" -lt 60 ] || fail "the .drain took no item in 60 s"
-  nap 0.05
-done
-psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
-end_conns terminate
-rm "$work/gate"
+wait_inflight d 3
+writes_refused
 wait "$reader"
 expect_eq "$(grep -c '"value":"row' "$work/drained")" 3 "rows delivered"
 expect_eq "$(helper qinflight d)" 3 "the rows in flight while the server refuses writes"
-psql -X -q "$STATEFS_TEST_PG" -c "SET default_transaction_read_only = off" \
-  -c "ALTER ROLE CURRENT_USER RESET default_transaction_read_only"
-end_conns terminate
+writes_taken
 exec 3<&-
-SECONDS=0
-while [ "$(helper qinflight d)" != 0 ]; do
-  [ "$SECONDS" -lt 45 ] || fail "the delivered rows are still in flight 45 s after the server took writes again and the drain was closed"
-  nap 0.2
-done
-expect_eq "$(helper qlen d)" 0 "the delivered rows are not back in their queue"
+wait_settled d "the delivered rows"
 grep -q "rows of a drain were delivered but their claim [0-9]* could not be settled yet" "$work/daemon.err" ||
   fail "the failed acks are not in the log"
 unmount_fs
