@@ -202,13 +202,8 @@ int fs_create(const fs_config *cfg, fs **out)
 	if (getenv("STATEFS_TEST_DELIVER_DELAY_MS"))
 		f->test_deliver_delay_ms =
 			atol(getenv("STATEFS_TEST_DELIVER_DELAY_MS"));
-	if ((getenv("STATEFS_TEST_DELIVER_GATE") &&
-	     !(f->test_deliver_gate =
-	       strdup(getenv("STATEFS_TEST_DELIVER_GATE")))) ||
-	    (getenv("STATEFS_TEST_NODES") &&
-	     !(f->test_nodes = strdup(getenv("STATEFS_TEST_NODES"))))) {
-		free(f->test_deliver_gate);
-	free(f->test_nodes);
+	if (getenv("STATEFS_TEST_DELIVER_GATE") &&
+	    !(f->test_deliver_gate = strdup(getenv("STATEFS_TEST_DELIVER_GATE")))) {
 		free(f);
 		return ENOMEM;
 	}
@@ -237,11 +232,6 @@ void fs_stop(fs *f)
 	fs_wait_stop(f);
 }
 
-void fs_set_session(fs *f, struct fuse_session *se)
-{
-	f->se = se;
-}
-
 void fs_set_store(fs *f, sfs_store *store)
 {
 	f->store = store;
@@ -263,7 +253,6 @@ void fs_destroy(fs *f)
 		       f->nunsettled);
 	free(f->unsettled);
 	free(f->test_deliver_gate);
-	free(f->test_nodes);
 	pthread_mutex_destroy(&f->unsettled_mu);
 	pthread_mutex_destroy(&f->lock);
 	for (int i = 0; i < FS_VALUE_LOCKS; i++)

@@ -55,9 +55,6 @@ static inline uint64_t fs_default_max_buffered(uint64_t max_value)
  * needs the fs) before it opens, or creates, a store. */
 int fs_create(const fs_config *cfg, fs **out);
 void fs_set_store(fs *f, sfs_store *store);
-/* The session, for the notifications fs_tick sends the kernel (before
- * the first fs_tick; the session outlives the timer). */
-void fs_set_session(fs *f, struct fuse_session *se);
 
 /* The operations to pass to fuse_session_new() with the fs as userdata.
  * Static; valid for the life of the process. */
@@ -80,14 +77,11 @@ int fs_loop(fs *f, struct fuse_session *se, unsigned threads);
 void fs_stop(fs *f);
 
 /* The daemon's timer, once a second while the session runs (and once
- * after it): acks again the claims of items a .pop, a .wait or a drain
- * delivered whose ack failed, a PostgreSQL server out of reach for
- * longer than the busy timeout, so that an outage shorter than the pop's
- * lease delivers no item twice. Each goes once it is settled, or when the
- * store says its claim has ended (its lease ran out: the item is back in
- * its queue). And asks the kernel to drop its entries of queue items
- * nothing uses (fs_set_session), which it would keep until memory
- * pressure. */
+ * after it): acks again the items a .pop, a .wait or a drain delivered
+ * whose ack failed, a PostgreSQL server out of reach for longer than the
+ * busy timeout, so that an outage shorter than the pop's lease delivers
+ * no item twice. Each goes once it is settled, or when the store says its
+ * claim has ended (its lease ran out: the item is back in its queue). */
 void fs_tick(fs *f);
 
 /* Frees everything. Call after fuse_session_destroy(), which has already

@@ -238,9 +238,6 @@ int fs_node_find_held(fs *f, fs_node *parent, fs_kind kind, const void *p,
 fs_node *fs_node_anon(fs *f, fs_node *parent, fs_kind kind);
 void fs_node_forget(fs *f, fs_node *n, uint64_t nlookup);
 void fs_node_trim(fs *f);
-/* Asks the kernel to drop its entries of queue items nothing here uses
- * (fs_tick; never from a request's handler). */
-void fs_node_expire(fs *f);
 void fs_node_ref(fs *f, fs_node *n);
 void fs_node_unref(fs *f, fs_node *n);
 /* Takes the child (if present) out of the name table: deleted or replaced.
@@ -396,10 +393,6 @@ struct fs {
 	char *test_deliver_gate;   /* tests only: the same pause, for as long
 	                              as this file exists
 	                              (STATEFS_TEST_DELIVER_GATE) */
-	char *test_nodes;          /* tests only: a file fs_node_expire
-	                              writes the nodes' and the item nodes'
-	                              counts to, each second
-	                              (STATEFS_TEST_NODES) */
 	sfs_log_fn log;
 	void *log_ctx;
 	uid_t uid;
@@ -423,10 +416,6 @@ struct fs {
 	size_t nodes;
 	size_t nodes_peak;         /* the most nodes since the last trim
 	                              (fs_node_trim); guarded by lock */
-	size_t item_nodes;         /* nodes of queue items (pending, in
-	                              flight, dead); guarded by lock */
-	struct fuse_session *se;   /* for notifications (fs_node_expire);
-	                              NULL: none are sent */
 	int64_t anon_seq;
 	fs_node *root, *exec_root, *queue_root, *counter_root;
 	fs_link files, dirs;       /* open handles; guarded by lock */

@@ -25,8 +25,6 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,11 +172,6 @@ static void grow(fs *f)
 	free(oi);
 }
 
-static int is_item(fs_kind k)
-{
-	return k == FS_QUEUE_ITEM || k == FS_INFLIGHT_ITEM || k == FS_DEAD_ITEM;
-}
-
 /* Frees n and then every ancestor left with no lookups and no references.
  * Called with the lock held. */
 static void maybe_free(fs *f, fs_node *n)
@@ -190,7 +183,6 @@ static void maybe_free(fs *f, fs_node *n)
 		if (!n->unlinked)
 			name_remove(f, n);
 		f->nodes--;
-		f->item_nodes -= is_item(n->kind);
 		f->buffered -= n->kept.len;
 		sfs_buf_free(&n->kept);
 		free(n->name);
@@ -232,7 +224,6 @@ static fs_node *node_new(fs *f, fs_node *parent, fs_kind kind,
 		parent->refs++;
 	ino_insert(f, n);
 	name_insert(f, n);
-	f->item_nodes += is_item(kind);
 	if (++f->nodes > f->ino_buckets)
 		grow(f);
 	if (f->nodes > f->nodes_peak)
@@ -443,72 +434,6 @@ void fs_node_trim(fs *f)
 #else
 	(void)trim;
 #endif
-}
-
-/* The kernel keeps a dentry (and its inode, and so our node) of every
- * name it looked up until memory pressure: an entry timeout of 0 makes
- * it look the name up again at the next use, not let it go (a dentry
- * released within the jiffy of its lookup is not even expired). Items
- * come and go by the million, each under a name of its own: every item
- * a `ls -l` showed, or a reader opened, held about 1.3 kB of the
- * daemon's memory and a kernel inode after it was taken (measured: 2,000
- * more fuse_inode objects for each round of 2,000 items pushed, listed
- * and drained). Once a second the timer asks the kernel to drop the
- * entries of the items nothing here uses (no open file, no reader): at
- * most EXPIRE_MAX a second. An item entry is looked up again at every
- * use anyway (fs_ttl), so nothing a reader sees changes. */
-#define EXPIRE_MAX 4096
-
-/* The test hook: the counts, written whole (a file renamed over it). */
-static void test_counts(const fs *f, size_t nodes, size_t items)
-{
-	char tmp[PATH_MAX];
-	FILE *o;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", f->test_nodes) >=
-	    (int)sizeof(tmp) || !(o = fopen(tmp, "w")))
-		return;
-	fprintf(o, "%zu %zu\n", nodes, items);
-	if (fclose(o) == 0)
-		(void)rename(tmp, f->test_nodes);
-}
-
-void fs_node_expire(fs *f)
-{
-	struct { uint64_t dir; char name[FS_ID_NAME + 1]; } *v;
-	size_t n = 0, nodes, items;
-
-	pthread_mutex_lock(&f->lock);
-	nodes = f->nodes;
-	items = f->item_nodes;
-	if (!f->se || !items) {
-		pthread_mutex_unlock(&f->lock);
-		if (f->test_nodes)
-			test_counts(f, nodes, items);
-		return;
-	}
-	v = malloc(EXPIRE_MAX * sizeof(*v));
-	for (size_t b = 0; v && b < f->ino_buckets && n < EXPIRE_MAX; b++) {
-		for (fs_node *nd = f->by_ino[b]; nd && n < EXPIRE_MAX;
-		     nd = nd->ino_next) {
-			if (!is_item(nd->kind) || !nd->nlookup || nd->refs ||
-			    nd->unlinked)
-				continue;
-			v[n].dir = nd->parent->ino;
-			fs_id_name(nd->id, v[n].name);
-			n++;
-		}
-	}
-	pthread_mutex_unlock(&f->lock);
-	/* Outside the lock: the kernel takes the directory's lock first,
-	 * which a request in that directory holds while it waits for us. */
-	for (size_t i = 0; i < n; i++)
-		(void)fuse_lowlevel_notify_inval_entry(f->se, v[i].dir,
-		                                       v[i].name,
-		                                       strlen(v[i].name));
-	free(v);
-	if (f->test_nodes)
-		test_counts(f, nodes, items);
 }
 
 void fs_node_ref(fs *f, fs_node *n)

@@ -256,7 +256,6 @@ void fs_tick(fs *f)
 	struct fs_unsettled *v;
 	size_t n, done;
 
-	fs_node_expire(f);
 	pthread_mutex_lock(&f->unsettled_mu);
 	v = f->unsettled;
 	n = f->nunsettled;

@@ -323,7 +323,6 @@ int main(int argc, char *argv[])
 	                      sizeof(*fs_lowlevel_ops()), f);
 	if (!se)
 		goto out_fs; /* libfuse said why */
-	fs_set_session(f, se);
 	mp_lock = lock_mountpoint(o.mountpoint);
 	if (refuse_dead_mountpoint(o.mountpoint) != 0 ||
 	    refuse_live_mountpoint(o.mountpoint) != 0)

@@ -8,7 +8,6 @@
  *   lappend SCOPE NS KEY VALUE  qpush QUEUE VALUE...   qlen QUEUE
  *   kvcount SCOPE NS            verify                 dump
  *   qinflight QUEUE             qdead QUEUE            (counts)
- *   qpop QUEUE N                pops N items, one call each (prints nothing)
  *   qpolicy QUEUE TTL_MS MAX_DELIVERIES
  *   kvtimed SCOPE NS KEY VALUE MTIME_NS  the value with that time to the
  *                               nanosecond, as an import gives it
@@ -182,12 +181,6 @@ int main(int argc, char **argv)
 		for (int i = 3; i < argc && !rc; i++) {
 			sfs_slice it = arg(argv[i]);
 			rc = sfs_queue_push(store, arg(argv[2]), &it, 1, NULL);
-		}
-	} else if (!strcmp(cmd, "qpop") && argc == 4) {
-		for (long i = strtol(argv[3], NULL, 10); i > 0 && !rc; i--) {
-			sfs_list l = { NULL, 0 };
-			rc = sfs_queue_pop(store, arg(argv[2]), 1, &l);
-			sfs_list_free(&l);
 		}
 	} else if (!strcmp(cmd, "qlen") && argc == 3) {
 		rc = sfs_item_count(store, arg(argv[2]), SFS_ITEM_PENDING, &len);

@@ -4,14 +4,11 @@
 # an open without a read), .drain as JSON Lines, .wait (blocks, wakes on a
 # push from the mount or from another process, also with the wall clock
 # stepped back, an interrupted reader leaves the item, many waiters do not
-# hang the mount), rm and rm -r; the kernel's entries of items that were
-# listed and then taken are dropped, and the daemon's nodes with them.
+# hang the mount), rm and rm -r.
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
-export STATEFS_TEST_NODES=$work/nodes # the daemon's node counts, each second
 mount_fs
-unset STATEFS_TEST_NODES
 cd "$mnt"
 q=queue/jobs
 
@@ -155,26 +152,6 @@ expect_eq "$(ls queue)" 'a%2Fb' "listed as a%2Fb"
 mv 'queue/a%2Fb/'* queue/other/
 expect_eq "$(helper qlen a/b),$(helper qlen other)" 0,1 "mv across queues"
 ok "queue names, mv"
-
-# Items listed (ls -l: an entry, and so a node, for each) and then taken,
-# by the mount's drain and by another process's pops: the kernel kept
-# every entry until memory pressure, and the daemon a node for each
-# (about 1.3 kB), after the items were gone. Once a second the daemon now
-# asks the kernel to drop the entries of items nothing uses.
-helper qpush listed $(seq -f "i%g" 300)
-expect_eq "$(ls -l queue/listed | grep -c '^-')" 300 "items listed"
-cat queue/listed/.drain > /dev/null
-helper qpush listed $(seq -f "j%g" 200)
-ls -l queue/listed > /dev/null
-helper qpop listed 200
-expect_eq "$(helper qlen listed)" 0 "every item taken"
-SECONDS=0
-until read -r nodes items < "$work/nodes" 2>/dev/null && [ "$items" = 0 ]; do
-  [ "$SECONDS" -lt 60 ] ||
-    fail "the daemon still holds ${items:-?} item nodes (of $nodes) 60 s after the items were taken"
-  nap 0.2
-done
-ok "items listed and then taken: their nodes go ($nodes nodes left)"
 
 # Stopping the daemon with readers blocked on .wait: each READ fails with
 # ENOTCONN, what any access gets once the daemon is gone (EINTR would make
