@@ -152,6 +152,35 @@ for sig in TERM INT HUP; do
   signal_fs $sig
   mountpoint -q "$mnt" && fail "still mounted after SIG$sig"
 done
+# SIGTERM while ls -l runs in a queue's directory: the daemon exits. With
+# d0648fc (reverted) its timer asked the kernel to drop item entries, and
+# the kernel made it wait, unkillable, for the directory's lock, which an
+# ls's request nobody would answer held: the daemon never exited (SIGKILL
+# neither) until the ls was killed (helper-56: 2 runs of 3). Kept against
+# any notification to the kernel that comes back.
+mount_fs
+helper qpush listed $(seq -f "i%g" 200)
+lsers=()
+for opt in -l -f -f -f; do # -f: mostly in getdents, under the lock
+  ( while :; do ls $opt "$mnt/queue/listed" > /dev/null 2>&1; done ) &
+  lsers+=($!)
+done
+nap 2.5
+kill -TERM "$daemon_pid"
+SECONDS=0
+while kill -0 "$daemon_pid" 2>/dev/null && [ "$SECONDS" -lt 30 ]; do
+  nap 0.2
+done
+hung=$(kill -0 "$daemon_pid" 2>/dev/null && echo 1 || true)
+for p in "${lsers[@]}"; do # each loop stopped, then its ls, then it
+  kill -STOP "$p" 2>/dev/null || true
+  pkill -KILL -P "$p" || true
+  kill -KILL "$p" 2>/dev/null || true
+done
+wait "${lsers[@]}" 2>/dev/null || true
+[ -z "$hung" ] || fail "the daemon did not exit 30 s after SIGTERM with ls -l running in a queue"
+reap_fs "SIGTERM with ls -l running in a queue"
+mountpoint -q "$mnt" && fail "still mounted after SIGTERM with ls -l running"
 # Out of descriptors (its ulimit -n lowered under the three it has
 # first): a value still goes in, and SIGTERM still unmounts with status 0.
 # The pools end their threads with pthread_cancel, for which glibc opens
