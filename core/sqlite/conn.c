@@ -1061,54 +1061,6 @@ static int explain_aux(const char *db, int status)
 	return status;
 }
 
-/*
- * A store on a file system mounted read-only (a snapshot, a backup
- * medium, a read-only bind mount): a read-only open was refused, since
- * the first process to open a store makes its -wal and -shm files
- * ("cannot create PATH-wal: Read-only file system"), so not even verify
- * or export could read a backup kept that way. Nothing can change such a
- * file through this mount of its file system, so a read-only open of a
- * store closed cleanly (no -wal, no -shm: the last close removes both)
- * opens it immutable (SQLite's immutable=1: no locks, no -wal or -shm).
- * NULL otherwise, or out of memory: a store with a log needs the log's
- * files (and gets the sentence above when they cannot be made), and one
- * that has them may be open elsewhere (a read-only bind mount of a live
- * store), where SQLite reads through the -shm read-only.
- */
-static char *immutable_uri(const char *db)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	static const char *const sfx[] = { "-wal", "-shm" };
-	char aux[4096];
-	struct statvfs vs;
-	struct stat st;
-	size_t n = strlen(db);
-	char *uri, *o;
-
-	if (statvfs(db, &vs) != 0 || !(vs.f_flag & ST_RDONLY))
-		return NULL;
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
-		if ((size_t)snprintf(aux, sizeof(aux), "%s%s", db, sfx[i]) >=
-		    sizeof(aux) || stat(aux, &st) == 0 || errno != ENOENT)
-			return NULL;
-	uri = malloc(5 + 3 * n + sizeof("?immutable=1"));
-	if (!uri)
-		return NULL;
-	o = uri + sprintf(uri, "file:");
-	for (const unsigned char *c = (const unsigned char *)db; *c; c++) {
-		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		    (*c >= '0' && *c <= '9') || strchr("/-._~", *c)) {
-			*o++ = (char)*c;
-		} else {
-			*o++ = '%';
-			*o++ = hex[*c >> 4];
-			*o++ = hex[*c & 15];
-		}
-	}
-	strcpy(o, "?immutable=1");
-	return uri;
-}
-
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1148,7 +1100,6 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	const char *vfsname = NULL;
 	crypt_kind kind;
 	int flags, rc, status, created = 0, freed = 0;
-	char *uri = NULL;
 	int excl = (given->flags & SFS_OPEN_CREATE) &&
 	           (given->flags & SFS_OPEN_EXCL);
 	struct stat sb;
@@ -1188,11 +1139,8 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
 	        (b->readonly ? SQLITE_OPEN_READONLY
 	                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-	if (b->readonly && !b->memory)
-		uri = immutable_uri(cfg->db);
 again:
-	rc = sqlite3_open_v2(uri ? uri : cfg->db, &b->db,
-	                     uri ? flags | SQLITE_OPEN_URI : flags, vfsname);
+	rc = sqlite3_open_v2(cfg->db, &b->db, flags, vfsname);
 	if (rc != SQLITE_OK) {
 		status = sqlb_fail(b, rc, cfg->db);
 		goto fail;
@@ -1240,11 +1188,9 @@ again:
 		sqlb_ckpt_start(b, vfsname, cfg->busy_timeout_ms);
 	if (!b->memory && !b->readonly)
 		rekey_leftover(b);
-	free(uri);
 	*out = b;
 	return SFS_OK;
 fail:
-	free(uri);
 	/* What could not be opened is left exactly as it was: no checkpoint
 	 * at close, which would also delete the write-ahead log. */
 	if (b->db)

@@ -652,23 +652,4 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	chmod 700 "$T"
 fi
 
-# A store on a file system mounted read-only (a snapshot, a backup
-# medium): the reads open it, without the -wal and -shm files they cannot
-# make there (it said "cannot create PATH-wal: Read-only file system", so
-# not even verify or export could read it); a write still says why not.
-if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$T/rofs" &&
-	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$T/rofs" 2>/dev/null; then
-	cleanup_hooks+=('umount -l "$T/rofs" 2>/dev/null')
-	cp "$DB" "$T/rofs/s.db" # in WAL mode, as a store is (a checkpoint is not)
-	mount -o remount,ro "$T/rofs"
-	ro=(--db "$T/rofs/s.db" "${copyopts[@]}")
-	expect_exit 0 "$STATECTL" "${ro[@]}" verify
-	expect_eq "$("$STATECTL" "${ro[@]}" get s n k)" v "a read on a read-only file system"
-	expect_exit 0 "$STATECTL" "${ro[@]}" export
-	expect_exit 9 "$STATECTL" "${ro[@]}" put s n k w
-	expect_match "$err" "Read-only file system" "a write on a read-only file system"
-	[ ! -e "$T/rofs/s.db-wal" ] || fail "a -wal on a read-only file system"
-	umount "$T/rofs"
-fi
-
 echo "cli_admin ($mode): ok"
