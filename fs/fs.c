@@ -214,6 +214,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	clock_gettime(CLOCK_REALTIME, &f->start);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_init(&f->unsettled_mu, NULL);
+	pthread_mutex_init(&f->tick_mu, NULL);
 	for (int i = 0; i < FS_VALUE_LOCKS; i++)
 		pthread_mutex_init(&f->value_mu[i], NULL);
 	f->files.next = f->files.prev = &f->files;
@@ -254,6 +255,7 @@ void fs_destroy(fs *f)
 	free(f->unsettled);
 	free(f->test_deliver_gate);
 	pthread_mutex_destroy(&f->unsettled_mu);
+	pthread_mutex_destroy(&f->tick_mu);
 	pthread_mutex_destroy(&f->lock);
 	for (int i = 0; i < FS_VALUE_LOCKS; i++)
 		pthread_mutex_destroy(&f->value_mu[i]);

@@ -431,6 +431,11 @@ struct fs {
 	                              NULL */
 	struct fs_loop *loop;      /* the pool serving the session (loop.c),
 	                              while fs_loop runs; else NULL */
+	pthread_mutex_t tick_mu;   /* held by fs_tick while it settles what
+	                              it took out of unsettled, and by a
+	                              drain's release while it looks for its
+	                              own there (order: a handle's lock,
+	                              tick_mu, unsettled_mu) */
 	pthread_mutex_t unsettled_mu; /* guards the two below */
 	struct fs_unsettled *unsettled; /* acks of items a .pop, a .wait or
 	                              a drain delivered that failed (the

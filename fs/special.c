@@ -256,6 +256,10 @@ void fs_tick(fs *f)
 	struct fs_unsettled *v;
 	size_t n, done;
 
+	/* tick_mu: a drain's release meanwhile must not find its rows
+	 * gone from the list while they are being settled here, and give
+	 * them back (settle_drain). */
+	pthread_mutex_lock(&f->tick_mu);
 	pthread_mutex_lock(&f->unsettled_mu);
 	v = f->unsettled;
 	n = f->nunsettled;
@@ -266,12 +270,13 @@ void fs_tick(fs *f)
 	 * rest wait for the next second (one failed connection attempt a
 	 * second, not one per item). */
 	done = settle_kept(f, v, n);
-	if (done == n) {
+	if (done == n)
 		free(v);
-		return;
+	else {
+		memmove(v, v + done, (n - done) * sizeof(*v));
+		keep_again(f, v, n - done);
 	}
-	memmove(v, v + done, (n - done) * sizeof(*v));
-	keep_again(f, v, n - done);
+	pthread_mutex_unlock(&f->tick_mu);
 }
 
 /* A drain's release: its rows whose acks failed are tried now, before
@@ -282,6 +287,7 @@ static size_t settle_drain(fs *f, int64_t claim)
 	struct fs_unsettled *mine = NULL;
 	size_t n = 0, done;
 
+	pthread_mutex_lock(&f->tick_mu);
 	pthread_mutex_lock(&f->unsettled_mu);
 	for (size_t i = 0; i < f->nunsettled; i++)
 		n += f->unsettled[i].claim == claim;
@@ -297,15 +303,18 @@ static size_t settle_drain(fs *f, int64_t claim)
 		f->nunsettled -= n;
 	}
 	pthread_mutex_unlock(&f->unsettled_mu);
-	if (!mine)
+	if (!mine) {
+		pthread_mutex_unlock(&f->tick_mu);
 		return n; /* none; or out of memory, and fs_tick keeps them */
+	}
 	done = settle_kept(f, mine, n);
 	if (done == n) {
 		free(mine);
-		return 0;
+	} else {
+		memmove(mine, mine + done, (n - done) * sizeof(*mine));
+		keep_again(f, mine, n - done);
 	}
-	memmove(mine, mine + done, (n - done) * sizeof(*mine));
-	keep_again(f, mine, n - done);
+	pthread_mutex_unlock(&f->tick_mu);
 	return n - done;
 }
 
