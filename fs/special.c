@@ -36,8 +36,9 @@
  *    reader has it whole (an ack that fails is kept for fs_tick, as a
  *    pop's is, and tried first at RELEASE). RELEASE gives back what is
  *    left (nack: items at their places, entries into their namespace
- *    unless written again), and a daemon killed meanwhile leaves it to the lease: nothing is
- *    lost, and what a reader got may at worst come again. The lease is
+ *    unless written again), and a daemon killed meanwhile leaves it to
+ *    the lease: nothing is lost, and what a reader got may at worst come
+ *    again. The lease is
  *    extended while the reader reads (at any reply, a third of it after
  *    the last extension, also inside a page).
  *  - .follow takes nothing: it renders the log key's entries or the
