@@ -1136,8 +1136,9 @@ int pgb_policy_get(sfs_backend *b, sfs_slice queue, sfs_queue_policy *out)
  * recovery pass of every queue also deletes those among the next 1,024
  * rows of each time table (key or id order, round the table), in one
  * statement that commits alone (its deletes run whether or not its
- * answer, where the stretches ended, reads them). READ COMMITTED: a candidate is deleted
- * only while it is the row version the statement read (ctid and xmin):
+ * answer, where the stretches ended, reads them). READ COMMITTED: a
+ * candidate is deleted only while it is the row version the statement
+ * read (ctid and xmin):
  * one a put updated meanwhile (the key written again, ON CONFLICT DO
  * UPDATE of the orphan) has a new version and is left, where a recheck
  * of NOT EXISTS would still read the old snapshot. */
