@@ -280,13 +280,6 @@ out:
 	return rc;
 }
 
-/* The pages page 1 counts (SQLite's in-header size, bytes 28-31: 0 when
- * not valid, the change counter at 24 differing from 92). */
-static uint32_t header_pages(const unsigned char *p1)
-{
-	return memcmp(p1 + 24, p1 + 92, 4) == 0 ? cp_get32(p1 + 28) : 0;
-}
-
 int crypt_explain_short(const char *path, const sfs_key *key, int status)
 {
 	char was[512];
@@ -306,13 +299,13 @@ int crypt_explain_short(const char *path, const sfs_key *key, int status)
 	    pread_full(h.fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr)) {
 		P = ((uint32_t)hdr[16] << 8 | hdr[17]) == 1 ?
 		    65536 : ((uint32_t)hdr[16] << 8 | hdr[17]);
-		count = header_pages(hdr);
+		count = crypt_p1_pages(hdr);
 		size = lseek(h.fd, 0, SEEK_END);
 	} else if (k == CRYPT_KIND_ENCRYPTED && key &&
 	           (fk = cp_filekey_new()) != NULL &&
 	           head_key(path, &h, key, fk) == SFS_OK) {
 		P = h.P;                       /* page1 is opened now */
-		count = header_pages(h.page1);
+		count = crypt_p1_pages(h.page1);
 		size = h.size;
 	}
 	cp_filekey_free(fk);

@@ -204,7 +204,7 @@ static int db_page_error(cfile *f, uint32_t pgno, int r)
 /* SQLite's in-header size of page 1 (bytes 28-31): 0 when it is not
  * valid (the change counter at 24 differs from the version-valid-for at
  * 92). */
-static uint32_t p1_pages(const unsigned char *p1)
+uint32_t crypt_p1_pages(const unsigned char *p1)
 {
 	return memcmp(p1 + 24, p1 + 92, 4) == 0 ? cp_get32(p1 + 28) : 0;
 }
@@ -244,7 +244,7 @@ static int db_header_pages(cfile *f, uint32_t *out)
 	                                         P)) != CP_OK)
 		rc = db_page_error(f, 1, r);
 	else if (rc == SQLITE_OK)
-		*out = p1_pages(p1);
+		*out = crypt_p1_pages(p1);
 	sodium_memzero(p1, P);
 	free(p1);
 	return rc;
@@ -449,7 +449,7 @@ static int db_write(cfile *f, const void *in, int amt, sqlite3_int64 off)
 				return rc;
 			f->p1_run = 1;
 		}
-		f->p1_size = p1_pages(src);
+		f->p1_size = crypt_p1_pages(src);
 		/* A checkpoint grows the file to what page 1 will count
 		 * before it writes page 1: one that fails later (a full disk)
 		 * or is killed has no rollback, and its page 1 must not count

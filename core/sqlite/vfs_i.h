@@ -105,6 +105,10 @@ int crypt_plain_open(sqlite3_vfs *real, const char *zname, sqlite3_file *pf,
  * later failure never shows an older message). */
 void crypt_clear_error(void);
 
+/* SQLite's in-header size of page 1 (bytes 28-31), read in the clear:
+ * 0 when it is not valid (the change counter at 24 differs from the
+ * version-valid-for at 92). */
+uint32_t crypt_p1_pages(const unsigned char *p1);
 /* Why SQLite found the store at path malformed at its open (status
  * SFS_CORRUPT, "database disk image is malformed"), when the cause is a
  * file shorter than its page 1 counts (without a WAL that holds the

@@ -122,6 +122,31 @@ struct pg_conn *tfx_pg_conn(const char *path)
 	return c;
 }
 
+/* Runs SQL that must succeed. */
+static PGresult *pg_sql(PGconn *c, const char *q)
+{
+	PGresult *r = PQexec(c, q);
+	ExecStatusType s = PQresultStatus(r);
+
+	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQerrorMessage(c));
+	return r;
+}
+
+void tfx_pg_do(struct pg_conn *c, const char *q)
+{
+	PQclear(pg_sql(c, q));
+}
+
+long long tfx_pg_int(struct pg_conn *c, const char *q)
+{
+	PGresult *r = pg_sql(c, q);
+	long long v = PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+
+	PQclear(r);
+	return v;
+}
+
 static void drop_schemas(void)
 {
 	PGconn *c;

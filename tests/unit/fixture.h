@@ -45,6 +45,10 @@ char *tfx_db(const char *path);
  * someone else: another client, an SDK worker, the server's operator.
  * PQfinish it. */
 struct pg_conn *tfx_pg_conn(const char *path);
+/* Runs SQL on it that must succeed (the test fails otherwise); _int: the
+ * first column of the first row as an integer, -1 when there is none. */
+void tfx_pg_do(struct pg_conn *c, const char *q);
+long long tfx_pg_int(struct pg_conn *c, const char *q);
 /* The process's key (encrypted mode), else NULL. */
 const sfs_key *tfx_key(void);
 /* Opens path as the mode says, with extra flags; returns the status. */

@@ -23,31 +23,6 @@
 #include "fixture.h"
 #include "pg/pg_i.h"
 
-/* Runs SQL that must succeed; returns its result (PQclear it). */
-static PGresult *sql(PGconn *c, const char *q)
-{
-	PGresult *r = PQexec(c, q);
-	ExecStatusType s = PQresultStatus(r);
-
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQerrorMessage(c));
-	return r;
-}
-
-static void sql_do(PGconn *c, const char *q)
-{
-	PQclear(sql(c, q));
-}
-
-static long long sql_int(PGconn *c, const char *q)
-{
-	PGresult *r = sql(c, q);
-	long long v = PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
-
-	PQclear(r);
-	return v;
-}
-
 /* --- names -------------------------------------------------------------------- */
 
 static void test_db_strings(void **state)
@@ -136,10 +111,10 @@ static void test_foreign_schema(void **state)
 
 	snprintf(path, sizeof(path), "%s/foreign", t->dir);
 	c = tfx_pg_conn(path);
-	sql_do(c, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)");
+	tfx_pg_do(c, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)");
 	IS(SFS_FORMAT, tfx_open(path, SFS_OPEN_CREATE, &s));
 	assert_non_null(strstr(sfs_errdetail(), "not a statefs or VGI"));
-	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_tables WHERE"
+	assert_int_equal(tfx_pg_int(c, "SELECT count(*) FROM pg_tables WHERE"
 	                 " schemaname = current_schema()"), 1);
 	PQfinish(c);
 	snprintf(path, sizeof(path), "%s/missing", t->dir);
@@ -153,10 +128,10 @@ static void test_foreign_schema(void **state)
 	OK(tfx_open(t->path, SFS_OPEN_CREATE, &s));
 	OK(sfs_kv_put(s, S("s"), S("n"), S("k"), S("v")));
 	c = tfx_pg_conn(t->path);
-	sql_do(c, "ALTER TABLE statefs_kv_time RENAME COLUMN mtime_ns TO t");
+	tfx_pg_do(c, "ALTER TABLE statefs_kv_time RENAME COLUMN mtime_ns TO t");
 	IS(SFS_IO, sfs_kv_put(s, S("s"), S("n"), S("k"), S("u")));
 	assert_non_null(strstr(sfs_errdetail(), "a newer statefs upgraded"));
-	sql_do(c, "DO $$ BEGIN EXECUTE format('DROP SCHEMA %I CASCADE',"
+	tfx_pg_do(c, "DO $$ BEGIN EXECUTE format('DROP SCHEMA %I CASCADE',"
 	       " current_schema()); END $$");
 	PQfinish(c);
 	IS(SFS_IO, sfs_kv_put(s, S("s"), S("n"), S("k"), S("w")));
@@ -179,7 +154,7 @@ static void test_sdk_schema(void **state)
 
 	snprintf(path, sizeof(path), "%s/sdk", t->dir);
 	c = tfx_pg_conn(path);
-	sql_do(c, "CREATE TABLE work_queue (id bigserial PRIMARY KEY,"
+	tfx_pg_do(c, "CREATE TABLE work_queue (id bigserial PRIMARY KEY,"
 	       " execution_id bytea NOT NULL, work_item bytea NOT NULL);"
 	       "CREATE TABLE function_state (scope_id bytea NOT NULL,"
 	       " ns bytea NOT NULL, key bytea NOT NULL, value bytea NOT NULL,"
@@ -218,7 +193,7 @@ static void test_sdk_schema(void **state)
 	sfs_list_free(&l);
 	/* and the SDK reads ours with its statements */
 	OK(sfs_kv_put(s, S("att"), S("cur"), S("k2"), S("ours")));
-	assert_int_equal(sql_int(c, "SELECT count(*) FROM function_state WHERE"
+	assert_int_equal(tfx_pg_int(c, "SELECT count(*) FROM function_state WHERE"
 	                 " key = 'k2' AND value = 'ours'"), 1);
 	sfs_store_close(s);
 	PQfinish(c);
@@ -481,9 +456,9 @@ static void test_server_clock(void **state)
 	sfs_stat sst;
 	int64_t mt;
 
-	t0 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
+	t0 = tfx_pg_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("k"), S("v")));
-	t1 = sql_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
+	t1 = tfx_pg_int(c, "SELECT floor(extract(epoch FROM clock_timestamp()))");
 	OK(sfs_kv_stat(t->s, S("s"), S("n"), S("k"), &sst));
 	mt = sst.mtime_ns;
 	assert_true(mt / 1000000000 >= t0 && mt / 1000000000 <= t1);
@@ -518,7 +493,7 @@ static void test_pool_concurrency(void **state)
 
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("locked"), S("early")));
 	/* another client holds the row: the put waits for it */
-	sql_do(c, "BEGIN; SELECT 1 FROM function_state WHERE key = 'locked'"
+	tfx_pg_do(c, "BEGIN; SELECT 1 FROM function_state WHERE key = 'locked'"
 	       " FOR UPDATE");
 	assert_int_equal(pthread_create(&th, NULL, put_blocked, &b), 0);
 	usleep(200000);
@@ -528,7 +503,7 @@ static void test_pool_concurrency(void **state)
 	OK(sfs_kv_get(t->s, S("s"), S("n"), S("free"), &v));
 	sfs_buf_free(&v);
 	assert_int_equal(__atomic_load_n(&b.done, __ATOMIC_SEQ_CST), 0);
-	sql_do(c, "COMMIT");
+	tfx_pg_do(c, "COMMIT");
 	pthread_join(th, NULL);
 	OK(b.st);
 	OK(sfs_kv_get(t->s, S("s"), S("n"), S("locked"), &v));
@@ -566,7 +541,7 @@ static void kill_app(PGconn *c, const char *app, int waiting_only)
 	snprintf(q, sizeof(q), "SELECT count(pg_terminate_backend(pid)) FROM"
 	         " pg_stat_activity WHERE application_name = '%s'%s", app,
 	         waiting_only ? " AND wait_event_type = 'Lock'" : "");
-	sql_do(c, q);
+	tfx_pg_do(c, q);
 }
 
 /* Waits until a backend of app waits for a lock. */
@@ -576,9 +551,9 @@ static void until_waiting(PGconn *c, const char *app)
 
 	snprintf(q, sizeof(q), "SELECT count(*) FROM pg_stat_activity WHERE"
 	         " application_name = '%s' AND wait_event_type = 'Lock'", app);
-	for (int i = 0; i < 600 && sql_int(c, q) == 0; i++)
+	for (int i = 0; i < 600 && tfx_pg_int(c, q) == 0; i++)
 		usleep(50000);
-	assert_true(sql_int(c, q) > 0);
+	assert_true(tfx_pg_int(c, q) > 0);
 }
 
 typedef struct adder {
@@ -638,14 +613,14 @@ static void run_killed(PGconn *c, const char *app, const char *lock_sql,
 {
 	pthread_t th;
 
-	sql_do(c, lock_sql);
+	tfx_pg_do(c, lock_sql);
 	memset(a, 0, sizeof(*a));
 	a->s = s;
 	assert_int_equal(pthread_create(&th, NULL, fn, a), 0);
 	until_waiting(c, app);
 	kill_app(c, app, 1);
 	usleep(100000);
-	sql_do(c, "COMMIT");
+	tfx_pg_do(c, "COMMIT");
 	pthread_join(th, NULL);
 }
 
@@ -733,9 +708,9 @@ static void until_gone(PGconn *c, const char *app)
 
 	snprintf(q, sizeof(q), "SELECT count(*) FROM pg_stat_activity WHERE"
 	         " application_name = '%s'", app);
-	for (int i = 0; i < 600 && sql_int(c, q) > 0; i++)
+	for (int i = 0; i < 600 && tfx_pg_int(c, q) > 0; i++)
 		usleep(50000);
-	assert_int_equal(sql_int(c, q), 0);
+	assert_int_equal(tfx_pg_int(c, q), 0);
 }
 
 /* The server ended the pool's idle connections (pg_terminate_backend, as
@@ -1225,13 +1200,13 @@ static void test_tampering(void **state)
 	OK(sfs_store_verify(t->s, NULL, NULL));
 	/* the operator's moves: b's sealed value under a, log entries
 	 * swapped: each fails authentication */
-	sql_do(c, "UPDATE function_state SET value = (SELECT value FROM"
+	tfx_pg_do(c, "UPDATE function_state SET value = (SELECT value FROM"
 	       " function_state WHERE key = 'b') WHERE key = 'a'");
 	IS(SFS_CORRUPT, sfs_kv_get(t->s, S("s"), S("n"), S("a"), &v));
 	assert_non_null(strstr(sfs_errdetail(), "failed authentication"));
 	IS(SFS_CORRUPT, sfs_store_verify(t->s, NULL, NULL));
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("a"), S("alpha")));
-	sql_do(c, "UPDATE function_state_log l SET value = m.value FROM"
+	tfx_pg_do(c, "UPDATE function_state_log l SET value = m.value FROM"
 	       " function_state_log m WHERE m.key = l.key AND m.id <> l.id");
 	OK(sfs_log_scan(t->s, S("s"), S("n"), S("log"), -1, 0, 1, &l));
 	sfs_list_free(&l); /* sizes and ids need no key */
@@ -1241,7 +1216,7 @@ static void test_tampering(void **state)
 	/* a flipped byte of a pending item: pop reports it and leaves it;
 	 * a claim sends it to the dead letters as "damaged" */
 	OK(sfs_queue_push(t->s, S("q"), items, 2, NULL));
-	sql_do(c, "UPDATE work_queue SET work_item = set_byte(work_item, 30,"
+	tfx_pg_do(c, "UPDATE work_queue SET work_item = set_byte(work_item, 30,"
 	       " get_byte(work_item, 30) # 1) WHERE id = (SELECT min(id) FROM"
 	       " work_queue)");
 	IS(SFS_CORRUPT, sfs_queue_pop(t->s, S("q"), 1, &l));
@@ -1258,10 +1233,10 @@ static void test_tampering(void **state)
 	/* what seals cannot see (docs/postgres.md): an older value of the
 	 * same key, kept and written back by the operator, opens */
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("r"), S("old")));
-	sql_do(c, "CREATE TEMP TABLE kept AS SELECT value FROM function_state"
+	tfx_pg_do(c, "CREATE TEMP TABLE kept AS SELECT value FROM function_state"
 	       " WHERE key = 'r'");
 	OK(sfs_kv_put(t->s, S("s"), S("n"), S("r"), S("new")));
-	sql_do(c, "UPDATE function_state SET value = (SELECT value FROM kept)"
+	tfx_pg_do(c, "UPDATE function_state SET value = (SELECT value FROM kept)"
 	       " WHERE key = 'r'");
 	OK(sfs_kv_get(t->s, S("s"), S("n"), S("r"), &v));
 	tfx_buf(&v, "old");
@@ -1278,14 +1253,14 @@ static void test_tampering(void **state)
  * their transaction). */
 static long long idle_advisory_locks(PGconn *c)
 {
-	return sql_int(c, "SELECT count(*) FROM pg_locks l JOIN"
+	return tfx_pg_int(c, "SELECT count(*) FROM pg_locks l JOIN"
 	               " pg_stat_activity a ON a.pid = l.pid WHERE"
 	               " l.locktype = 'advisory' AND a.state = 'idle'");
 }
 
 static long long bounded_sequences(PGconn *c)
 {
-	return sql_int(c, "SELECT count(*) FROM pg_sequences WHERE"
+	return tfx_pg_int(c, "SELECT count(*) FROM pg_sequences WHERE"
 	               " schemaname = current_schema() AND max_value = "
 	               ID_MAX_SQL);
 }
@@ -1309,16 +1284,16 @@ static void test_ids_bound(void **state)
 	/* version 1, as it was created */
 	sfs_store_close(t->s);
 	t->s = NULL;
-	sql_do(c, "ALTER SEQUENCE work_queue_id_seq NO MAXVALUE;"
+	tfx_pg_do(c, "ALTER SEQUENCE work_queue_id_seq NO MAXVALUE;"
 	       " ALTER SEQUENCE function_state_log_id_seq NO MAXVALUE;"
 	       " ALTER SEQUENCE statefs_claim_claim_id_seq NO MAXVALUE;"
 	       " UPDATE statefs_meta SET value = '1'"
 	       " WHERE name = 'schema_version'");
 	/* and its sfs_claim, whose delivery count had no bound */
-	sql_do(c, "DO $$ BEGIN EXECUTE replace(pg_get_functiondef("
+	tfx_pg_do(c, "DO $$ BEGIN EXECUTE replace(pg_get_functiondef("
 	       "'sfs_claim'::regproc), '2147483647', '9223372036854775807');"
 	       " END $$");
-	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_proc WHERE"
+	assert_int_equal(tfx_pg_int(c, "SELECT count(*) FROM pg_proc WHERE"
 	                 " proname = 'sfs_claim' AND prosrc LIKE '%2147483647%'"
 	                 " AND pronamespace = current_schema()::regnamespace"),
 	                 0);
@@ -1328,17 +1303,17 @@ static void test_ids_bound(void **state)
 	assert_int_equal(bounded_sequences(c), 0);
 	OK(tfx_open(t->path, 0, &t->s));
 	assert_int_equal(bounded_sequences(c), 3);
-	assert_int_equal(sql_int(c, "SELECT convert_from(value, 'UTF8')::int"
+	assert_int_equal(tfx_pg_int(c, "SELECT convert_from(value, 'UTF8')::int"
 	                 " FROM statefs_meta WHERE name = 'schema_version'"),
 	                 PGB_SCHEMA_VERSION);
-	assert_int_equal(sql_int(c, "SELECT count(*) FROM pg_proc WHERE"
+	assert_int_equal(tfx_pg_int(c, "SELECT count(*) FROM pg_proc WHERE"
 	                 " proname = 'sfs_claim' AND prosrc LIKE '%2147483647%'"
 	                 " AND pronamespace = current_schema()::regnamespace"),
 	                 1);
 	tfx_reopen(t);   /* at the current version: nothing to do */
 
 	/* a batch that would cross the bound is refused whole */
-	sql_do(c, "SELECT setval('work_queue_id_seq', " ID_MAX_SQL " - 3)");
+	tfx_pg_do(c, "SELECT setval('work_queue_id_seq', " ID_MAX_SQL " - 3)");
 	OK(sfs_queue_push(t->s, S("q"), two, 2, &id));
 	assert_true(id == SFS_ID_MAX - 2);
 	IS(SFS_OVERFLOW, sfs_queue_push(t->s, S("q"), two, 2, &id));
@@ -1347,7 +1322,7 @@ static void test_ids_bound(void **state)
 	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
 	/* an append at the bound */
-	sql_do(c, "SELECT setval('function_state_log_id_seq', " ID_MAX_SQL ")");
+	tfx_pg_do(c, "SELECT setval('function_state_log_id_seq', " ID_MAX_SQL ")");
 	IS(SFS_OVERFLOW, sfs_log_append(t->s, S("sc"), S("ns"), S("k"), S("e"),
 	                                &id));
 	assert_non_null(strstr(sfs_errdetail(), "past the largest id"));
@@ -1355,7 +1330,7 @@ static void test_ids_bound(void **state)
 	assert_int_equal(l.n, 0);
 	sfs_list_free(&l);
 	/* a claim at the bound takes nothing */
-	sql_do(c, "SELECT setval('statefs_claim_claim_id_seq', " ID_MAX_SQL ")");
+	tfx_pg_do(c, "SELECT setval('statefs_claim_claim_id_seq', " ID_MAX_SQL ")");
 	IS(SFS_OVERFLOW, sfs_claim(t->s, S("q"), 1, 0, &cid, &l));
 	OK(sfs_item_count(t->s, S("q"), SFS_ITEM_PENDING, &n));
 	assert_int_equal(n, 2);
@@ -1437,7 +1412,7 @@ static void test_odd_schema(void **state)
 	c = tfx_pg_conn(NULL);
 	snprintf(sql_text, sizeof(sql_text), "DROP SCHEMA \"q\"\"%s\" CASCADE",
 	         name + 2);
-	sql_do(c, sql_text);
+	tfx_pg_do(c, sql_text);
 	PQfinish(c);
 	free(db);
 }

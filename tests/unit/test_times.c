@@ -872,17 +872,13 @@ static void test_delete_batches_times(void **state)
 static void sdk_sql(const char *path, const char *sql)
 {
 	PGconn *c;
-	PGresult *r;
 
 	if (!tfx_postgres()) {
 		raw_sql(path, sql);
 		return;
 	}
 	c = tfx_pg_conn(path);
-	r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
+	tfx_pg_do(c, sql);
 	PQfinish(c);
 }
 
@@ -890,7 +886,6 @@ static void sdk_sql(const char *path, const char *sql)
 static long time_rows(const char *path, const char *table)
 {
 	PGconn *c;
-	PGresult *r;
 	char sql[128];
 	long n;
 
@@ -898,10 +893,7 @@ static long time_rows(const char *path, const char *table)
 		return rows_of(path, table);
 	c = tfx_pg_conn(path);
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
-	r = PQexec(c, sql);
-	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-	n = atol(PQgetvalue(r, 0, 0));
-	PQclear(r);
+	n = (long)tfx_pg_int(c, sql);
 	PQfinish(c);
 	return n;
 }
