@@ -63,22 +63,91 @@ static void tune_malloc(void)
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
-/* The file a store's name names, when it is a path in this file system
- * that does not exist yet (this open then makes the store), else NULL:
- * -o db (or the STORE argument), else $STATEFS_DB. Not a PostgreSQL name
- * (a URI, key=value), nor a SQLite URI or :memory:. The default store is
+/* The store's name as given: -o db (or the STORE argument), else
+ * $STATEFS_DB; NULL for the default store. */
+static const char *given_store(const mountd_opts *o)
+{
+	const char *db = o->db ? o->db : getenv("STATEFS_DB");
+
+	return db && *db ? db : NULL;
+}
+
+/* Whether a store's name is a path in this file system: not a PostgreSQL
+ * name (a URI, key=value), nor a SQLite URI or :memory:. */
+static int names_a_file(const char *db)
+{
+	return *db != ':' && strncmp(db, "file:", 5) != 0 &&
+	       !strstr(db, "://") && !strchr(db, '=');
+}
+
+/* The file a store's name names, when it is a path that does not exist
+ * yet (this open then makes the store), else NULL. The default store is
  * left to the engine, which says when its first run made a key. */
 static const char *missing_store_file(const mountd_opts *o)
 {
-	const char *db = o->db ? o->db : getenv("STATEFS_DB");
+	const char *db = given_store(o);
 	struct stat st;
 
-	if (!db || !*db || *db == ':' || strncmp(db, "file:", 5) == 0 ||
-	    strstr(db, "://") || strchr(db, '='))
+	if (!db || !names_a_file(db))
 		return NULL;
 	if (stat(db, &st) == 0 || errno != ENOENT)
 		return NULL;
 	return db;
+}
+
+/* A store file at or under the mount point: once mounted, SQLite's
+ * checks of the file and its directory (a new -wal's directory fsync,
+ * the write check's stat) go through this daemon's own mount, which
+ * waits for the very thread asking: the daemon hung at once, in D state,
+ * and the mount with it, and so did every findmnt or mount(8) that
+ * looked at the store's path (only an abort through fusectl ended it). Refused with a sentence before anything is opened. The store is
+ * found by the engine's rules (the default store included) without its
+ * key; the file's real path (symlinks followed) or, when it does not
+ * exist yet, its nearest existing directory's is compared with the mount
+ * point's. */
+static int refuse_store_under_mountpoint(const mountd_opts *o)
+{
+	sfs_config cfg;
+	sfs_key *key = NULL;
+	char *db = NULL, *real = NULL, *mp, *path, *slash;
+	size_t n;
+	int inside = 0;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = given_store(o);
+	cfg.flags = SFS_OPEN_PLAINTEXT; /* the name only: no key is read */
+	if (sfs_config_resolve(&cfg, &db, &key, NULL) != SFS_OK)
+		return 0; /* the open says what is wrong */
+	sfs_key_destroy(key);
+	mp = realpath(o->mountpoint, NULL);
+	path = strdup(db);
+	if (mp && path && names_a_file(db)) {
+		/* the file, else its nearest existing directory (the open
+		 * makes the missing ones) */
+		while (!(real = realpath(*path ? path : "/", NULL)) &&
+		       errno == ENOENT) {
+			slash = strrchr(path, '/');
+			if (!slash) {
+				real = realpath(".", NULL);
+				break;
+			}
+			*slash = '\0';
+		}
+		n = strlen(mp);
+		inside = real && strncmp(real, mp, n) == 0 &&
+		         (real[n] == '/' || real[n] == '\0' ||
+		          strcmp(mp, "/") == 0);
+	}
+	if (inside)
+		mountd_log(LOG_ERR, "the store %s is inside the mount point %s:"
+		           " the mount would hide it from this daemon, which"
+		           " would hang there; keep the store outside the"
+		           " mount point", db, o->mountpoint);
+	free(real);
+	free(path);
+	free(mp);
+	free(db);
+	return inside ? -1 : 0;
 }
 
 static int open_store(const mountd_opts *o, sfs_store **out)
@@ -325,7 +394,8 @@ int main(int argc, char *argv[])
 		goto out_fs; /* libfuse said why */
 	mp_lock = lock_mountpoint(o.mountpoint);
 	if (refuse_dead_mountpoint(o.mountpoint) != 0 ||
-	    refuse_live_mountpoint(o.mountpoint) != 0)
+	    refuse_live_mountpoint(o.mountpoint) != 0 ||
+	    refuse_store_under_mountpoint(&o) != 0)
 		goto out_session;
 	say_nonempty(o.mountpoint);
 	if (open_store(&o, &store) != 0)

@@ -286,6 +286,47 @@ mountpoint -q "$mnt" || fail "no mount once the lock was let go: $(cat "$work/he
 fusermount3 -u "$mnt"
 rc=0; wait "$r1" || rc=$?
 expect_eq "$rc" 0 "the daemon that waited for the lock, at its unmount"
+# A store inside the mount point (in it, in a directory the open would
+# make, the default store under a home inside it): refused before
+# anything is opened or made. It mounted, and the daemon hung at once in
+# its own mount (its checks of the store's file and directory went
+# through it), and so did any findmnt or mount(8) that looked at the
+# store's path: only an abort through fusectl ended it, which is what
+# this test does if a daemon mounts.
+abort_mount() { # DIR: ends a daemon hung in its own mount
+  local dev
+  [ -e /sys/fs/fuse/connections ] || return 0
+  grep -q fusectl /proc/self/mountinfo ||
+    mount -t fusectl fusectl /sys/fs/fuse/connections 2>/dev/null
+  dev=$(awk -v d="$1" '$5 == d { split($3, m, ":"); print m[2] }' /proc/self/mountinfo)
+  [ -z "$dev" ] || echo 1 > "/sys/fs/fuse/connections/$dev/abort"
+  fusermount3 -u -z "$1" 2>/dev/null
+}
+if [ -z "$pg" ]; then
+  allow_log 'is inside the mount point'
+  for inside in "db=$mnt/state.db" "db=$mnt/new/dir/state.db" "default"; do
+    : >"$work/inside.err"
+    if [ "$inside" = default ]; then
+      (unset STATEFS_DB; XDG_STATE_HOME=$mnt/state exec "$bin" -f "${mode_opts[@]}" "$mnt") 2>>"$work/inside.err" & r1=$!
+    else
+      "$bin" -f "${mode_opts[@]}" -o "$inside" "$mnt" 2>>"$work/inside.err" & r1=$!
+    fi
+    end=$((SECONDS + 60)) # a hang, not a slow start
+    while kill -0 "$r1" 2>/dev/null && ! in_mountinfo "$mnt" && [ $SECONDS -lt $end ]; do
+      nap 0.05
+    done
+    if in_mountinfo "$mnt"; then
+      abort_mount "$mnt"
+      wait "$r1" 2>/dev/null
+      fail "$inside: a store inside the mount point was mounted: $(<"$work/inside.err")"
+    fi
+    rc=0; wait "$r1" || rc=$?
+    expect_eq "$rc" 1 "$inside: a start with the store inside the mount point"
+    [[ $(<"$work/inside.err") == *"is inside the mount point $mnt"* ]] ||
+      fail "$inside: no sentence for a store inside the mount point: $(<"$work/inside.err")"
+    expect_eq "$(ls -A "$mnt")" "" "$inside: what a refused start left in the mount point"
+  done
+fi
 ok "SIGTERM, SIGINT, SIGHUP, fusermount3 -u; no core dumps"
 
 # Detached: statefs returns once the mount is up.
