@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -95,21 +96,55 @@ static const char *missing_store_file(const mountd_opts *o)
 	return db;
 }
 
+/* Where a store file named db is or would be made, as a real path: the
+ * file's (symlinks followed), else that of what a dangling symlink there
+ * names (the open makes that file), else its nearest existing
+ * directory's (the open makes the missing ones). NULL when not known. */
+static char *store_place(const char *db)
+{
+	char *path = strdup(db), *real = NULL, *slash, *next, to[PATH_MAX];
+	ssize_t len;
+	int hops = 0;
+
+	while (path && !(real = realpath(*path ? path : "/", NULL)) &&
+	       errno == ENOENT) {
+		slash = strrchr(path, '/');
+		len = readlink(path, to, sizeof(to) - 1);
+		if (len > 0 && hops++ < 40) {
+			to[len] = '\0';
+			if (to[0] != '/' && slash)
+				*slash = '\0';
+			if (to[0] == '/' || !slash)
+				next = strdup(to);
+			else if (asprintf(&next, "%s/%s", path, to) < 0)
+				next = NULL;
+			free(path);
+			path = next;
+			continue;
+		}
+		if (!slash) {
+			real = realpath(".", NULL);
+			break;
+		}
+		*slash = '\0';
+	}
+	free(path);
+	return real;
+}
+
 /* A store file at or under the mount point: once mounted, SQLite's
  * checks of the file and its directory (a new -wal's directory fsync,
  * the write check's stat) go through this daemon's own mount, which
  * waits for the very thread asking: the daemon hung at once, in D state,
  * and the mount with it, and so did every findmnt or mount(8) that
- * looked at the store's path (only an abort through fusectl ended it). Refused with a sentence before anything is opened. The store is
- * found by the engine's rules (the default store included) without its
- * key; the file's real path (symlinks followed) or, when it does not
- * exist yet, its nearest existing directory's is compared with the mount
- * point's. */
+ * looked at the store's path (only an abort through fusectl ended it).
+ * Refused with a sentence before anything is opened. The store is found
+ * by the engine's rules (the default store included) without its key. */
 static int refuse_store_under_mountpoint(const mountd_opts *o)
 {
 	sfs_config cfg;
 	sfs_key *key = NULL;
-	char *db = NULL, *real = NULL, *mp, *path, *slash;
+	char *db = NULL, *real = NULL, *mp;
 	size_t n;
 	int inside = 0;
 
@@ -120,21 +155,9 @@ static int refuse_store_under_mountpoint(const mountd_opts *o)
 		return 0; /* the open says what is wrong */
 	sfs_key_destroy(key);
 	mp = realpath(o->mountpoint, NULL);
-	path = strdup(db);
-	if (mp && path && names_a_file(db)) {
-		/* the file, else its nearest existing directory (the open
-		 * makes the missing ones) */
-		while (!(real = realpath(*path ? path : "/", NULL)) &&
-		       errno == ENOENT) {
-			slash = strrchr(path, '/');
-			if (!slash) {
-				real = realpath(".", NULL);
-				break;
-			}
-			*slash = '\0';
-		}
+	if (mp && names_a_file(db) && (real = store_place(db))) {
 		n = strlen(mp);
-		inside = real && strncmp(real, mp, n) == 0 &&
+		inside = strncmp(real, mp, n) == 0 &&
 		         (real[n] == '/' || real[n] == '\0' ||
 		          strcmp(mp, "/") == 0);
 	}
@@ -144,7 +167,6 @@ static int refuse_store_under_mountpoint(const mountd_opts *o)
 		           " would hang there; keep the store outside the"
 		           " mount point", db, o->mountpoint);
 	free(real);
-	free(path);
 	free(mp);
 	free(db);
 	return inside ? -1 : 0;

@@ -287,7 +287,8 @@ fusermount3 -u "$mnt"
 rc=0; wait "$r1" || rc=$?
 expect_eq "$rc" 0 "the daemon that waited for the lock, at its unmount"
 # A store inside the mount point (in it, in a directory the open would
-# make, the default store under a home inside it): refused before
+# make, through a dangling symlink, the default store under a home inside
+# it): refused before
 # anything is opened or made. It mounted, and the daemon hung at once in
 # its own mount (its checks of the store's file and directory went
 # through it), and so did any findmnt or mount(8) that looked at the
@@ -304,7 +305,8 @@ abort_mount() { # DIR: ends a daemon hung in its own mount
 }
 if [ -z "$pg" ]; then
   allow_log 'is inside the mount point'
-  for inside in "db=$mnt/state.db" "db=$mnt/new/dir/state.db" "default"; do
+  ln -s "$mnt/linked.db" "$work/link.db" # dangling: the open makes its target
+  for inside in "db=$mnt/state.db" "db=$mnt/new/dir/state.db" "db=$work/link.db" "default"; do
     : >"$work/inside.err"
     if [ "$inside" = default ]; then
       (unset STATEFS_DB; XDG_STATE_HOME=$mnt/state exec "$bin" -f "${mode_opts[@]}" "$mnt") 2>>"$work/inside.err" & r1=$!
@@ -326,6 +328,7 @@ if [ -z "$pg" ]; then
       fail "$inside: no sentence for a store inside the mount point: $(<"$work/inside.err")"
     expect_eq "$(ls -A "$mnt")" "" "$inside: what a refused start left in the mount point"
   done
+  rm "$work/link.db"
 fi
 ok "SIGTERM, SIGINT, SIGHUP, fusermount3 -u; no core dumps"
 
