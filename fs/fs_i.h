@@ -370,10 +370,16 @@ void fs_link_del(fs *f, fs_link *l);
 /* A delivered item whose ack failed: a .pop's or .wait's claim (item 0:
  * the claim's one item, ended DONE), or one row of a drain's claim
  * (settled DONE). */
+/* An ack kept for fs_tick (special.c): item is a drain's row, 0 a .pop's
+ * claim (ended DONE), or FS_UNSETTLED_RELEASE: the release of a closed
+ * drain's claim, tried once the entries before it, its rows, are
+ * settled. */
 struct fs_unsettled {
 	int64_t claim;
 	int64_t item;
 };
+
+#define FS_UNSETTLED_RELEASE ((int64_t)-1)
 
 #define FS_VALUE_LOCKS 16
 struct fs {

@@ -36,7 +36,8 @@
  *    reader has it whole (an ack that fails is kept for fs_tick, as a
  *    pop's is, and tried first at RELEASE). RELEASE gives back what is
  *    left (nack: items at their places, entries into their namespace
- *    unless written again), and a daemon killed meanwhile leaves it to
+ *    unless written again; with acks still unsettled, fs_tick does once
+ *    they are), and a daemon killed meanwhile leaves it to
  *    the lease: nothing is lost, and what a reader got may at worst come
  *    again. The lease is
  *    extended while the reader reads (at any reply, a third of it after
@@ -209,6 +210,18 @@ static size_t settle_kept(fs *f, const struct fs_unsettled *v, size_t n)
 	int rc;
 
 	for (i = 0; i < n; i++) {
+		if (v[i].item == FS_UNSETTLED_RELEASE) {
+			rc = sfs_claim_end(f->store, v[i].claim,
+			                   SFS_OUTCOME_RELEASE);
+			if (rc == SFS_OK)
+				fs_log(f, LOG_INFO, "claim %lld of a closed drain "
+				       "gave back the rows it did not deliver",
+				       (long long)v[i].claim);
+			/* ended: its last row's ack ended it, or its lease */
+			else if (rc != SFS_CLAIMLOST && rc != SFS_NOTFOUND)
+				break;
+			continue;
+		}
 		rc = v[i].item
 		   ? sfs_claim_settle(f->store, v[i].claim, &v[i].item, &done, 1)
 		   : sfs_claim_end(f->store, v[i].claim, SFS_OUTCOME_DONE);
@@ -764,10 +777,17 @@ void fs_special_release(fs *f, fs_file *h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	if (s->claim && (left = settle_drain(f, s->claim)) != 0) {
+		/* The release goes after them: once they are settled, the
+		 * rows not delivered come back (they waited for the lease,
+		 * ten minutes by default, before 2026-12-04). */
+		static const int64_t release = FS_UNSETTLED_RELEASE;
+		int later = keep_unsettled(f, s->claim, &release, 1);
+
 		fs_log(f, LOG_WARNING, "a drain ended with %zu delivered rows "
 		       "not settled yet: its claim %lld is kept for them, and "
-		       "returns the rows not delivered when its lease ends",
-		       left, (long long)s->claim);
+		       "gives back the rows not delivered %s", left,
+		       (long long)s->claim, later ? "once they are settled"
+		                                  : "when its lease ends");
 	} else if (s->claim &&
 	           (rc = sfs_claim_end(f->store, s->claim,
 	                               SFS_OUTCOME_RELEASE)) != SFS_OK &&

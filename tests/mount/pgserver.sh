@@ -300,3 +300,32 @@ grep -q "rows of a drain were delivered but their claim [0-9]* could not be sett
   fail "the failed acks are not in the log"
 unmount_fs
 ok "a .drain whose acks failed: its rows are acked once the server takes writes again, not given back at its close"
+
+# A drain closed while its acks still fail, with rows it never delivered
+# (300 taken, one page of 256 read): once the server takes writes again
+# the delivered rows are settled and the other 44 come back at once.
+# They waited for the drain's lease (ten minutes) before.
+gated_mount
+helper qpush e $(seq -f "row%g" 300)
+exec 3< "$mnt/queue/e/.drain"
+dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
+wait_inflight e 300
+writes_refused
+wait "$reader"
+expect_eq "$(grep -c '"value":"row' "$work/drained")" 256 "rows delivered"
+exec 3<&-
+SECONDS=0
+until grep -q "a drain ended with 256 delivered rows not settled yet" "$work/daemon.err"; do
+  [ "$SECONDS" -lt 60 ] || fail "no word of the closed drain's unsettled rows: $(tail -3 "$work/daemon.err")"
+  nap 0.05
+done
+writes_taken
+SECONDS=0
+while [ "$(helper qinflight e)" != 0 ]; do
+  [ "$SECONDS" -lt 45 ] || fail "$(helper qinflight e) rows of a closed drain still in flight 45 s after the server took writes again (left to the lease)"
+  nap 0.2
+done
+expect_eq "$(helper qlen e)" 44 "the rows the closed drain did not deliver, back in the queue"
+grep -q "gave back the rows it did not deliver" "$work/daemon.err" || fail "no word of the rows given back"
+unmount_fs
+ok "a .drain closed with unsettled acks: its undelivered rows come back once the acks land, not at the lease's end"
