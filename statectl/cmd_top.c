@@ -286,17 +286,20 @@ static void fmt_age(char *b, size_t n, int64_t since_ns, int64_t now_ns)
 		         (long long)(s / 3600 % 24));
 }
 
+/* A rate per second, short. Each form ends where its rounding would
+ * carry into the next one's width (9.96 is "10", not "10.0"; 9999.6 is
+ * "10.0k", not "10000"). */
 static void fmt_rate(char *b, size_t n, double r)
 {
 	if (r < 0)
 		snprintf(b, n, "-");
 	else if (r == 0)
 		snprintf(b, n, "0");
-	else if (r < 10)
+	else if (r < 9.95)
 		snprintf(b, n, "%.1f", r);
-	else if (r < 10000)
+	else if (r < 9999.5)
 		snprintf(b, n, "%.0f", r);
-	else if (r < 10e6)
+	else if (r < 9999.95e3)
 		snprintf(b, n, "%.1fk", r / 1e3);
 	else
 		snprintf(b, n, "%.1fM", r / 1e6);
