@@ -367,13 +367,11 @@ typedef struct fs_link {
 void fs_link_add(fs *f, fs_link *head, fs_link *l);
 void fs_link_del(fs *f, fs_link *l);
 
-/* A delivered item whose ack failed: a .pop's or .wait's claim (item 0:
- * the claim's one item, ended DONE), or one row of a drain's claim
- * (settled DONE). */
-/* An ack kept for fs_tick (special.c): item is a drain's row, 0 a .pop's
- * claim (ended DONE), or FS_UNSETTLED_RELEASE: the release of a closed
- * drain's claim, tried once the entries before it, its rows, are
- * settled. */
+/* A delivered item whose ack failed, kept for fs_tick (special.c): a
+ * .pop's or .wait's claim (item 0: the claim's one item, ended DONE), one
+ * row of a drain's claim (settled DONE), or FS_UNSETTLED_RELEASE: the
+ * release of a closed drain's claim, tried once the entries before it,
+ * its rows, are settled. */
 struct fs_unsettled {
 	int64_t claim;
 	int64_t item;
