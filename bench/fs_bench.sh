@@ -15,7 +15,7 @@
 #      CPUs over the CPU time per file, whatever serialises inside; and,
 #      in the same rounds, the floor served by one thread (passthrough_ll
 #      -s), the thread model statefs has on a SQLite store (one reader of
-#      /dev/fuse at a time: docs/performance.md, "Eight writers against a
+#      /dev/fuse at a time: docs/performance-rounds.md, "Eight writers against a
 #      floor of one thread");
 #   3. the listing of one namespace as it grows to FS_BENCH_BIG keys: time
 #      per listing, time per key, and the daemon's resident memory, to show

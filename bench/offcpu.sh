@@ -7,7 +7,7 @@
 # (named by the first function of statefs's own above the wait), and how
 # many of them left a CPU idle (the next task was the idle task). It
 # answers "what do the idle CPUs of the writer scaling wait for"
-# (docs/performance.md, "Eight writers: where the idle CPU goes").
+# (docs/performance-rounds.md, "Eight writers: where the idle CPU goes").
 # Counts, not times: the same on a busy machine, within a few percent.
 #
 # Usage: bench/offcpu.sh [MODE [K [N [STATEFS FS_BENCH]]]]

@@ -2,7 +2,7 @@
  * reader_cache.c - what a read costs on a second SQLite connection of the
  * same process while the first one commits: the question behind giving a
  * store handle read connections beside its writing one (docs/engine.md,
- * "Concurrency"; docs/performance.md, "Eight writers").
+ * "Concurrency"; docs/performance-rounds.md, "Eight writers").
  *
  * One WAL database on a tmpfs, KEYS rows of 100 bytes keyed (scope, ns,
  * key) in 8 namespaces, as a mount's writers leave them. Two connections:

@@ -4,7 +4,7 @@
 # /proc/PID/task/*/status) while one process creates, reads, lists and
 # unlinks N small files through a plaintext mount. A thread that finds its
 # next request already queued does not sleep; one handed each request by
-# another does (docs/performance.md, "How many threads", "One reader at a
+# another does (docs/performance-rounds.md, "How many threads", "One reader at a
 # time"). The voluntary count hardly moves with the machine's load; the
 # involuntary one (preemptions) does.
 #

@@ -32,7 +32,7 @@
  * files by name for a third of fdinfo's cost) and /proc/<tid>/ns: since
  * the stable fix "proc: protect ptrace_may_access() with exec_update_lock
  * (FD links)" (6.18.40) reading them waits for the exec lock too, and the
- * daemon hung on a FLUSH from execve (docs/performance.md, "The FLUSH
+ * daemon hung on a FLUSH from execve (docs/performance-rounds.md, "The FLUSH
  * check by name"). Should a kernel lock fdinfo the same way, this check
  * must leave /proc.
  *
@@ -178,7 +178,7 @@ static int fdinfo_writes(const char *info, uint64_t ino, int *seen_ino)
  * The /proc files of the tasks that closed files lately, kept open.
  * Opening a /proc file is most of what reading it costs (a path walk and
  * an inode made for it: 6-9 us here against 2 us for a pread of one kept
- * open; docs/performance.md, "The FLUSH check's /proc files kept open"),
+ * open; docs/performance-rounds.md, "The FLUSH check's /proc files kept open"),
  * and a program or a shell loop that writes many files closes them from
  * one task. Each read is still live: a kept fdinfo/<n> shows whatever
  * descriptor n is at the time of the read (the kernel looks n up in the

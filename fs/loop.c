@@ -5,8 +5,8 @@
  * Why not libfuse's pool. In fuse_session_loop_mt every idle thread waits
  * in read() on the device, so every request wakes a sleeping thread while
  * the one that answered the last goes back to sleep: a hand-off per
- * request (docs/performance.md, "How many threads": 11.7 context switches
- * of the daemon per file with two such threads, 8.1 with one). A lone
+ * request (docs/performance-rounds.md, "How many threads": 11.7 context
+ * switches of the daemon per file with two such threads, 8.1 with one). A lone
  * reader that finishes a request and reads again often finds the next one
  * (or the kernel's asynchronous RELEASE) queued already, and does not
  * sleep. On a SQLite store the extra threads buy no overlap: every call
@@ -69,7 +69,7 @@
  * says the change is stored: up to HOLD_MAX closes are lost to a crash of
  * the daemon, other processes see them after the commit, and a commit
  * that fails is logged and told by fsync (fs_async_failed, file.c).
- * docs/performance.md, "Answered before the commit", has the cost.
+ * docs/performance-rounds.md, "Answered before the commit", has the cost.
  *
  * Ending. Only the calling thread takes SIGINT, SIGTERM and SIGHUP: the
  * pool blocks them, and so do the threads the pool starts (the .wait

@@ -441,7 +441,7 @@ int main(int argc, char *argv[])
 	/* A SQLite store runs one call at a time: fs_loop's pool, where one
 	 * thread reads the device and answers in turn (libfuse's pool, where
 	 * every idle thread reads, hands each request from thread to thread:
-	 * docs/performance.md, "How many threads" and "One reader at a
+	 * docs/performance-rounds.md, "How many threads" and "One reader at a
 	 * time"), with spare threads that read only while a .pop, .claim or
 	 * .drain reader must be heard if interrupted (fs/loop.c). PostgreSQL
 	 * gives each call a connection of its own, and threads overlap its

@@ -6,7 +6,7 @@
  * past 1,000 pages: that commit copies the log's pages into the store file
  * and, with synchronous=NORMAL, fsyncs the log before and the store file
  * after. On this project's disks that is 10-12 ms, in one request every
- * ~250 creates through the mount (docs/performance.md, "Checkpoints off
+ * ~250 creates through the mount (docs/performance-rounds.md, "Checkpoints off
  * the commit path"), about a fifth of what a create costs on average.
  *
  * With the flag, the store opens a second connection and a thread that
