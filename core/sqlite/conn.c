@@ -1061,6 +1061,29 @@ static int explain_aux(const char *db, int status)
 	return status;
 }
 
+/* Why a store on a read-only medium whose -wal holds frames could not be
+ * opened: without its -shm nothing can read the log there (SQLite said
+ * "cannot create PATH-shm: Read-only file system", as if making it were
+ * the way out). explain_aux's answer when the -shm is there. */
+static int explain_rofs_wal(const char *db, int status)
+{
+	char wal[4096], shm[4096];
+	struct stat st;
+
+	if ((status != SFS_IO && status != SFS_READONLY) ||
+	    (size_t)snprintf(wal, sizeof(wal), "%s-wal", db) >= sizeof(wal) ||
+	    (size_t)snprintf(shm, sizeof(shm), "%s-shm", db) >= sizeof(shm) ||
+	    stat(wal, &st) != 0 || st.st_size <= 32 ||
+	    access(shm, F_OK) == 0 || errno != ENOENT)
+		return explain_aux(db, status);
+	return sfs_err(SFS_IO, "%s-wal holds commits that are not in the "
+	               "store's file (it was open, or not closed cleanly, "
+	               "when this copy was made), and they cannot be read on "
+	               "a read-only file system without its -shm: copy the "
+	               "store with its -wal to a writable place to read it",
+	               db);
+}
+
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1099,7 +1122,8 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	const sfs_backend_cfg *cfg = &abs;
 	const char *vfsname = NULL;
 	crypt_kind kind;
-	int flags, rc, status, created = 0, freed = 0;
+	int flags, rc, status, created = 0, freed = 0, rofs = 0;
+	char *uri = NULL;
 	int excl = (given->flags & SFS_OPEN_CREATE) &&
 	           (given->flags & SFS_OPEN_EXCL);
 	struct stat sb;
@@ -1139,8 +1163,18 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE |
 	        (b->readonly ? SQLITE_OPEN_READONLY
 	                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	/* A store on a read-only medium (rofs.c): immutable when its log has
+	 * nothing to replay, else as any store (its -shm is needed). */
+	if (b->readonly && !b->memory && sqlb_rofs_super(cfg->db)) {
+		rofs = 1 + sqlb_rofs_unclean(cfg->db);
+		if (rofs == 1 && !(uri = sqlb_rofs_uri(cfg->db))) {
+			status = sfs_err(SFS_NOMEM, "allocating a store");
+			goto fail;
+		}
+	}
 again:
-	rc = sqlite3_open_v2(cfg->db, &b->db, flags, vfsname);
+	rc = sqlite3_open_v2(uri ? uri : cfg->db, &b->db,
+	                     uri ? flags | SQLITE_OPEN_URI : flags, vfsname);
 	if (rc != SQLITE_OK) {
 		status = sqlb_fail(b, rc, cfg->db);
 		goto fail;
@@ -1172,7 +1206,8 @@ again:
 		goto again;
 	}
 	if (status != SFS_OK && !b->memory)
-		status = explain_aux(cfg->db, status);
+		status = rofs == 2 ? explain_rofs_wal(cfg->db, status)
+		                   : explain_aux(cfg->db, status);
 	if (status != SFS_OK && !b->memory)
 		status = crypt_explain_short(cfg->db, cfg->key, status);
 	if (status != SFS_OK)
@@ -1188,9 +1223,11 @@ again:
 		sqlb_ckpt_start(b, vfsname, cfg->busy_timeout_ms);
 	if (!b->memory && !b->readonly)
 		rekey_leftover(b);
+	free(uri);
 	*out = b;
 	return SFS_OK;
 fail:
+	free(uri);
 	/* What could not be opened is left exactly as it was: no checkpoint
 	 * at close, which would also delete the write-ahead log. */
 	if (b->db)

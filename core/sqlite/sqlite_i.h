@@ -10,8 +10,9 @@
  * and queue items), claim.c (claims, in-flight items, dead letters,
  * recovery), stamp.c (the times a connection knows are already written),
  * whole.c (exec clear, checkpoint, restore, info, verify), export.c, and
- * beside them the page-encrypting VFS (vfs.c, check.c; vfs_i.h) and
- * rekey.c. Nothing outside core/sqlite/ includes this header.
+ * beside them the page-encrypting VFS (vfs.c, check.c; vfs_i.h),
+ * rekey.c and rofs.c (stores on read-only media). Nothing outside
+ * core/sqlite/ includes this header.
  *
  * Concurrency rules every file follows (see docs/engine.md):
  *  - One connection per handle; the caller's lock serialises calls.
@@ -206,6 +207,21 @@ void sqlb_ckpt_quiet(sfs_backend *b);
 /* The thread's rounds and the writer's own checkpoints so far (b has a
  * thread). */
 void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer);
+
+/* --- rofs.c: stores on read-only media ----------------------------- */
+
+/* 1 when the file system holding path has a read-only superblock
+ * (/proc/self/mountinfo's superblock options, not the mount's: a
+ * read-only bind mount of a file system written elsewhere is 0), so that
+ * nothing can change a file there; 0 otherwise and when it cannot tell. */
+int sqlb_rofs_super(const char *path);
+/* 1 when db's -wal holds frames (is longer than its header) or it has a
+ * rollback journal with content, or either cannot be looked at; 0 when
+ * it has nothing to replay. */
+int sqlb_rofs_unclean(const char *db);
+/* db as a URI that opens it immutable (its caller frees it); NULL when
+ * out of memory. */
+char *sqlb_rofs_uri(const char *db);
 
 /* --- conn.c ------------------------------------------------------ */
 

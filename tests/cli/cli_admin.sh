@@ -652,4 +652,68 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	chmod 700 "$T"
 fi
 
+# --- a store on a read-only medium (a snapshot, a backup disk, an image)
+# A file system whose superblock is read-only (a tmpfs remounted ro: the
+# superblock options of its mountinfo line say ro): the reads open a store
+# closed cleanly immutable, without the -wal and -shm they cannot make
+# there (they said "cannot create PATH-wal: Read-only file system", so not
+# even verify or export could read it); a write still says why not. A
+# copy of a store with commits in its -wal and no -shm cannot be read
+# there, and the reader says why. A read-only bind mount of a writable
+# directory is no such medium: the store may be written through the other
+# mount, which an immutable open never sees (8d8bc1b, reverted: stale
+# pages, then "malformed"), so a reader there says why not when nobody
+# has the store open, as before, and reads what a writer writes meanwhile.
+if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$T/rofs" "$T/rw" "$T/robind" &&
+	mount -t tmpfs -o size=8m,mode=0700 tmpfs "$T/rofs" 2>/dev/null; then
+	cleanup_hooks+=('umount -l "$T/rofs" 2>/dev/null')
+	cp "$DB" "$T/rofs/s.db" # in WAL mode, as a store is (a checkpoint is not)
+	cp "$DB" "$T/rw/s.db"
+	mount --bind "$T/rw" "$T/robind"
+	cleanup_hooks+=('umount -l "$T/robind" 2>/dev/null')
+	mount -o remount,bind,ro "$T/robind"
+	ro=(--db "$T/robind/s.db" "${copyopts[@]}")
+	expect_exit 9 "$STATECTL" "${ro[@]}" get s n k
+	expect_match "$err" "cannot create $T/robind/s.db-wal: Read-only file system" \
+		"a reader through a read-only bind mount (not immutable)"
+	# commits in a -wal (a writer had the store open), copied without -shm
+	hk=-
+	[ "${copyopts[0]}" = --plaintext ] || hk=${copyopts[1]}
+	"$HELPER" writer "$T/rw/s.db" "$hk" 1 "$T/stop-ro" >/dev/null &
+	wpid=$!
+	cleanup_hooks+=('touch "$T/stop-ro"; wait "$wpid" 2>/dev/null || true')
+	rw=(--db "$T/rw/s.db" "${copyopts[@]}")
+	for _ in $(seq 1200); do
+		[ "$("$STATECTL" "${rw[@]}" counter get ck w1 n)" -gt 0 ] && break
+		nap 0.05
+	done
+	[ "$("$STATECTL" "${rw[@]}" counter get ck w1 n)" -gt 0 ] ||
+		fail "the writer made no progress in 60 s"
+	mkdir "$T/rofs/wal"
+	cp "$T/rw/s.db" "$T/rw/s.db-wal" "$T/rofs/wal/"
+	# the writer's commits, read through the bind mount as they come
+	"$STATECTL" "${rw[@]}" put s n fresh w
+	expect_eq "$("$STATECTL" "${ro[@]}" get s n fresh)" w \
+		"a read through a read-only bind mount of a store being written"
+	expect_exit 0 "$STATECTL" "${ro[@]}" counter get ck w1 n
+	touch "$T/stop-ro"
+	wait "$wpid" || fail "the writer failed"
+	umount "$T/robind"
+	mount -o remount,ro "$T/rofs"
+	grep -q " $T/rofs .* - tmpfs [^ ]* ro," /proc/self/mountinfo ||
+		fail "the remounted tmpfs's superblock is not read-only"
+	ro=(--db "$T/rofs/s.db" "${copyopts[@]}")
+	expect_exit 0 "$STATECTL" "${ro[@]}" verify
+	expect_eq "$("$STATECTL" "${ro[@]}" get s n k)" v "a read on a read-only file system"
+	expect_exit 0 "$STATECTL" "${ro[@]}" export
+	expect_match "$out" '"key":"k","value":"v"' "an export on a read-only file system"
+	expect_exit 9 "$STATECTL" "${ro[@]}" put s n k w
+	expect_match "$err" "Read-only file system" "a write on a read-only file system"
+	[ ! -e "$T/rofs/s.db-wal" ] || fail "a -wal on a read-only file system"
+	expect_exit 9 "$STATECTL" --db "$T/rofs/wal/s.db" "${copyopts[@]}" get s n k
+	expect_match "$err" "s.db-wal holds commits that are not in the store's file .* without its -shm: copy the store with its -wal to a writable place" \
+		"a -wal without its -shm on a read-only file system"
+	umount "$T/rofs"
+fi
+
 echo "cli_admin ($mode): ok"

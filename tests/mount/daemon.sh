@@ -388,6 +388,55 @@ unmount_fs
 expect_eq "$(helper dump)" "$before" "the store after a read-only mount"
 ok "-o ro"
 
+# -o ro of a store on a read-only medium (a tmpfs remounted ro: its
+# superblock is read-only), closed cleanly: it mounts, and ls and cat
+# read it, with no -wal or -shm made (the daemon refused it at start:
+# "cannot create PATH-wal: Read-only file system"). A read-only bind
+# mount of the store's writable directory is no such medium: refused as
+# before while no process has the store open, and while another daemon
+# writes the store every read sees its writes (an immutable open, as
+# 8d8bc1b's, read stale pages there, then "malformed").
+if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
+   mount -t tmpfs -o size=8m,mode=0700 tmpfs "$work/rofs" 2>/dev/null; then
+  trap 'rc=$?; set +e; umount -l "$work/rofs" 2>/dev/null
+    umount -l "$work/robind" 2>/dev/null; (exit $rc); cleanup' EXIT
+  [ ! -e "$STATEFS_DB-wal" ] || fail "the store was not closed cleanly"
+  cp "$STATEFS_DB" "$work/rofs/state.db"
+  mount -o remount,ro "$work/rofs"
+  mount_fs -o "${csv_mode}ro,db=$work/rofs/state.db"
+  expect_eq "$(cat "$mnt/app/cfg/k")" detached "a read on a read-only medium"
+  [[ $(ls "$mnt/app/cfg") == *k* ]] || fail "ls on a read-only medium"
+  expect_op EROFS write "$mnt/app/cfg/new" x
+  unmount_fs
+  [ ! -e "$work/rofs/state.db-wal" ] && [ ! -e "$work/rofs/state.db-shm" ] ||
+    fail "a -wal or -shm on a read-only medium"
+  umount "$work/rofs"
+  mount --bind "$work/store" "$work/robind"
+  mount -o remount,bind,ro "$work/robind"
+  rc=0
+  out=$("$bin" -o "${csv_mode}ro,db=$work/robind/state.db" "$mnt" 2>&1) || rc=$?
+  if mountpoint -q "$mnt"; then
+    fusermount3 -u "$mnt"
+    fail "-o ro through a read-only bind mount opened the store immutable"
+  fi
+  [ "$rc" -ne 0 ] && [[ $out == *"cannot create $work/robind/state.db-wal: Read-only file system"* ]] ||
+    fail "-o ro through a read-only bind mount, no process on the store: $rc $out"
+  mount_other "$work/m2"
+  echo w0 > "$work/m2/app/cfg/b0"
+  mount_fs -o "${csv_mode}ro,db=$work/robind/state.db"
+  expect_eq "$(cat "$mnt/app/cfg/b0")" w0 "a read through a read-only bind mount"
+  for i in $(seq 1 30); do
+    echo "w$i" > "$work/m2/app/cfg/b$i"
+    expect_eq "$(cat "$mnt/app/cfg/b$i")" "w$i" "a new key through a read-only bind mount"
+  done
+  expect_eq "$(ls "$mnt/app/cfg" | grep -c '^b')" 31 "ls through a read-only bind mount"
+  unmount_fs
+  fusermount3 -u "$work/m2"
+  wait "$other_pid" || fail "the other daemon exited non-zero"
+  umount "$work/robind"
+  ok "-o ro on a read-only medium, and through a read-only bind mount"
+fi
+
 if [ "$mode" = encrypted ]; then
   # A key file that is not a regular file: refused for what it is, at
   # once (a FIFO used to hang the start), not for its mode.
