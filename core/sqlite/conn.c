@@ -1018,6 +1018,19 @@ static int open_free_reserve(sfs_backend *b)
 	return 1;
 }
 
+/* The store's file as the -wal and -shm are named by: given, or its
+ * target when given is a symbolic link (SQLite opens the target and
+ * makes them beside it). In real (PATH_MAX) then. */
+static const char *aux_beside(const char *given, char *real)
+{
+	struct stat st;
+
+	if (lstat(given, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    realpath(given, real))
+		return real;
+	return given;
+}
+
 /* Why an open failed, when the cause is the store's -wal or -shm file:
  * every process that reads a store in WAL mode opens both, and creates
  * them in the store's directory when they are not there (no process has
@@ -1027,12 +1040,14 @@ static int open_free_reserve(sfs_backend *b)
  * unable to open database file (sqlite 14))" or "store is read-only
  * (setting connection pragmas: attempt to write a readonly database
  * (sqlite 1544))", for a command that only reads. Returns status as it is
- * when these files are not the cause. */
-static int explain_aux(const char *db, int status)
+ * when these files are not the cause. The files are the ones beside the
+ * file SQLite opened, the target of a store named by a symbolic link. */
+static int explain_aux(const char *given, int status)
 {
 	static const char *const sfx[] = { "-wal", "-shm" };
+	char real[PATH_MAX], aux[4096], dir[4096];
+	const char *db = aux_beside(given, real);
 	const char *slash = strrchr(db, '/');
-	char aux[4096], dir[4096];
 
 	if ((status != SFS_IO && status != SFS_READONLY) || !slash)
 		return status;
@@ -1065,9 +1080,10 @@ static int explain_aux(const char *db, int status)
  * opened: without its -shm nothing can read the log there (SQLite said
  * "cannot create PATH-shm: Read-only file system", as if making it were
  * the way out). explain_aux's answer when the -shm is there. */
-static int explain_rofs_wal(const char *db, int status)
+static int explain_rofs_wal(const char *given, int status)
 {
-	char wal[4096], shm[4096];
+	char real[PATH_MAX], wal[4096], shm[4096];
+	const char *db = aux_beside(given, real);
 	struct stat st;
 
 	if ((status != SFS_IO && status != SFS_READONLY) ||
@@ -1075,7 +1091,7 @@ static int explain_rofs_wal(const char *db, int status)
 	    (size_t)snprintf(shm, sizeof(shm), "%s-shm", db) >= sizeof(shm) ||
 	    stat(wal, &st) != 0 || st.st_size <= 32 ||
 	    access(shm, F_OK) == 0 || errno != ENOENT)
-		return explain_aux(db, status);
+		return explain_aux(given, status);
 	return sfs_err(SFS_IO, "%s-wal holds commits that are not in the "
 	               "store's file (it was open, or not closed cleanly, "
 	               "when this copy was made), and they cannot be read on "

@@ -676,6 +676,13 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$T/rofs" "$T/rw" "$T/robind" &&
 	expect_exit 9 "$STATECTL" "${ro[@]}" get s n k
 	expect_match "$err" "cannot create $T/robind/s.db-wal: Read-only file system" \
 		"a reader through a read-only bind mount (not immutable)"
+	# named through a symbolic link, the files beside its target are
+	# named (it said "unable to open database file (sqlite 14)")
+	rT=$(realpath "$T")
+	ln -s "$T/robind/s.db" "$T/robind-link.db"
+	expect_exit 9 "$STATECTL" --db "$T/robind-link.db" "${copyopts[@]}" get s n k
+	expect_match "$err" "cannot create $rT/robind/s.db-wal: Read-only file system" \
+		"a reader of a store named through a link"
 	# commits in a -wal (a writer had the store open), copied without -shm
 	hk=-
 	[ "${copyopts[0]}" = --plaintext ] || hk=${copyopts[1]}
@@ -713,6 +720,10 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$T/rofs" "$T/rw" "$T/robind" &&
 	expect_exit 9 "$STATECTL" --db "$T/rofs/wal/s.db" "${copyopts[@]}" get s n k
 	expect_match "$err" "s.db-wal holds commits that are not in the store's file .* without its -shm: copy the store with its -wal to a writable place" \
 		"a -wal without its -shm on a read-only file system"
+	ln -s "$T/rofs/wal/s.db" "$T/wal-link.db"
+	expect_exit 9 "$STATECTL" --db "$T/wal-link.db" "${copyopts[@]}" get s n k
+	expect_match "$err" "$rT/rofs/wal/s.db-wal holds commits that are not in the store's file" \
+		"a -wal without its -shm, the store named through a link"
 	umount "$T/rofs"
 fi
 
