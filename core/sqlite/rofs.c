@@ -16,7 +16,12 @@
  * mount meanwhile, which an immutable connection never notices: it read
  * stale pages, missed new keys and then failed "database disk image is
  * malformed" (8d8bc1b, reverted). /proc/self/mountinfo's last field is
- * the superblock's options, the same for every mount of it.
+ * the superblock's options, the same for every mount of it. And only a
+ * local file system's (local_types): an overlay mounted read-only, or a
+ * read-only NFS, CIFS or FUSE mount, has a read-only superblock while
+ * its files change underneath, written through the lower directory's
+ * own mount or by the server (an overlay's immutable reader missed every
+ * key written to its lower store).
  *
  * Left out: a file system remounted read-write while such a store is
  * open (an immutable connection does not notice it either), and a store
@@ -67,6 +72,28 @@ static long mount_prefix(const char *mp, const char *path)
 	if (strncmp(mp, path, n) != 0 || (path[n] != '/' && path[n] != '\0'))
 		return -1;
 	return (long)n;
+}
+
+/* File systems whose files only their own superblock changes: read-only,
+ * nothing writes them. Not an overlay (its lower directories belong to
+ * other mounts, which may write them), NFS, CIFS, virtiofs, 9p or a FUSE
+ * file system (a server or another host writes behind a read-only
+ * mount), nor a cluster file system on a shared disk (gfs2, ocfs2). */
+static const char *const local_types[] = {
+	"bcachefs", "btrfs", "cramfs", "erofs", "exfat", "ext2", "ext3",
+	"ext4", "f2fs", "hfsplus", "iso9660", "jfs", "msdos", "nilfs2",
+	"ntfs", "ntfs3", "ramfs", "romfs", "squashfs", "tmpfs", "udf", "vfat",
+	"xfs", "zfs",
+};
+
+/* 1 when type (n bytes) is one of local_types */
+static int local_type(const char *type, size_t n)
+{
+	for (size_t i = 0; i < sizeof(local_types) / sizeof(*local_types); i++)
+		if (strlen(local_types[i]) == n &&
+		    strncmp(local_types[i], type, n) == 0)
+			return 1;
+	return 0;
 }
 
 /* 1 when opts (comma-separated) holds the option "ro" */
@@ -124,7 +151,8 @@ int sqlb_rofs_super(const char *path)
 			continue;
 		best = n;
 		best_dev = dev;
-		ro = has_ro(super + 1);
+		ro = local_type(sep + 3, strcspn(sep + 3, " ")) &&
+		     has_ro(super + 1);
 	}
 	free(line);
 	fclose(f);

@@ -210,7 +210,8 @@ void sqlb_ckpt_counts(sfs_backend *b, uint64_t *rounds, uint64_t *writer);
 
 /* --- rofs.c: stores on read-only media ----------------------------- */
 
-/* 1 when the file system holding path has a read-only superblock
+/* 1 when the file system holding path is a local one (no overlay, no
+ * network or FUSE file system) whose superblock is read-only
  * (/proc/self/mountinfo's superblock options, not the mount's: a
  * read-only bind mount of a file system written elsewhere is 0), so that
  * nothing can change a file there; 0 otherwise and when it cannot tell. */

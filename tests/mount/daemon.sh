@@ -398,8 +398,8 @@ ok "-o ro"
 # 8d8bc1b's, read stale pages there, then "malformed").
 if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
    mount -t tmpfs -o size=8m,mode=0700 tmpfs "$work/rofs" 2>/dev/null; then
-  trap 'rc=$?; set +e; umount -l "$work/rofs" 2>/dev/null
-    umount -l "$work/robind" 2>/dev/null; (exit $rc); cleanup' EXIT
+  trap 'rc=$?; set +e; umount -l "$work/rofs" "$work/robind" 2>/dev/null
+    (exit $rc); cleanup' EXIT
   [ ! -e "$STATEFS_DB-wal" ] || fail "the store was not closed cleanly"
   cp "$STATEFS_DB" "$work/rofs/state.db"
   mount -o remount,ro "$work/rofs"
@@ -434,7 +434,28 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
   fusermount3 -u "$work/m2"
   wait "$other_pid" || fail "the other daemon exited non-zero"
   umount "$work/robind"
-  ok "-o ro on a read-only medium, and through a read-only bind mount"
+  # An overlay of the store's directory alone is read-only, superblock
+  # and all, but its lower directory is written through its own mount:
+  # no medium either (immutable there missed every key written since).
+  # (Not read while written: an overlay may keep not seeing a -wal made
+  # in its lower directory after it looked for one, which overlayfs
+  # leaves undefined.)
+  mkdir "$work/ov" "$work/ovempty"
+  if mount -t overlay overlay -o "ro,lowerdir=$work/store:$work/ovempty" \
+     "$work/ov" 2>/dev/null; then
+    trap 'rc=$?; set +e; umount -l "$work/rofs" "$work/robind" "$work/ov" \
+      2>/dev/null; (exit $rc); cleanup' EXIT
+    rc=0
+    out=$("$bin" -o "${csv_mode}ro,db=$work/ov/state.db" "$mnt" 2>&1) || rc=$?
+    if mountpoint -q "$mnt"; then
+      fusermount3 -u "$mnt"
+      fail "-o ro through a read-only overlay opened the store immutable"
+    fi
+    [ "$rc" -ne 0 ] && [[ $out == *"cannot create $work/ov/state.db-wal: Read-only file system"* ]] ||
+      fail "-o ro through a read-only overlay, no process on the store: $rc $out"
+    umount "$work/ov"
+  fi
+  ok "-o ro on a read-only medium, and through a read-only bind mount and overlay"
 fi
 
 if [ "$mode" = encrypted ]; then
