@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
 #include "sqlite_i.h"
@@ -115,10 +116,15 @@ int sqlb_rofs_super(const char *path)
 	size_t cap = 0;
 	long best = -1;
 	int best_dev = 0, ro = 0;
+	struct statvfs vs;
 	struct stat st;
 	FILE *f;
 
-	if (!realpath(path, real) || stat(real, &st) != 0)
+	/* ST_RDONLY: the mount's flag or the superblock's; without it the
+	 * superblock is writable, and mountinfo is not read at all (a
+	 * container host can have thousands of mounts) */
+	if (!realpath(path, real) || stat(real, &st) != 0 ||
+	    statvfs(real, &vs) != 0 || !(vs.f_flag & ST_RDONLY))
 		return 0;
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
