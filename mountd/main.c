@@ -210,12 +210,17 @@ static int open_store(const mountd_opts *o, sfs_store **out)
 		 * the key given ...") says it once, not "wrong key: wrong
 		 * key: ...". */
 		const char *what = sfs_strerror(rc), *why = sfs_errdetail();
+		/* a store this mount may not write (a read-only medium, a
+		 * -shm it may not write) may still be read */
+		const char *hint = rc == SFS_READONLY && !o->ro ?
+		                   " (-o ro mounts it read-only)" : "";
 
 		if (strncmp(why, what, strlen(what)) == 0)
-			mountd_log(LOG_ERR, "cannot open the store: %s", why);
+			mountd_log(LOG_ERR, "cannot open the store: %s%s", why,
+			           hint);
 		else
-			mountd_log(LOG_ERR, "cannot open the store: %s: %s",
-			           what, why);
+			mountd_log(LOG_ERR, "cannot open the store: %s: %s%s",
+			           what, why, hint);
 	}
 	return rc;
 }

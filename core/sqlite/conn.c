@@ -1100,6 +1100,20 @@ static int explain_rofs_wal(const char *given, int status)
 	               db);
 }
 
+/* Why a read-write open of a store on a read-only medium failed: it said
+ * "cannot create PATH-wal: Read-only file system: the first process to
+ * open the store, even to read it, makes its -wal and -shm files", but a
+ * read-only open reads such a store (rofs.c). explain_aux's answer
+ * elsewhere. */
+static int explain_rofs_write(const char *db, int status)
+{
+	if ((status != SFS_IO && status != SFS_READONLY) ||
+	    !sqlb_rofs_super(db))
+		return explain_aux(db, status);
+	return sfs_err(SFS_READONLY, "%s is on a read-only file system: only "
+	               "a read-only open can use it", db);
+}
+
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1222,8 +1236,9 @@ again:
 		goto again;
 	}
 	if (status != SFS_OK && !b->memory)
-		status = rofs == 2 ? explain_rofs_wal(cfg->db, status)
-		                   : explain_aux(cfg->db, status);
+		status = rofs == 2     ? explain_rofs_wal(cfg->db, status)
+		         : !b->readonly ? explain_rofs_write(cfg->db, status)
+		                        : explain_aux(cfg->db, status);
 	if (status != SFS_OK && !b->memory)
 		status = crypt_explain_short(cfg->db, cfg->key, status);
 	if (status != SFS_OK)

@@ -403,6 +403,18 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
   [ ! -e "$STATEFS_DB-wal" ] || fail "the store was not closed cleanly"
   cp "$STATEFS_DB" "$work/rofs/state.db"
   mount -o remount,ro "$work/rofs"
+  # a read-write mount says -o ro reads it (it said "cannot create
+  # PATH-wal: ... the first process to open the store, even to read it,
+  # makes its -wal and -shm files")
+  rc=0
+  out=$("$bin" -o "${csv_mode}db=$work/rofs/state.db" "$mnt" 2>&1) || rc=$?
+  if mountpoint -q "$mnt"; then
+    fusermount3 -u "$mnt"
+    fail "a read-write mount of a store on a read-only medium"
+  fi
+  if [ "$rc" -eq 0 ] || [[ $out != *"store is read-only: $work/rofs/state.db is on a read-only file system: only a read-only open can use it (-o ro mounts it read-only)"* ]]; then
+    fail "a read-write mount of a store on a read-only medium: $rc $out"
+  fi
   mount_fs -o "${csv_mode}ro,db=$work/rofs/state.db"
   expect_eq "$(cat "$mnt/app/cfg/k")" detached "a read on a read-only medium"
   [[ $(ls "$mnt/app/cfg") == *k* ]] || fail "ls on a read-only medium"
