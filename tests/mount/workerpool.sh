@@ -37,7 +37,7 @@ chmod +x "$work/cmd"
 export RECORDS=$work/records SLOW=$((lease * 3 / 2)).$((lease * 3 % 2 * 5))
 : > "$RECORDS"
 
-"$pool" -n 4 -x -p 0.2 "$q" "$work/cmd" 2> "$work/pool.log" &
+"$pool" -n 4 -x -p 0.2 -l "${lease}s" "$q" "$work/cmd" 2> "$work/pool.log" &
 pool_pid=$!
 
 # Kill a live worker at a random moment while items are pending.
@@ -127,5 +127,36 @@ awk -v killed="$killed" -v pool_log="$work/pool.log" '
     exit bad
   }' "$RECORDS" || fail "the records break at-least-once (see above)"
 ok "worker-pool: $kills workers killed with SIGKILL, every item done, acked at most once"
+
+# A pool whose host clock is behind the store's (on PostgreSQL, the
+# server's) by three leases keeps a slow item's claim: it heartbeats by
+# the lease's length (-l), not by "the in-flight file's mtime minus now",
+# which was four leases, so the first heartbeat came after the lease had
+# run out, every time (before 2026-12-04 the item was lost again and
+# again and the pool never ended). Three losses in a row: not a stall.
+printf '#!/bin/sh\nCLOCKSHIFT_FILE=%s LD_PRELOAD=%s exec %s "$@"\n' \
+  "$work/shift" "$STATEFS_CLOCKSHIFT" "$pool" > "$work/pool-behind"
+chmod +x "$work/pool-behind"
+echo "-$((3 * lease))" > "$work/shift"
+echo "slow-behind" > "$q/new"
+: > "$RECORDS"
+"$work/pool-behind" -n 1 -x -p 0.2 -l "${lease}s" "$q" "$work/cmd" \
+  2> "$work/behind.log" &
+pool_pid=$!
+while kill -0 "$pool_pid" 2>/dev/null; do
+  if [ "$(grep -c lost "$work/behind.log")" -ge 3 ]; then
+    kill -TERM "$pool_pid" 2>/dev/null || true
+    wait "$pool_pid" || true
+    fail "a pool $((3 * lease)) s behind the store's clock lost its item's claim three times"
+  fi
+  nap 0.1
+done
+rc=0
+wait "$pool_pid" || rc=$?
+expect_eq "$rc" 0 "the exit status of the pool behind"
+expect_eq "$(helper qlen jobs),$(helper qinflight jobs),$(helper qdead jobs)" \
+  "0,0,0" "nothing pending, in flight or dead after the pool behind"
+grep -q "done" "$work/behind.log" || fail "the pool behind did not ack its item"
+ok "worker-pool: a host clock $((3 * lease)) s behind the store's keeps a claim"
 
 unmount_fs
