@@ -151,7 +151,18 @@ int sfs_item_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
 	CHECK(chk_writable(s));
 	CHECK(chk_name(queue, "queue"));
 	CHECK(chk_lease(s, lease_ms, &ns));
-	CALL(s, s->ops->item_heartbeat(s->be, queue, id, ns));
+	CALL(s, s->ops->item_heartbeat(s->be, queue, id, ns, 0));
+}
+
+int sfs_item_heartbeat_until(sfs_store *s, sfs_slice queue, int64_t id,
+                             int64_t until_ns)
+{
+	sfs_err_clear();
+	CHECK(chk_writable(s));
+	CHECK(chk_name(queue, "queue"));
+	if (until_ns <= 0)
+		return sfs_err(SFS_INVALID, "a lease cannot end in the past");
+	CALL(s, s->ops->item_heartbeat(s->be, queue, id, 0, until_ns));
 }
 
 int sfs_item_requeue(sfs_store *s, sfs_slice queue, int64_t id,

@@ -245,8 +245,10 @@ typedef struct sfs_backend_ops {
 	                    size_t n);
 	int (*item_settle)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                   sfs_outcome outcome);
+	/* until_ns > 0: the lease ends then (SFS_INVALID when that is not
+	 * after the store's now), lease_ns is ignored */
 	int (*item_heartbeat)(sfs_backend *b, sfs_slice queue, int64_t id,
-	                      int64_t lease_ns);
+	                      int64_t lease_ns, int64_t until_ns);
 	int (*item_requeue)(sfs_backend *b, sfs_slice queue, int64_t id,
 	                    int64_t *new_id);
 	int (*policy_set)(sfs_backend *b, sfs_slice queue,

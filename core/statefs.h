@@ -1009,6 +1009,15 @@ int sfs_item_settle(sfs_store *s, sfs_slice queue, int64_t id,
 int sfs_item_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
                        int64_t lease_ms);
 
+/* Makes the lease of the claim that holds an in-flight item end at
+ * until_ns, on the store's clock (on PostgreSQL, the server's), as
+ * `touch -d TIME inflight/item` does: its mtime then reads until_ns
+ * whatever the caller's clock says. Errors: SFS_INVALID when until_ns is
+ * not after the store's now (a lease cannot end in the past), and nothing
+ * changes; SFS_NOTFOUND, SFS_CLAIMLOST as sfs_item_heartbeat. */
+int sfs_item_heartbeat_until(sfs_store *s, sfs_slice queue, int64_t id,
+                             int64_t until_ns);
+
 /* Moves a dead letter back to the tail of its queue under a new id
  * (*new_id, may be NULL) with a fresh delivery count. Errors: SFS_NOTFOUND
  * when it is not a dead letter of that queue. */

@@ -219,12 +219,13 @@ static int truncate_value(fs *f, fs_node *n, const fs_addr *a, off_t size)
 
 /* touch of an in-flight item: sfs_item_heartbeat. Its mtime is when
  * the lease ends, so "now" (plain touch) extends it by the mount's lease
- * and an explicit time (touch -d) makes the lease end then. */
+ * and an explicit time (touch -d) makes the lease end then, on the
+ * store's clock, which the mtime shows (sfs_item_heartbeat_until: on
+ * PostgreSQL a lease of "the time minus this host's now" ended off by the
+ * difference between this host's clock and the server's). */
 static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
                      int valid)
 {
-	int64_t lease = f->lease_ms, until;
-
 	if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW)) {
 		/* Nanoseconds since 1970 end in 2262: a later time would
 		 * wrap around (into the past, or into an hour from now), an
@@ -232,13 +233,12 @@ static int heartbeat(fs *f, const fs_addr *a, const struct stat *attr,
 		if (attr->st_mtim.tv_sec < 0 ||
 		    attr->st_mtim.tv_sec >= INT64_MAX / 1000000000)
 			return SFS_INVALID;
-		until = (int64_t)attr->st_mtim.tv_sec * 1000000000 +
-		        attr->st_mtim.tv_nsec;
-		lease = (until - fs_now_ns()) / 1000000;
-		if (lease <= 0)
-			return SFS_INVALID; /* a lease cannot end in the past */
+		/* a lease cannot end in the past: SFS_INVALID */
+		return sfs_item_heartbeat_until(f->store, fs_part(a, 0), a->id,
+		        (int64_t)attr->st_mtim.tv_sec * 1000000000 +
+		        attr->st_mtim.tv_nsec);
 	}
-	return sfs_item_heartbeat(f->store, fs_part(a, 0), a->id, lease);
+	return sfs_item_heartbeat(f->store, fs_part(a, 0), a->id, f->lease_ms);
 }
 
 /* touch of a value (utimes to now): sfs_kv_edit with no edits, which

@@ -369,8 +369,14 @@ int pgb_claim_items(sfs_backend *b, int64_t claim_id, int64_t after_id,
 
 /* --- heartbeats ------------------------------------------------------------------ */
 
+/* until_ns > 0: the lease ends then, on the server's clock: the server
+ * reads it once, and sfs_heartbeat gets that reading as its now and the
+ * end minus it as the lease (a lease computed on this host's clock ended
+ * off by the host's and the server's difference); -4 when it is not
+ * after that now. */
 static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
-                     int64_t id, int64_t lease_ns, int64_t *until)
+                     int64_t id, int64_t lease_ns, int64_t until_ns,
+                     int64_t *until)
 {
 	int64_t u = 0;
 	pgc *c;
@@ -388,9 +394,13 @@ static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 			pgp_bytes(&p, SFS_NONE);
 			pgp_null_i64(&p);
 		}
-		pgp_i64(&p, lease_ns);
+		pgp_i64(&p, until_ns > 0 ? until_ns : lease_ns);
 		pgp_clock(&p);
-		st = pgb_exec(c, "SELECT sfs_heartbeat($1, $2, $3, $4, $5)", &p,
+		st = pgb_exec(c, until_ns > 0
+		              ? "SELECT CASE WHEN $4 <= n THEN -4 ELSE"
+		                " sfs_heartbeat($1, $2, $3, $4 - n, n) END"
+		                " FROM (SELECT sfs_now($5) AS n) t"
+		              : "SELECT sfs_heartbeat($1, $2, $3, $4, $5)", &p,
 		              PGB_COMMIT, &r, "extending a lease");
 		if (st == SFS_OK) {
 			u = pgr_i64(r, 0, 0);
@@ -400,6 +410,8 @@ static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 	if (st != SFS_OK)
 		return st;
 	pgb_committed(b);
+	if (u == -4)
+		return sfs_err(SFS_INVALID, "a lease cannot end in the past");
 	if (u == -3)
 		return sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
 		               (long long)id);
@@ -420,13 +432,13 @@ static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 int pgb_claim_heartbeat(sfs_backend *b, int64_t claim_id, int64_t lease_ns,
                         int64_t *lease_until_ns)
 {
-	return heartbeat(b, claim_id, NULL, 0, lease_ns, lease_until_ns);
+	return heartbeat(b, claim_id, NULL, 0, lease_ns, 0, lease_until_ns);
 }
 
 int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                           int64_t lease_ns)
+                       int64_t lease_ns, int64_t until_ns)
 {
-	return heartbeat(b, 0, &queue, id, lease_ns, NULL);
+	return heartbeat(b, 0, &queue, id, lease_ns, until_ns, NULL);
 }
 
 /* --- settling ------------------------------------------------------------------- */

@@ -481,7 +481,7 @@ int pgb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
 int pgb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                         sfs_outcome outcome);
 int pgb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                           int64_t lease_ns);
+                       int64_t lease_ns, int64_t until_ns);
 int pgb_inflight_scan(sfs_backend *b, sfs_slice queue, int64_t after_id,
                       long limit, int keys_only, sfs_list *out);
 int pgb_inflight_peek(sfs_backend *b, sfs_slice queue, int64_t id,

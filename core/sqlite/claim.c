@@ -1141,7 +1141,7 @@ int sqlb_claim_settle(sfs_backend *b, int64_t cid, const int64_t *ids,
 
 /* Extends a held claim's lease to now + lease_ns, into *until. */
 static int extend(sfs_backend *b, int64_t cid, int64_t lease_ns,
-                  int64_t *until)
+                  int64_t until_ns, int64_t *until)
 {
 	int status = SFS_OK;
 	sqlite3_stmt *st = sqlb_stmt(b, ST_CLAIM_BEAT, "UPDATE statefs_claim"
@@ -1149,7 +1149,7 @@ static int extend(sfs_backend *b, int64_t cid, int64_t lease_ns,
 
 	if (!st)
 		return status;
-	*until = sfs_clock_ns() + lease_ns;
+	*until = until_ns > 0 ? until_ns : sfs_clock_ns() + lease_ns;
 	sqlite3_bind_int64(st, 1, cid);
 	sqlite3_bind_int64(st, 2, *until);
 	return sqlb_run(b, st, "extending a lease");
@@ -1160,7 +1160,7 @@ static int heartbeat_tx(sfs_backend *b, int64_t cid, int64_t lease_ns,
 {
 	int status = hold(b, cid, keep);
 
-	return status == SFS_OK ? extend(b, cid, lease_ns, until) : status;
+	return status == SFS_OK ? extend(b, cid, lease_ns, 0, until) : status;
 }
 
 int sqlb_claim_heartbeat(sfs_backend *b, int64_t cid, int64_t lease_ns,
@@ -1238,7 +1238,7 @@ int sqlb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
 }
 
 int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                        int64_t lease_ns)
+                        int64_t lease_ns, int64_t until_ns)
 {
 	int64_t cid = 0, until;
 	int keep = 0, status = sqlb_begin_write(b);
@@ -1246,8 +1246,11 @@ int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 	if (status != SFS_OK)
 		return status;
 	status = item_held(b, queue, id, &cid, &keep);
+	/* an end given is on the clock the claim is held by: this one */
+	if (status == SFS_OK && until_ns > 0 && until_ns <= sfs_clock_ns())
+		status = sfs_err(SFS_INVALID, "a lease cannot end in the past");
 	if (status == SFS_OK)
-		status = extend(b, cid, lease_ns, &until);
+		status = extend(b, cid, lease_ns, until_ns, &until);
 	return finish(b, status, keep && status == SFS_CLAIMLOST);
 }
 

@@ -548,7 +548,7 @@ int sqlb_claim_settle(sfs_backend *b, int64_t claim_id, const int64_t *ids,
 int sqlb_item_settle(sfs_backend *b, sfs_slice queue, int64_t id,
                      sfs_outcome outcome);
 int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
-                        int64_t lease_ns);
+                        int64_t lease_ns, int64_t until_ns);
 int sqlb_item_requeue(sfs_backend *b, sfs_slice queue, int64_t id,
                       int64_t *new_id);
 /* Dead letters leaving: one by id, or all of a queue (*count). */

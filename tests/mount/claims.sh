@@ -186,6 +186,29 @@ fi
 mv $q/inflight/$n $q/
 ok "touch heartbeats"
 
+# touch -d TIME makes the lease end at TIME on the store's clock, the one
+# the mtime shows, whatever the daemon's says: a daemon whose clock reads
+# an hour ahead (clockshift.c; on PostgreSQL the server keeps the real
+# one) ends it at TIME, not an hour before (before 2026-12-04 the daemon
+# gave the lease "TIME minus its now", which the server added to its own
+# now). On SQLite the daemon's clock is the store's: TIME is two hours
+# ahead of the real one, an hour ahead of the shifted one.
+printf '#!/bin/sh\nASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 CLOCKSHIFT_FILE=%s LD_PRELOAD=%s exec %s "$@"\n' \
+  "$work/shift" "$STATEFS_CLOCKSHIFT" "$STATEFS_BIN" > "$work/statefs-shifted"
+chmod +x "$work/statefs-shifted"
+echo 3600 > "$work/shift"
+STATEFS_BIN=$work/statefs-shifted mount_other "$work/ahead"
+echo skewed > "$work/ahead/queue/skew/new"
+n=$(cat "$work/ahead/queue/skew/.claim")
+t=$(( $(now) + 7200 ))
+touch -d "@$t" "$work/ahead/queue/skew/inflight/$n"
+expect_eq "$(mtime "$work/ahead/queue/skew/inflight/$n")" "$t" \
+  "the lease end after touch -d @$t through a daemon an hour ahead"
+mv "$work/ahead/queue/skew/inflight/$n" "$work/ahead/queue/skew/"
+rm "$work/ahead/queue/skew/$n"
+fusermount3 -u "$work/ahead"
+ok "touch -d sets the lease end on the store's clock"
+
 # --- a killed worker: its item comes back after the lease, not before -----
 tstart=$(now_ns)   # the claim is made after this
 bash -c 'n=$(cat '"$q"'/.claim) && echo "$n" > '"$work"'/victim.tmp &&

@@ -349,6 +349,18 @@ static void test_inflight_item_calls(void **state)
 	OK(sfs_item_heartbeat(t->s, Q, first + 2, 1000));
 	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &ci));
 	assert_int_equal(ci.lease_until_ns, tfx_now + SEC);
+	/* an end given is kept to the nanosecond; one not after now is
+	 * refused and changes nothing */
+	OK(sfs_item_heartbeat_until(t->s, Q, first + 2, tfx_now + 3 * SEC + 7));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &ci));
+	assert_int_equal(ci.lease_until_ns, tfx_now + 3 * SEC + 7);
+	IS(SFS_INVALID, sfs_item_heartbeat_until(t->s, Q, first + 2, tfx_now));
+	IS(SFS_INVALID, sfs_item_heartbeat_until(t->s, Q, first + 2, 0));
+	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &ci));
+	assert_int_equal(ci.lease_until_ns, tfx_now + 3 * SEC + 7);
+	IS(SFS_NOTFOUND, sfs_item_heartbeat_until(t->s, Q, first,
+	                                          tfx_now + SEC));
+	OK(sfs_item_heartbeat_until(t->s, Q, first + 2, tfx_now + SEC));
 	tfx_now += SEC; /* exactly at the end of the new lease */
 	IS(SFS_CLAIMLOST, sfs_item_heartbeat(t->s, Q, first + 2, 1000));
 	IS(SFS_NOTFOUND, sfs_item_settle(t->s, Q, first + 2,
