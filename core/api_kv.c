@@ -344,7 +344,9 @@ int sfs_kv_set_mtime(sfs_store *s, sfs_slice scope, sfs_slice ns,
 	if (mtime_ns < 0 && mtime_ns % 1000000000 &&
 	    sec > INT64_MIN / 1000000000)
 		sec--;
-	CALL(s, s->ops->kv_set_mtime(s->be, scope, ns, key, sec * 1000000000));
+	/* the epoch given is kept as the epoch, not read as "unknown" */
+	CALL(s, s->ops->kv_set_mtime(s->be, scope, ns, key,
+	                             sec ? sec * 1000000000 : SFS_MTIME_EPOCH));
 }
 
 int sfs_counter_set(sfs_store *s, sfs_slice scope, sfs_slice ns, sfs_slice key,

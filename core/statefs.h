@@ -200,7 +200,11 @@ typedef struct sfs_stat {
 	                            start of its current wait in the queue; a
 	                            dead letter: its death. Along a
 	                            log's or queue's ids never goes
-	                            backwards (docs/engine.md) */
+	                            backwards (docs/engine.md). A value
+	                            given the epoch itself (sfs_kv_set_mtime
+	                            of a time in its first second: touch -d
+	                            @0) reads SFS_MTIME_EPOCH, which 0
+	                            cannot say */
 	int64_t counter;         /* a counter's value */
 	int64_t deliveries;      /* in-flight items and dead letters: how many
 	                            times the item was claimed, this claim
@@ -211,6 +215,11 @@ typedef struct sfs_stat {
 	int64_t lease_until_ns;  /* in-flight items: when that claim's lease
 	                            ends (may have passed) */
 } sfs_stat;
+
+/* The mtime_ns of a value whose time was given as the epoch: 1 ns after
+ * it, since 0 means "unknown" (a row another SDK wrote). Show it as the
+ * epoch (the mount does, statectl writes 0). */
+#define SFS_MTIME_EPOCH 1
 
 /* One row of a listing: the row's names and bytes, and its sfs_stat. */
 typedef struct sfs_item {

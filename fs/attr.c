@@ -55,6 +55,10 @@ void fs_stat_fill(fs *f, fs_kind k, uint64_t ino, uint64_t size,
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 	if (fs_kind_is_dir(k) || fs_kind_is_special(k)) {
 		t = f->start;
+	} else if (mtime_ns == SFS_MTIME_EPOCH) {
+		/* a value given the epoch (touch -d @0) */
+		t.tv_sec = 0;
+		t.tv_nsec = 0;
 	} else {
 		/* 0: written by another SDK, time unknown: the epoch. An
 		 * imported time keeps its nanoseconds, which stay in [0, 1 s)

@@ -160,8 +160,12 @@ static json_t *row_to_json(const sfs_row *r)
 	set_field(o, "value", r->value, r->family == SFS_FAM_KV ||
 	          r->family == SFS_FAM_LOG || r->family == SFS_FAM_QUEUE ||
 	          r->family == SFS_FAM_INFLIGHT || r->family == SFS_FAM_DEAD);
+	/* 0 unknown: left out; a value given the epoch: 0 (import reads
+	 * it back as that) */
 	if (r->mtime_ns)
-		json_object_set_new(o, "mtime_ns", json_integer(r->mtime_ns));
+		json_object_set_new(o, "mtime_ns", json_integer(
+		        r->family == SFS_FAM_KV && r->mtime_ns == SFS_MTIME_EPOCH
+		        ? 0 : r->mtime_ns));
 	if (r->family == SFS_FAM_POLICY ? r->max_deliveries : r->deliveries)
 		json_object_set_new(o, "deliveries", json_integer(
 		        r->family == SFS_FAM_POLICY ? r->max_deliveries
@@ -449,6 +453,10 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||
 	    int_field(o, "deliveries", &deliveries, err) < 0)
 		return -1;
+	/* a value's time given as 0 is the epoch (left out: unknown) */
+	if (row->family == SFS_FAM_KV && row->mtime_ns == 0 &&
+	    json_object_get(o, "mtime_ns"))
+		row->mtime_ns = SFS_MTIME_EPOCH;
 	if (row_set_n(row, num, err) < 0)
 		return -1;
 	if (row->family == SFS_FAM_POLICY)

@@ -605,8 +605,9 @@ int cli_out_entries(const cli *c, json_t *head, const sfs_list *l,
 			                   it->value.len);
 		json_object_set_new(e, "size", json_integer((json_int_t)it->st.size));
 		if (it->st.mtime_ns)
-			json_object_set_new(e, "mtime_ns",
-			                    json_integer(it->st.mtime_ns));
+			json_object_set_new(e, "mtime_ns", json_integer(
+			        it->st.mtime_ns == SFS_MTIME_EPOCH
+			        ? 0 : it->st.mtime_ns));
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(head, "entries", arr);

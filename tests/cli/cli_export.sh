@@ -408,4 +408,23 @@ expect_exit 8 "$STATECTL" --db "$DB6" "${opts6[@]}" import "$T/badseq"
 expect_match "$err" 'a sequence row names "log", "queue" or "claim"' "an unknown id space"
 rm -f "$T/seqexport" "$T/badseq"
 
+# A value's time given as the epoch (touch -d @0 through the mount) is a
+# time, "mtime_ns":0, in the export, a listing and the import of either;
+# a value with no time (another SDK's) has none (before 2026-12-04 the
+# epoch was stored as 0, which reads as unknown, and was left out)
+printf '%s\n%s\n%s\n' "$hdr" \
+	'{"family":"kv","scope":"ep","ns":"n","key":"epoch","value":"v","mtime_ns":0}' \
+	'{"family":"kv","scope":"ep","ns":"n","key":"sdk","value":"v"}' >"$T/epoch"
+expect_exit 0 sc import "$T/epoch"
+expect_exit 0 sc --json scan ep n
+expect_eq "$(jq -c '[.entries[] | [.key, .mtime_ns]]' <<<"$out")" '[["epoch",0],["sdk",null]]' \
+	"a listing's times: the epoch, unknown"
+sc export | grep '"scope":"ep"' >"$T/epoch-rows"
+expect_eq "$(jq -c '[.key, .mtime_ns]' <"$T/epoch-rows" | tr -d '\n')" '["epoch",0]["sdk",null]' \
+	"an export's times: the epoch, unknown"
+expect_exit 0 sc delete-range ep n --all
+printf '%s\n' "$hdr" | cat - "$T/epoch-rows" | sc import - >/dev/null
+sc export | grep '"scope":"ep"' | cmp - "$T/epoch-rows" || fail "the epoch and unknown times after an import of the export"
+rm -f "$T/epoch" "$T/epoch-rows"
+
 echo "cli_export ($mode): ok"

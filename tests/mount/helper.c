@@ -149,6 +149,17 @@ int main(int argc, char **argv)
 		row.value = arg(argv[5]);
 		row.mtime_ns = strtoll(argv[6], NULL, 10);
 		rc = sfs_import(store, one_row, &r);
+	} else if (!strcmp(cmd, "kvmtime") && argc == 5) {
+		/* the time the store keeps: seconds, or "unknown" (0) */
+		sfs_stat st;
+
+		rc = sfs_kv_stat(store, arg(argv[2]), arg(argv[3]),
+		                 arg(argv[4]), &st);
+		if (!rc && st.mtime_ns)
+			printf("%lld\n", (long long)(st.mtime_ns / 1000000000 -
+			       (st.mtime_ns % 1000000000 < 0)));
+		else if (!rc)
+			printf("unknown\n");
 	} else if (!strcmp(cmd, "get") && argc == 5) {
 		rc = sfs_kv_get(store, arg(argv[2]), arg(argv[3]), arg(argv[4]), &v);
 		if (rc == SFS_NOTFOUND)

@@ -132,8 +132,20 @@ printf xy > app/cfg/timed  # the same length
   fail "a write after touch -d 2100 kept the time given"
 rsync -a app/cfg/timed "$work/bak/"
 expect_eq "$(cat "$work/bak/timed")" xy "rsync -a of a value written after touch -d 2100"
-rm app/cfg/timed app/cfg/timed-new app/cfg/timed-cp
-ok "times given: touch -d, cp -a; a write after them, also after a later time"
+# The epoch given is kept as a time (1970-01-01, as a local file system
+# keeps it), not as "unknown", which a row another SDK wrote has and
+# which the mount shows as the epoch too (before 2026-12-04 touch -d @0
+# stored 0, which reads as unknown: statectl and export left it out)
+printf v > app/cfg/epoch
+touch -d @0 app/cfg/epoch
+expect_eq "$(stat -c %Y app/cfg/epoch)" 0 "touch -d @0"
+expect_eq "$(stat -c %y app/cfg/epoch)" "$(date -d @0 '+%Y-%m-%d %H:%M:%S.000000000 %z')" "touch -d @0, to the nanosecond"
+expect_eq "$(helper kvmtime app cfg epoch)" 0 "the store's time of a value given the epoch"
+helper kvtimed app cfg sdk v 0
+expect_eq "$(helper kvmtime app cfg sdk)" unknown "the store's time of a value another SDK wrote"
+expect_eq "$(stat -c %Y app/cfg/sdk)" 0 "a value another SDK wrote shows the epoch"
+rm app/cfg/timed app/cfg/timed-new app/cfg/timed-cp app/cfg/epoch app/cfg/sdk
+ok "times given: touch -d, cp -a; a write after them, also after a later time; the epoch"
 
 cd /
 unmount_fs

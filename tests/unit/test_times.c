@@ -81,6 +81,11 @@ static void test_kv_set_mtime(void **state)
 	/* before 1970: whole seconds down */
 	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), -SEC / 2));
 	assert_int_equal(kv_mtime(t->s, "k"), -SEC);
+	/* the epoch, and a time in its second: the epoch, not "unknown" */
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), 0));
+	assert_int_equal(kv_mtime(t->s, "k"), SFS_MTIME_EPOCH);
+	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), SEC - 1));
+	assert_int_equal(kv_mtime(t->s, "k"), SFS_MTIME_EPOCH);
 	/* the earliest time: the earliest whole second int64 ns holds (the
 	 * second down from it left int64 and made it a time in 2262) */
 	OK(sfs_kv_set_mtime(t->s, SC, S("ns"), S("k"), INT64_MIN));
