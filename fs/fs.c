@@ -81,11 +81,11 @@ int fs_errno(fs *f, int status, const char *op)
 	}
 }
 
-int64_t fs_now_ns(void)
+int64_t fs_mono_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

@@ -470,7 +470,9 @@ int fs_errno(fs *f, int status, const char *op);
 
 /* The timeouts a reply gives a node of kind k. */
 void fs_ttl(fs_kind k, double *entry, double *attr);
-int64_t fs_now_ns(void);
+/* CLOCK_MONOTONIC in ns: for what the daemon times on its own, which a
+ * step of the wall clock must not move. */
+int64_t fs_mono_ns(void);
 int64_t fs_write_time_ns(void);
 /* Now on clock, plus ms: the deadline for a pthread_cond_timedwait on a
  * condition variable that waits on that clock. */

@@ -355,7 +355,11 @@ struct fs_stream {
 	int64_t claim;         /* drains: the claim on what is not yet
 	                          delivered (0: none, or all settled) */
 	int64_t after;         /* id of the last row rendered; -1: none */
-	int64_t beat_ns;       /* drains: when the lease was last extended */
+	int64_t beat_ns;       /* drains: when the lease was last extended
+	                          (CLOCK_MONOTONIC: a step of the wall
+	                          clock back held every heartbeat back by
+	                          the step, and on PostgreSQL, whose server
+	                          clock did not move, the lease ran out) */
 	off_t base;            /* stream offset of out's first byte */
 	off_t served;          /* .follow: where the last reply ended, */
 	pid_t reader;          /* and the task it went to */
@@ -469,7 +473,7 @@ static int take_all(fs *f, fs_file *h, const fs_addr *a)
 	               NULL);
 	if (rc == SFS_OK) {
 		s->claim = cid;
-		s->beat_ns = fs_now_ns();
+		s->beat_ns = fs_mono_ns();
 	}
 	return rc;
 }
@@ -477,7 +481,7 @@ static int take_all(fs *f, fs_file *h, const fs_addr *a)
 /* Extends a drain's lease when a third of it has passed. */
 static int beat(fs *f, struct fs_stream *s)
 {
-	int64_t now = fs_now_ns();
+	int64_t now = fs_mono_ns();
 	int rc;
 
 	if (!s->claim || now - s->beat_ns < lease_ms(f) * 1000000 / 3)

@@ -118,6 +118,38 @@ expect_eq "$(helper qlen slow),$(ls "$mnt/queue/slow/inflight" | wc -l)" "0,0" \
 unmount_fs
 ok "a reader reading one page for longer than the lease keeps its drain"
 
+# The same when the daemon's wall clock is stepped back an hour while the
+# reader reads (clockshift.c): the drain's heartbeats are timed on the
+# monotonic clock. They were timed on the wall clock, which then said no
+# third of a lease had passed for an hour: on PostgreSQL, whose server
+# clock did not move, the lease ran out under the reader (on SQLite the
+# store's clock is the daemon's, and the step lengthened the lease).
+printf '#!/bin/sh\nASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 CLOCKSHIFT_FILE=%s LD_PRELOAD=%s exec %s "$@"\n' \
+  "$work/shift" "$STATEFS_CLOCKSHIFT" "$STATEFS_BIN" > "$work/statefs-shifted"
+chmod +x "$work/statefs-shifted"
+echo 0 > "$work/shift"
+STATEFS_BIN=$work/statefs-shifted mount_other "$work/stepped" -o lease=2s
+helper qpush stepback $(seq 200)
+exec 3< "$work/stepped/queue/stepback/.drain"
+: > "$work/stepback"
+read -r -N 64 -u 3 chunk || { exec 3<&-; fail "the first read of the stepped drain"; }
+printf '%s' "$chunk" >> "$work/stepback"
+echo -3600 > "$work/shift"
+t0=$(now_ns)
+while [ $(($(now_ns) - t0)) -lt 3000000000 ]; do
+  read -r -N 64 -u 3 chunk || break
+  printf '%s' "$chunk" >> "$work/stepback"
+  nap 0.1
+done
+cat <&3 >> "$work/stepback" || { exec 3<&-; fail "the stepped drain's last read"; }
+exec 3<&-
+expect_eq "$(jq -r .value "$work/stepback" | sort -u | wc -l),$(grep -c '' "$work/stepback")" \
+  "200,200" "every item once, the clock stepped back"
+expect_eq "$(helper qlen stepback),$(ls "$work/stepped/queue/stepback/inflight" | wc -l)" "0,0" \
+  "nothing came back, nothing in flight, the clock stepped back"
+fusermount3 -u "$work/stepped"
+ok "a wall clock stepped back under a drain's reader keeps its drain"
+
 # The daemon killed while a namespace's drain waits to answer: nothing is
 # lost, the lease (2 s) gives it back. The daemon holds its answer until
 # the reader is interrupted (a test hook), so the kill lands between the
