@@ -36,6 +36,11 @@
 
 typedef struct sfs_backend sfs_backend;   /* defined by each backend */
 
+/* Leases (and times-to-live) longer than this are refused: now + lease
+ * must fit int64 ns. A lease end given (item_heartbeat's until_ns) is
+ * refused further than this from the backend's now. */
+#define MAX_LEASE_MS (1000LL * 3600 * 24 * 365 * 100)
+
 /* What a backend's open gets: the public options, checked and defaulted. */
 typedef struct sfs_backend_cfg {
 	const char *db;            /* never NULL: the default path is resolved */

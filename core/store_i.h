@@ -213,10 +213,6 @@ int chk_writable(const sfs_store *s);
 /* A family that has scopes (not SFS_FAM_DIR); for SFS_FAM_QUEUE, ns must be
  * SFS_NONE. */
 int chk_family(sfs_family fam, sfs_slice ns);
-/* Leases (and times-to-live) longer than this are refused: now + lease
- * must fit int64 ns. */
-#define MAX_LEASE_MS (1000LL * 3600 * 24 * 365 * 100)
-
 /* A queue policy's fields: not negative, a time-to-live up to
  * MAX_LEASE_MS, a delivery limit up to SFS_DELIVERIES_MAX (a count
  * never passes it, so a larger limit would never be reached). */

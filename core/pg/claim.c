@@ -396,8 +396,11 @@ static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 		}
 		pgp_i64(&p, until_ns > 0 ? until_ns : lease_ns);
 		pgp_clock(&p);
+		if (until_ns > 0)
+			pgp_i64(&p, MAX_LEASE_MS * 1000000);
 		st = pgb_exec(c, until_ns > 0
-		              ? "SELECT CASE WHEN $4 <= n THEN -4 ELSE"
+		              ? "SELECT CASE WHEN $4 <= n OR $4 - n > $6"
+		                " THEN -4 ELSE"
 		                " sfs_heartbeat($1, $2, $3, $4 - n, n) END"
 		                " FROM (SELECT sfs_now($5) AS n) t"
 		              : "SELECT sfs_heartbeat($1, $2, $3, $4, $5)", &p,
@@ -411,7 +414,8 @@ static int heartbeat(sfs_backend *b, int64_t cid, const sfs_slice *queue,
 		return st;
 	pgb_committed(b);
 	if (u == -4)
-		return sfs_err(SFS_INVALID, "a lease cannot end in the past");
+		return sfs_err(SFS_INVALID, "a lease cannot end in the past or"
+		               " more than 100 years ahead");
 	if (u == -3)
 		return sfs_err(SFS_NOTFOUND, "item %lld is not in flight",
 		               (long long)id);

@@ -1246,9 +1246,13 @@ int sqlb_item_heartbeat(sfs_backend *b, sfs_slice queue, int64_t id,
 	if (status != SFS_OK)
 		return status;
 	status = item_held(b, queue, id, &cid, &keep);
-	/* an end given is on the clock the claim is held by: this one */
-	if (status == SFS_OK && until_ns > 0 && until_ns <= sfs_clock_ns())
-		status = sfs_err(SFS_INVALID, "a lease cannot end in the past");
+	/* an end given is on the clock the claim is held by: this one;
+	 * in the past, or further than the longest lease, it is refused */
+	if (status == SFS_OK && until_ns > 0 &&
+	    (until_ns <= sfs_clock_ns() ||
+	     until_ns - sfs_clock_ns() > MAX_LEASE_MS * 1000000))
+		status = sfs_err(SFS_INVALID, "a lease cannot end in the past"
+		                 " or more than 100 years ahead");
 	if (status == SFS_OK)
 		status = extend(b, cid, lease_ns, until_ns, &until);
 	return finish(b, status, keep && status == SFS_CLAIMLOST);

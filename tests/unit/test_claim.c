@@ -356,6 +356,8 @@ static void test_inflight_item_calls(void **state)
 	assert_int_equal(ci.lease_until_ns, tfx_now + 3 * SEC + 7);
 	IS(SFS_INVALID, sfs_item_heartbeat_until(t->s, Q, first + 2, tfx_now));
 	IS(SFS_INVALID, sfs_item_heartbeat_until(t->s, Q, first + 2, 0));
+	IS(SFS_INVALID, sfs_item_heartbeat_until(t->s, Q, first + 2,
+	        tfx_now + 101LL * 365 * 86400 * SEC));
 	OK(sfs_item_stat(t->s, Q, SFS_ITEM_INFLIGHT, first + 2, &ci));
 	assert_int_equal(ci.lease_until_ns, tfx_now + 3 * SEC + 7);
 	IS(SFS_NOTFOUND, sfs_item_heartbeat_until(t->s, Q, first,
