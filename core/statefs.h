@@ -1023,7 +1023,8 @@ int sfs_item_heartbeat(sfs_store *s, sfs_slice queue, int64_t id,
  * `touch -d TIME inflight/item` does: its mtime then reads until_ns
  * whatever the caller's clock says. Errors: SFS_INVALID when until_ns is
  * not after the store's now (a lease cannot end in the past) or is more
- * than 100 years after it (the longest lease), and nothing changes; SFS_NOTFOUND, SFS_CLAIMLOST as sfs_item_heartbeat. */
+ * than 100 years after it (the longest lease), and nothing changes;
+ * SFS_NOTFOUND, SFS_CLAIMLOST as sfs_item_heartbeat. */
 int sfs_item_heartbeat_until(sfs_store *s, sfs_slice queue, int64_t id,
                              int64_t until_ns);
 
