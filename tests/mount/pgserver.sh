@@ -284,14 +284,20 @@ ok "a .pop whose ack failed is acked once the server takes writes again, not del
 # takes writes again, and the reader closes. The rows are settled (by the
 # timer, or at the close), not given back by the close's release: they
 # were given back before, and delivered again by the next drain.
-gated_mount
-for i in 1 2 3; do helper qpush d "row$i"; done
-exec 3< "$mnt/queue/d/.drain"
-dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
-wait_inflight d 3
-writes_refused
-wait "$reader"
-expect_eq "$(grep -c '"value":"row' "$work/drained")" 3 "rows delivered"
+# Queue Q's drain, kept open on descriptor 3, takes TAKEN rows and its
+# first read (64 KiB) delivers DELIVERED of them while the server
+# refuses writes: their acks fail.
+drain_refused() { # Q TAKEN DELIVERED
+  gated_mount
+  helper qpush "$1" $(seq -f "row%g" "$2")
+  exec 3< "$mnt/queue/$1/.drain"
+  dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
+  wait_inflight "$1" "$2"
+  writes_refused
+  wait "$reader"
+  expect_eq "$(grep -c '"value":"row' "$work/drained")" "$3" "rows delivered"
+}
+drain_refused d 3 3
 expect_eq "$(helper qinflight d)" 3 "the rows in flight while the server refuses writes"
 writes_taken
 exec 3<&-
@@ -305,14 +311,7 @@ ok "a .drain whose acks failed: its rows are acked once the server takes writes 
 # (300 taken, one page of 256 read): once the server takes writes again
 # the delivered rows are settled and the other 44 come back at once.
 # They waited for the drain's lease (ten minutes) before.
-gated_mount
-helper qpush e $(seq -f "row%g" 300)
-exec 3< "$mnt/queue/e/.drain"
-dd bs=64k count=1 status=none <&3 > "$work/drained" & reader=$!
-wait_inflight e 300
-writes_refused
-wait "$reader"
-expect_eq "$(grep -c '"value":"row' "$work/drained")" 256 "rows delivered"
+drain_refused e 300 256
 exec 3<&-
 SECONDS=0
 until grep -q "a drain ended with 256 delivered rows not settled yet" "$work/daemon.err"; do
