@@ -426,15 +426,20 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
   umount "$work/rofs"
   mount --bind "$work/store" "$work/robind"
   mount -o remount,bind,ro "$work/robind"
-  rc=0
-  out=$("$bin" -o "${csv_mode}ro,db=$work/robind/state.db" "$mnt" 2>&1) || rc=$?
-  if mountpoint -q "$mnt"; then
-    fusermount3 -u "$mnt"
-    fail "-o ro through a read-only bind mount opened the store immutable"
-  fi
-  if [ "$rc" -eq 0 ] || [[ $out != *"cannot create $work/robind/state.db-wal: Read-only file system"* ]]; then
-    fail "-o ro through a read-only bind mount, no process on the store: $rc $out"
-  fi
+  # -o ro through DIR with no process on the store: refused as any store
+  # whose -wal cannot be made, never opened immutable
+  ro_refused() { # DIR WHAT
+    local rc=0 out
+    out=$("$bin" -o "${csv_mode}ro,db=$1/state.db" "$mnt" 2>&1) || rc=$?
+    if mountpoint -q "$mnt"; then
+      fusermount3 -u "$mnt"
+      fail "-o ro through $2 opened the store immutable"
+    fi
+    if [ "$rc" -eq 0 ] || [[ $out != *"cannot create $1/state.db-wal: Read-only file system"* ]]; then
+      fail "-o ro through $2, no process on the store: $rc $out"
+    fi
+  }
+  ro_refused "$work/robind" "a read-only bind mount"
   mount_other "$work/m2"
   echo w0 > "$work/m2/app/cfg/b0"
   mount_fs -o "${csv_mode}ro,db=$work/robind/state.db"
@@ -460,15 +465,7 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
      "$work/ov" 2>/dev/null; then
     trap 'rc=$?; set +e; umount -l "$work/rofs" "$work/robind" "$work/ov" \
       2>/dev/null; (exit $rc); cleanup' EXIT
-    rc=0
-    out=$("$bin" -o "${csv_mode}ro,db=$work/ov/state.db" "$mnt" 2>&1) || rc=$?
-    if mountpoint -q "$mnt"; then
-      fusermount3 -u "$mnt"
-      fail "-o ro through a read-only overlay opened the store immutable"
-    fi
-    if [ "$rc" -eq 0 ] || [[ $out != *"cannot create $work/ov/state.db-wal: Read-only file system"* ]]; then
-      fail "-o ro through a read-only overlay, no process on the store: $rc $out"
-    fi
+    ro_refused "$work/ov" "a read-only overlay"
     umount "$work/ov"
   fi
   ok "-o ro on a read-only medium, and through a read-only bind mount and overlay"
