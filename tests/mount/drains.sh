@@ -99,22 +99,32 @@ ok "a drain that outlived its lease fails its next read"
 # extended only when a new page was rendered: it ran out under the
 # reader, its acks failed (a warning), the items came back to the queue
 # while it read them, and its last read failed with ENOENT.
+# Drains queue Q of 200 items through mount DIR, 64 bytes at a time for
+# 3 s (after the first read, the daemon's clock is stepped by STEP
+# seconds, when given), then the rest: every item once, none back.
+slow_drain() { # DIR Q WHAT [STEP]
+  local chunk t0
+  helper qpush "$2" $(seq 200)
+  exec 3< "$1/queue/$2/.drain"
+  : > "$work/$2"
+  read -r -N 64 -u 3 chunk || { exec 3<&-; fail "the first read of the drain $3"; }
+  printf '%s' "$chunk" >> "$work/$2"
+  [ -z "${4:-}" ] || echo "$4" > "$work/shift"
+  t0=$(now_ns)
+  while [ $(($(now_ns) - t0)) -lt 3000000000 ]; do
+    read -r -N 64 -u 3 chunk || break
+    printf '%s' "$chunk" >> "$work/$2"
+    nap 0.1
+  done
+  cat <&3 >> "$work/$2" || { exec 3<&-; fail "the last read of the drain $3"; }
+  exec 3<&-
+  expect_eq "$(jq -r .value "$work/$2" | sort -u | wc -l),$(grep -c '' "$work/$2")" \
+    "200,200" "every item once $3"
+  expect_eq "$(helper qlen "$2"),$(ls "$1/queue/$2/inflight" | wc -l)" "0,0" \
+    "nothing came back, nothing in flight $3"
+}
 mount_fs -o lease=2s
-helper qpush slow $(seq 200)
-exec 3< "$mnt/queue/slow/.drain"
-: > "$work/slow"
-t0=$(now_ns)
-while [ $(($(now_ns) - t0)) -lt 3000000000 ]; do
-  read -r -N 64 -u 3 chunk || break
-  printf '%s' "$chunk" >> "$work/slow"
-  nap 0.1
-done
-cat <&3 >> "$work/slow" || { exec 3<&-; fail "the slow reader's last read"; }
-exec 3<&-
-expect_eq "$(jq -r .value "$work/slow" | sort -u | wc -l),$(grep -c '' "$work/slow")" \
-  "200,200" "every item once"
-expect_eq "$(helper qlen slow),$(ls "$mnt/queue/slow/inflight" | wc -l)" "0,0" \
-  "nothing came back, nothing in flight"
+slow_drain "$mnt" slow "of a slow reader"
 unmount_fs
 ok "a reader reading one page for longer than the lease keeps its drain"
 
@@ -129,24 +139,7 @@ printf '#!/bin/sh\nASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_
 chmod +x "$work/statefs-shifted"
 echo 0 > "$work/shift"
 STATEFS_BIN=$work/statefs-shifted mount_other "$work/stepped" -o lease=2s
-helper qpush stepback $(seq 200)
-exec 3< "$work/stepped/queue/stepback/.drain"
-: > "$work/stepback"
-read -r -N 64 -u 3 chunk || { exec 3<&-; fail "the first read of the stepped drain"; }
-printf '%s' "$chunk" >> "$work/stepback"
-echo -3600 > "$work/shift"
-t0=$(now_ns)
-while [ $(($(now_ns) - t0)) -lt 3000000000 ]; do
-  read -r -N 64 -u 3 chunk || break
-  printf '%s' "$chunk" >> "$work/stepback"
-  nap 0.1
-done
-cat <&3 >> "$work/stepback" || { exec 3<&-; fail "the stepped drain's last read"; }
-exec 3<&-
-expect_eq "$(jq -r .value "$work/stepback" | sort -u | wc -l),$(grep -c '' "$work/stepback")" \
-  "200,200" "every item once, the clock stepped back"
-expect_eq "$(helper qlen stepback),$(ls "$work/stepped/queue/stepback/inflight" | wc -l)" "0,0" \
-  "nothing came back, nothing in flight, the clock stepped back"
+slow_drain "$work/stepped" stepback "with the clock stepped back" -3600
 fusermount3 -u "$work/stepped"
 ok "a wall clock stepped back under a drain's reader keeps its drain"
 
