@@ -54,6 +54,7 @@ struct sqlb_ckpt {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* the thread waits for want; a writer past
 	                           CKPT_LIMIT for the round's end */
+	int parked;             /* the thread is in its loop (started) */
 	int want;               /* a round is asked for */
 	int running;            /* a round is under way */
 	int stop;
@@ -90,6 +91,8 @@ static void *ckpt_main(void *arg)
 	int rc;
 
 	pthread_mutex_lock(&c->mu);
+	c->parked = 1; /* past its start (sqlb_ckpt_fork_hold) */
+	pthread_cond_broadcast(&c->cv);
 	for (;;) {
 		while (!c->want && !c->stop)
 			pthread_cond_wait(&c->cv, &c->mu);
@@ -274,8 +277,12 @@ void sqlb_ckpt_fork_hold(sfs_backend *b, int hold)
 		pthread_mutex_unlock(&c->mu);
 		return;
 	}
+	/* A thread still starting may hold a lock of the allocator's (an
+	 * ASan runtime's allocates there and is not fork-safe: the child of
+	 * a fork just after an open with SFS_OPEN_WAL_THREAD waited for it
+	 * forever in its first malloc): it is waited for too. */
 	pthread_mutex_lock(&c->mu);
-	while (c->running)
+	while (c->running || !c->parked)
 		pthread_cond_wait(&c->cv, &c->mu);
 }
 
