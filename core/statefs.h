@@ -47,7 +47,8 @@
  *    calls on one handle are serialised inside the engine. Callbacks (export,
  *    import, progress) run on the calling thread while the store is busy:
  *    they must not call back into the same store. A handle must not be used
- *    in a child after fork(); open a new one there. The child's first
+ *    in a child after fork(); open a new one there (a call on an inherited
+ *    handle fails with SFS_INVALID and does nothing). The child's first
  *    sfs_store_open lets go of what the handles it inherited hold in it
  *    (SQLite's record of its process's locks, which the child's own
  *    connection must not share), writing nothing to the store; their

@@ -112,9 +112,25 @@ int chk_pairs(const sfs_store *s, const sfs_slice *keys,
 	return SFS_OK;
 }
 
+/* This process's id, kept by the fork handlers below (a getpid on every
+ * call would be a system call on every call). A child made without them
+ * (a raw clone) keeps its parent's: getpid says then. */
+static pid_t proc_pid;
+
 int chk_store(const sfs_store *s)
 {
-	return s ? SFS_OK : sfs_err(SFS_INVALID, "the store handle is NULL");
+	if (!s)
+		return sfs_err(SFS_INVALID, "the store handle is NULL");
+	/* Inherited across fork (below): its connection locks nothing here,
+	 * so its commits could be lost at another process's close; and
+	 * once let go of it has none. */
+	if (s->pid != __atomic_load_n(&proc_pid, __ATOMIC_RELAXED) &&
+	    s->pid != getpid())
+		return sfs_err(SFS_INVALID, "%s: the handle was opened by "
+		               "process %d, and a child after fork() cannot "
+		               "use it (open one of its own)", s->path,
+		               (int)s->pid);
+	return SFS_OK;
 }
 
 int chk_writable(const sfs_store *s)
@@ -562,9 +578,16 @@ static void fork_done(void)
 	live_unlock();
 }
 
+static void fork_child(void)
+{
+	__atomic_store_n(&proc_pid, getpid(), __ATOMIC_RELAXED);
+	fork_done();
+}
+
 static void live_watch(void)
 {
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	__atomic_store_n(&proc_pid, getpid(), __ATOMIC_RELAXED);
+	pthread_atfork(fork_prepare, fork_done, fork_child);
 }
 
 /* Lets go of the handles this process inherited (above). SFS_BUSY when one
