@@ -56,8 +56,9 @@
  *    that (also before any open). An inherited SQLite handle that was in
  *    a call of another thread, or held writes (sfs_store_hold), at the
  *    fork cannot be let go of: the child's opens of SQLite stores fail
- *    with SFS_BUSY, and its sfs_store_close does nothing. So fork when no
- *    call is under way, or exec.
+ *    with SFS_UNSUPPORTED, for the life of the process (not SFS_BUSY: no
+ *    retry can succeed), and its sfs_store_close does nothing. So fork
+ *    when no call is under way, or exec.
  *
  *  - Durability. A call that returns SFS_OK has committed: its effect survives
  *    a crash of the process (a write a thread holds, sfs_store_hold, once
@@ -419,7 +420,9 @@ typedef struct sfs_store sfs_store;
  * store exists), SFS_WRONGKEY, SFS_NOKEY (encrypted, no key), SFS_NOTENCRYPTED
  * (a key for a plaintext store, or, under SFS_OPEN_ENV, no key found for
  * one opened without SFS_OPEN_PLAINTEXT), SFS_KEYPERM, SFS_BADKEY (the key file or
- * STATEFS_KEY is not a key), SFS_FORMAT (not a store, or a newer format). */
+ * STATEFS_KEY is not a key), SFS_FORMAT (not a store, or a newer format),
+ * SFS_UNSUPPORTED (a SQLite store in a child forked while a handle was in
+ * use: see Threads above). */
 int sfs_store_open(const sfs_config *cfg, sfs_store **out, char **notice);
 
 /* Closes and frees the handle; NULL is fine. Outstanding lists stay valid;

@@ -537,9 +537,9 @@ int cfg_check(const sfs_config *c)
  * idle at the fork, which its mutex says (a lock taken by a thread that
  * is not in the child) and the group commit (held writes). One that was
  * in use (or being opened) cannot be let go of: an open on its backend
- * fails with SFS_BUSY rather than open a connection that locks nothing.
- * The list's mutex is taken around fork (pthread_atfork), so the child's
- * copy is whole. */
+ * fails with SFS_UNSUPPORTED (for good) rather than open a connection
+ * that locks nothing. The list's mutex is taken around fork
+ * (pthread_atfork), so the child's copy is whole. */
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static sfs_store *live;               /* guarded by live_mu */
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
@@ -590,8 +590,9 @@ static void live_watch(void)
 	pthread_atfork(fork_prepare, fork_done, fork_child);
 }
 
-/* Lets go of the handles this process inherited (above). SFS_BUSY when one
- * of backend ops (NULL: none) could not be. */
+/* Lets go of the handles this process inherited (above). SFS_UNSUPPORTED
+ * when one of backend ops (NULL: none) could not be: for good, since
+ * nothing in this process will ever end the call it was in. */
 static int forsake_inherited(const sfs_backend_ops *ops)
 {
 	pid_t me = getpid();
@@ -617,13 +618,16 @@ static int forsake_inherited(const sfs_backend_ops *ops)
 			*pp = s->live_next;
 			continue;
 		}
+		/* Not SFS_BUSY, which says "retry": it stays in use here for
+		 * as long as this process lives. */
 		if (s->ops == ops && status == SFS_OK)
-			status = sfs_err(SFS_BUSY, "%s was in use by another "
-			                 "thread when process %d forked this one;"
-			                 " a store cannot be opened here safely"
-			                 " (fork when no call is under way and no"
-			                 " writes are held, or exec)", s->path,
-			                 (int)s->pid);
+			status = sfs_err(SFS_UNSUPPORTED, "%s was in use (a "
+			                 "call under way, or writes held) when "
+			                 "process %d forked this one; no store of "
+			                 "its kind can be opened safely in this "
+			                 "process, now or later (fork when no call"
+			                 " is under way and no writes are held, or"
+			                 " exec)", s->path, (int)s->pid);
 		pp = &s->live_next;
 	}
 	live_unlock();
