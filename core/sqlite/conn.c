@@ -149,6 +149,21 @@ int sqlb_fail(sfs_backend *b, int rc, const char *what)
 
 	if (st)
 		return st;
+	/* A reader whose -shm is read-only (a read-only bind mount, a
+	 * directory it may not write) that finds the log's index in need of
+	 * recovery, which needs a write of it: a writer was changing it
+	 * right then, or one died without closing the store. Another try
+	 * works in the first case, a read-write open in the second: busy,
+	 * not "read-only" with SQLite's "attempt to write a readonly
+	 * database" (a read through a read-only bind mount beside a writer,
+	 * cli_admin.sh, under ASan). */
+	if (rc == SQLITE_READONLY_RECOVERY)
+		return sfs_err(SFS_BUSY, "%s: %s's -shm cannot be written by "
+		               "this process, and it found the log's index "
+		               "being changed by a writer, or left unfinished "
+		               "by one that died: try again (or open it once "
+		               "where it can be written)", what,
+		               b && b->path ? b->path : "the store");
 	/* A statement that no longer compiles ("no such column") under a
 	 * handle that has been open since before a newer statefs migrated
 	 * the store: say so, and what to do, not "internal error". */
