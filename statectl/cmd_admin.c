@@ -552,6 +552,21 @@ out:
 	"every process using it, move it and its -wal and -shm aside, and " \
 	"copy the checkpoint to its name"
 
+/* Whether detail names path (a whole path: not a longer name it
+ * begins, such as PATH.bak). */
+static int names_path(const char *detail, const char *path, size_t len)
+{
+	for (const char *p = strstr(detail, path); p; p = strstr(p + 1, path)) {
+		char next = p[len];
+
+		if ((p == detail || p[-1] == ' ') &&
+		    (next == '\0' || next == ' ' || next == ':' || next == ')' ||
+		     next == ','))
+			return 1;
+	}
+	return 0;
+}
+
 /* checkpoint PATH; restore PATH */
 static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 {
@@ -586,9 +601,11 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	             : sfs_checkpoint(s, target, cli_progress_cb, &p);
 	cli_progress_end(&p);
 	if (st != SFS_OK) {
-		/* damage in the checkpoint is named by its path, first */
+		/* damage in the checkpoint names its path (first, or after
+		 * what was being done: "opening the checkpoint: page N of
+		 * PATH ...", when the open reads the damaged page) */
 		if (restore && st == SFS_CORRUPT &&
-		    strncmp(sfs_errdetail(), target, tlen) != 0)
+		    !names_path(sfs_errdetail(), target, tlen))
 			rc = cli_fail_status(c, st, "cannot restore %s from %s "
 			                     "(the store is unchanged, and "
 			                     "damaged; " RESTORE_DAMAGED ")", path,
