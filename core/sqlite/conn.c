@@ -132,7 +132,7 @@ static int explain_readonly(const sfs_backend *b, int rc, const char *what)
 		if ((size_t)snprintf(aux, sizeof(aux), "%s%s", b->path,
 		                     sfx[i]) >= sizeof(aux))
 			return 0;
-		/* access(2), not open(2): see explain_aux */
+		/* access(2), not open(2): see explain_aux, rofs.c */
 		if (access(aux, W_OK) == 0 || errno == ENOENT)
 			continue;
 		return sfs_err(SFS_READONLY, "%s: cannot write %s: %s (a "
@@ -1033,102 +1033,6 @@ static int open_free_reserve(sfs_backend *b)
 	return 1;
 }
 
-/* The store's file as the -wal and -shm are named by: given, or its
- * target when given is a symbolic link (SQLite opens the target and
- * makes them beside it). In real (PATH_MAX) then. */
-static const char *aux_beside(const char *given, char *real)
-{
-	struct stat st;
-
-	if (lstat(given, &st) == 0 && S_ISLNK(st.st_mode) &&
-	    realpath(given, real))
-		return real;
-	return given;
-}
-
-/* Why an open failed, when the cause is the store's -wal or -shm file:
- * every process that reads a store in WAL mode opens both, and creates
- * them in the store's directory when they are not there (no process has
- * the store open). Another user who may read the store but not its -shm
- * (SQLite makes it with the store's mode, whoever opened it), or not
- * write its directory, was told "I/O error (setting connection pragmas:
- * unable to open database file (sqlite 14))" or "store is read-only
- * (setting connection pragmas: attempt to write a readonly database
- * (sqlite 1544))", for a command that only reads. Returns status as it is
- * when these files are not the cause. The files are the ones beside the
- * file SQLite opened, the target of a store named by a symbolic link. */
-static int explain_aux(const char *given, int status)
-{
-	static const char *const sfx[] = { "-wal", "-shm" };
-	char real[PATH_MAX], aux[4096], dir[4096];
-	const char *db = aux_beside(given, real);
-	const char *slash = strrchr(db, '/');
-
-	if ((status != SFS_IO && status != SFS_READONLY) || !slash)
-		return status;
-	snprintf(dir, sizeof(dir), "%.*s", slash == db ? 1 : (int)(slash - db),
-	         db);
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-		if ((size_t)snprintf(aux, sizeof(aux), "%s%s", db, sfx[i]) >=
-		    sizeof(aux))
-			return status;
-		/* access(2), not open(2): closing a descriptor of the -shm
-		 * would drop the fcntl locks another handle of this process
-		 * holds on it */
-		if (access(aux, R_OK) == 0)
-			continue;
-		if (errno != ENOENT)
-			return sfs_err(SFS_IO, "cannot open %s: %s: a process "
-			               "that opens the store, even to read it, "
-			               "opens its -wal and -shm files too", aux,
-			               strerror(errno));
-		if (access(dir, W_OK | X_OK) != 0)
-			return sfs_err(SFS_IO, "cannot create %s: %s: the first "
-			               "process to open the store, even to read "
-			               "it, makes its -wal and -shm files in %s",
-			               aux, strerror(errno), dir);
-	}
-	return status;
-}
-
-/* Why a store on a read-only medium whose -wal holds frames could not be
- * opened: without its -shm nothing can read the log there (SQLite said
- * "cannot create PATH-shm: Read-only file system", as if making it were
- * the way out). explain_aux's answer when the -shm is there. */
-static int explain_rofs_wal(const char *given, int status)
-{
-	char real[PATH_MAX], wal[4096], shm[4096];
-	const char *db = aux_beside(given, real);
-	struct stat st;
-
-	if ((status != SFS_IO && status != SFS_READONLY) ||
-	    (size_t)snprintf(wal, sizeof(wal), "%s-wal", db) >= sizeof(wal) ||
-	    (size_t)snprintf(shm, sizeof(shm), "%s-shm", db) >= sizeof(shm) ||
-	    stat(wal, &st) != 0 || st.st_size <= 32 ||
-	    access(shm, F_OK) == 0 || errno != ENOENT)
-		return explain_aux(given, status);
-	return sfs_err(SFS_IO, "%s-wal holds commits that are not in the "
-	               "store's file (it was open, or not closed cleanly, "
-	               "when this copy was made), and they cannot be read on "
-	               "a read-only file system without its -shm: copy the "
-	               "store with its -wal to a writable place to read it",
-	               db);
-}
-
-/* Why a read-write open of a store on a read-only medium failed: it said
- * "cannot create PATH-wal: Read-only file system: the first process to
- * open the store, even to read it, makes its -wal and -shm files", but a
- * read-only open reads such a store (rofs.c). explain_aux's answer
- * elsewhere. */
-static int explain_rofs_write(const char *db, int status)
-{
-	if ((status != SFS_IO && status != SFS_READONLY) ||
-	    !sqlb_rofs_super(db))
-		return explain_aux(db, status);
-	return sfs_err(SFS_READONLY, "%s is on a read-only file system: only "
-	               "a read-only open can use it", db);
-}
-
 /* The store's file is named by an absolute path from here on (b->path,
  * and cfg below): the reserve, the checkpoint thread's connection, the
  * directory fsynced, info's sizes and verify all build on it, and a
@@ -1251,9 +1155,8 @@ again:
 		goto again;
 	}
 	if (status != SFS_OK && !b->memory)
-		status = rofs == 2     ? explain_rofs_wal(cfg->db, status)
-		         : !b->readonly ? explain_rofs_write(cfg->db, status)
-		                        : explain_aux(cfg->db, status);
+		status = sqlb_explain_open(cfg->db, status, rofs == 2,
+		                           b->readonly);
 	if (status != SFS_OK && !b->memory)
 		status = crypt_explain_short(cfg->db, cfg->key, status);
 	if (status != SFS_OK)

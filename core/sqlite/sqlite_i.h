@@ -224,6 +224,14 @@ int sqlb_rofs_unclean(const char *db);
  * out of memory. */
 char *sqlb_rofs_uri(const char *db);
 
+/* Why an open of the store db failed, when the cause is its -wal or -shm
+ * (not made or opened beside the file SQLite opens), said in a sentence;
+ * status as it is otherwise. unclean_rofs: a read-only open of a store on
+ * a read-only medium whose -wal holds frames; readonly: the open was
+ * read-only. (rofs.c) */
+int sqlb_explain_open(const char *db, int status, int unclean_rofs,
+                      int readonly);
+
 /* --- conn.c ------------------------------------------------------ */
 
 /* THE translation of SQLite result codes into sfs_status: every failure of
