@@ -406,15 +406,21 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
   # a read-write mount says -o ro reads it (it said "cannot create
   # PATH-wal: ... the first process to open the store, even to read it,
   # makes its -wal and -shm files")
-  rc=0
-  out=$("$bin" -o "${csv_mode}db=$work/rofs/state.db" "$mnt" 2>&1) || rc=$?
-  if mountpoint -q "$mnt"; then
-    fusermount3 -u "$mnt"
-    fail "a read-write mount of a store on a read-only medium"
-  fi
-  if [ "$rc" -eq 0 ] || [[ $out != *"store is read-only: $work/rofs/state.db is on a read-only file system: only a read-only open can use it (-o ro mounts it read-only)"* ]]; then
-    fail "a read-write mount of a store on a read-only medium: $rc $out"
-  fi
+  # a start with OPTS that must not mount, and must say WANT
+  start_refused() { # OPTS WANT WHAT
+    local rc=0 out
+    out=$("$bin" -o "$1" "$mnt" 2>&1) || rc=$?
+    if mountpoint -q "$mnt"; then
+      fusermount3 -u "$mnt"
+      fail "$3: mounted"
+    fi
+    if [ "$rc" -eq 0 ] || [[ $out != *"$2"* ]]; then
+      fail "$3: $rc $out"
+    fi
+  }
+  start_refused "${csv_mode}db=$work/rofs/state.db" \
+    "store is read-only: $work/rofs/state.db is on a read-only file system: only a read-only open can use it (-o ro mounts it read-only)" \
+    "a read-write mount of a store on a read-only medium"
   mount_fs -o "${csv_mode}ro,db=$work/rofs/state.db"
   expect_eq "$(cat "$mnt/app/cfg/k")" detached "a read on a read-only medium"
   [[ $(ls "$mnt/app/cfg") == *k* ]] || fail "ls on a read-only medium"
@@ -429,15 +435,9 @@ if [ -z "$pg" ] && [ "$(id -u)" = 0 ] && mkdir "$work/rofs" "$work/robind" &&
   # -o ro through DIR with no process on the store: refused as any store
   # whose -wal cannot be made, never opened immutable
   ro_refused() { # DIR WHAT
-    local rc=0 out
-    out=$("$bin" -o "${csv_mode}ro,db=$1/state.db" "$mnt" 2>&1) || rc=$?
-    if mountpoint -q "$mnt"; then
-      fusermount3 -u "$mnt"
-      fail "-o ro through $2 opened the store immutable"
-    fi
-    if [ "$rc" -eq 0 ] || [[ $out != *"cannot create $1/state.db-wal: Read-only file system"* ]]; then
-      fail "-o ro through $2, no process on the store: $rc $out"
-    fi
+    start_refused "${csv_mode}ro,db=$1/state.db" \
+      "cannot create $1/state.db-wal: Read-only file system" \
+      "-o ro through $2, no process on the store (mounted: opened immutable)"
   }
   ro_refused "$work/robind" "a read-only bind mount"
   mount_other "$work/m2"
