@@ -1033,11 +1033,6 @@ static int open_free_reserve(sfs_backend *b)
 	return 1;
 }
 
-/* The store's file is named by an absolute path from here on (b->path,
- * and cfg below): the reserve, the checkpoint thread's connection, the
- * directory fsynced, info's sizes and verify all build on it, and a
- * process may change its working directory while the store is open (the
- * daemon, detached, goes to "/"). */
 /* A rekey killed before its rename leaves its copy, PATH.rekey (and its
  * -journal): written under the new key, or in plaintext by a rekey to a
  * plaintext store, which would then lie on disk beside the encrypted
@@ -1081,6 +1076,11 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 		return sfs_err(SFS_NOMEM, "allocating a store");
 	b->memory = strcmp(given->db, ":memory:") == 0;
 	b->readonly = !!(given->flags & SFS_OPEN_READONLY);
+	/* The store's file is named by an absolute path from here on
+	 * (b->path, and cfg below): the reserve, the checkpoint thread's
+	 * connection, the directory fsynced, info's sizes and verify all
+	 * build on it, and a process may change its working directory while
+	 * the store is open (the daemon, detached, goes to "/"). */
 	status = b->memory ? ((b->path = strdup(given->db)) ? SFS_OK :
 	                      sfs_err(SFS_NOMEM, "allocating a store"))
 	                   : util_abspath(given->db, &b->path);
