@@ -115,9 +115,23 @@ static int node_stat(fs *f, fs_node *n, fs_file *h, const fs_addr *a,
 	int rc, linked = 1;
 
 	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
-		fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0,
-		             fs_write_time_ns(), st);
-		return SFS_OK;
+		fs_addr item = { 0 };
+		int64_t id;
+
+		if (h || !fs_alias_of_node(f, n, &id)) {
+			fs_stat_fill(f, n->kind, n->ino, h ? h->pub_size : 0,
+			             fs_write_time_ns(), st);
+			return SFS_OK;
+		}
+		/* Named by its alias: the entry's or item's (alias.c). */
+		rc = fs_alias_addr(a, id, &item) ? SFS_NOMEM
+		   : fs_store_stat(f, &item, &size, &mtime);
+		fs_addr_free(&item);
+		if (rc == SFS_NOTFOUND)
+			fs_alias_drop(f, n); /* consumed or deleted */
+		if (rc == SFS_OK)
+			fs_stat_fill(f, n->kind, n->ino, size, mtime, st);
+		return rc;
 	}
 	fs_node_view(f, n, h, &v);
 	if (v.unsaved) {

@@ -123,6 +123,15 @@ static int status_of(pid_t pid, int *exiting, pid_t *ppid, pid_t *tgid)
 	return 0;
 }
 
+pid_t fs_caller_tgid(pid_t tid)
+{
+	pid_t ppid, tgid;
+	int exiting;
+
+	return tid > 0 && status_of(tid, &exiting, &ppid, &tgid) == 0 ? tgid
+	                                                               : 0;
+}
+
 /* Whether an exiting task dies of a signal, from /proc/<tid>/stat (the
  * exit code, field 52; PF_EXITING, field 9, confirms the exit). Only for
  * a task already exiting: reading stat takes the task's exec lock, which

@@ -143,6 +143,7 @@ static void file_release_memory(fs_file *h)
 	fs_stream_free(h->stream);
 	free(h->buf);
 	free(h->in);
+	free(h->made_as);
 	fs_image_free(&h->img);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -361,7 +362,7 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 {
 	fs_addr a = { 0 };
 	sfs_slice item;
-	int64_t v;
+	int64_t v, id = 0;
 	int rc = SFS_OK, err, set;
 
 	if (h->refused) {
@@ -404,10 +405,11 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		item = sfs_bytes(h->buf ? (void *)h->buf : "", h->len);
 		rc = h->kind == FS_LOG_NEW
 		   ? sfs_log_append(f->store, fs_part(&a, 0), fs_part(&a, 1),
-		                    fs_part(&a, 2), item, NULL)
-		   : sfs_queue_push(f->store, fs_part(&a, 0), &item, 1, NULL);
+		                    fs_part(&a, 2), item, &id)
+		   : sfs_queue_push(f->store, fs_part(&a, 0), &item, 1, &id);
 		if (rc == SFS_OK) {
 			h->committed = 1;
+			fs_alias_commit(f, h, id);
 			if (h->kind == FS_QUEUE_NEW)
 				fs_wait_kick(f);
 		}
@@ -508,6 +510,49 @@ static void set_open_flags(fs_file *h, struct fuse_file_info *fi)
 	fi->noflush = (h->flags & O_ACCMODE) == O_RDONLY;
 }
 
+/* OPEN of a new entry's or item's file by its alias (alias.c), a (its
+ * address) borrowed: for writing, one more new entry or item, pushed at
+ * its commit as a create's is (`echo 1 > q/job; echo 2 > q/job` pushes
+ * two); for reading, a peek of the one the alias names. ENOENT once that
+ * is gone, or with no alias (its creator exited). */
+static void open_alias(fuse_req_t req, fs *f, fs_node *n, const fs_addr *a,
+                       int flags, int writing, struct fuse_file_info *fi)
+{
+	fs_addr item = { 0 };
+	fs_file *h = NULL;
+	int64_t id;
+	int rc, err;
+
+	if (!fs_alias_of_node(f, n, &id)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((err = fs_alias_addr(a, id, &item)))
+		goto fail;
+	h = fs_file_new(f, n, writing ? n->kind : item.kind, flags,
+	                fuse_req_ctx(req)->pid);
+	if (!h) {
+		err = ENOMEM;
+		goto fail;
+	}
+	if (!writing && (rc = load(f, h, &item)) != SFS_OK) {
+		if (rc == SFS_NOTFOUND)
+			fs_alias_drop(f, n); /* consumed or deleted */
+		err = fs_errno(f, rc, "reading a new entry or item");
+		goto fail;
+	}
+	publish(f, h);
+	set_open_flags(h, fi);
+	if (fuse_reply_open(req, fi) != 0)
+		fs_file_free(f, h); /* interrupted: no RELEASE will come */
+	fs_addr_free(&item);
+	return;
+fail:
+	fs_file_free(f, h);
+	fuse_reply_err(req, err);
+	fs_addr_free(&item);
+}
+
 /* OPEN: a snapshot (sfs_kv_get, sfs_counter_get, sfs_log_get,
  * sfs_item_get) for reading; for writing a value, only its length
  * (sfs_kv_stat; nothing for O_TRUNC); nothing yet for special files. */
@@ -547,6 +592,11 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if ((err = fs_node_addr(f, n, &a))) {
 		fuse_reply_err(req, err);
+		return;
+	}
+	if (n->kind == FS_LOG_NEW || n->kind == FS_QUEUE_NEW) {
+		open_alias(req, f, n, &a, flags, writing, fi);
+		fs_addr_free(&a);
 		return;
 	}
 	h = fs_file_new(f, n, n->kind, flags, fuse_req_ctx(req)->pid);
@@ -621,7 +671,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (kind == FS_LOG_NEW || kind == FS_QUEUE_NEW) {
 		n = fs_node_anon(f, dn, kind);
 		if (!n || !(h = fs_file_new(f, n, kind, fi->flags,
-		                               fuse_req_ctx(req)->pid))) {
+		                               fuse_req_ctx(req)->pid)) ||
+		    !(h->made_as = strdup(name))) {
 			err = ENOMEM;
 			goto fail;
 		}

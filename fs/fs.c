@@ -220,7 +220,7 @@ int fs_create(const fs_config *cfg, fs **out)
 	f->files.next = f->files.prev = &f->files;
 	f->dirs.next = f->dirs.prev = &f->dirs;
 	f->procs = fs_procs_new(); /* none: FLUSH reads /proc afresh */
-	if ((err = fs_inodes_init(f))) {
+	if ((err = fs_inodes_init(f)) || (err = fs_aliases_init(f))) {
 		fs_destroy(f);
 		return err;
 	}
@@ -245,6 +245,7 @@ void fs_destroy(fs *f)
 	fs_stop(f);
 	fs_files_free_all(f);
 	fs_dirs_free_all(f);
+	fs_aliases_free(f);
 	fs_inodes_free(f);
 	fs_procs_free(f->procs);
 	if (f->nunsettled)

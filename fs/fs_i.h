@@ -9,7 +9,8 @@
  *   the handlers: one libfuse operation each, translating to the few
  *     engine calls of store.c: names and lookups (lookup.c), attributes
  *     (attr.c), changes to the tree (tree.c), open files (file.c,
- *     special.c), directories being read (dir.c), .wait readers (wait.c);
+ *     special.c), directories being read (dir.c), .wait readers (wait.c),
+ *     the names new entries and items were created under (alias.c);
  *     fs.c holds the operations table and the filesystem's lifetime.
  * The mount's reserved names and the name codec are text.h's, shared with
  * statectl.
@@ -18,8 +19,9 @@
  *
  * Locks: fs.lock guards the inode table and is never held across an engine
  * call or a reply. A handle's lock guards the handle. The waiter list has
- * its own lock (wait.c). Order: handle lock, then fs.lock; the waiter lock
- * is never held with either.
+ * its own lock (wait.c), and so has the table of aliases (alias.c). Order:
+ * handle lock, then the aliases' lock, then fs.lock; the waiter lock is
+ * never held with any of them.
  */
 #ifndef STATEFS_FS_I_H
 #define STATEFS_FS_I_H
@@ -236,6 +238,8 @@ int fs_node_find_held(fs *f, fs_node *parent, fs_kind kind, const void *p,
 /* A node for a file being created that has no name yet (new entries and
  * items), with one kernel lookup. */
 fs_node *fs_node_anon(fs *f, fs_node *parent, fs_kind kind);
+/* Counts one more kernel lookup of n (an alias's node, alias.c). */
+void fs_node_count(fs *f, fs_node *n);
 void fs_node_forget(fs *f, fs_node *n, uint64_t nlookup);
 void fs_node_trim(fs *f);
 void fs_node_ref(fs *f, fs_node *n);
@@ -358,6 +362,7 @@ uint64_t fs_ino_hash(uint64_t dir_ihash, fs_kind kind, const void *p,
  */
 struct fs_waitq;
 typedef struct fs_procs fs_procs;
+typedef struct fs_aliases fs_aliases;
 
 /* Open handles are linked into the fs (under fs.lock): after a forced
  * unmount the kernel sends no RELEASE, and fs_destroy frees what is left. */
@@ -431,6 +436,8 @@ struct fs {
 	                              guarded by lock */
 
 	struct fs_waitq *waitq;    /* .wait readers (wait.c) */
+	fs_aliases *aliases;       /* names new entries and items were
+	                              created under (alias.c) */
 	fs_procs *procs;           /* FLUSH's /proc files (caller.c); may be
 	                              NULL */
 	struct fs_loop *loop;      /* the pool serving the session (loop.c),
@@ -717,6 +724,9 @@ typedef struct fs_file {
 	                              holds no descriptor of it, RELEASE or
 	                              not (fs_node_writers) */
 	struct fs_stream *stream;  /* drains, .follow (special.c) */
+	char *made_as;             /* new entries and items made by CREATE:
+	                              the name given, until their first
+	                              commit gives it to the aliases */
 } fs_file;
 
 fs_file *fs_file_new(fs *f, fs_node *n, fs_kind kind, int flags,
@@ -821,6 +831,9 @@ typedef enum fs_exit {
 } fs_exit;
 fs_exit fs_caller_exit(fs_procs *c, pid_t pid, uint64_t ino,
                        const fs_writers *w);
+/* The thread group of task tid, from /proc/<tid>/status (a read that
+ * never waits for an exec); 0 if it cannot be read. */
+pid_t fs_caller_tgid(pid_t tid);
 /* The /proc files of the tasks that closed files lately, kept open for
  * fs_caller_close (caller.c); NULL (as from a failed fs_procs_new) reads
  * /proc afresh every time. */
@@ -907,6 +920,35 @@ void fs_hold_done(fs *f);
  * (an fsync: a failed commit of answered writes is then in
  * fs.async_error before the fsync answers). */
 void fs_hold_commit(fs *f);
+
+/* Aliases (alias.c): after the commit that made a new entry or item, the
+ * name its file was created under names it for the creating process
+ * (its thread group) alone, until that process exits, the entry or item
+ * is gone, or FS_ALIASES newer aliases push it out (docs/filesystem.md,
+ * "Names of new entries and items"). */
+#define FS_ALIASES 64
+int fs_aliases_init(fs *f);
+void fs_aliases_free(fs *f);
+/* A commit through h (its lock held) made entry or item id: h's name
+ * (made_as, taken) becomes an alias of it, or the alias of h's node now
+ * names it. */
+void fs_alias_commit(fs *f, fs_file *h, int64_t id);
+/* Whether name in dn is an alias for the process of task tid: 1 with
+ * *node (a reference: fs_node_unref) and *id, else 0. */
+int fs_alias_find(fs *f, fs_node *dn, const char *name, pid_t tid,
+                  fs_node **node, int64_t *id);
+/* Whether node n (a new entry's or item's) is an alias's: 1 and *id. */
+int fs_alias_of_node(fs *f, fs_node *n, int64_t *id);
+/* A rename of task tid's alias name in dn to newname in dn: 0, ENOENT
+ * (no such alias), EEXIST (noreplace, and newname is one of the
+ * process's aliases, which is replaced otherwise), ENOMEM. */
+int fs_alias_rename(fs *f, fs_node *dn, const char *name,
+                    const char *newname, pid_t tid, int noreplace);
+/* Drops the aliases of node n (its entry or item is gone). */
+void fs_alias_drop(fs *f, fs_node *n);
+/* The address of entry or item id: of a new entry's or item's node a,
+ * or a child of directory a. 0 or ENOMEM. */
+int fs_alias_addr(const fs_addr *a, int64_t id, fs_addr *out);
 
 /* Keeps req until an item of queue arrives or the reader is interrupted. */
 void fs_wait_add(fs *f, fuse_req_t req, fs_file *h, sfs_slice queue,

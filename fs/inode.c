@@ -401,6 +401,13 @@ fs_node *fs_node_anon(fs *f, fs_node *parent, fs_kind kind)
 	return n;
 }
 
+void fs_node_count(fs *f, fs_node *n)
+{
+	pthread_mutex_lock(&f->lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&f->lock);
+}
+
 void fs_node_forget(fs *f, fs_node *n, uint64_t nlookup)
 {
 	pthread_mutex_lock(&f->lock);

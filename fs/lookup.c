@@ -134,8 +134,45 @@ void fs_reply_entry(fs *f, fuse_req_t req, fs_node *dir,
 		fs_node_forget(f, node, 1); /* the kernel never got it */
 }
 
+/* A name in a queue or log key (dn, at dir) that is the caller's alias of
+ * an entry or item (alias.c): replies with its node and the entry's or
+ * item's attributes (ENOENT once it is gone) and returns 1; 0 if the name
+ * is no alias of the caller's. */
+static int reply_alias(fs *f, fuse_req_t req, fs_node *dn,
+                       const fs_addr *dir, const char *name)
+{
+	struct fuse_entry_param e;
+	fs_addr item = { 0 };
+	fs_node *n;
+	uint64_t size = 0;
+	int64_t id, mtime = 0;
+	int rc;
+
+	if (!fs_alias_find(f, dn, name, fuse_req_ctx(req)->pid, &n, &id))
+		return 0;
+	rc = fs_alias_addr(dir, id, &item) ? SFS_NOMEM
+	   : fs_store_stat(f, &item, &size, &mtime);
+	if (rc == SFS_NOTFOUND)
+		fs_alias_drop(f, n); /* consumed or deleted */
+	if (rc) {
+		fuse_reply_err(req, fs_errno(f, rc, "lookup"));
+	} else {
+		memset(&e, 0, sizeof(e));
+		e.ino = n->ino;
+		fs_ttl(n->kind, &e.entry_timeout, &e.attr_timeout);
+		fs_stat_fill(f, n->kind, n->ino, size, mtime, &e.attr);
+		fs_node_count(f, n);
+		if (fuse_reply_entry(req, &e) != 0)
+			fs_node_forget(f, n, 1); /* the kernel never got it */
+	}
+	fs_node_unref(f, n);
+	fs_addr_free(&item);
+	return 1;
+}
+
 /* LOOKUP: fs_store_stat (sfs_dir_exists, sfs_kv_stat, sfs_log_stat,
- * sfs_item_stat, sfs_counter_scan by kind); long names via a scan. */
+ * sfs_item_stat, sfs_counter_scan by kind); long names via a scan; in a
+ * queue or log key, the caller's aliases (alias.c). */
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
@@ -162,6 +199,13 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			rc = SFS_OK;
 			mtime = fs_write_time_ns();
 		}
+	}
+	if (rc == SFS_NOTFOUND &&
+	    (dir.kind == FS_QUEUE || dir.kind == FS_LOG_KEY) &&
+	    reply_alias(f, req, dn, &dir, name)) {
+		fs_addr_free(&child);
+		fs_addr_free(&dir);
+		return;
 	}
 	if (rc)
 		fuse_reply_err(req, fs_errno(f, rc, "lookup"));

@@ -140,9 +140,10 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs *f = fs_of(req);
 	fs_addr dir = { 0 }, child = { 0 };
-	fs_node *dn;
+	fs_node *dn, *an;
 	const void *p;
 	size_t n;
+	int64_t id;
 	int rc, err, hold = 0;
 
 	if ((err = fs_name_check(name)) ||
@@ -151,6 +152,16 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	rc = fs_resolve(f, &dir, name, 0, &child);
+	if (rc == SFS_NOTFOUND && !f->readonly &&
+	    (dir.kind == FS_QUEUE || dir.kind == FS_LOG_KEY) &&
+	    fs_alias_find(f, dn, name, fuse_req_ctx(req)->pid, &an, &id)) {
+		/* The caller's alias (alias.c): the entry or item it names,
+		 * ENOENT if a consumer took it. The alias goes either way. */
+		fs_addr_free(&child);
+		rc = fs_alias_addr(&dir, id, &child) ? SFS_NOMEM : SFS_OK;
+		fs_alias_drop(f, an);
+		fs_node_unref(f, an);
+	}
 	if (f->readonly)
 		err = EROFS;
 	else if (rc)
@@ -351,9 +362,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	fs *f = fs_of(req);
 	fs_addr dir = { 0 }, ndir = { 0 }, from = { 0 }, to = { 0 };
-	fs_node *dn, *ndn;
+	fs_node *dn, *ndn, *an, *alias = NULL;
 	const void *p, *np;
 	size_t n, nn;
+	int64_t id;
 	int rc, err;
 
 	if ((err = fs_name_check(name)) || (err = fs_name_check(newname)) ||
@@ -373,6 +385,30 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	rc = fs_resolve(f, &dir, name, 0, &from);
+	if (rc == SFS_NOTFOUND &&
+	    (dir.kind == FS_QUEUE || dir.kind == FS_LOG_KEY) &&
+	    fs_alias_find(f, dn, name, fuse_req_ctx(req)->pid, &an, &id)) {
+		/* The caller's alias (alias.c). Within its directory, to a
+		 * name that is nothing there (rsync's `.f.XXXXXX` to `f`):
+		 * the alias is renamed, the store is not touched. Else a
+		 * rename of the entry or item it names. */
+		fs_addr_free(&to);
+		if (ndn == dn && !(flags & RENAME_EXCHANGE) &&
+		    fs_resolve(f, &dir, newname, 0, &to) == SFS_NOTFOUND)
+			err = fs_alias_rename(f, dn, name, newname,
+			                      fuse_req_ctx(req)->pid,
+			                      (flags & RENAME_NOREPLACE) != 0);
+		else
+			err = -1;
+		fs_addr_free(&to);
+		fs_addr_free(&from);
+		rc = err == -1 && fs_alias_addr(&dir, id, &from) ? SFS_NOMEM
+		                                                  : SFS_OK;
+		alias = an; /* referenced until out */
+		if (err != -1)
+			goto out;
+		err = 0;
+	}
 	if (rc) {
 		err = fs_errno(f, rc, "rename");
 		goto out;
@@ -398,6 +434,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (rc || handled) {
 			err = fs_errno(f, rc, "rename");
 			if (!err) {
+				if (alias) /* no longer pending */
+					fs_alias_drop(f, alias);
 				fs_node_unlink(f, dn, from.kind, NULL, 0, from.id);
 				if (to.kind == FS_QUEUE_ITEM)
 					fs_wait_kick(f); /* an item is back */
@@ -438,6 +476,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_node_move(f, dn, from.kind, p, n, ndn, np, nn);
 out:
 	fuse_reply_err(req, err);
+	if (alias)
+		fs_node_unref(f, alias);
 	fs_addr_free(&from);
 	fs_addr_free(&to);
 	fs_addr_free(&dir);

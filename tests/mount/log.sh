@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # log.sh - /exec/<scope>/<ns>/<key>/<id>: creating a file appends one
-# entry (the name given is not kept), entries sort in append order for ls
-# and globs, entries are read-only, rm and rm -r (rm -r /exec/<scope>
-# clears the family), entries written by another process, the Go SDK's
-# "log" namespace. Usage: see lib.sh. Exit: 0, 1, 77.
+# entry (the name given names it for the creating process only: rsync -a
+# and install work), entries sort in append order for ls and globs,
+# entries are read-only, rm and rm -r (rm -r /exec/<scope> clears the
+# family), entries written by another process, the Go SDK's "log"
+# namespace. Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
 mount_fs
@@ -15,7 +16,9 @@ mkdir -p $k
 for i in 1 2 3; do echo "entry $i" > $k/whatever; done
 expect_eq "$(ls $k | wc -l)" 3 "three entries"
 expect_eq "$(cat $k/* | tr '\n' ,)" "entry 1,entry 2,entry 3," "cat * in append order"
-[ ! -e $k/whatever ] || fail "the created name is kept"
+# The name given names the newest entry for this shell alone (see below).
+[ -e $k/whatever ] || fail "the creator's name of its entry"
+ls $k/whatever > /dev/null 2>&1 && fail "the created name is kept for others"
 helper lappend run1 log batch "entry 4"
 expect_eq "$(cat $k/* | tail -n1)" "entry 4" "another process's append"
 ls $k | sort -c || fail "ls order"
@@ -83,6 +86,34 @@ PY
 expect_eq "$(cat exec/run4/log/synced/* | tr '\0' @ | tr '\n' ,)" \
   "one,two,three,four,five-long,six," "one entry per commit, no zeros"
 ok "a writer that fsyncs each entry"
+
+# A file's name stays an alias of the entry its close appended, for the
+# process that created it (docs/filesystem.md, "Names of new entries and
+# items"): rsync -a and install -m into a log key exit 0 (before: 23 and
+# 1, their stat, chmod and rename after the close were ENOENT) and append
+# one entry per file; a second process does not see the names.
+src=$work/src
+mkdir -p "$src" exec/run5/log/k
+printf 'one\n' > "$src/a"
+printf 'two\0two' > "$src/b"
+: > "$src/c"
+rsync -a "$src/" exec/run5/log/k/ || fail "rsync -a into a log key: exit $?"
+entries=(exec/run5/log/k/*)
+expect_eq "${#entries[@]}" 3 "rsync -a: one entry per file"
+for i in 0 1 2; do
+  f=$src/$(printf '%s\n' a b c | sed -n "$((i + 1))p")
+  cmp -s "${entries[$i]}" "$f" || fail "rsync -a: entry $i is not $f's bytes"
+done
+install -m 644 "$src/a" exec/run5/log/k/ ||
+  fail "install -m 644 into a log key: exit $?"
+expect_eq "$(ls exec/run5/log/k | wc -l)" 4 "install: one entry"
+echo 1 > exec/run5/log/k/job
+echo 2 > exec/run5/log/k/job
+[ -e exec/run5/log/k/job ] || fail "the creator does not see its alias"
+stat exec/run5/log/k/job > /dev/null 2>&1 && fail "another process sees it"
+expect_eq "$(ls exec/run5/log/k | grep -cx '[0-9]\{19\}')" 6 \
+  "> twice from one shell: two entries, listed by id alone"
+ok "names of new entries: rsync, install, aliases"
 
 cd /
 unmount_fs

@@ -4,7 +4,8 @@
 # an open without a read), .drain as JSON Lines, .wait (blocks, wakes on a
 # push from the mount or from another process, also with the wall clock
 # stepped back, an interrupted reader leaves the item, many waiters do not
-# hang the mount), rm and rm -r.
+# hang the mount), rm and rm -r, the names of new items (rsync -a and
+# install into a queue, aliases seen by their creator alone).
 # Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 
@@ -152,6 +153,94 @@ expect_eq "$(ls queue)" 'a%2Fb' "listed as a%2Fb"
 mv 'queue/a%2Fb/'* queue/other/
 expect_eq "$(helper qlen a/b),$(helper qlen other)" 0,1 "mv across queues"
 ok "queue names, mv"
+
+# A file's name stays an alias of the item its close pushed, for the
+# process that created it alone (docs/filesystem.md, "Names of new entries
+# and items"): rsync -a (writes .f.XXXXXX, closes it, stats, chmods and
+# times it, renames it to f) and install -m (a chmod after the close)
+# exit 0 and push one item per file, where they exited 23 and 1.
+src=$work/src
+mkdir -p "$src"
+printf 'one\n' > "$src/a"
+printf 'two\0two' > "$src/b"
+: > "$src/c"
+a=queue/aliases
+rsync -a "$src/" $a/ || fail "rsync -a into a queue: exit $?"
+expect_eq "$(helper qlen aliases)" 3 "rsync -a: one item per file"
+items=($a/*)
+for i in 0 1 2; do
+  f=$src/$(printf '%s\n' a b c | sed -n "$((i + 1))p")
+  cmp -s "${items[$i]}" "$f" || fail "rsync -a: item $i is not $f's bytes"
+done
+install -m 644 "$src/a" $a/ || fail "install -m 644 into a queue: exit $?"
+expect_eq "$(helper qlen aliases)" 4 "install: one item"
+# Only the creator sees the name: this shell's builtins do, a child (ls,
+# stat, cat) does not, and listings show items by id alone.
+echo 1 > $a/job
+[ -e $a/job ] || fail "the creator does not see its alias"
+stat $a/job > /dev/null 2>&1 && fail "another process sees the alias"
+ls $a | grep -qvx '[0-9]\{19\}' && fail "an alias is listed"
+# Each > or >> from one shell pushes one more item, as before; the alias
+# then names the newest.
+echo 2 > $a/job
+echo 3 >> $a/job
+expect_eq "$(helper qlen aliases)" 7 "> > >> from one shell: three items"
+read -r got < $a/job
+expect_eq "$got" 3 "the alias reads the newest item"
+expect_eq "$(cat $a/* | tail -n 3 | tr '\n' ,)" "1,2,3," "their bytes"
+# rm of an alias deletes its item only; a consumer's take ends the alias.
+python3 - $a <<'PY' || fail "an alias's process: rm, rename, a thread, a take"
+import os, sys, threading
+q = sys.argv[1]
+def put(name, data):
+    with open(os.path.join(q, name), "w") as f:
+        f.write(data)
+before = sorted(os.listdir(q))
+put("x", "X")
+put("y", "Y")
+mid = sorted(os.listdir(q))
+assert len(mid) == len(before) + 2, mid
+os.rename(os.path.join(q, "y"), os.path.join(q, "z"))
+assert not os.path.exists(os.path.join(q, "y")), "renamed alias still there"
+assert sorted(os.listdir(q)) == mid, "a rename changed the queue"
+seen = []
+t = threading.Thread(target=lambda: seen.append(open(os.path.join(q, "z")).read()))
+t.start(); t.join()
+assert seen == ["Y"], seen
+# Made by a thread that is not the leader: the process's all the same.
+t = threading.Thread(target=put, args=("w", "W"))
+t.start(); t.join()
+assert open(os.path.join(q, "w")).read() == "W", "a thread's alias"
+os.unlink(os.path.join(q, "w"))
+os.unlink(os.path.join(q, "x"))
+after = sorted(os.listdir(q))
+assert after == [n for n in mid if n != mid[-2]], (mid, after)
+assert not os.path.exists(os.path.join(q, "x"))
+os.chmod(os.path.join(q, "z"), 0o644)
+os.utime(os.path.join(q, "z"), (1, 1))
+for n in after:  # take everything: the alias goes with its item
+    with open(os.path.join(q, ".pop")) as f:
+        f.read()
+assert not os.path.exists(os.path.join(q, "z")), "an alias of a taken item"
+PY
+expect_eq "$(helper qlen aliases)" 0 "every item taken"
+# The alias is its creator's: a new process given the creator's pid (the
+# kernel's next pid set through ns_last_pid, as root) does not see it.
+if [ -w /proc/sys/kernel/ns_last_pid ]; then
+  bash -c 'echo gone > "$1"/reused; echo $$ > "$2"' _ $a "$work/creator"
+  pid=$(cat "$work/creator")
+  reused=
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    echo $((pid - 1)) > /proc/sys/kernel/ns_last_pid
+    st=0
+    bash -c '[ $$ = "$1" ] || exit 2; [ -e "$2"/reused ] && exit 1; exit 0' \
+      _ "$pid" $a || st=$?
+    [ $st = 1 ] && fail "a process given its exited creator's pid sees an alias"
+    [ $st = 0 ] && { reused=1; break; }
+  done
+  [ -n "$reused" ] || echo "pid $pid not given again in 10 tries: not checked"
+fi
+ok "names of new items: rsync, install, aliases"
 
 # Stopping the daemon with readers blocked on .wait: each READ fails with
 # ENOTCONN, what any access gets once the daemon is gone (EINTR would make
