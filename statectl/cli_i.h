@@ -237,19 +237,20 @@ void cli_json_set_queue(json_t *obj, const struct cli_name *q);
  * the exit code follows the status. */
 int cli_fail_queue(const cli *c, int status, const char *verb,
                    const struct cli_name *q);
-/* For commands that remove what they print (queue pop, drain): a reader
- * that went away becomes a write error (EPIPE) instead of a SIGPIPE that
- * would kill the process before it can put back what it took. */
+/* For commands that take what they print (queue pop, drain, claim): a
+ * reader that went away becomes a write error (EPIPE) instead of a SIGPIPE
+ * that would kill the process before it can put back what it took. */
 void cli_out_no_sigpipe(void);
 /* Ends what such a command took under claim from where (a queue or a
  * namespace, quoted as in messages): flushes stdout and, when that and
  * rc (the printing's exit code) succeeded, acks the claim (what it took
- * is gone); else nacks it (all of it is back in its place, also rows a
- * reader may have got before the write failed) and reports "cannot write
- * the output: <why>; nothing was taken from <where>" (exit 9). Returns
- * the exit code. */
+ * is gone) if ack, else leaves it held (queue claim: the reader settles
+ * it); when either failed, nacks it (all of it is back in its place,
+ * also rows a reader may have got before the write failed: nobody learnt
+ * the claim's id) and reports "cannot write the output: <why>; nothing
+ * was taken from <where>" (exit 9). Returns the exit code. */
 int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
-                   const char *where);
+                   const char *where, int ack);
 /* Flushes stdout: 9 when that fails, which cli_out_finish then reports
  * with its reason. */
 int cli_out_flush(void);

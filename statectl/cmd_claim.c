@@ -61,17 +61,21 @@ int cmd_claim(cli *c, cli_args *a)
 	sfs_list l = { NULL, 0 };
 	int64_t cid = 0;
 	json_t *o, *arr, *e;
-	char *where;
+	char *name, *where = NULL;
 	int rc, st;
 
 	if ((rc = cli_store_open_queue(c, a, CLI_STORE_WRITE, &q, &s)))
 		return rc;
+	/* an output that fails puts the items back (cli_out_settle): a
+	 * claim whose id nobody read held them for its whole lease */
+	cli_out_no_sigpipe();
 	st = sfs_claim(s, q.s, a->max ? a->max : 1, lease_of(a), &cid, &l);
+	name = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
+	where = cli_xasprintf("queue %s", name);
+	free(name);
 	if (st == SFS_NOTFOUND) {
-		where = cli_name_show(q.s.ptr, q.s.len, FS_NAME_SCOPE);
-		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "queue %s has nothing to"
-		              " claim", where);
-		free(where);
+		rc = cli_fail(c, CLI_EXIT_NOTFOUND, "%s has nothing to claim",
+		              where);
 		goto out;
 	}
 	if (st != SFS_OK) {
@@ -86,6 +90,7 @@ int cmd_claim(cli *c, cli_args *a)
 			              l.items[i].value.len);
 			fputc('\n', stdout);
 		}
+		rc = cli_out_settle(c, s, cid, CLI_EXIT_OK, where, 0);
 		goto out;
 	}
 	o = json_object();
@@ -106,8 +111,9 @@ int cmd_claim(cli *c, cli_args *a)
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(o, "items", arr);
-	rc = cli_out_json(o);
+	rc = cli_out_settle(c, s, cid, cli_out_json(o), where, 0);
 out:
+	free(where);
 	sfs_list_free(&l);
 	sfs_store_close(s);
 	cli_name_free(&q);

@@ -281,7 +281,7 @@ int cmd_drain(cli *c, cli_args *a)
 	}
 	rc = print_entries(c, nm, &l, 0);
 	where = cli_names_where(nm, 2, NULL);
-	rc = cli_out_settle(c, s, cid, rc, where);
+	rc = cli_out_settle(c, s, cid, rc, where, 1);
 	free(where);
 out:
 	sfs_list_free(&l);

@@ -159,7 +159,7 @@ int cmd_queue_pop(cli *c, cli_args *a)
 	} else {
 		rc = cli_out_raw(it->value.ptr, it->value.len);
 	}
-	rc = cli_out_settle(c, s, cid, rc, where);
+	rc = cli_out_settle(c, s, cid, rc, where, 1);
 out:
 	free(where);
 	sfs_list_free(&l);

@@ -493,12 +493,15 @@ void cli_out_no_sigpipe(void)
 }
 
 int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
-                   const char *where)
+                   const char *where, int ack)
 {
 	int saverr = 0, st;
 
+	errno = 0;
 	if (fflush(stdout) != 0 || ferror(stdout))
-		saverr = errno ? errno : EIO;
+		saverr = out_errno ? out_errno : errno ? errno : EIO;
+	if (rc == CLI_EXIT_OK && !saverr && !ack)
+		return CLI_EXIT_OK;
 	if (rc == CLI_EXIT_OK && !saverr) {
 		st = sfs_claim_end(s, claim, SFS_OUTCOME_DONE);
 		if (st != SFS_OK)
@@ -508,7 +511,7 @@ int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
 		return CLI_EXIT_OK;
 	}
 	if (!saverr)
-		saverr = EIO;
+		saverr = out_errno ? out_errno : EIO;
 	st = sfs_claim_end(s, claim, SFS_OUTCOME_RELEASE);
 	if (st != SFS_OK)
 		return cli_fail_status(c, st, "cannot write the output (%s), and "

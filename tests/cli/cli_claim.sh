@@ -180,6 +180,14 @@ jqe "$out" '.entries[0].value == "poison" and .entries[0].reason == "delivery li
 sc queue push jobs spared >/dev/null
 expect_exit_into 9 /dev/full sc queue pop jobs
 expect_exit_into 9 pipe-gone sc queue pop jobs
+# nor does a claim whose output fails: nobody read its id, so it would
+# have held the item for its whole lease (ten minutes by default)
+expect_exit_into 9 /dev/full sc queue claim jobs
+expect_match "$err" "^statectl: cannot write the output: No space left on device; nothing was taken from queue 'jobs'$" "a claim to a full disk"
+expect_exit_into 9 pipe-gone sc --json queue claim jobs --max 5
+expect_match "$err" "Broken pipe; nothing was taken from queue 'jobs'" "a claim into a pipe gone"
+expect_exit 0 sc --json queue inflight jobs
+jqe "$out" '.entries | length == 0'
 expect_exit 0 sc --json queue scan jobs
 jqe "$out" '.entries | length == 1 and .[0].value == "spared"'
 expect_exit 0 sc --json queue dead jobs
