@@ -401,8 +401,16 @@ void cli_progress_clear(void);
 /* Whether Ctrl-C was pressed since cli_progress_begin. */
 int cli_interrupted(void);
 
-/* util (output.c): reading all of a stream, binary-safe. */
-int cli_read_all(FILE *f, void **p, size_t *n);
+/* util (output.c): reading all of a stream, binary-safe, into *p (NUL
+ * terminated; free() it) and *n: 0; -1 with errno set; -2 when the stream
+ * holds more than max bytes, having read max + 1 of them (so a runaway
+ * input, `yes |` or /dev/zero, costs that much memory, not all there is). */
+int cli_read_all(FILE *f, size_t max, void **p, size_t *n);
+/* The largest value the engine takes (--max-value, else its default). */
+size_t cli_max_value(const cli *c);
+/* Reports an input of more than cli_max_value(c) bytes on stdin (what, as
+ * "the value", "the item"): exit 8. */
+int cli_fail_too_long(const cli *c, const char *what);
 void *cli_xmalloc(size_t n);
 /* asprintf that exits on allocation failure, as cli_xmalloc. */
 char *cli_xasprintf(const char *fmt, ...)

@@ -30,9 +30,12 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 	if (isatty(STDIN_FILENO))
 		fputs("statectl: reading the value from the terminal; end it with "
 		      "Ctrl-D\n", stderr);
-	if (cli_read_all(stdin, mem, &n) < 0)
-		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
-		                strerror(errno));
+	switch (cli_read_all(stdin, cli_max_value(c), mem, &n)) {
+	case 0: break;
+	case -2: return cli_fail_too_long(c, "the value");
+	default: return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
+	                         strerror(errno));
+	}
 	*out = sfs_bytes(*mem, n);
 	return CLI_EXIT_OK;
 }

@@ -75,7 +75,15 @@ int cmd_queue_push(cli *c, cli_args *a)
 			        "with Ctrl-D\n", a->lines ? "items, one per line,"
 			                        : a->nul ? "items, NUL-separated,"
 			                                 : "the item");
-		if (cli_read_all(stdin, &mem, &len) < 0) {
+		/* one item: at most the largest value; --lines and --null
+		 * any number of them */
+		switch (cli_read_all(stdin, a->lines || a->nul ? SIZE_MAX - 1
+		                            : cli_max_value(c), &mem, &len)) {
+		case 0: break;
+		case -2:
+			rc = cli_fail_too_long(c, "the item");
+			goto out;
+		default:
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
 			              strerror(errno));
 			goto out;

@@ -523,17 +523,38 @@ int cli_out_settle(const cli *c, sfs_store *s, int64_t claim, int rc,
 	                "nothing was taken from %s", strerror(saverr), where);
 }
 
-int cli_read_all(FILE *f, void **p, size_t *n)
+size_t cli_max_value(const cli *c)
+{
+	return c->max_value ? (size_t)c->max_value : SFS_DEFAULT_MAX_VALUE;
+}
+
+int cli_fail_too_long(const cli *c, const char *what)
+{
+	return cli_fail(c, CLI_EXIT_DATA, "%s on stdin is too large: more "
+	                "than the store's limit of %zu bytes%s; nothing was "
+	                "written",
+	                what, cli_max_value(c), c->max_value ? ""
+	                : " (--max-value SIZE takes larger values)");
+}
+
+int cli_read_all(FILE *f, size_t max, void **p, size_t *n)
 {
 	size_t cap = 65536, len = 0, got;
-	char *buf = cli_xmalloc(cap + 1), *nb;
+	char *buf, *nb;
 
+	/* room for max + 1 bytes at most: one more than max tells */
+	if (max < SIZE_MAX - 1 && cap > max + 1)
+		cap = max + 1;
+	buf = cli_xmalloc(cap + 1);
 	errno = 0;
-
 	while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += got;
+		if (len > max) {
+			free(buf);
+			return -2;
+		}
 		if (len == cap) {
-			cap *= 2;
+			cap = cap > max / 2 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb) {
 				free(buf);

@@ -30,6 +30,21 @@ expect_exit 8 sc put s n k - <"$T/huge"
 expect_match "$err" "too large" "too-large sentence"
 rm -f "$T/huge"
 expect_eq "$(sc get s n k)" hello "a refused put changes nothing"
+# ... and is refused once that many bytes are in: a runaway input (`yes |`,
+# /dev/zero) costs the limit in memory, not all the machine has (it was
+# read whole first: 100 MiB here, 512 MiB of buffer)
+for cmd in "put s n k" "log append s n k" "queue push q"; do
+	# shellcheck disable=SC2086 # the words of cmd
+	got=$(head -c $((100 * 1024 * 1024)) /dev/zero |
+		"$HELPER" maxrss "$STATECTL" --db "$DB" "${modeopts[@]}" --max-value 1M $cmd 2>"$T/.err") || true
+	read -r status rss <<<"$got"
+	expect_eq "$status" 8 "$cmd of 100 MiB at --max-value 1M ($(cat "$T/.err"))"
+	expect_match "$(cat "$T/.err")" "on stdin is too large: more than the store's limit of 1048576 bytes; nothing was written$" "$cmd: the sentence"
+	limit=48 # MiB: the program and 1 MiB; twice that under ASan
+	[ "${STATEFS_TEST_ASAN:-0}" = 1 ] && limit=96
+	[ "$rss" -lt $((limit * 1024)) ] || fail "$cmd of 100 MiB at --max-value 1M took $((rss / 1024)) MiB"
+done
+expect_eq "$(sc get s n k)" hello "a refused put changes nothing"
 
 # --json get: text value, binary value in value_b64, an empty one
 expect_exit 0 sc --json get s n k
