@@ -130,20 +130,20 @@ static int help(cli *c, int argc, char **argv, int i)
 	return CLI_EXIT_OK;
 }
 
-static int run(int argc, char **argv)
+/* The command line's work; its exit code, or -1 after --help or
+ * --version printed. main() checks the output once, after it. */
+static int run(cli *c, int argc, char **argv)
 {
-	cli c;
 	cli_args a;
 	const cli_cmd *cmd;
 	int i = 1, rc;
 
-	memset(&c, 0, sizeof(c));
 	memset(&a, 0, sizeof(a));
 	if (argc > 1 && strcmp(argv[1], "--list-commands") == 0)
 		return list_commands(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "--list-options") == 0)
 		return list_options(argc, argv);
-	if ((rc = cli_parse_global(&c, argc, argv, &i)))
+	if ((rc = cli_parse_global(c, argc, argv, &i)))
 		return rc;
 	if (i >= argc) {
 		cli_print_help(stderr, NULL);
@@ -153,25 +153,25 @@ static int run(int argc, char **argv)
 		/* help --help (-h): what help is for is the general help */
 		if (argc == i + 2 && (strcmp(argv[i + 1], "--help") == 0 ||
 		                      strcmp(argv[i + 1], "-h") == 0))
-			return cli_out_finish(&c, help(&c, argc, argv, argc));
+			return help(c, argc, argv, argc);
 		if (argc > i + 1 && argv[i + 1][0] == '-')
-			return cli_usage(&c, "'help' takes a command name");
-		return cli_out_finish(&c, help(&c, argc, argv, i + 1));
+			return cli_usage(c, "'help' takes a command name");
+		return help(c, argc, argv, i + 1);
 	}
-	if ((rc = resolve(&c, argc, argv, &i, &cmd)))
+	if ((rc = resolve(c, argc, argv, &i, &cmd)))
 		return rc;
-	rc = cli_parse_command(&c, cmd, argc - i, argv + i, &a);
+	rc = cli_parse_command(c, cmd, argc - i, argv + i, &a);
 	if (rc == CLI_EXIT_OK) {
-		cli_names_init(&c);
-		rc = cmd->run(&c, &a);
+		cli_names_init(c);
+		rc = cmd->run(c, &a);
 	}
 	free(a.pos);
-	free(c.opened);
-	return cli_out_finish(&c, rc);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
+	cli c;
 	int rc;
 
 	harden();
@@ -179,8 +179,11 @@ int main(int argc, char **argv)
 		fputs("statectl: cannot initialise libsodium\n", stderr);
 		return CLI_EXIT_INTERNAL;
 	}
-	rc = run(argc, argv);
-	if (rc < 0) /* --help or --version printed */
-		rc = cli_out_finish(NULL, CLI_EXIT_OK);
-	return rc;
+	memset(&c, 0, sizeof(c));
+	rc = run(&c, argc, argv);
+	free(c.opened);
+	/* once: a failed write is reported by the first call, and a second
+	 * would report it again (`statectl get --help >/dev/full` said
+	 * it twice, the second time as an I/O error) */
+	return cli_out_finish(&c, rc < 0 ? CLI_EXIT_OK : rc);
 }

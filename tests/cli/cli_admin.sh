@@ -22,11 +22,15 @@ expect_match "$out" "--reverse" "COMMAND --help"
 expect_exit 0 "$STATECTL" --version
 expect_match "$out" '^statectl [0-9]+\.[0-9]+\.[0-9]+$' "version"
 # help to a full disk fails, and says so
-for h in help --help --version "help scan"; do
+# (one sentence: a command's --help said it twice, the second time as
+# "Input/output error")
+for h in help --help --version "help scan" "scan --help" "queue push --help" "queue --help"; do
 	# shellcheck disable=SC2086 # the words of h
 	expect_exit_into 9 /dev/full "$STATECTL" $h
 	expect_match "$err" "^statectl: cannot write the output: No space left on device$" "$h to a full disk"
 done
+expect_exit_into 9 /dev/full "$STATECTL" --json scan --help
+jqe "$err" '.error == "cannot write the output: No space left on device" and .exit == 9'
 expect_exit 2 "$STATECTL"
 expect_exit 2 "$STATECTL" frobnicate
 expect_eq "$err" $'statectl: unknown command \'frobnicate\'\nsee statectl --help' "unknown command"
