@@ -448,6 +448,13 @@ static int json_to_row(json_t *o, sfs_row *row, row_mem *m, const char **err)
 			return -1;
 		*slots[i] = present ? sfs_bytes(m->p[i], n) : SFS_NONE;
 	}
+	/* export writes a counter's value always, 0 included: a row
+	 * without it (a filter that dropped the field) is not a 0, which
+	 * would replace the counter's value with it */
+	if (row->family == SFS_FAM_COUNTER && !json_object_get(o, "n")) {
+		*err = "a counter row has no value (field \"n\")";
+		return -1;
+	}
 	if (int_field(o, "id", &row->id, err) < 0 ||
 	    int_field(o, "n", &num, err) < 0 ||
 	    int_field(o, "mtime_ns", &row->mtime_ns, err) < 0 ||

@@ -217,6 +217,12 @@ for row in '{"family":"counter","scope":"s","ns":"n","key":"c","n":5,"value":"dr
 	grep -q "line 2: a $fam row has no field \"$field\"; nothing was imported" "$T/.err" ||
 		fail "the field by name: $(cat "$T/.err")"
 done
+# a counter row without its value is refused, not a 0 that replaces the
+# counter's value (it was imported as 0)
+{ head -n 1 "$T/e1"; echo '{"family":"counter","scope":"s","ns":"n","key":"c","mtime_ns":1000000000}'
+  echo '{"end":"statefs-export","rows":1}'; } | bad "a counter row without n"
+grep -q 'line 2: a counter row has no value (field "n"); nothing was imported' "$T/.err" ||
+	fail "the counter row's sentence: $(cat "$T/.err")"
 echo '{"format":"statefs-export","version":1,"date":"today"}' | bad "an unknown field in the header"
 grep -q 'line 1: unknown field "date" in the header' "$T/.err" || fail "header field sentence: $(cat "$T/.err")"
 # One line of 1 GiB: refused once it is longer than any row can be (about
