@@ -131,7 +131,19 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 			                 "default store");
 		c->db = arg;
 		break;
-	case OPT_KEY_FILE: c->keyfile = arg; break;
+	case OPT_KEY_FILE:
+	case OPT_NEW_KEY_FILE:
+		/* --key-file "$KEY" with KEY unset, as --db: it was exit 3
+		 * "no key file at  (...)", or exit 8 from init ("NULL
+		 * argument") */
+		if (!*arg)
+			return cli_usage(c, "--%s: the key file's name is empty%s",
+			                 d->name, d->id == OPT_KEY_FILE
+			                 ? "; leave --key-file out for $STATEFS_KEY, "
+			                   "$STATEFS_KEY_FILE or the default key file"
+			                 : "");
+		*(d->id == OPT_KEY_FILE ? &c->keyfile : &a->new_key_file) = arg;
+		break;
 	case OPT_PLAINTEXT: c->plaintext = 1; break;
 	case OPT_PASSPHRASE: c->passphrase = 1; break;
 	case OPT_JSON: c->json = 1; break;
@@ -157,7 +169,6 @@ static int apply(cli *c, cli_args *a, const cli_optdef *d, const char *arg)
 	case OPT_LINES: a->lines = 1; break;
 	case OPT_NULL: a->nul = 1; break;
 	case OPT_GENERATE: a->generate = 1; break;
-	case OPT_NEW_KEY_FILE: a->new_key_file = arg; break;
 	case OPT_NEW_PASSPHRASE: a->new_passphrase = 1; break;
 	case OPT_DECRYPT: a->decrypt = 1; break;
 	case OPT_FAMILY: a->family = arg; break;

@@ -54,6 +54,15 @@ expect_exit 2 "$STATECTL" --db "" "${modeopts[@]}" put s n k v
 expect_match "$err" "--db: the store's name is empty" "--db ''"
 expect_exit 2 "$STATECTL" --db= "${modeopts[@]}" info
 [ ! -e "$XDG_STATE_HOME/statefs/state.db" ] || fail "--db '' made the default store"
+# and --key-file "" (--new-key-file ""): it was exit 3 "no key file at
+# (...)", and init's exit 8 "sfs_key_write_file: NULL argument"
+expect_exit 2 "$STATECTL" --db "$T/nokey.db" --key-file "" init
+expect_match "$err" "^statectl: --key-file: the key file's name is empty; leave --key-file out" "init --key-file ''"
+[ ! -e "$T/nokey.db" ] || fail "init --key-file '' made a store"
+expect_exit 2 "$STATECTL" --db "$DB" --key-file= info
+expect_match "$err" "^statectl: --key-file: the key file's name is empty" "--key-file="
+expect_exit 2 "$STATECTL" --db "$DB" "${modeopts[@]}" rekey --new-key-file ""
+expect_match "$err" "^statectl: --new-key-file: the key file's name is empty" "--new-key-file ''"
 # so is an empty FILE or PATH ("$F" with F unset): it exited 1, 8 or 9
 # with sentences as "sfs_key_write_file: NULL argument"
 for cmd in export import checkpoint restore keygen metrics; do
