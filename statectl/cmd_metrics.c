@@ -236,15 +236,55 @@ static void sweep_abandoned(const char *path)
 	free(bcopy);
 }
 
+#define OWN_START "# HELP statefs_" /* how every output of ours starts */
+
+/* Whether path may be replaced: absent, or a regular file that is an
+ * earlier output of ours. Anything else is someone's data: `metrics
+ * ~/.local/state/statefs/state.db` (the store taken for an argument)
+ * renamed the figures over the store, and over the key file the store's
+ * only key, exit 0. Not an empty file either: a store's -wal is one
+ * between checkpoints, and a process that has the store open would go
+ * on writing the one it opened. CLI_EXIT_OK, or the refusal, reported. */
+static int check_target(cli *c, const char *path)
+{
+	char start[sizeof(OWN_START) - 1];
+	struct stat sb;
+	ssize_t got;
+	int fd, saverr;
+
+	if (stat(path, &sb) != 0)
+		return CLI_EXIT_OK; /* absent, or a link to nothing */
+	if (!S_ISREG(sb.st_mode))
+		return cli_fail(c, CLI_EXIT_EXISTS, "%s exists and is not a "
+		                "regular file (metrics replaces only a file it "
+		                "wrote)", path);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	got = fd < 0 ? -1 : read(fd, start, sizeof(start));
+	saverr = errno;
+	if (fd >= 0)
+		close(fd);
+	if (got < 0)
+		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read %s to see that "
+		                "metrics wrote it: %s", path, strerror(saverr));
+	if ((size_t)got != sizeof(start) ||
+	    memcmp(start, OWN_START, sizeof(start)) != 0)
+		return cli_fail(c, CLI_EXIT_EXISTS, "%s exists and is not what "
+		                "metrics writes (a file starting '%s'): metrics "
+		                "replaces only a file it wrote", path, OWN_START);
+	return CLI_EXIT_OK;
+}
+
 /* Writes to a temporary file beside path and renames it over path. */
 static int write_file(cli *c, const char *path, const sfs_stats *st)
 {
 	char *tmp = NULL;
 	FILE *f;
-	int fd, saverr;
+	int fd, saverr, rc;
 	mode_t um = umask(0);
 
 	umask(um);
+	if ((rc = check_target(c, path)))
+		return rc;
 	sweep_abandoned(path);
 	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0)
 		return cli_fail(c, CLI_EXIT_SYSTEM, "out of memory");

@@ -6,7 +6,7 @@
 # the window, q exits 0 and leaves the terminal as it was (the alternate
 # screen gone, echo and canonical mode back); the plain frames when piped,
 # --once and --json; statectl metrics passes promtool's check, its sums
-# equal statectl --json info, and metrics FILE replaces the file whole.
+# equal statectl --json info, and metrics FILE replaces the file whole, and only a file it wrote.
 # Environment: see lib.sh. Needs tmux and promtool (scripts/deps test).
 # Exit: 0 pass, 1 fail.
 . "$(dirname "$0")/lib.sh"
@@ -247,7 +247,25 @@ kill -TERM "$dpid"
 wait "$dpid" 2>/dev/null || true
 # metrics FILE: written beside, renamed over
 mkdir "$T/textfile"
-echo stale >"$T/textfile/statefs.prom"
+# only over a file it wrote: never over the store, its key, or anyone's
+# file (the store given as FILE was replaced by the figures, exit 0)
+printf 'not metrics\n' >"$T/textfile/statefs.prom"
+: >"$T/textfile/empty.prom"
+mkfifo "$T/textfile/fifo.prom"
+if [ -z "$pg" ]; then targets=("$DB"); else targets=(); fi
+[ "$mode" = encrypted ] && targets+=("$KEY")
+for f in "${targets[@]}" "$T/textfile/statefs.prom" "$T/textfile/empty.prom"; do
+	before=$(sha256sum <"$f")
+	expect_exit 6 sc metrics "$f"
+	expect_match "$err" "^statectl: .* exists and is not what metrics writes \(a file starting '# HELP statefs_'\): metrics replaces only a file it wrote$" "metrics over $f"
+	expect_eq "$(sha256sum <"$f")" "$before" "metrics left $f as it was"
+done
+expect_exit 6 sc metrics "$T/textfile/fifo.prom"
+expect_match "$err" "fifo.prom exists and is not a regular file" "metrics over a FIFO"
+[ -p "$T/textfile/fifo.prom" ] || fail "metrics replaced a FIFO"
+rm "$T/textfile/"*
+expect_exit 0 sc info
+printf '# HELP statefs_store_bytes stale\n' >"$T/textfile/statefs.prom"
 # what a run killed before its rename left (SIGKILL: a timer's timeout)
 # goes at the next run, once unchanged for ten minutes and its process
 # gone; a live process's, a recent one and another file's stay
