@@ -60,6 +60,7 @@ void cli_names_init(const cli *c)
 int cli_name_parse(const cli *c, const char *arg, const char *what,
                    fs_name_kind kind, cli_name *out)
 {
+	char spelt[FS_NAME_MAX + 1];
 	int st;
 
 	memset(out, 0, sizeof(*out));
@@ -77,6 +78,13 @@ int cli_name_parse(const cli *c, const char *arg, const char *what,
 		                 "show it, its start, %%~ and a hash; or give "
 		                 "its bytes with --raw)", utf8_cut(arg, 40), arg,
 		                 what, strlen(arg), FS_NAME_MAX);
+	/* no escape in it: the bytes as typed, which have one spelling
+	 * (the empty string is %x, a newline %0A, scope exec %65xec) */
+	if (st == SFS_INVALID && !strchr(arg, '%') &&
+	    fs_name_encode(sfs_str(arg), kind, spelt, NULL) == SFS_OK)
+		return cli_usage(c, "'%s' is not a valid %s name: those bytes "
+		                 "are written '%s', as under the mount (or give "
+		                 "them as they are with --raw)", arg, what, spelt);
 	if (st == SFS_INVALID)
 		return cli_usage(c, "'%s' is not a valid %s name (%s)", arg, what,
 		                 kind_hint(kind));

@@ -148,6 +148,18 @@ expect_exit 0 sc scan s n --start a --end b --keys-only
 expect_eq "$out" 'a%2Fb' "listings print names as the mount does"
 expect_exit 2 sc put s n 'a/b' x
 expect_match "$err" "not a valid key name" "a raw '/' is refused with a hint"
+# the hint is the spelling of the bytes typed, when they hold no escape
+# (it was about '/' and '%' for a newline, an empty name, a scope exec)
+expect_match "$err" "^statectl: 'a/b' is not a valid key name: those bytes are written 'a%2Fb', as under the mount \(or give them as they are with --raw\)" "the spelling of a/b"
+expect_exit 2 sc put s n $'line\nbreak' x
+expect_match "$err" "^statectl: 'line\\\\nbreak' is not a valid key name: those bytes are written 'line%0Abreak'" "the spelling of a newline"
+expect_exit 2 sc put '' n k x
+expect_match "$err" "^statectl: '' is not a valid scope name: those bytes are written '%x'" "the spelling of the empty name"
+expect_exit 2 sc put exec n k x
+expect_match "$err" "those bytes are written '%65xec'" "the spelling of scope exec"
+expect_exit 0 sc put s n 'line%0Abreak' nl
+expect_exit 0 sc --raw get s n $'line\nbreak'
+expect_eq "$out" nl "the spelling given pastes back"
 expect_exit 2 sc get s n '50%'
 sc put s n '%x00ff01' three-bytes
 expect_exit 0 sc --json scan s n --start '%00' --end '%01'
