@@ -114,6 +114,9 @@ typedef struct cli {
 	                            messages (malloc'd) */
 	const char *corrupt_hint; /* what to do, added when the store is
 	                             damaged (restore), or NULL */
+	int writer;              /* the store was opened to be changed: an
+	                            output that then fails says the change
+	                            was made (cli_out_finish) */
 } cli;
 
 /* A command's own arguments, after parsing. Strings point into argv. */

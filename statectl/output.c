@@ -482,8 +482,15 @@ int cli_out_finish(const cli *c, int code)
 	 * one, also when its exit is already 9 */
 	if (code != CLI_EXIT_OK && emitted)
 		return code;
-	cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
-	         strerror(saverr));
+	/* a command that changed the store did so: a script that runs it
+	 * again on exit 9 would push, append or add twice */
+	if (c && c->writer)
+		cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s (the "
+		         "%s was done: only what it prints is lost)",
+		         strerror(saverr), c->cmdname);
+	else
+		cli_fail(c, CLI_EXIT_SYSTEM, "cannot write the output: %s",
+		         strerror(saverr));
 	return code != CLI_EXIT_OK ? code : CLI_EXIT_SYSTEM;
 }
 

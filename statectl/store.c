@@ -305,6 +305,7 @@ int cli_store_open(cli *c, int mode, sfs_store **out)
 	}
 	if (st == SFS_OK) {
 		code = CLI_EXIT_OK;
+		c->writer = mode == CLI_STORE_WRITE;
 		free(c->opened);
 		c->opened = name;
 		name = NULL;

@@ -114,6 +114,17 @@ expect_exit 0 sc queue clear q2
 expect_eq "$out" 2 "clear count"
 expect_exit 0 sc --json queue clear q2
 jqe "$out" '.count == 0'
+# a push whose ids cannot be printed was made all the same, and says so (a
+# script that pushes again on exit 9 would push twice; the sentence was
+# the same as for a read)
+expect_exit_into 9 /dev/full sc queue push q4 once
+expect_match "$err" "^statectl: cannot write the output: No space left on device \(the queue push was done: only what it prints is lost\)$" "a push's output to a full disk"
+expect_exit_into 9 /dev/full sc --json counter add s n output-lost 2
+jqe "$err" '.exit == 9 and .error == "cannot write the output: No space left on device (the counter add was done: only what it prints is lost)"'
+expect_exit 0 sc queue len q4
+expect_eq "$out" 1 "the push was made"
+expect_exit_into 9 /dev/full sc queue len q4
+expect_match "$err" "^statectl: cannot write the output: No space left on device$" "a read's output to a full disk"
 # an item is gone only once it is printed: an output that fails (a full
 # disk, a reader gone) puts it back at the head, not in flight
 sc queue push q3 first second >/dev/null
