@@ -100,6 +100,7 @@ int cmd_init(cli *c, cli_args *a)
 		goto out;
 	}
 	wrote = 0; /* the store exists: keep its key */
+	c->writer = 1; /* an output that fails says it exists */
 	if (c->json) {
 		j = cli_json_path_object("path", name);
 		json_object_set_new(j, "encrypted", json_boolean(!c->plaintext));
@@ -149,6 +150,9 @@ int cmd_keygen(cli *c, cli_args *a)
 	if ((st = sfs_key_generate(&key)) != SFS_OK)
 		return cli_fail_status(c, st, "cannot generate a key");
 	if (to_file) {
+		/* an output that fails says the file is made (a failure
+		 * to make it is reported as such) */
+		c->writer = 1;
 		st = sfs_key_write_file(key, a->pos[0]);
 		if (st == SFS_EXISTS)
 			rc = cli_fail(c, CLI_EXIT_EXISTS, "%s exists (keygen never "
@@ -502,6 +506,7 @@ int cmd_rekey(cli *c, cli_args *a)
 		}
 		final = oldsrc;
 	}
+	c->writer = 1;
 	if (c->json) {
 		j = cli_json_path_object("path", path);
 		json_object_update_new(j, json_pack("{s:b, s:I}", "encrypted",
@@ -597,6 +602,7 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 		goto out;
 	}
 	cli_progress_begin(&p, c, restore ? "restore" : "checkpoint", "pages");
+	c->writer = 1; /* the checkpoint is made; a failure says so */
 	st = restore ? sfs_restore(s, target, cli_progress_cb, &p)
 	             : sfs_checkpoint(s, target, cli_progress_cb, &p);
 	cli_progress_end(&p);

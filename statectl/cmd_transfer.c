@@ -345,6 +345,7 @@ int cmd_export(cli *c, cli_args *a)
 end:
 	cli_progress_end(&p);
 	if (file && rc == CLI_EXIT_OK) {
+		c->writer = 1; /* FILE is made */
 		if (c->json)
 			rc = cli_out_json(json_path_rows(file, x.rows));
 		else {

@@ -31,6 +31,15 @@ for h in help --help --version "help scan" "scan --help" "queue push --help" "qu
 done
 expect_exit_into 9 /dev/full "$STATECTL" --json scan --help
 jqe "$err" '.error == "cannot write the output: No space left on device" and .exit == 9'
+# a command that made its file says so when its output fails: an init
+# run again on exit 9 found the store it had made (exit 6)
+expect_exit_into 9 /dev/full "$STATECTL" --db "$T/full.db" --key-file "$T/full.key" init
+expect_match "$err" "^statectl: cannot write the output: No space left on device \(the init was done: only what it prints is lost\)$" "init to a full disk"
+expect_exit_into 9 /dev/full "$STATECTL" --db "$T/full.db" --key-file "$T/full.key" checkpoint "$T/full.ck"
+expect_match "$err" "\(the checkpoint was done: only what it prints is lost\)$" "checkpoint to a full disk"
+[ -s "$T/full.ck" ] || fail "the checkpoint was not made"
+expect_exit 0 "$STATECTL" --db "$T/full.db" --key-file "$T/full.key" info
+rm -f "$T"/full.*
 expect_exit 2 "$STATECTL"
 expect_exit 2 "$STATECTL" frobnicate
 expect_eq "$err" $'statectl: unknown command \'frobnicate\'\nsee statectl --help' "unknown command"
