@@ -871,6 +871,13 @@ static int next_row(sfs_row *row, void *arg)
 			return -1;
 		}
 		if (x->lineno == 1) {
+			/* a UTF-8 byte order mark, which an editor or
+			 * PowerShell puts first, as jq reads it: not part of
+			 * the header (it was "not a statefs export") */
+			if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+				line += 3;
+				len -= 3;
+			}
 			if ((x->rc = check_header(x->c, line, len, &x->version)))
 				return -1;
 			continue;
