@@ -314,6 +314,11 @@ if command -v script >/dev/null; then
 	script -qec "$(printf '%q ' "$STATECTL" --db "$DB" "${modeopts[@]}" --progress export) >/dev/null" /dev/null >"$T/tty" </dev/null
 	grep -q $'\r''export \[' "$T/tty" || fail "a terminal gets a redrawn bar"
 	grep -q $'\e\[K' "$T/tty" || fail "the bar is erased at the end"
+	# an import reading a terminal says so, as put does (an import whose
+	# file was forgotten waited in silence)
+	script -qec "$(printf '%q ' "$STATECTL" --db "$DB" "${modeopts[@]}" import)" /dev/null >"$T/tty" </dev/null || true
+	grep -q "reading an export from the terminal; end it with Ctrl-D" "$T/tty" ||
+		fail "import from a terminal says where it reads: $(cat "$T/tty")"
 fi
 
 # --- checkpoint and restore (the consistency under writers is cli_checkpoint.sh)
