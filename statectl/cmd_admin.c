@@ -402,6 +402,14 @@ int cmd_rekey(cli *c, cli_args *a)
 	cli_progress p;
 	json_t *j;
 
+	if (a->new_passphrase + (a->generate || a->new_key_file) + a->decrypt > 1)
+		/* two new keys at once: it said "needs one of", as if none */
+		return cli_usage(c, "rekey takes one of --generate [--new-key-"
+		                 "file PATH], --new-key-file PATH, --new-passphrase"
+		                 " or --decrypt, not both %s and %s",
+		                 a->generate ? "--generate" : a->new_key_file
+		                 ? "--new-key-file" : "--new-passphrase",
+		                 a->decrypt ? "--decrypt" : "--new-passphrase");
 	if (a->new_passphrase + (a->generate || a->new_key_file) + a->decrypt != 1)
 		return cli_usage(c, "rekey needs one of --generate [--new-key-file "
 		                    "PATH], --new-key-file PATH, --new-passphrase "

@@ -477,6 +477,10 @@ fi
 if [ "$mode" = encrypted ]; then
 	expect_exit 2 sc rekey
 	expect_match "$err" "rekey needs one of" "rekey needs a new key"
+	expect_exit 2 sc rekey --generate --decrypt
+	expect_match "$err" "^statectl: rekey takes one of .* or --decrypt, not both --generate and --decrypt" "two new keys"
+	expect_exit 2 sc rekey --new-key-file "$T/nk" --new-passphrase
+	expect_match "$err" "^statectl: rekey takes one of .*, not both --new-key-file and --new-passphrase" "two new keys"
 	cp "$DB" "$T/pre-rekey.db"
 	expect_exit 0 sc rekey --generate
 	expect_match "$out" "new key, which is in $KEY" "generated key replaces the key file"
