@@ -882,7 +882,10 @@ static int next_row(sfs_row *row, void *arg)
 				return -1;
 			continue;
 		}
-		if (len == 0)
+		/* blank, also of white space: the "\r" left of a blank line
+		 * of an export copied with CRLF line ends (jq skips it; it
+		 * was "not valid JSON", or "a line after the end row") */
+		if (strspn(line, " \t\r") == len)
 			continue;
 		if (x->end_line) {
 			x->rc = cli_fail(x->c, CLI_EXIT_DATA, "line %llu: a line "

@@ -229,6 +229,12 @@ grep -q 'line 2: a counter row has no value (field "n"); nothing was imported' "
 expect_exit 0 sc2 import "$T/bom"
 sc2 export >"$T/after"
 cmp -s "$T/before" "$T/after" || fail "importing the export with a BOM changed the store"
+# and one copied with CRLF line ends, a blank line of them and one of
+# spaces (jq reads it; a line of "\r" after the end row was refused)
+{ sed 's/$/\r/' "$T/before"; printf ' \t\r\n\r\n'; } >"$T/crlf"
+expect_exit 0 sc2 import "$T/crlf"
+sc2 export >"$T/after"
+cmp -s "$T/before" "$T/after" || fail "importing the export with CRLF changed the store"
 echo '{"format":"statefs-export","version":1,"date":"today"}' | bad "an unknown field in the header"
 grep -q 'line 1: unknown field "date" in the header' "$T/.err" || fail "header field sentence: $(cat "$T/.err")"
 # One line of 1 GiB: refused once it is longer than any row can be (about
