@@ -35,6 +35,22 @@
 
 static void space_check(sfs_backend *b);
 
+/* Why sqlite3_open_v2 failed when the store's path (db, absolute) is
+ * longer than SQLite opens (its VFS's mxPathname, 512 bytes for unix): it
+ * said "unable to open database file (sqlite 14)", exit 9 with no word
+ * of the length. status as it is otherwise. */
+static int explain_long_path(const char *db, int status)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+	size_t len = strlen(db);
+
+	if (status != SFS_IO || !vfs || len < (size_t)vfs->mxPathname)
+		return status;
+	return sfs_err(SFS_IO, "the store's path is %zu bytes long, and "
+	               "SQLite opens paths shorter than %d bytes: give the "
+	               "store a shorter one", len, vfs->mxPathname);
+}
+
 /* sqlb_status with SQLite's message (msg) read before. */
 static int status_of(int ours, int rc, const char *what, const char *msg)
 {
@@ -1126,6 +1142,8 @@ again:
 	                     uri ? flags | SQLITE_OPEN_URI : flags, vfsname);
 	if (rc != SQLITE_OK) {
 		status = sqlb_fail(b, rc, cfg->db);
+		if (!b->memory)
+			status = explain_long_path(cfg->db, status);
 		goto fail;
 	}
 	if (b->vfs) {

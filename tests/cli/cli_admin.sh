@@ -40,6 +40,14 @@ expect_match "$err" "\(the checkpoint was done: only what it prints is lost\)$" 
 [ -s "$T/full.ck" ] || fail "the checkpoint was not made"
 expect_exit 0 "$STATECTL" --db "$T/full.db" --key-file "$T/full.key" info
 rm -f "$T"/full.*
+# a store path longer than SQLite opens (512 bytes) says so: it was "I/O
+# error (PATH: unable to open database file (sqlite 14))"
+if [ -z "$pg" ]; then
+	longdb=$T/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..200})/x.db
+	expect_exit 9 "$STATECTL" --db "$longdb" --plaintext init
+	expect_match "$err" "the store's path is ${#longdb} bytes long, and SQLite opens paths shorter than 512 bytes: give the store a shorter one" "a store path too long"
+	rm -rf "${T:?}/ddd"*
+fi
 expect_exit 2 "$STATECTL"
 expect_exit 2 "$STATECTL" frobnicate
 expect_eq "$err" $'statectl: unknown command \'frobnicate\'\nsee statectl --help' "unknown command"
