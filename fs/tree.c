@@ -392,22 +392,17 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 * name that is nothing there (rsync's `.f.XXXXXX` to `f`):
 		 * the alias is renamed, the store is not touched. Else a
 		 * rename of the entry or item it names. */
-		fs_addr_free(&to);
+		alias = an; /* referenced until out */
 		if (ndn == dn && !(flags & RENAME_EXCHANGE) &&
-		    fs_resolve(f, &dir, newname, 0, &to) == SFS_NOTFOUND)
+		    fs_resolve(f, &dir, newname, 0, &to) == SFS_NOTFOUND) {
 			err = fs_alias_rename(f, dn, name, newname,
 			                      fuse_req_ctx(req)->pid,
 			                      (flags & RENAME_NOREPLACE) != 0);
-		else
-			err = -1;
+			goto out;
+		}
 		fs_addr_free(&to);
 		fs_addr_free(&from);
-		rc = err == -1 && fs_alias_addr(&dir, id, &from) ? SFS_NOMEM
-		                                                  : SFS_OK;
-		alias = an; /* referenced until out */
-		if (err != -1)
-			goto out;
-		err = 0;
+		rc = fs_alias_addr(&dir, id, &from) ? SFS_NOMEM : SFS_OK;
 	}
 	if (rc) {
 		err = fs_errno(f, rc, "rename");
