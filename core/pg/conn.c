@@ -478,21 +478,35 @@ static void on_notice(void *arg, const char *msg)
 	sfs_log(LOG_DEBUG, "PostgreSQL: %.*s", (int)n, msg);
 }
 
+/* Without a connect_timeout libpq waits for a server that accepts and
+ * never answers, or a host that drops packets, as long as TCP does
+ * (minutes; forever on a socket): ours, when the string, a service and the
+ * environment give none, is the busy timeout, the longest any call waits
+ * for the server. dbname comes after it, so the string's own would win.
+ * (A connection started, pgb_connect_start, ignores it: its caller
+ * bounds the wait.) */
+static const char *const conn_kw[] = { "connect_timeout", "dbname",
+	"fallback_application_name", NULL };
+
+PGconn *pgb_connect_start(sfs_backend *b)
+{
+	const char *val[] = { b->connect_timeout, b->conninfo, "statefs",
+		NULL };
+	int first = b->connect_timeout[0] ? 0 : 1;
+	PGconn *conn = PQconnectStartParams(conn_kw + first, val + first, 1);
+
+	if (conn)
+		PQsetNoticeProcessor(conn, on_notice, NULL);
+	return conn;
+}
+
 PGconn *pgb_connect(sfs_backend *b, const char *schema, int *status)
 {
-	/* Without a connect_timeout libpq waits for a server that accepts
-	 * and never answers, or a host that drops packets, as long as TCP
-	 * does (minutes; forever on a socket): ours, when the string, a
-	 * service and the environment give none, is the busy timeout, the
-	 * longest any call waits for the server. dbname comes after it, so
-	 * the string's own would win. */
-	static const char *const kw[] = { "connect_timeout", "dbname",
-		"fallback_application_name", NULL };
 	const char *val[] = { b->connect_timeout, b->conninfo, "statefs",
 		NULL };
 	int first = b->connect_timeout[0] ? 0 : 1;
 	char sql[256];
-	PGconn *conn = PQconnectdbParams(kw + first, val + first, 1);
+	PGconn *conn = PQconnectdbParams(conn_kw + first, val + first, 1);
 	PGresult *r;
 
 	if (!conn || PQstatus(conn) != CONNECTION_OK) {

@@ -141,6 +141,11 @@ void pgb_target_free(pgb_target *t);
  * (and *status) on failure. */
 PGconn *pgb_connect(sfs_backend *b, const char *schema_or_null,
                     int *status);
+/* A connection to b's server started (PQconnectStartParams), the
+ * engine's logger taking its notices, and nothing set up: its caller
+ * drives PQconnectPoll and bounds the wait (the listener, store.c). NULL
+ * when out of memory. */
+PGconn *pgb_connect_start(sfs_backend *b);
 
 /* Whether a store name is a PostgreSQL connection string (a postgresql://
  * or postgres:// URI, or key=value starting with a libpq keyword);

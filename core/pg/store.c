@@ -34,6 +34,10 @@
 
 #define DEFAULT_POOL 10
 
+/* The listening thread. It waits only in poll() on its sockets, never
+ * inside libpq (its connect and its statements are asynchronous, each
+ * answer awaited up to the busy timeout), so a server that stops answering
+ * costs it a reconnect, and a stop (its wake pipe) is heard at once. */
 struct pgb_listener {
 	sfs_backend *b;
 	pthread_t thread;
@@ -58,12 +62,136 @@ static char *quote_ident(const char *s)
 	return q;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum { W_READY, W_TIME, W_STOP, W_ERR };
+
+/* Waits for events ev on fd (-1: none) up to the monotonic
+ * time until (-1: no limit), or until the listener is told to stop (or
+ * poll fails, which nothing should make it). */
+static int wait_for(pgb_listener *l, int fd, short ev, int64_t until)
+{
+	struct pollfd p[2] = { { l->wake[0], POLLIN, 0 }, { fd, ev, 0 } };
+	int n, ms = -1;
+
+	if (until >= 0) {
+		int64_t left = until - now_ms();
+
+		ms = left > 0 ? (int)left : 0;
+	}
+	n = poll(p, fd >= 0 ? 2 : 1, ms);
+	if ((n < 0 && errno != EINTR) || p[0].revents)
+		return W_STOP;
+	if (n > 0 && p[1].revents)
+		return W_READY;
+	return until >= 0 && now_ms() >= until ? W_TIME : W_READY;
+}
+
 /* Sleeps up to ms, or until the listener is told to stop: 1 when told. */
 static int nap(pgb_listener *l, int ms)
 {
-	struct pollfd p = { l->wake[0], POLLIN, 0 };
+	return wait_for(l, -1, 0, now_ms() + ms) == W_STOP;
+}
 
-	return poll(&p, 1, ms) > 0;
+/* How long the listener waits for the server at each step: the busy
+ * timeout, the longest any call waits (2 s at least). */
+static int64_t patience(const sfs_backend *b)
+{
+	return b->busy_ms > 2000 ? b->busy_ms : 2000;
+}
+
+/* Runs sql on conn, awaiting its answers: W_READY when every one was a
+ * success, W_ERR (*why set) when one was an error, W_TIME (*why set) when
+ * the connection was lost or no answer came in time; W_STOP when told to
+ * stop. */
+static int run(pgb_listener *l, PGconn *conn, const char *sql,
+               const char **why)
+{
+	int64_t until = now_ms() + patience(l->b);
+	PGresult *r;
+	int ok = 1;
+
+	if (!PQsendQuery(conn, sql)) {
+		*why = PQerrorMessage(conn);
+		return W_TIME;
+	}
+	for (;;) {
+		while (PQisBusy(conn)) {
+			int w = wait_for(l, PQsocket(conn), POLLIN, until);
+
+			if (w == W_STOP)
+				return W_STOP;
+			if (w == W_TIME) {
+				*why = "no answer from the server within the "
+				       "busy timeout";
+				return W_TIME;
+			}
+			if (!PQconsumeInput(conn)) {
+				*why = PQerrorMessage(conn);
+				return W_TIME;
+			}
+		}
+		if (!(r = PQgetResult(conn)))
+			break;
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && ok) {
+			ok = 0;
+			*why = PQerrorMessage(conn);
+		}
+		PQclear(r);
+	}
+	return ok ? W_READY : W_ERR;
+}
+
+/* A connection that listens on the store's channel (listen: the
+ * statement), or NULL; *stop 1 when told to stop meanwhile. */
+static PGconn *listen_connect(pgb_listener *l, const char *listen,
+                              int *stop)
+{
+	sfs_backend *b = l->b;
+	int64_t until = now_ms() + patience(b);
+	PGconn *conn = pgb_connect_start(b);
+	PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+	const char *why = NULL;
+	int w = W_READY;
+
+	*stop = 0;
+	if (!conn || PQstatus(conn) == CONNECTION_BAD)
+		goto fail;
+	while (ps != PGRES_POLLING_OK) {
+		if (ps == PGRES_POLLING_FAILED)
+			goto fail;
+		w = wait_for(l, PQsocket(conn), ps == PGRES_POLLING_READING ?
+		             POLLIN : POLLOUT, until);
+		if (w != W_READY)
+			goto fail;
+		ps = PQconnectPoll(conn);
+	}
+	w = run(l, conn, listen, &why);
+	if (w != W_READY) {
+		if (w != W_STOP)
+			sfs_log(LOG_WARNING, "%s: cannot listen for pushes: %s",
+			        b->display, why);
+		goto fail;
+	}
+	/* Idle by nature: a server's idle_session_timeout (PostgreSQL 14
+	 * on; an older one refuses the name, and has no such timeout)
+	 * would end it again and again, each time a wake-up for nothing. */
+	w = run(l, conn, "SET idle_session_timeout = 0", &why);
+	if (w == W_STOP || w == W_TIME)
+		goto fail;
+	return conn;
+fail:
+	/* (A failed connect says nothing: every call of the handle tells
+	 * its caller that the server cannot be reached.) */
+	*stop = w == W_STOP;
+	PQfinish(conn);
+	return NULL;
 }
 
 static void *listen_main(void *arg)
@@ -71,7 +199,7 @@ static void *listen_main(void *arg)
 	pgb_listener *l = arg;
 	sfs_backend *b = l->b;
 	PGconn *conn = NULL;
-	int st, pause = 50;
+	int stop = 0, pause = 50;
 	char sql[160], *q = quote_ident(b->channel);
 
 	/* The channel as an identifier: a '"' in the schema's name doubled. */
@@ -82,46 +210,26 @@ static void *listen_main(void *arg)
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", q);
 	free(q);
-	for (;;) {
-		struct pollfd p[2];
+	while (!stop) {
 		PGnotify *n;
+		int w;
 
 		if (!conn) {
-			PGresult *r;
-
-			conn = pgb_connect(b, b->qschema, &st);
-			r = conn ? PQexec(conn, sql) : NULL;
-			if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
-				if (conn)
-					sfs_log(LOG_WARNING, "%s: cannot listen for"
-					        " pushes: %s", b->display,
-					        PQerrorMessage(conn));
-				PQclear(r);
-				PQfinish(conn);
-				conn = NULL;
-				if (nap(l, pause))
-					break;
+			conn = listen_connect(l, sql, &stop);
+			if (stop)
+				break;
+			if (!conn) {
+				stop = nap(l, pause);
 				pause = pause < 2000 ? pause * 2 : 2000;
 				continue;
 			}
-			PQclear(r);
-			/* Idle by nature: a server's idle_session_timeout
-			 * (PostgreSQL 14 on; an older one refuses the name,
-			 * and has no such timeout) would end it again and
-			 * again, each time a wake-up for nothing. */
-			PQclear(PQexec(conn, "SET idle_session_timeout = 0"));
 			pause = 50;
 			/* Something may have been pushed while nobody listened. */
 			atomic_fetch_add(&b->notes, 1);
 		}
-		p[0] = (struct pollfd){ PQsocket(conn), POLLIN, 0 };
-		p[1] = (struct pollfd){ l->wake[0], POLLIN, 0 };
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		w = wait_for(l, PQsocket(conn), POLLIN, -1);
+		if (w == W_STOP)
 			break;
-		if (p[1].revents)
-			break;
-		if (!p[0].revents)
-			continue;
 		if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK) {
 			sfs_log(LOG_INFO, "%s: the listening connection was lost;"
 			        " reconnecting", b->display);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -985,6 +986,10 @@ typedef struct proxy {
 	atomic_int armed, stop, poisoned;
 	atomic_int skip;    /* armed: answers to pass first */
 	atomic_int answers; /* answers that ended with ReadyForQuery */
+	atomic_int accepted;  /* clients so far, numbered from 1 */
+	atomic_int mute_from; /* >0: from the client of that number on,
+	                         nothing after the startup's answer
+	                         reaches a client (a server gone mute) */
 	pthread_t th;
 } proxy;
 
@@ -1019,7 +1024,7 @@ static void *proxy_main(void *arg)
 {
 	proxy *x = arg;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int cl[PX_MAX], up[PX_MAX], n = 0;
+	int cl[PX_MAX], up[PX_MAX], id[PX_MAX], zc[PX_MAX], n = 0;
 	static char buf[65536 + 256];
 
 	memcpy(sa.sun_path, x->real, strlen(x->real) + 1);
@@ -1035,6 +1040,8 @@ static void *proxy_main(void *arg)
 			continue;
 		if ((p[0].revents & POLLIN) && n < PX_MAX) {
 			cl[n] = accept(x->fd, NULL, NULL);
+			id[n] = atomic_fetch_add(&x->accepted, 1) + 1;
+			zc[n] = 0;
 			up[n] = socket(AF_UNIX, SOCK_STREAM, 0);
 			if (connect(up[n], (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 				close(cl[n]);  /* the client sees a closed */
@@ -1068,7 +1075,11 @@ static void *proxy_main(void *arg)
 				}
 				int z = m >= 6 && buf[m - 6] == 'Z' &&
 				        !memcmp(buf + m - 5, "\0\0\0\5", 4);
+				int mf = atomic_load(&x->mute_from);
 
+				if (mf > 0 && id[i] >= mf && zc[i] > 0)
+					continue; /* swallowed */
+				zc[i] += z;
 				if (z)
 					atomic_fetch_add(&x->answers, 1);
 				if (z && atomic_load(&x->armed) &&
@@ -1092,6 +1103,90 @@ static void *proxy_main(void *arg)
 			close(up[i]);
 	}
 	return NULL;
+}
+
+static uint64_t version_moves(sfs_store *s, uint64_t v);
+
+/* A proxy (above) at a socket directory of its own, running. */
+static void proxy_start(proxy *x, char *dir, char *sock, size_t n)
+{
+	char port[16];
+
+	server_socket(x->real, sizeof(x->real), port, sizeof(port));
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, n, "%s/.s.PGSQL.%s", dir, port);
+	x->fd = listen_at(sock);
+	assert_int_equal(pthread_create(&x->th, NULL, proxy_main, x), 0);
+}
+
+static void proxy_stop(proxy *x, const char *dir, const char *sock)
+{
+	atomic_store(&x->stop, 1);
+	pthread_join(x->th, NULL);
+	close(x->fd);
+	unlink(sock);
+	rmdir(dir);
+}
+
+/* A child forked now exits 0 (it is not left waiting for a lock). */
+static void fork_and_reap(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* A server that accepts the listening connection and then answers
+ * nothing (a host gone, a backend stopped with SIGSTOP): the listener
+ * waited for the answer to its set-up for ever, blocked inside libpq, so
+ * it never listened again (no push of another host woke this one's
+ * waiters any more) and sfs_store_close, which joins it, never returned
+ * (the mount's unmount hung). It now waits for each answer up to the
+ * busy timeout, in poll() with its stop, and connects again; a fork
+ * meanwhile does not wait for the server either. The alarm turns a hang
+ * into a failure. */
+static void test_listener_mute_server(void **state)
+{
+	tfx *t = *state;
+	char dir[] = "/tmp/sfs-proxyXXXXXX", sock[256];
+	proxy x = { .fd = -1 };
+	sfs_slice it = S("i");
+	sfs_store *s;
+	uint64_t v0, v1;
+	int from;
+
+	proxy_start(&x, dir, sock, sizeof(sock));
+	s = open_via(t, dir, "", 2000);
+	from = atomic_load(&x.accepted) + 1;
+	atomic_store(&x.mute_from, from);
+	alarm(120);
+	OK(sfs_store_version(s, &v0));
+	/* it gave up on its first connection and made another */
+	while (atomic_load(&x.accepted) < from + 1)
+		usleep(10000);
+	fork_and_reap();
+	atomic_store(&x.mute_from, 0);
+	/* it listens again (its connect moves the counter), and a push by
+	 * another handle wakes it */
+	v1 = version_moves(s, v0);
+	OK(sfs_queue_push(t->s, S("q"), &it, 1, NULL));
+	version_moves(s, v1);
+	sfs_store_close(s);
+	/* a close while the listener waits for a mute server returns */
+	s = open_via(t, dir, "", 2000);
+	from = atomic_load(&x.accepted) + 1;
+	atomic_store(&x.mute_from, from);
+	OK(sfs_store_version(s, &v0));
+	while (atomic_load(&x.accepted) < from)
+		usleep(10000);
+	sfs_store_close(s);
+	alarm(0);
+	proxy_stop(&x, dir, sock);
 }
 
 /* The FATAL of a backend ended just as an answer left it came with that
@@ -1464,6 +1559,7 @@ int main(void)
 		T(test_listener_idle_timeout),
 		T(test_unreachable_once),
 		T(test_mute_server),
+		T(test_listener_mute_server),
 		T(test_fatal_with_answer),
 		T(test_deadlock_retried),
 		T(test_tampering),
