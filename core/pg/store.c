@@ -37,11 +37,20 @@
 /* The listening thread. It waits only in poll() on its sockets, never
  * inside libpq (its connect and its statements are asynchronous, each
  * answer awaited up to the busy timeout), so a server that stops answering
- * costs it a reconnect, and a stop (its wake pipe) is heard at once. */
+ * costs it a reconnect, and a stop (its wake pipe) is heard at once. Out of
+ * a wait it is busy: inside libpq, the allocator, the logger. A fork
+ * (pgb_fork_hold) takes mu, waits until it is not busy, and keeps mu until
+ * after the fork; the thread takes mu to be busy again, so it does not
+ * leave its wait meanwhile and the child inherits no lock it held. Lock
+ * order: store.c's live list, listen_mu, then mu. */
 struct pgb_listener {
 	sfs_backend *b;
 	pthread_t thread;
 	int wake[2];             /* a byte on wake[1] stops the thread */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* busy went to 0 */
+	int busy;                /* guarded by mu; 1 from its creation until
+	                            its first wait */
 };
 
 static char *quote_ident(const char *s)
@@ -70,23 +79,35 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void set_busy(pgb_listener *l, int busy)
+{
+	pthread_mutex_lock(&l->mu);
+	l->busy = busy;
+	if (!busy)
+		pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
 enum { W_READY, W_TIME, W_STOP, W_ERR };
 
-/* Waits for events ev on fd (-1: none) up to the monotonic
+/* Waits, not busy, for events ev on fd (-1: none) up to the monotonic
  * time until (-1: no limit), or until the listener is told to stop (or
  * poll fails, which nothing should make it). */
 static int wait_for(pgb_listener *l, int fd, short ev, int64_t until)
 {
 	struct pollfd p[2] = { { l->wake[0], POLLIN, 0 }, { fd, ev, 0 } };
-	int n, ms = -1;
+	int n, saved, ms = -1;
 
 	if (until >= 0) {
 		int64_t left = until - now_ms();
 
 		ms = left > 0 ? (int)left : 0;
 	}
+	set_busy(l, 0);
 	n = poll(p, fd >= 0 ? 2 : 1, ms);
-	if ((n < 0 && errno != EINTR) || p[0].revents)
+	saved = errno;
+	set_busy(l, 1);
+	if ((n < 0 && saved != EINTR) || p[0].revents)
 		return W_STOP;
 	if (n > 0 && p[1].revents)
 		return W_READY;
@@ -206,6 +227,7 @@ static void *listen_main(void *arg)
 	if (!q) {
 		sfs_log(LOG_WARNING, "%s: cannot listen for pushes: out of"
 		        " memory", b->display);
+		set_busy(l, 0); /* for good */
 		return NULL;
 	}
 	snprintf(sql, sizeof(sql), "LISTEN %s", q);
@@ -243,6 +265,7 @@ static void *listen_main(void *arg)
 		}
 	}
 	PQfinish(conn);
+	set_busy(l, 0);
 	return NULL;
 }
 
@@ -258,6 +281,8 @@ static void listener_stop(sfs_backend *b)
 	pthread_join(l->thread, NULL);
 	close(l->wake[0]);
 	close(l->wake[1]);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
 	free(l);
 	b->listener = NULL;
 }
@@ -269,13 +294,18 @@ static int listener_start(sfs_backend *b)
 	if (!l)
 		return sfs_err(SFS_NOMEM, "allocating a listener");
 	l->b = b;
+	l->busy = 1;
 	if (pipe2(l->wake, O_CLOEXEC) != 0) {
 		free(l);
 		return sfs_err(SFS_IO, "pipe: %s", strerror(errno));
 	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
 	if (pthread_create(&l->thread, NULL, listen_main, l) != 0) {
 		close(l->wake[0]);
 		close(l->wake[1]);
+		pthread_cond_destroy(&l->cv);
+		pthread_mutex_destroy(&l->mu);
 		free(l);
 		return sfs_err(SFS_IO, "cannot start the listening thread");
 	}
@@ -294,6 +324,29 @@ static int pgb_version(sfs_backend *b, uint64_t *out)
 	if (st == SFS_OK)
 		*out = atomic_load(&b->commits) + atomic_load(&b->notes);
 	return st;
+}
+
+/* Around fork (backend_i.h, fork_hold): no listener starts, and one
+ * under way is waited for until it is in poll() (above), and held there
+ * until hold 0, in both processes. The child has no listener thread: the
+ * handle it inherited cannot be used there (store.c), and a handle of its
+ * own starts one of its own. */
+static void pgb_fork_hold(sfs_backend *b, int hold)
+{
+	pgb_listener *l;
+
+	if (!hold) {
+		if ((l = b->listener))
+			pthread_mutex_unlock(&l->mu);
+		pthread_mutex_unlock(&b->listen_mu);
+		return;
+	}
+	pthread_mutex_lock(&b->listen_mu);
+	if (!(l = b->listener))
+		return;
+	pthread_mutex_lock(&l->mu);
+	while (l->busy)
+		pthread_cond_wait(&l->cv, &l->mu);
 }
 
 static void pgb_close(sfs_backend *b)
@@ -501,6 +554,7 @@ const sfs_backend_ops pgb_ops = {
 	.given = pg_given,
 	.rekey = pg_rekey,
 	.close = pgb_close,
+	.fork_hold = pgb_fork_hold,
 	.sync = pgb_sync,
 	.version = pgb_version,
 	.kv_put_many = pgb_kv_put_many,
