@@ -407,8 +407,12 @@ static int commit(fs *f, fs_file *h, int final, const char *op)
 		   ? sfs_log_append(f->store, fs_part(&a, 0), fs_part(&a, 1),
 		                    fs_part(&a, 2), item, &id)
 		   : sfs_queue_push(f->store, fs_part(&a, 0), &item, 1, &id);
+		/* Pushed or refused, it is settled: a push that failed is
+		 * not followed by an empty one at the next FLUSH or the
+		 * RELEASE (another process holding the file, which wrote
+		 * nothing, closing it after the server took writes again). */
+		h->committed = 1;
 		if (rc == SFS_OK) {
-			h->committed = 1;
 			fs_alias_commit(f, h, id);
 			if (h->kind == FS_QUEUE_NEW)
 				fs_wait_kick(f);

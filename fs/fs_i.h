@@ -680,7 +680,8 @@ typedef struct fs_file {
 	unsigned loaded : 1;       /* special files: bytes taken from the store */
 	unsigned given : 1;        /* .pop, .wait, .claim: what was taken was
 	                              delivered (a reply carried it) */
-	unsigned committed : 1;    /* new entries and items: pushed once */
+	unsigned committed : 1;    /* new entries and items: pushed, or the
+	                              push refused, once */
 	unsigned item_rebase : 1;  /* new entries and items: committed, and
 	                              nothing written since: the next write
 	                              starts the next one where it lands */

@@ -16,7 +16,10 @@
 #  - a .pop whose ack failed after the delivery (the server refusing
 #    writes) is acked once the server takes writes again, not delivered
 #    again when its lease ends; so are a .drain's rows, and the drain's
-#    close does not give them back.
+#    close does not give them back;
+#  - a push and an append refused at the writer's close (the server
+#    refusing writes) store nothing at a later close of the same file by
+#    a process that wrote nothing.
 # It restarts the server, so it runs on a server of its own, started by
 # scripts/with-pg beside the one the other PostgreSQL tests share (which
 # run meanwhile). Runs only where scripts/with-pg started the shared server
@@ -328,3 +331,33 @@ expect_eq "$(helper qlen e)" 44 "the rows the closed drain did not deliver, back
 grep -q "gave back the rows it did not deliver" "$work/daemon.err" || fail "no word of the rows given back"
 unmount_fs
 ok "a .drain closed with unsettled acks: its undelivered rows come back once the acks land, not at the lease's end"
+
+# --- a push refused at its close is settled --------------------------------
+# The shell writes a queue item and a log entry, and a job started inside
+# the redirections holds both files and writes nothing; the shell's close
+# fails (EROFS: the server refuses writes), and the job closes them after
+# the server takes writes again. Nothing is stored: an empty item and an
+# empty entry were, at the job's close (the failed push left the handle
+# looking like a create that nothing was written to).
+allow_log 'not stored at its close: Read-only file system|read-only transaction'
+mount_fs -o "db=$STATEFS_DB&application_name=$app"
+mkdir -p "$mnt/queue/s" "$mnt/exec/run/log/s"
+exec 3> "$mnt/queue/s/new" 4> "$mnt/exec/run/log/s/new"
+printf item >&3
+printf entry >&4
+sleep 600 & holder=$!
+psql -X -q "$STATEFS_TEST_PG" -c "ALTER ROLE CURRENT_USER SET default_transaction_read_only = on"
+end_conns terminate
+exec 3>&- 4>&-
+for what in "queue item" "log entry"; do
+  grep -q "a new $what was not stored at its close: Read-only file system" "$work/daemon.err" ||
+    fail "the $what's close did not fail: $(tail -3 "$work/daemon.err")"
+done
+writes_taken
+kill "$holder"
+wait "$holder" || true
+expect_eq "$(ls "$mnt/queue/s" | wc -l)" 0 "items in the queue after the holder's close"
+expect_eq "$(ls "$mnt/exec/run/log/s" | wc -l)" 0 "entries in the log after the holder's close"
+unmount_fs
+expect_eq "$(helper qlen s)" 0 "items in the queue after the unmount"
+ok "a push and an append refused at the writer's close are not made empty at a later close"
