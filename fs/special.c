@@ -194,8 +194,9 @@ static void keep_again(fs *f, struct fs_unsettled *v, size_t n)
 		}
 		v = all;
 		memcpy(v + n, f->unsettled, f->nunsettled * sizeof(*v));
-		free(f->unsettled);
 	}
+	/* (Empty, it may still be allocated: settle_drain leaves it so.) */
+	free(f->unsettled);
 	f->unsettled = v;
 	f->nunsettled += n;
 	pthread_mutex_unlock(&f->unsettled_mu);
