@@ -28,6 +28,11 @@
  *       from their rusage, and the machine's idle time from /proc/stat
  *       divided by the run's time (0: every CPU busy throughout, with
  *       this run or anything else).
+ *   fs_bench push DIR N SIZE REPS
+ *       per repetition: create+write+close N files of SIZE bytes under new
+ *       names in DIR (a queue of a statefs mount: N pushes; on any other
+ *       mount, N files made or overwritten); prints "push <median
+ *       microseconds per file>". Nothing is removed.
  *   fs_bench fill NS N
  *       puts keys k0000000..k<N-1> (100-byte values) into scope "bench",
  *       namespace NS of the store named by STATEFS_DB (plaintext if
@@ -151,6 +156,33 @@ static int cmd_ops(const char *dir, long n, size_t size, int reps)
 	}
 	for (int k = 0; k < 4; k++)
 		printf("%s %.3f\n", names[k], median(t[k], reps));
+	free(buf);
+	return 0;
+}
+
+static int cmd_push(const char *dir, long n, size_t size, int reps)
+{
+	double t[64], t0;
+	char path[4096], *buf = malloc(size + 1);
+
+	if (!buf || reps < 1 || reps > 64)
+		return 1;
+	memset(buf, 'x', size);
+	for (int r = 0; r < reps; r++) {
+		t0 = now_us();
+		for (long i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/p%d.%07ld", dir, r, i);
+			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd < 0)
+				die("create", path);
+			if (write(fd, buf, size) != (ssize_t)size)
+				die("write", path);
+			if (close(fd) < 0)
+				die("close", path);
+		}
+		t[r] = (now_us() - t0) / n;
+	}
+	printf("push %.3f\n", median(t, reps));
 	free(buf);
 	return 0;
 }
@@ -342,6 +374,9 @@ int main(int argc, char **argv)
 	if (argc == 6 && strcmp(argv[1], "ops") == 0)
 		return cmd_ops(argv[2], atol(argv[3]), (size_t)atol(argv[4]),
 		               atoi(argv[5]));
+	if (argc == 6 && strcmp(argv[1], "push") == 0)
+		return cmd_push(argv[2], atol(argv[3]), (size_t)atol(argv[4]),
+		                atoi(argv[5]));
 	if (argc == 4 && strcmp(argv[1], "list") == 0)
 		return cmd_list(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "fill") == 0)
@@ -350,7 +385,8 @@ int main(int argc, char **argv)
 		return cmd_writers(argv[2], atoi(argv[3]), atol(argv[4]),
 		                   (size_t)atol(argv[5]),
 		                   argc == 7 ? (pid_t)atol(argv[6]) : 0);
-	fprintf(stderr, "usage: fs_bench ops DIR N SIZE REPS | list DIR REPS | "
+	fprintf(stderr, "usage: fs_bench ops DIR N SIZE REPS | "
+	                "push DIR N SIZE REPS | list DIR REPS | "
 	                "writers DIR K N SIZE [PID] | fill NS N\n");
 	return 1;
 }

@@ -17,7 +17,13 @@
 # round (fs_bench.sh's "plain/fl": the issue's target is >= 1.0), and of
 # the mount's K-writer rate over the first daemon's.
 #
-# Usage: bench/mount_ab.sh [-w K] ROUNDS N NAME=STATEFS[,OPTION...] ...
+# With -q it measures queue pushes: each round runs `fs_bench push` (N
+# creates of new names, 100 bytes each) in queue/bench of every statefs
+# mount (in a directory of a floor) in turn. Printed as for the
+# operations: the median time per push, the floor's over it, the first
+# daemon's over it.
+#
+# Usage: bench/mount_ab.sh [-w K | -q] ROUNDS N NAME=STATEFS[,OPTION...] ...
 #   each OPTION a daemon's -o option (plaintext, async_close, ...); e.g.
 #   bench/mount_ab.sh 15 1000 old=/tmp/old/statefs,plaintext \
 #        new=build/mountd/statefs,plaintext
@@ -32,12 +38,16 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 k=0 # writers, with -w
-if [ "${1:-}" = -w ]; then
+push=0 # queue pushes, with -q
+if [ "${1:-}" = -q ]; then
+  push=1
+  shift
+elif [ "${1:-}" = -w ]; then
   k=${2:-}
   shift 2 || true
   [[ $k =~ ^[1-9][0-9]*$ ]] || k=
 fi
-[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 20,26p "$0" >&2; exit 1; }
+[ $# -ge 3 ] && [ -n "$k" ] || { sed -n 26,32p "$0" >&2; exit 1; }
 rounds=$1 n=$2
 shift 2
 fsb=${FS_BENCH:-$top/build/bench/fs_bench}
@@ -78,6 +88,13 @@ for _ in $(seq "$rounds"); do
       done
       continue
     fi
+    if [ "$push" = 1 ]; then # a statefs mount's queue, a floor's dir
+      q=$work/$name/queue
+      [ -d "$q" ] && q=$q/bench || q=${dir[$name]}/small
+      read -r op t < <("$fsb" push "$q" "$n" 100 1)
+      res[$name.$op]="${res[$name.$op]:-} $t"
+      continue
+    fi
     while read -r op t; do
       res[$name.$op]="${res[$name.$op]:-} $t"
     done < <("$fsb" ops "${dir[$name]}/small" "$n" 100 1)
@@ -114,7 +131,9 @@ fi
 echo "mount_ab: $rounds rounds of $n files, stores in $TMPDIR, $(nproc) CPUs"
 printf '%-8s %-10s %10s %9s %9s\n' operation mount "us/file" "floor/x" \
   "$first/x"
-for op in create read readdir unlink; do
+ops="create read readdir unlink"
+[ "$push" = 0 ] || ops=push
+for op in $ops; do
   for name in "${names[@]}"; do
     printf '%-8s %-10s %10.1f %9.2f %9.2f\n' "$op" "$name" \
       "$(median ${res[$name.$op]})" \
