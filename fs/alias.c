@@ -24,7 +24,8 @@
  * its directory, or until FS_ALIASES newer ones push it out, the oldest
  * first. Nothing is written to the store. What it costs a create nobody
  * looks up again: a copy of the name at CREATE, a pidfd_open at the
- * commit. A lookup of a name that is no alias costs a look at the table
+ * commit, or a poll when an alias of the same process is in the table
+ * (the process's aliases share its pidfd). A lookup of a name that is no alias costs a look at the table
  * (no system call); of an alias, a poll of its pidfd, and a read of
  * /proc/<tid>/status (as caller.c does: a read that never waits for an
  * exec; never stat) only when the caller is not the creator's leader
@@ -52,7 +53,8 @@ typedef struct fs_alias {
 	char *name;     /* the name in node->parent, as given */
 	int64_t id;     /* the entry or item it names: the newest made */
 	pid_t tgid;     /* the creating process */
-	int pidfd;      /* of it: readable once it has exited */
+	int pidfd;      /* of it: readable once it has exited; shared by
+	                   the process's slots */
 	uint64_t seq;   /* when it was made: the oldest goes first */
 } fs_alias;
 
@@ -62,6 +64,20 @@ struct fs_aliases {
 	uint64_t seq;
 	fs_alias slot[FS_ALIASES]; /* guarded by lock */
 };
+
+/* Closes a slot's pidfd unless another slot shares it (a process's
+ * aliases share one: fs_alias_commit) or it is keep, the one a slot being
+ * made takes. Called with the table's lock held, or at the end. */
+static void pidfd_release(fs_aliases *t, fs_alias *a, int keep)
+{
+	if (a->pidfd == keep)
+		return;
+	for (int i = 0; i < FS_ALIASES; i++)
+		if (&t->slot[i] != a && t->slot[i].node &&
+		    t->slot[i].pidfd == a->pidfd)
+			return;
+	close(a->pidfd);
+}
 
 int fs_aliases_init(fs *f)
 {
@@ -83,23 +99,31 @@ void fs_aliases_free(fs *f)
 		if (!t->slot[i].node)
 			continue;
 		free(t->slot[i].name);
-		close(t->slot[i].pidfd);
+		pidfd_release(t, &t->slot[i], -1);
+		t->slot[i].node = NULL;
 	}
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	f->aliases = NULL;
 }
 
-/* Empties a slot. Called with the table's lock held. */
-static void slot_clear(fs *f, fs_alias *a)
+
+/* Empties a slot, its pidfd closed unless shared or keep. Called with the
+ * table's lock held. */
+static void slot_clear_keep(fs *f, fs_alias *a, int keep)
 {
 	fs_node *n = a->node;
 
 	free(a->name);
-	close(a->pidfd);
+	pidfd_release(f->aliases, a, keep);
 	memset(a, 0, sizeof(*a));
 	f->aliases->used--;
 	fs_node_unref(f, n);
+}
+
+static void slot_clear(fs *f, fs_alias *a)
+{
+	slot_clear_keep(f, a, -1);
 }
 
 /* Whether the slot's creator has exited (its pidfd is readable). */
@@ -133,6 +157,20 @@ static int creator_of(pid_t tid, pid_t *tgid)
 	return (int)syscall(SYS_pidfd_open, *tgid, 0);
 }
 
+/* The pidfd of a live process whose leader is tid, shared with an alias
+ * of it already in the table (a poll, 1.2 us here, where a pidfd_open and
+ * its close cost 4.4 us: a process pushing many files pays the open
+ * once); -1 if there is none. A live process's pid is no other task's id,
+ * so a slot of tgid tid whose process lives is tid's own process. Called
+ * with the table's lock held, which the fd needs until a slot holds it. */
+static int pidfd_shared(fs_aliases *t, pid_t tid)
+{
+	for (int i = 0; i < FS_ALIASES; i++)
+		if (t->slot[i].node && t->slot[i].tgid == tid)
+			return gone(&t->slot[i]) ? -1 : t->slot[i].pidfd;
+	return -1;
+}
+
 void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 {
 	fs_aliases *t = f->aliases;
@@ -140,12 +178,19 @@ void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 	pid_t tgid = 0;
 	int fd = -1;
 
-	if (h->made_as && (fd = creator_of(h->opener, &tgid)) < 0) {
-		free(h->made_as); /* its creator is gone: nobody to serve */
-		h->made_as = NULL;
-		return;
-	}
 	pthread_mutex_lock(&t->lock);
+	if (h->made_as && h->opener > 0 &&
+	    (fd = pidfd_shared(t, h->opener)) >= 0) {
+		tgid = h->opener;
+	} else if (h->made_as) {
+		pthread_mutex_unlock(&t->lock);
+		if ((fd = creator_of(h->opener, &tgid)) < 0) {
+			free(h->made_as); /* its creator is gone */
+			h->made_as = NULL;
+			return;
+		}
+		pthread_mutex_lock(&t->lock);
+	}
 	for (int i = 0; i < FS_ALIASES; i++) {
 		a = &t->slot[i];
 		if (!a->node) {
@@ -160,7 +205,8 @@ void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 		}
 		if (h->made_as && a->node->parent == h->node->parent &&
 		    a->tgid == tgid && strcmp(a->name, h->made_as) == 0) {
-			slot_clear(f, a); /* the name is the new one's now */
+			/* the name is the new one's now */
+			slot_clear_keep(f, a, fd);
 			if (!pick || pick->node)
 				pick = a;
 			continue;
@@ -175,7 +221,7 @@ void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 		return; /* its alias was pushed out or dropped */
 	}
 	if (pick->node)
-		slot_clear(f, pick);
+		slot_clear_keep(f, pick, fd);
 	fs_node_ref(f, h->node);
 	pick->node = h->node;
 	pick->name = h->made_as;
