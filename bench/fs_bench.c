@@ -99,6 +99,24 @@ static long list_dir(const char *dir)
 	return n - 2;
 }
 
+/* create+write+close of n files of size bytes: DIR/<prefix><7 digits> */
+static void make_files(const char *dir, const char *prefix, long n,
+                       const char *buf, size_t size)
+{
+	char path[4096];
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s%07ld", dir, prefix, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("create", path);
+		if (write(fd, buf, size) != (ssize_t)size)
+			die("write", path);
+		if (close(fd) < 0)
+			die("close", path);
+	}
+}
+
 static int cmd_ops(const char *dir, long n, size_t size, int reps)
 {
 	double t[4][64], t0;
@@ -111,16 +129,7 @@ static int cmd_ops(const char *dir, long n, size_t size, int reps)
 	memset(buf, 'x', size);
 	for (int r = 0; r < reps; r++) {
 		t0 = now_us();
-		for (long i = 0; i < n; i++) {
-			snprintf(path, sizeof(path), "%s/f%07ld", dir, i);
-			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (fd < 0)
-				die("create", path);
-			if (write(fd, buf, size) != (ssize_t)size)
-				die("write", path);
-			if (close(fd) < 0)
-				die("close", path);
-		}
+		make_files(dir, "f", n, buf, size);
 		t[0][r] = (now_us() - t0) / n;
 
 		t0 = now_us();
@@ -163,23 +172,15 @@ static int cmd_ops(const char *dir, long n, size_t size, int reps)
 static int cmd_push(const char *dir, long n, size_t size, int reps)
 {
 	double t[64], t0;
-	char path[4096], *buf = malloc(size + 1);
+	char prefix[16], *buf = malloc(size + 1);
 
 	if (!buf || reps < 1 || reps > 64)
 		return 1;
 	memset(buf, 'x', size);
 	for (int r = 0; r < reps; r++) {
+		snprintf(prefix, sizeof(prefix), "p%d.", r);
 		t0 = now_us();
-		for (long i = 0; i < n; i++) {
-			snprintf(path, sizeof(path), "%s/p%d.%07ld", dir, r, i);
-			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (fd < 0)
-				die("create", path);
-			if (write(fd, buf, size) != (ssize_t)size)
-				die("write", path);
-			if (close(fd) < 0)
-				die("close", path);
-		}
+		make_files(dir, prefix, n, buf, size);
 		t[r] = (now_us() - t0) / n;
 	}
 	printf("push %.3f\n", median(t, reps));
