@@ -177,24 +177,52 @@ ok "after the restart: .wait woken by another process; verify passes"
 app=sfs_pgserver_$$
 mount_fs -o "db=$STATEFS_DB&application_name=$app"
 pg_pids() { # WHICH (pool or listener): the daemon's backends, by pid
-  local q="application_name = '$app' AND query"
+  # The listener's connection (core/pg/store.c) runs LISTEN, then SET
+  # idle_session_timeout = 0, and nothing after (pg_stat_activity shows
+  # the last); the pool's (core/pg/conn.c) start with SET search_path and
+  # run neither.
+  local l="coalesce(query, '') LIKE 'LISTEN %' OR query = 'SET idle_session_timeout = 0'" q
   case $1 in
-  pool) q="$q NOT LIKE 'LISTEN%'" ;;
-  listener) q="$q LIKE 'LISTEN%'" ;;
+  pool) q="NOT ($l)" ;;
+  listener) q="$l" ;;
   esac
   psql -X -q -At "$STATEFS_TEST_PG" -c \
-    "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE $q"
+    "SELECT string_agg(pid::text, ',') FROM pg_stat_activity
+     WHERE application_name = '$app' AND ($q)"
 }
-end_conns() { # HOW: restart, or terminate (the pool's, then the listener's)
-  local which pids
+end_conns() { # HOW [listening]: restart, or terminate (the pool's, then the
+  # listener's; with "listening", the daemon has a listener (a .wait ran):
+  # waited for until it is connected, and it must outlive the pool's end)
+  local which pids listener=
   if [ "$1" = restart ]; then
     pgctl -m immediate -w -t 60 restart >/dev/null || fail "the server did not restart"
     return
+  fi
+  if [ "${2:-}" = listening ]; then
+    SECONDS=0
+    until listener=$(pg_pids listener); [ -n "$listener" ]; do
+      [ "$SECONDS" -lt 60 ] || fail "the daemon's listening connection not found in 60 s"
+      nap 0.05
+    done
+    [ "$listener" = "${listener%,*}" ] || fail "more than one listening connection: $listener"
   fi
   # The pool's first: the listener's reconnection wakes the .wait, whose
   # claim must then find the pool's connections dead, not dying.
   for which in pool listener; do
     pids=$(pg_pids "$which")
+    if [ -n "$listener" ]; then
+      case $which in
+      pool)
+        [ -n "$pids" ] || fail "the pool's connections not found"
+        case ,$pids, in *",$listener,"*)
+          fail "the listener's connection ($listener) among the pool's ($pids)" ;;
+        esac
+        [ -n "${pids_shown:-}" ] || echo "# the pool's backends: $pids; the listener's: $listener"
+        pids_shown=1 ;;
+      listener)
+        expect_eq "$pids" "$listener" "the listener's backend, after the pool's ended" ;;
+      esac
+    fi
     [ -n "$pids" ] || continue
     psql -X -q -At "$STATEFS_TEST_PG" -c \
       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid IN ($pids)" >/dev/null
@@ -211,13 +239,13 @@ for i in $(seq 10); do echo "p$i" > "$mnt/queue/p/new"; done
 for how in restart terminate; do
   for op in pop claim; do
     expect_op OK read "$mnt/queue/p/.$op"
-    end_conns "$how"
+    end_conns "$how" listening
     expect_op OK read "$mnt/queue/p/.$op"
   done
   rm -f "$work/reading"
   "$STATEFS_FSOP" -v read "$mnt/queue/w/.wait" "$work/reading" > "$work/woken" & waiter=$!
   fuse_blocked "$waiter" "$work/reading"
-  end_conns "$how"
+  end_conns "$how" listening
   helper qpush w "after-$how"
   wait "$waiter"
   expect_eq "$(cat "$work/woken")" "after-${how}OK" "a .wait blocked across the $how"
