@@ -590,6 +590,14 @@ static int checkpoint_or_restore(cli *c, cli_args *a, int restore)
 	json_t *j;
 	int rc, st;
 
+	/* "-" is standard output for export, keygen and metrics; a
+	 * checkpoint is a store file, not a stream (it was a file named -
+	 * in the working directory) */
+	if (strcmp(target, "-") == 0)
+		return cli_fail(c, CLI_EXIT_USAGE, "%s takes the path of a "
+		                "checkpoint file, not '-' (a checkpoint is a "
+		                "store file, not a stream; ./- names a file "
+		                "called -)", restore ? "restore" : "checkpoint");
 	if (!restore && exists(target))
 		return cli_fail(c, CLI_EXIT_EXISTS, "%s exists (checkpoint never "
 		                "overwrites a file)", target);

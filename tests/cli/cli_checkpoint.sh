@@ -111,4 +111,16 @@ expect_exit 0 sc checkpoint "$T/ck9"
 [ -e "$T/.statefs-ckpt-$$-0badf00d" ] || fail "a live process's file went"
 [ -e "$T/.statefs-ckpt-$dead-00000001" ] || fail "a recent file went"
 
+# '-' is standard output elsewhere (export, keygen, metrics); checkpoint
+# and restore take a file and say so, making and reading nothing (a
+# checkpoint was written to a file named - in the working directory)
+cd "$T"
+for cmd in checkpoint restore; do
+	expect_exit 2 sc "$cmd" -
+	expect_match "$err" "$cmd takes the path of a checkpoint file, not '-'" \
+		"$cmd -"
+	[ ! -e "$T/-" ] || fail "$cmd -: a file named - was made"
+done
+cd - >/dev/null
+
 echo "cli_checkpoint ($mode): ok"
