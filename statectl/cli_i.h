@@ -409,6 +409,10 @@ int cli_interrupted(void);
  * holds more than max bytes, having read max + 1 of them (so a runaway
  * input, `yes |` or /dev/zero, costs that much memory, not all there is). */
 int cli_read_all(FILE *f, size_t max, void **p, size_t *n);
+/* Tells a user whose stdin is a terminal that what (as "the value") is
+ * read from it, and how to end it: a command waiting in silence looked
+ * hung. */
+void cli_tty_notice(const char *what);
 /* The largest value the engine takes (--max-value, else its default). */
 size_t cli_max_value(const cli *c);
 /* Reports an input of more than cli_max_value(c) bytes on stdin (what, as

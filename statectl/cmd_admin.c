@@ -401,8 +401,11 @@ int cmd_rekey(cli *c, cli_args *a)
 	int rc, st, replace = 0, fresh = 1, lockfd = -1, keylock = -1;
 	cli_progress p;
 	json_t *j;
+	/* the new keys asked for: exactly one */
+	int keys = a->new_passphrase + (a->generate || a->new_key_file) +
+	           a->decrypt;
 
-	if (a->new_passphrase + (a->generate || a->new_key_file) + a->decrypt > 1)
+	if (keys > 1)
 		/* two new keys at once: it said "needs one of", as if none */
 		return cli_usage(c, "rekey takes one of --generate [--new-key-"
 		                 "file PATH], --new-key-file PATH, --new-passphrase"
@@ -410,7 +413,7 @@ int cmd_rekey(cli *c, cli_args *a)
 		                 a->generate ? "--generate" : a->new_key_file
 		                 ? "--new-key-file" : "--new-passphrase",
 		                 a->decrypt ? "--decrypt" : "--new-passphrase");
-	if (a->new_passphrase + (a->generate || a->new_key_file) + a->decrypt != 1)
+	if (keys != 1)
 		return cli_usage(c, "rekey needs one of --generate [--new-key-file "
 		                    "PATH], --new-key-file PATH, --new-passphrase "
 		                    "or --decrypt");

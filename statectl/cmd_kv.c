@@ -27,9 +27,7 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 		*out = sfs_str(a->pos[i]);
 		return CLI_EXIT_OK;
 	}
-	if (isatty(STDIN_FILENO))
-		fputs("statectl: reading the value from the terminal; end it with "
-		      "Ctrl-D\n", stderr);
+	cli_tty_notice("the value");
 	switch (cli_read_all(stdin, cli_max_value(c), mem, &n)) {
 	case 0: break;
 	case -2: return cli_fail_too_long(c, "the value");

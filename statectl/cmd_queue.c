@@ -70,11 +70,8 @@ int cmd_queue_push(cli *c, cli_args *a)
 		for (size_t i = 0; i < n; i++)
 			items[i] = sfs_str(a->pos[i + 1]);
 	} else {
-		if (isatty(STDIN_FILENO))
-			fprintf(stderr, "statectl: reading %s from the terminal; end "
-			        "with Ctrl-D\n", a->lines ? "items, one per line,"
-			                        : a->nul ? "items, NUL-separated,"
-			                                 : "the item");
+		cli_tty_notice(a->lines ? "items, one per line,"
+		               : a->nul ? "items, NUL-separated," : "the item");
 		/* one item: at most the largest value; --lines and --null
 		 * any number of them */
 		switch (cli_read_all(stdin, a->lines || a->nul ? SIZE_MAX - 1

@@ -1033,9 +1033,8 @@ int cmd_import(cli *c, cli_args *a)
 		return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s; "
 		                "nothing was imported", strerror(errno));
 	/* `statectl import` with the file forgotten waited in silence */
-	if (!file && isatty(STDIN_FILENO))
-		fputs("statectl: reading an export from the terminal; end it "
-		      "with Ctrl-D\n", stderr);
+	if (!file)
+		cli_tty_notice("an export");
 	if ((rc = cli_store_open(c, CLI_STORE_WRITE, &s)))
 		goto out;
 	if ((rc = cli_import_read(c, in, file ? file : "stdin", s, &rows)))

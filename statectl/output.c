@@ -544,6 +544,13 @@ int cli_fail_too_long(const cli *c, const char *what)
 	                : " (--max-value SIZE takes larger values)");
 }
 
+void cli_tty_notice(const char *what)
+{
+	if (isatty(STDIN_FILENO))
+		fprintf(stderr, "statectl: reading %s from the terminal; end it "
+		        "with Ctrl-D\n", what);
+}
+
 int cli_read_all(FILE *f, size_t max, void **p, size_t *n)
 {
 	size_t cap = 65536, len = 0, got;

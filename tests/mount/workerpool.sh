@@ -37,6 +37,16 @@ chmod +x "$work/cmd"
 export RECORDS=$work/records SLOW=$((lease * 3 / 2)).$((lease * 3 % 2 * 5))
 : > "$RECORDS"
 
+# PID STATUS_WHAT QUEUE_WHAT: the pool PID exits 0, and the queue jobs holds
+# nothing pending, in flight or dead
+pool_done() {
+  local rc=0
+  wait "$1" || rc=$?
+  expect_eq "$rc" 0 "$2"
+  expect_eq "$(helper qlen jobs),$(helper qinflight jobs),$(helper qdead jobs)" \
+    "0,0,0" "$3"
+}
+
 "$pool" -n 4 -x -p 0.2 -l "${lease}s" "$q" "$work/cmd" 2> "$work/pool.log" &
 pool_pid=$!
 
@@ -76,11 +86,8 @@ while kill -0 "$pool_pid" 2>/dev/null; do
   fi
   nap 0.1
 done
-rc=0
-wait "$pool_pid" || rc=$?
-expect_eq "$rc" 0 "the pool's exit status"
-expect_eq "$(helper qlen jobs),$(helper qinflight jobs),$(helper qdead jobs)" \
-  "0,0,0" "nothing pending, in flight or dead"
+pool_done "$pool_pid" "the pool's exit status" \
+  "nothing pending, in flight or dead"
 grep -q 'died (status' "$work/pool.log" || fail "the pool did not see its workers die"
 
 # Every item processed; acked at most once; the rest where crashes were,
@@ -151,11 +158,8 @@ while kill -0 "$pool_pid" 2>/dev/null; do
   fi
   nap 0.1
 done
-rc=0
-wait "$pool_pid" || rc=$?
-expect_eq "$rc" 0 "the exit status of the pool behind"
-expect_eq "$(helper qlen jobs),$(helper qinflight jobs),$(helper qdead jobs)" \
-  "0,0,0" "nothing pending, in flight or dead after the pool behind"
+pool_done "$pool_pid" "the exit status of the pool behind" \
+  "nothing pending, in flight or dead after the pool behind"
 grep -q "done" "$work/behind.log" || fail "the pool behind did not ack its item"
 ok "worker-pool: a host clock $((3 * lease)) s behind the store's keeps a claim"
 
