@@ -406,9 +406,11 @@ int cli_interrupted(void);
 
 /* util (output.c): reading all of a stream, binary-safe, into *p (NUL
  * terminated; free() it) and *n: 0; -1 with errno set; -2 when the stream
- * holds more than max bytes, having read max + 1 of them (so a runaway
- * input, `yes |` or /dev/zero, costs that much memory, not all there is). */
-int cli_read_all(FILE *f, size_t max, void **p, size_t *n);
+ * holds more than max bytes, or (sep >= 0) more than max_seps bytes sep,
+ * having read that far (so a runaway input, `yes |` or /dev/zero, costs
+ * that much memory, not all there is). */
+int cli_read_all(FILE *f, size_t max, int sep, size_t max_seps, void **p,
+                 size_t *n);
 /* Tells a user whose stdin is a terminal that what (as "the value") is
  * read from it, and how to end it: a command waiting in silence looked
  * hung. */

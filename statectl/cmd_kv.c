@@ -28,7 +28,7 @@ int cli_value_arg(const cli *c, cli_args *a, int i, sfs_slice *out,
 		return CLI_EXIT_OK;
 	}
 	cli_tty_notice("the value");
-	switch (cli_read_all(stdin, cli_max_value(c), mem, &n)) {
+	switch (cli_read_all(stdin, cli_max_value(c), -1, 0, mem, &n)) {
 	case 0: break;
 	case -2: return cli_fail_too_long(c, "the value");
 	default: return cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",

@@ -17,9 +17,16 @@
 
 #include "cli_i.h"
 
+/* What one push reads from stdin with --lines or --null: it is one
+ * transaction, so the whole input is held at once (a runaway `yes |` would
+ * otherwise take all memory). */
+#define PUSH_STDIN_MAX_BYTES ((size_t)1 << 30)
+#define PUSH_STDIN_MAX_ITEMS ((size_t)1 << 24)
+
 /* Splits buf at sep into slices pointing into it. A final separator ends
- * the last item rather than starting an empty one. */
-static sfs_slice *split(char *buf, size_t n, char sep, size_t *count)
+ * the last item rather than starting an empty one. NULL past max items. */
+static sfs_slice *split(char *buf, size_t n, char sep, size_t max,
+                        size_t *count)
 {
 	size_t k = 0, cap = 16, start = 0;
 	sfs_slice *v = cli_xmalloc(cap * sizeof(*v)), *nv;
@@ -29,6 +36,10 @@ static sfs_slice *split(char *buf, size_t n, char sep, size_t *count)
 			continue;
 		if (i == n && start == n)
 			break;
+		if (k == max) {
+			free(v);
+			return NULL;
+		}
 		if (k == cap) {
 			cap *= 2;
 			nv = realloc(v, cap * sizeof(*v));
@@ -43,6 +54,14 @@ static sfs_slice *split(char *buf, size_t n, char sep, size_t *count)
 	}
 	*count = k;
 	return v;
+}
+
+static int too_many(cli *c)
+{
+	return cli_fail(c, CLI_EXIT_DATA, "the items on stdin are more than one "
+	                "push takes (%zu MiB or %zu items); nothing was "
+	                "written: push the input in parts (split -l)",
+	                PUSH_STDIN_MAX_BYTES >> 20, PUSH_STDIN_MAX_ITEMS);
 }
 
 /* queue push QUEUE [ITEM...] [--lines|--null] */
@@ -73,12 +92,17 @@ int cmd_queue_push(cli *c, cli_args *a)
 		cli_tty_notice(a->lines ? "items, one per line,"
 		               : a->nul ? "items, NUL-separated," : "the item");
 		/* one item: at most the largest value; --lines and --null
-		 * any number of them */
-		switch (cli_read_all(stdin, a->lines || a->nul ? SIZE_MAX - 1
-		                            : cli_max_value(c), &mem, &len)) {
+		 * up to PUSH_STDIN_MAX_* of them */
+		switch (a->lines || a->nul
+		        ? cli_read_all(stdin, PUSH_STDIN_MAX_BYTES,
+		                       a->nul ? '\0' : '\n', PUSH_STDIN_MAX_ITEMS,
+		                       &mem, &len)
+		        : cli_read_all(stdin, cli_max_value(c), -1, 0, &mem,
+		                       &len)) {
 		case 0: break;
 		case -2:
-			rc = cli_fail_too_long(c, "the item");
+			rc = a->lines || a->nul ? too_many(c)
+			     : cli_fail_too_long(c, "the item");
 			goto out;
 		default:
 			rc = cli_fail(c, CLI_EXIT_SYSTEM, "cannot read stdin: %s",
@@ -86,7 +110,12 @@ int cmd_queue_push(cli *c, cli_args *a)
 			goto out;
 		}
 		if (a->lines || a->nul) {
-			items = split(mem, len, a->nul ? '\0' : '\n', &n);
+			items = split(mem, len, a->nul ? '\0' : '\n',
+			              PUSH_STDIN_MAX_ITEMS, &n);
+			if (!items) {
+				rc = too_many(c);
+				goto out;
+			}
 		} else {
 			n = 1;
 			items = cli_xmalloc(sizeof(*items));

@@ -551,9 +551,10 @@ void cli_tty_notice(const char *what)
 		        "with Ctrl-D\n", what);
 }
 
-int cli_read_all(FILE *f, size_t max, void **p, size_t *n)
+int cli_read_all(FILE *f, size_t max, int sep, size_t max_seps, void **p,
+                 size_t *n)
 {
-	size_t cap = 65536, len = 0, got;
+	size_t cap = 65536, len = 0, got, seps = 0;
 	char *buf, *nb;
 
 	/* room for max + 1 bytes at most: one more than max tells */
@@ -562,8 +563,11 @@ int cli_read_all(FILE *f, size_t max, void **p, size_t *n)
 	buf = cli_xmalloc(cap + 1);
 	errno = 0;
 	while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+		for (char *q = buf + len, *end = q + got; sep >= 0 &&
+		     (q = memchr(q, sep, (size_t)(end - q))); q++)
+			seps++;
 		len += got;
-		if (len > max) {
+		if (len > max || seps > max_seps) {
 			free(buf);
 			return -2;
 		}

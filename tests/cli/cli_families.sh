@@ -86,6 +86,15 @@ expect_exit 0 sc queue len q
 expect_eq "$out" 3 "len"
 expect_exit 0 sc queue pop q
 expect_eq "$out" a "FIFO"
+# an endless input is refused at 2^24 items, not read until memory runs
+# out (it was: one push is one transaction); nothing is pushed
+push_yes() { yes | sc queue push --lines q || return "${PIPESTATUS[1]}"; }
+expect_exit 8 push_yes
+expect_match "$err" "more than one push takes .*16777216 items.*nothing was written" "runaway --lines"
+push_zeros() { head -c 16777217 /dev/zero | sc queue push --null q; }
+expect_exit 8 push_zeros
+expect_exit 0 sc queue len q
+expect_eq "$out" 2 "a refused push leaves the queue"
 printf 'x\ny\n\nz' | sc queue push --lines q >/dev/null
 printf 'n1\0n2\0' | sc queue push --null q >/dev/null
 head -c 100 /dev/urandom >"$T/item"
