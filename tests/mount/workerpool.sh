@@ -11,8 +11,9 @@
 # processings of an item in a row, the first worker was killed, or one of
 # the two lost the item (a stall past the lease, which the pool reports;
 # a late ack of the first then settles the second's claim, which
-# docs/claims.md allows: done twice, never lost). What holds under any
-# schedule. Usage: see lib.sh. Exit: 0, 1, 77.
+# docs/claims.md allows: done twice, never lost); an item that always
+# fails, under a delivery limit, logged "put back" and then "to dead/".
+# What holds under any schedule. Usage: see lib.sh. Exit: 0, 1, 77.
 . "$(dirname "$0")/lib.sh"
 pool=$(cd "$(dirname "$0")/../../scripts" && pwd)/worker-pool
 
@@ -162,5 +163,29 @@ pool_done "$pool_pid" "the exit status of the pool behind" \
   "nothing pending, in flight or dead after the pool behind"
 grep -q "done" "$work/behind.log" || fail "the pool behind did not ack its item"
 ok "worker-pool: a host clock $((3 * lease)) s behind the store's keeps a claim"
+
+# An item that always fails, on a queue with a delivery limit of 2: the
+# first nack puts it back, the second sends it to dead/, and the pool's
+# log says which (before 2026-12-04 it said "put back" both times, of an
+# item that was then a dead letter).
+printf '#!/bin/sh\ncat >/dev/null\nexit 1\n' > "$work/fails"
+chmod +x "$work/fails"
+helper qpolicy poison 0 2
+echo "poison" > "$mnt/queue/poison/new"
+name=$(ls "$mnt/queue/poison")
+"$pool" -n 1 -x -p 0.2 -l "${lease}s" "$mnt/queue/poison" "$work/fails" \
+  2> "$work/poison.log" &
+pool_pid=$!
+rc=0
+wait "$pool_pid" || rc=$?
+expect_eq "$rc" 0 "the exit status of the pool on a poison item"
+expect_eq "$(grep -c "failed $name (exit 1): put back\$" "$work/poison.log")" 1 \
+  "'put back' in the pool's log of a poison item with a delivery limit of 2"
+expect_eq "$(grep -c "failed $name (exit 1): to dead/ (the queue's delivery limit)\$" \
+  "$work/poison.log")" 1 \
+  "'to dead/' in the pool's log of a poison item at its delivery limit"
+expect_eq "$(helper qlen poison),$(helper qinflight poison),$(helper qdead poison)" \
+  "0,0,1" "the poison item pending, in flight, dead"
+ok "worker-pool: an item nacked to its delivery limit is logged as sent to dead/"
 
 unmount_fs
