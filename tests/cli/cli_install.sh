@@ -205,7 +205,7 @@ if [ -e /dev/fuse ] && [ -e "$D$(abs "$bindir")/statefs" ]; then
 	} >"$T/man-examples.sh"
 	bash "$T/man-examples.sh" >"$T/man-examples.out" 2>"$T/man-examples.err" ||
 		{ cat "$T/man-examples.sh" "$T/man-examples.err" >&2; fail "statefs(1)'s EXAMPLES fail"; }
-	expect_eq "$(head -n 4 "$T/man-examples.out")" $'3\njob 1\njob 2\njob 3' "statefs(1)'s EXAMPLES print what they show"
+	expect_eq "$(head -n 5 "$T/man-examples.out")" $'3\n1\njob 1\njob 2\njob 3' "statefs(1)'s EXAMPLES print what they show"
 	expect_eq "$("$STATECTL" counter get jobs stats done)" 1 "statefs(1)'s EXAMPLES count"
 	expect_eq "$("$STATECTL" --json info | jq -c '.rows | [.queue, .claimed]')" '[0,0]' "statefs(1)'s EXAMPLES settle their claim"
 	kill -TERM "$dpid"
