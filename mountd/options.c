@@ -330,9 +330,6 @@ void mountd_usage(const char *prog)
 	       "                           changes, and other processes see\n"
 	       "                           them later\n"
 	       "                           (SQLite stores, several threads)\n"
-	       "    -o allow_other         let other users in; always with\n"
-	       "                           default_permissions, so the kernel\n"
-	       "                           enforces the modes shown\n"
 	       "\n"
 	       "general options:\n"
 	       "    -h   --help            print help\n"
@@ -341,7 +338,9 @@ void mountd_usage(const char *prog)
 	       "    -d   -o debug          foreground, every request logged\n"
 	       "    -s                     single-threaded\n"
 	       "\n"
-	       "FUSE options:\n", prog, MAX_THREADS);
+	       "FUSE options (-o allow_other lets other users in, always\n"
+	       "with default_permissions: the kernel enforces the modes shown):\n",
+	       prog, MAX_THREADS);
 	fflush(stdout);
 	fuse_lowlevel_help();
 }

@@ -28,6 +28,7 @@ help=$("$bin" -h)
 grep -q '^usage: .*statefs \[options\] \[STORE\] MOUNTPOINT' <<<"$help" || fail "-h"
 grep -q 'max_value=SIZE' <<<"$help" || fail "-h lists the options"
 grep -q 'allow_other' <<<"$help" || fail "-h lists the FUSE options"
+[ "$(grep -c -- "^ *-o allow_other " <<<"$help")" = 1 ] || fail "-h lists -o allow_other once (it listed ours and libfuse's)"
 grep -q '^statefs [0-9]' <<<"$("$bin" -V)" || fail "-V"
 for args in "" "-o plaintext,keyfile=/k $mnt" "-o max_value=12Q $mnt" \
             "-o max_value=0 $mnt" "a b c" "-o db=/a /b $mnt" \
