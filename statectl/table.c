@@ -84,7 +84,7 @@ const cli_cmd cli_commands[] = {
 	  0, 0, 1, cmd_keygen, NULL },
 	{ "info", "", "show the store: path, format, encryption, size, rows",
 	  0, 0, 0, cmd_info, NULL },
-	{ "verify", "", "authenticate every page and check the store's integrity",
+	{ "verify", "", "read every page or row (an encrypted one authenticated) and check integrity",
 	  0, 0, 0, cmd_verify, NULL },
 	{ "top", "", "a live view of queues, scopes and the store (q quits; frames when piped)",
 	  CLI_OPT(OPT_INTERVAL) | CLI_OPT(OPT_ONCE), 0, 0, cmd_top, NULL },

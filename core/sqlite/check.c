@@ -278,7 +278,7 @@ int crypt_preflight(const char *path, const sfs_key *key, crypt_kind *kind)
 	if (k == CRYPT_KIND_PLAIN && key) {
 		rc = sfs_err(SFS_NOTENCRYPTED, "%s is not encrypted, but a key "
 		             "was given: open it in plaintext mode, or encrypt "
-		             "it first (sfs_rekey with no old key)", path);
+		             "it first", path);
 		goto out;
 	}
 	if (k == CRYPT_KIND_ENCRYPTED && !key) {
