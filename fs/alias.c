@@ -21,12 +21,26 @@
  * which pid_max makes likely on a busy host, is not the creator), until
  * its entry or item is no longer there (consumed, deleted: looked at
  * whenever the alias is used), until it is unlinked or renamed away from
- * its directory, or until FS_ALIASES newer ones push it out, the oldest
- * first. Nothing is written to the store. What it costs a create nobody
- * looks up again: a copy of the name at CREATE, a pidfd_open at the
- * commit, or a poll when an alias of the same process is in the table
- * (the process's aliases share its pidfd). A lookup of a name that is no alias costs a look at the table
- * (no system call); of an alias, a poll of its pidfd, and a read of
+ * its directory, or until its process has FS_ALIASES_PROC newer ones (its
+ * oldest goes first). Bounds per process, so that 100 rsyncs at once do
+ * not push out each other's names between a close and a rename, as a
+ * bound per mount did; and over all, on memory and descriptors: at most
+ * FS_ALIASES_MAX aliases (past it the oldest of a process with the most
+ * goes) and procs_max processes, a pidfd each (a quarter of
+ * RLIMIT_NOFILE; past it the process that committed least recently loses
+ * its aliases). Nothing is written to the store.
+ *
+ * The table: aliases hashed by (directory node, name) for lookups and by
+ * node for the entry's or item's own requests; processes hashed by tgid,
+ * each with its aliases oldest first, and listed by how many they have
+ * (the one with the most is found at once) and by their last commit.
+ * Their pidfds are in an epoll set: each commit drops the processes that
+ * exited (an epoll_wait that does not wait), so a process found in the
+ * table lives, and its pid is its own. What it costs a create nobody
+ * looks up again: a copy of the name at CREATE, that epoll_wait at the
+ * commit, and a pidfd_open and an epoll_ctl at its process's first. A
+ * lookup of a name that is no alias costs a hash chain in memory (no
+ * system call); of an alias, a poll of its pidfd, and a read of
  * /proc/<tid>/status (as caller.c does: a read that never waits for an
  * exec; never stat) only when the caller is not the creator's leader
  * thread.
@@ -41,50 +55,190 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fs_i.h"
 
+typedef struct fs_aproc fs_aproc;
+
 typedef struct fs_alias {
-	fs_node *node;  /* the created file's node (a reference); NULL: free.
-	                   Its parent, the queue or log key, is read without
+	fs_node *node;  /* the created file's node (a reference). Its
+	                   parent, the queue or log key, is read without
 	                   fs.lock: a new entry's node never moves */
 	char *name;     /* the name in node->parent, as given */
 	int64_t id;     /* the entry or item it names: the newest made */
-	pid_t tgid;     /* the creating process */
-	int pidfd;      /* of it: readable once it has exited; shared by
-	                   the process's slots */
-	uint64_t seq;   /* when it was made: the oldest goes first */
+	fs_aproc *proc; /* the creating process */
+	struct fs_alias *name_next; /* chain of (node->parent, name) */
+	struct fs_alias *node_next; /* chain of node: one alias a node */
+	struct fs_alias *prev, *next; /* proc's aliases, oldest first */
 } fs_alias;
+
+/* A process with aliases. */
+struct fs_aproc {
+	pid_t tgid;
+	int pidfd;      /* of it: readable once it has exited; in the epoll
+	                   set, so a commit finds the exited at once */
+	unsigned n;     /* its aliases: 1 to FS_ALIASES_PROC (one more for
+	                   a moment in fs_alias_commit) */
+	fs_alias *first, *last;
+	fs_aproc *hash_next;         /* chain of tgid */
+	fs_aproc *cprev, *cnext;     /* list of the processes with n */
+	fs_aproc *lprev, *lnext;     /* all, by their last commit */
+};
+
+#define NAME_BUCKETS 1024 /* FS_ALIASES_MAX / 4: chains of 4 when full */
+#define PROC_BUCKETS 256
 
 struct fs_aliases {
 	pthread_mutex_t lock;
-	unsigned used;  /* slots in use; read without the lock as a hint */
-	uint64_t seq;
-	fs_alias slot[FS_ALIASES]; /* guarded by lock */
+	unsigned used;  /* aliases; read without the lock as a hint */
+	unsigned procs, procs_max; /* processes, and their bound (pidfds) */
+	int epfd;       /* the processes' pidfds; -1: none (no alias) */
+	fs_alias *by_name[NAME_BUCKETS]; /* all guarded by lock */
+	fs_alias *by_node[NAME_BUCKETS];
+	fs_aproc *by_tgid[PROC_BUCKETS];
+	fs_aproc *by_count[FS_ALIASES_PROC + 2]; /* heads, by n */
+	fs_aproc *lru, *mru;
 };
 
-/* Closes a slot's pidfd unless another slot shares it (a process's
- * aliases share one: fs_alias_commit) or it is keep, the one a slot being
- * made takes. Called with the table's lock held, or at the end. */
-static void pidfd_release(fs_aliases *t, fs_alias *a, int keep)
+static unsigned name_hash(const fs_node *dn, const char *name)
 {
-	if (a->pidfd == keep)
-		return;
-	for (int i = 0; i < FS_ALIASES; i++)
-		if (&t->slot[i] != a && t->slot[i].node &&
-		    t->slot[i].pidfd == a->pidfd)
-			return;
-	close(a->pidfd);
+	uint64_t h = 14695981039346656037ull ^ (uint64_t)(uintptr_t)dn;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (unsigned)(h ^ h >> 32) % NAME_BUCKETS;
+}
+
+static unsigned node_hash(const fs_node *n)
+{
+	uint64_t h = (uint64_t)(uintptr_t)n * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned)(h >> 40) % NAME_BUCKETS;
+}
+
+/* Unlinks x from the singly linked chain at *head. */
+#define CHAIN_REMOVE(type, head, x, link)                                    \
+	do {                                                                 \
+		type **pp_ = (head);                                         \
+		while (*pp_ != (x))                                          \
+			pp_ = &(*pp_)->link;                                 \
+		*pp_ = (x)->link;                                            \
+	} while (0)
+
+static void count_unlink(fs_aliases *t, fs_aproc *p)
+{
+	if (p->cprev)
+		p->cprev->cnext = p->cnext;
+	else
+		t->by_count[p->n] = p->cnext;
+	if (p->cnext)
+		p->cnext->cprev = p->cprev;
+	p->cprev = p->cnext = NULL;
+}
+
+/* Puts p first in the list of processes with p->n aliases. */
+static void count_link(fs_aliases *t, fs_aproc *p)
+{
+	p->cprev = NULL;
+	p->cnext = t->by_count[p->n];
+	if (p->cnext)
+		p->cnext->cprev = p;
+	t->by_count[p->n] = p;
+}
+
+static void lru_unlink(fs_aliases *t, fs_aproc *p)
+{
+	if (p->lprev)
+		p->lprev->lnext = p->lnext;
+	else
+		t->lru = p->lnext;
+	if (p->lnext)
+		p->lnext->lprev = p->lprev;
+	else
+		t->mru = p->lprev;
+	p->lprev = p->lnext = NULL;
+}
+
+static void lru_append(fs_aliases *t, fs_aproc *p)
+{
+	p->lprev = t->mru;
+	if (t->mru)
+		t->mru->lnext = p;
+	else
+		t->lru = p;
+	t->mru = p;
+}
+
+/* Frees process p, which has no alias left. Lock held. */
+static void proc_free(fs_aliases *t, fs_aproc *p)
+{
+	count_unlink(t, p);
+	CHAIN_REMOVE(fs_aproc, &t->by_tgid[(unsigned)p->tgid % PROC_BUCKETS], p,
+	             hash_next);
+	lru_unlink(t, p);
+	close(p->pidfd); /* out of the epoll set with it */
+	free(p);
+	t->procs--;
+}
+
+/* Frees alias a, and its process with its last alias. With the table's
+ * lock held, or at the end (unref: 0, the inode table frees the nodes). */
+static void alias_free(fs *f, fs_alias *a, int unref)
+{
+	fs_aliases *t = f->aliases;
+	fs_aproc *p = a->proc;
+
+	CHAIN_REMOVE(fs_alias, &t->by_name[name_hash(a->node->parent, a->name)],
+	             a, name_next);
+	CHAIN_REMOVE(fs_alias, &t->by_node[node_hash(a->node)], a, node_next);
+	if (a->prev)
+		a->prev->next = a->next;
+	else
+		p->first = a->next;
+	if (a->next)
+		a->next->prev = a->prev;
+	else
+		p->last = a->prev;
+	count_unlink(t, p);
+	p->n--;
+	count_link(t, p);
+	if (!p->n)
+		proc_free(t, p);
+	t->used--;
+	if (unref)
+		fs_node_unref(f, a->node);
+	free(a->name);
+	free(a);
+}
+
+/* Drops every alias of process p (it exited), and so p. */
+static void proc_drop(fs *f, fs_aproc *p)
+{
+	unsigned n = p->n;
+
+	while (n--)
+		alias_free(f, p->first, 1);
 }
 
 int fs_aliases_init(fs *f)
 {
-	f->aliases = calloc(1, sizeof(*f->aliases));
-	if (!f->aliases)
+	struct rlimit r;
+	fs_aliases *t = calloc(1, sizeof(*f->aliases));
+
+	if (!t)
 		return ENOMEM;
-	pthread_mutex_init(&f->aliases->lock, NULL);
+	/* A pidfd per process: at most a quarter of the descriptors the
+	 * daemon may open (256 where the limit is systemd's 1024). */
+	t->procs_max = FS_ALIASES_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur / 4 < t->procs_max)
+		t->procs_max = r.rlim_cur / 4 > 16 ? (unsigned)(r.rlim_cur / 4) : 16;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC); /* -1: no alias is made */
+	pthread_mutex_init(&t->lock, NULL);
+	f->aliases = t;
 	return 0;
 }
 
@@ -95,43 +249,54 @@ void fs_aliases_free(fs *f)
 
 	if (!t)
 		return;
-	for (int i = 0; i < FS_ALIASES; i++) {
-		if (!t->slot[i].node)
-			continue;
-		free(t->slot[i].name);
-		pidfd_release(t, &t->slot[i], -1);
-		t->slot[i].node = NULL;
+	while (t->lru) {
+		fs_aproc *p = t->lru;
+		unsigned n = p->n;
+
+		while (n--)
+			alias_free(f, p->first, 0);
 	}
+	if (t->epfd >= 0)
+		close(t->epfd);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 	f->aliases = NULL;
 }
 
-
-/* Empties a slot, its pidfd closed unless shared or keep. Called with the
- * table's lock held. */
-static void slot_clear_keep(fs *f, fs_alias *a, int keep)
+/* Whether p has exited (its pidfd is readable). */
+static int gone(const fs_aproc *p)
 {
-	fs_node *n = a->node;
+	struct pollfd x = { .fd = p->pidfd, .events = POLLIN };
 
-	free(a->name);
-	pidfd_release(f->aliases, a, keep);
-	memset(a, 0, sizeof(*a));
-	f->aliases->used--;
-	fs_node_unref(f, n);
+	return poll(&x, 1, 0) != 0;
 }
 
-static void slot_clear(fs *f, fs_alias *a)
+/* Drops the processes that exited (their pidfds are readable): an
+ * epoll_wait that returns at once. Called with the table's lock held. */
+static void reap(fs *f)
 {
-	slot_clear_keep(f, a, -1);
+	fs_aliases *t = f->aliases;
+	struct epoll_event ev[16];
+	int k;
+
+	if (!t->procs)
+		return;
+	do {
+		k = epoll_wait(t->epfd, ev, 16, 0);
+		for (int i = 0; i < k; i++)
+			proc_drop(f, ev[i].data.ptr);
+	} while (k == 16);
 }
 
-/* Whether the slot's creator has exited (its pidfd is readable). */
-static int gone(const fs_alias *a)
+/* The live process of leader tgid in the table, or NULL. A live
+ * process's pid is no other task's id. Called with the lock held. */
+static fs_aproc *proc_find(fs_aliases *t, pid_t tgid)
 {
-	struct pollfd p = { .fd = a->pidfd, .events = POLLIN };
+	fs_aproc *p = t->by_tgid[(unsigned)tgid % PROC_BUCKETS];
 
-	return poll(&p, 1, 0) != 0;
+	while (p && p->tgid != tgid)
+		p = p->hash_next;
+	return p;
 }
 
 /* A pidfd of the process of task tid, and its tgid; -1 if there is none
@@ -157,113 +322,176 @@ static int creator_of(pid_t tid, pid_t *tgid)
 	return (int)syscall(SYS_pidfd_open, *tgid, 0);
 }
 
-/* The pidfd of a live process whose leader is tid, shared with an alias
- * of it already in the table (a poll, 1.2 us here, where a pidfd_open and
- * its close cost 4.4 us: a process pushing many files pays the open
- * once); -1 if there is none. A live process's pid is no other task's id,
- * so a slot of tgid tid whose process lives is tid's own process. Called
- * with the table's lock held, which the fd needs until a slot holds it. */
-static int pidfd_shared(fs_aliases *t, pid_t tid)
+/* The process of the task that opened h, in the table (made if it is
+ * not there yet), the most recent to commit; NULL if its pidfd cannot be
+ * had (it exited, or no pidfd_open). Taken with the lock held, which it
+ * releases and takes again around a pidfd_open. */
+static fs_aproc *proc_of(fs *f, pid_t tid)
 {
-	for (int i = 0; i < FS_ALIASES; i++)
-		if (t->slot[i].node && t->slot[i].tgid == tid)
-			return gone(&t->slot[i]) ? -1 : t->slot[i].pidfd;
-	return -1;
+	fs_aliases *t = f->aliases;
+	struct epoll_event ev = { .events = EPOLLIN };
+	fs_aproc *p;
+	pid_t tgid = 0;
+	int fd;
+
+	reap(f); /* what remains lives: its pid is no other task's */
+	if ((p = proc_find(t, tid)))
+		goto recent;
+	pthread_mutex_unlock(&t->lock);
+	fd = creator_of(tid, &tgid);
+	pthread_mutex_lock(&t->lock);
+	if (fd < 0)
+		return NULL;
+	if ((p = proc_find(t, tgid))) { /* a thread's, or made meanwhile */
+		close(fd);
+		goto recent;
+	}
+	if (!(p = calloc(1, sizeof(*p)))) {
+		close(fd);
+		return NULL;
+	}
+	p->tgid = tgid;
+	p->pidfd = fd;
+	ev.data.ptr = p;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		close(fd);
+		free(p);
+		return NULL;
+	}
+	p->hash_next = t->by_tgid[(unsigned)tgid % PROC_BUCKETS];
+	t->by_tgid[(unsigned)tgid % PROC_BUCKETS] = p;
+	count_link(t, p); /* with 0 aliases, until the caller adds one */
+	lru_append(t, p);
+	t->procs++;
+	return p;
+recent:
+	lru_unlink(t, p);
+	lru_append(t, p);
+	return p;
+}
+
+/* The alias of name in dn of process p, or NULL. Lock held. */
+static fs_alias *alias_of_proc(fs_aliases *t, fs_node *dn, const char *name,
+                               const fs_aproc *p)
+{
+	fs_alias *a = t->by_name[name_hash(dn, name)];
+
+	while (a && (a->proc != p || a->node->parent != dn ||
+	             strcmp(a->name, name)))
+		a = a->name_next;
+	return a;
+}
+
+/* Keeps the table within its bounds once p has a new alias: p's oldest
+ * goes past FS_ALIASES_PROC; past procs_max processes, every alias of the
+ * one that committed least recently (not p: the most recent); past
+ * FS_ALIASES_MAX, the oldest of a process with the most (an rsync racing
+ * 99 others keeps its one). Lock held. */
+static void trim(fs *f, fs_aproc *p)
+{
+	fs_aliases *t = f->aliases;
+
+	if (p->n > FS_ALIASES_PROC)
+		alias_free(f, p->first, 1);
+	if (t->procs > t->procs_max)
+		proc_drop(f, t->lru);
+	if (t->used > FS_ALIASES_MAX) {
+		/* Some process has two or more (procs_max <= FS_ALIASES_MAX):
+		 * its oldest is not p's new one. */
+		unsigned k = FS_ALIASES_PROC;
+
+		while (k > 2 && !t->by_count[k])
+			k--;
+		alias_free(f, t->by_count[k]->first, 1);
+	}
 }
 
 void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 {
 	fs_aliases *t = f->aliases;
-	fs_alias *a, *pick = NULL;
-	pid_t tgid = 0;
-	int fd = -1;
+	fs_node *dn = h->node->parent;
+	fs_alias *a, *old;
+	fs_aproc *p = NULL;
+	unsigned b;
 
 	pthread_mutex_lock(&t->lock);
-	if (h->made_as && h->opener > 0 &&
-	    (fd = pidfd_shared(t, h->opener)) >= 0) {
-		tgid = h->opener;
-	} else if (h->made_as) {
-		pthread_mutex_unlock(&t->lock);
-		if ((fd = creator_of(h->opener, &tgid)) < 0) {
-			free(h->made_as); /* its creator is gone */
-			h->made_as = NULL;
-			return;
-		}
-		pthread_mutex_lock(&t->lock);
-	}
-	for (int i = 0; i < FS_ALIASES; i++) {
-		a = &t->slot[i];
-		if (!a->node) {
-			if (!pick || pick->node)
-				pick = a;
-			continue;
-		}
-		if (a->node == h->node && !h->made_as) {
-			a->id = id; /* written again through the alias */
-			pthread_mutex_unlock(&t->lock);
-			return;
-		}
-		if (h->made_as && a->node->parent == h->node->parent &&
-		    a->tgid == tgid && strcmp(a->name, h->made_as) == 0) {
-			/* the name is the new one's now */
-			slot_clear_keep(f, a, fd);
-			if (!pick || pick->node)
-				pick = a;
-			continue;
-		}
-		/* The oldest, if nothing is free: no look at whether its
-		 * creator lives (a syscall each), which lookups do. */
-		if (!pick || (pick->node && a->seq < pick->seq))
-			pick = a;
-	}
 	if (!h->made_as) {
+		/* Written again through its alias: it names the newest. */
+		for (a = t->by_node[node_hash(h->node)]; a; a = a->node_next)
+			if (a->node == h->node) {
+				a->id = id;
+				break;
+			}
 		pthread_mutex_unlock(&t->lock);
-		return; /* its alias was pushed out or dropped */
+		return; /* or its alias was pushed out or dropped */
 	}
-	if (pick->node)
-		slot_clear_keep(f, pick, fd);
+	if (t->epfd < 0 || !(p = proc_of(f, h->opener)) ||
+	    !(a = calloc(1, sizeof(*a)))) {
+		if (p && !p->n) /* made for this alias */
+			proc_free(t, p);
+		pthread_mutex_unlock(&t->lock);
+		free(h->made_as); /* no alias: its creator is gone */
+		h->made_as = NULL;
+		return;
+	}
+	old = alias_of_proc(t, dn, h->made_as, p); /* the name is the new one's */
 	fs_node_ref(f, h->node);
-	pick->node = h->node;
-	pick->name = h->made_as;
-	pick->id = id;
-	pick->tgid = tgid;
-	pick->pidfd = fd;
-	pick->seq = ++t->seq;
-	t->used++;
+	a->node = h->node;
+	a->name = h->made_as;
 	h->made_as = NULL;
+	a->id = id;
+	a->proc = p;
+	b = name_hash(dn, a->name);
+	a->name_next = t->by_name[b];
+	t->by_name[b] = a;
+	b = node_hash(a->node);
+	a->node_next = t->by_node[b];
+	t->by_node[b] = a;
+	a->prev = p->last;
+	if (p->last)
+		p->last->next = a;
+	else
+		p->first = a;
+	p->last = a;
+	count_unlink(t, p);
+	p->n++;
+	count_link(t, p);
+	t->used++;
+	if (old)
+		alias_free(f, old, 1);
+	trim(f, p);
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* The slot of name in dn for the process of task tid (whose tgid is
- * tgid, or 0 if not read yet), dropping the slots of creators that
- * exited. *seen: a live alias of that name was found for some process.
- * Called with the table's lock held. */
-static fs_alias *slot_find(fs *f, fs_node *dn, const char *name, pid_t tid,
-                           pid_t tgid, int *seen)
+/* The alias of name in dn of the process of task tid (whose tgid is
+ * tgid, or 0 if not read yet), dropping its process if it exited.
+ * *seen: the name is an alias of some other process. Lock held. */
+static fs_alias *alias_find(fs *f, fs_node *dn, const char *name, pid_t tid,
+                            pid_t tgid, int *seen)
 {
-	fs_aliases *t = f->aliases;
+	fs_alias *a = f->aliases->by_name[name_hash(dn, name)];
 
-	for (int i = 0; i < FS_ALIASES; i++) {
-		fs_alias *a = &t->slot[i];
-
-		if (!a->node || a->node->parent != dn || strcmp(a->name, name))
+	for (; a; a = a->name_next) {
+		if (a->node->parent != dn || strcmp(a->name, name))
 			continue;
-		if (gone(a)) {
-			slot_clear(f, a);
-			continue;
-		}
-		*seen = 1;
 		/* A live process's tgid is no other task's id: a caller
 		 * whose id it is, is its leader. */
-		if (a->tgid == tid || (tgid > 0 && a->tgid == tgid))
+		if (a->proc->tgid != tid && (tgid <= 0 || a->proc->tgid != tgid)) {
+			*seen = 1;
+			continue;
+		}
+		if (!gone(a->proc))
 			return a;
+		/* A process has one alias of a name: nothing more to find */
+		proc_drop(f, a->proc);
+		return NULL;
 	}
 	return NULL;
 }
 
-/* The slot of name in dn for task tid, with the table's lock held (taken
+/* The alias of name in dn for task tid, with the table's lock held (taken
  * here), or NULL with it released. */
-static fs_alias *slot_lock(fs *f, fs_node *dn, const char *name, pid_t tid)
+static fs_alias *alias_lock(fs *f, fs_node *dn, const char *name, pid_t tid)
 {
 	fs_aliases *t = f->aliases;
 	fs_alias *a;
@@ -273,14 +501,14 @@ static fs_alias *slot_lock(fs *f, fs_node *dn, const char *name, pid_t tid)
 	if (tid <= 0 || __atomic_load_n(&t->used, __ATOMIC_RELAXED) == 0)
 		return NULL;
 	pthread_mutex_lock(&t->lock);
-	if ((a = slot_find(f, dn, name, tid, 0, &seen)))
+	if ((a = alias_find(f, dn, name, tid, 0, &seen)))
 		return a;
 	pthread_mutex_unlock(&t->lock);
 	/* Some process's alias: is the caller a thread of it? */
 	if (!seen || (tgid = fs_caller_tgid(tid)) <= 0 || tgid == tid)
 		return NULL;
 	pthread_mutex_lock(&t->lock);
-	if ((a = slot_find(f, dn, name, tid, tgid, &seen)))
+	if ((a = alias_find(f, dn, name, tid, tgid, &seen)))
 		return a;
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -289,7 +517,7 @@ static fs_alias *slot_lock(fs *f, fs_node *dn, const char *name, pid_t tid)
 int fs_alias_find(fs *f, fs_node *dn, const char *name, pid_t tid,
                   fs_node **node, int64_t *id)
 {
-	fs_alias *a = slot_lock(f, dn, name, tid);
+	fs_alias *a = alias_lock(f, dn, name, tid);
 
 	if (!a)
 		return 0;
@@ -300,25 +528,32 @@ int fs_alias_find(fs *f, fs_node *dn, const char *name, pid_t tid,
 	return 1;
 }
 
+/* The alias of node n, or NULL. Lock held. */
+static fs_alias *alias_of_node(fs_aliases *t, const fs_node *n)
+{
+	fs_alias *a = t->by_node[node_hash(n)];
+
+	while (a && a->node != n)
+		a = a->node_next;
+	return a;
+}
+
 int fs_alias_of_node(fs *f, fs_node *n, int64_t *id)
 {
 	fs_aliases *t = f->aliases;
+	fs_alias *a;
 	int found = 0;
 
 	if (__atomic_load_n(&t->used, __ATOMIC_RELAXED) == 0)
 		return 0;
 	pthread_mutex_lock(&t->lock);
-	for (int i = 0; i < FS_ALIASES && !found; i++) {
-		fs_alias *a = &t->slot[i];
-
-		if (a->node != n)
-			continue;
-		if (gone(a)) {
-			slot_clear(f, a);
-			break;
+	if ((a = alias_of_node(t, n))) {
+		if (gone(a->proc)) {
+			proc_drop(f, a->proc);
+		} else {
+			*id = a->id;
+			found = 1;
 		}
-		*id = a->id;
-		found = 1;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return found;
@@ -327,45 +562,51 @@ int fs_alias_of_node(fs *f, fs_node *n, int64_t *id)
 int fs_alias_rename(fs *f, fs_node *dn, const char *name,
                     const char *newname, pid_t tid, int noreplace)
 {
-	fs_alias *a = slot_lock(f, dn, name, tid), *b;
+	fs_aliases *t;
+	fs_alias *a = alias_lock(f, dn, name, tid), *b;
 	char *copy;
-	int seen = 0;
+	unsigned k;
 
 	if (!a)
 		return ENOENT;
+	t = f->aliases;
 	if (strcmp(name, newname) == 0) {
-		pthread_mutex_unlock(&f->aliases->lock);
+		pthread_mutex_unlock(&t->lock);
 		return 0;
 	}
 	if (!(copy = strdup(newname))) {
-		pthread_mutex_unlock(&f->aliases->lock);
+		pthread_mutex_unlock(&t->lock);
 		return ENOMEM;
 	}
 	/* Replacing one of its own aliases, as a rename replaces. */
-	if ((b = slot_find(f, dn, newname, a->tgid, 0, &seen))) {
+	if ((b = alias_of_proc(t, dn, newname, a->proc))) {
 		if (noreplace) {
-			pthread_mutex_unlock(&f->aliases->lock);
+			pthread_mutex_unlock(&t->lock);
 			free(copy);
 			return EEXIST;
 		}
-		slot_clear(f, b);
+		alias_free(f, b, 1); /* not a's process's last: a is left */
 	}
+	CHAIN_REMOVE(fs_alias, &t->by_name[name_hash(dn, a->name)], a, name_next);
 	free(a->name);
 	a->name = copy;
-	pthread_mutex_unlock(&f->aliases->lock);
+	k = name_hash(dn, copy);
+	a->name_next = t->by_name[k];
+	t->by_name[k] = a;
+	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
 
 void fs_alias_drop(fs *f, fs_node *n)
 {
 	fs_aliases *t = f->aliases;
+	fs_alias *a;
 
 	if (__atomic_load_n(&t->used, __ATOMIC_RELAXED) == 0)
 		return;
 	pthread_mutex_lock(&t->lock);
-	for (int i = 0; i < FS_ALIASES; i++)
-		if (t->slot[i].node == n)
-			slot_clear(f, &t->slot[i]);
+	if ((a = alias_of_node(t, n)))
+		alias_free(f, a, 1);
 	pthread_mutex_unlock(&t->lock);
 }
 

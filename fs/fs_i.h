@@ -925,9 +925,11 @@ void fs_hold_commit(fs *f);
 /* Aliases (alias.c): after the commit that made a new entry or item, the
  * name its file was created under names it for the creating process
  * (its thread group) alone, until that process exits, the entry or item
- * is gone, or FS_ALIASES newer aliases push it out (docs/filesystem.md,
- * "Names of new entries and items"). */
-#define FS_ALIASES 64
+ * is gone, or the process has FS_ALIASES_PROC newer ones; at most
+ * FS_ALIASES_MAX in all (docs/filesystem.md, "Names of new entries and
+ * items"). */
+#define FS_ALIASES_PROC 64
+#define FS_ALIASES_MAX 4096
 int fs_aliases_init(fs *f);
 void fs_aliases_free(fs *f);
 /* A commit through h (its lock held) made entry or item id: h's name

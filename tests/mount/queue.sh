@@ -240,6 +240,69 @@ if [ -w /proc/sys/kernel/ns_last_pid ]; then
   done
   [ -n "$reused" ] || echo "pid $pid not given again in 10 tries: not checked"
 fi
+# Aliases are bounded per creating process, not per mount: more than 64
+# processes creating at once (100 rsyncs, each copying its own file) do not
+# push each other's aliases out between the close and rsync's rename (they
+# exited 23 before: 64 aliases per mount, shared), and each file is one
+# item with its bytes.
+many=$work/many
+mkdir -p "$many"
+for i in $(seq -w 0 99); do printf 'file %s\n%0*d' $i $((10#$i)) 0 > "$many/f$i"; done
+b=queue/many
+pids=()
+for i in $(seq -w 0 99); do rsync -a "$many/f$i" $b/ & pids+=($!); done
+bad=0
+for p in "${pids[@]}"; do wait $p || bad=$((bad + 1)); done
+expect_eq "$bad" 0 "100 concurrent rsyncs into a queue: those that failed"
+expect_eq "$(helper qlen many)" 100 "100 concurrent rsyncs: one item per file"
+expect_eq "$(for f in $b/*; do md5sum < "$f"; done | sort | md5sum)" \
+  "$(for f in "$many"/*; do md5sum < "$f"; done | sort | md5sum)" \
+  "100 concurrent rsyncs: the items' bytes"
+# The same made certain: 100 processes each create and close a file, and
+# only once all have closed does each stat and rename its own.
+python3 - $b <<'PY' || fail "100 processes, each its alias after 99 others' creates"
+import os, sys
+q = sys.argv[1]
+done_r, done_w = os.pipe()
+go_r, go_w = os.pipe()
+kids = []
+for i in range(100):
+    pid = os.fork()
+    if pid == 0:
+        os.close(done_r); os.close(go_w)
+        with open(os.path.join(q, ".p%d" % i), "w") as f:
+            f.write("p%d" % i)
+        os.write(done_w, b"x")
+        os.read(go_r, 1)  # EOF once every process has closed its file
+        try:
+            os.stat(os.path.join(q, ".p%d" % i))
+            os.rename(os.path.join(q, ".p%d" % i), os.path.join(q, "p%d" % i))
+            ok = open(os.path.join(q, "p%d" % i)).read() == "p%d" % i
+        except OSError as e:
+            print("process %d: %s" % (i, e), file=sys.stderr)
+            ok = False
+        os._exit(0 if ok else 1)
+    kids.append(pid)
+os.close(done_w); os.close(go_r)
+got = 0
+while got < 100:
+    got += len(os.read(done_r, 100))
+os.close(go_w)
+bad = sum(os.waitpid(p, 0)[1] != 0 for p in kids)
+assert bad == 0, "%d of 100 lost their alias" % bad
+PY
+expect_eq "$(helper qlen many)" 200 "100 more processes: one item each"
+# A process keeps its 64 newest aliases: the oldest goes first.
+python3 - $b <<'PY' || fail "a process's 64 newest aliases"
+import os, sys
+q = sys.argv[1]
+for i in range(70):
+    with open(os.path.join(q, "n%d" % i), "w") as f:
+        f.write("n%d" % i)
+have = [i for i in range(70) if os.path.exists(os.path.join(q, "n%d" % i))]
+assert have == list(range(6, 70)), have
+PY
+expect_eq "$(helper qlen many)" 270 "70 files from one process: 70 items"
 ok "names of new items: rsync, install, aliases"
 
 # Stopping the daemon with readers blocked on .wait: each READ fails with
