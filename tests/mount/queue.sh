@@ -301,8 +301,16 @@ for i in range(70):
         f.write("n%d" % i)
 have = [i for i in range(70) if os.path.exists(os.path.join(q, "n%d" % i))]
 assert have == list(range(6, 70)), have
+# its own listing shows ids alone, as everyone's does
+odd = [n for n in os.listdir(q) if not (len(n) == 19 and n.isdigit())]
+assert odd == [], odd
 PY
-expect_eq "$(helper qlen many)" 270 "70 files from one process: 70 items"
+# An exec keeps the process, and so its aliases; a fork does not.
+bash -c 'echo e > "$1"/e; exec bash -c "[ -e \"\$1\"/e ]" _ "$1"' _ $b ||
+  fail "an exec lost its process's alias"
+bash -c 'echo f > "$1"/f; ( [ -e "$1"/f ] ) && exit 1; [ -e "$1"/f ]' _ $b ||
+  fail "a fork's child sees its parent's alias, or the parent does not"
+expect_eq "$(helper qlen many)" 272 "70 files from one process, e, f: 72 items"
 ok "names of new items: rsync, install, aliases"
 
 # Stopping the daemon with readers blocked on .wait: each READ fails with
