@@ -39,6 +39,20 @@ static void harden(void)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+/* The soft limit on descriptors up to the hard one, as systemd asks of
+ * programs that use no select(2): the daemon keeps a pidfd per process
+ * with aliases (fs/alias.c bounds them by a quarter of the soft limit, 256
+ * processes under systemd's 1024) besides the store's and /dev/fuse's. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 /* glibc's pthread_cancel loads libgcc_s (the unwinder) at its first call
  * and aborts the process when it cannot ("libgcc_s.so.1 must be installed
  * for pthread_cancel to work"). Both pools end their threads with it when
@@ -378,6 +392,7 @@ int main(int argc, char *argv[])
 	unsigned threads;
 
 	harden();
+	raise_nofile();
 	tune_malloc();
 	load_unwinder();
 	mountd_wipe_argv_keys(argc, argv);

@@ -189,7 +189,14 @@ mountpoint -q "$mnt" && fail "still mounted after SIGTERM with ls -l running"
 # of SIGABRT, leaving the mount dead (ENOTCONN). Under the sanitizer,
 # without its leak check: LeakSanitizer needs descriptors of its own at
 # the exit (/proc/PID/task) and makes it fail.
+# Started with a soft limit under the hard one (systemd's 1024), the
+# daemon raises it to the hard one: a pidfd per process with aliases.
+soft=$(ulimit -S -n)
+ulimit -S -n 256
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mount_fs
+ulimit -S -n "$soft"
+read -r -a lim < <(grep '^Max open files' "/proc/$daemon_pid/limits")
+expect_eq "${lim[3]}" "$(ulimit -H -n)" "the daemon's soft limit on descriptors is its hard one"
 mkdir -p "$mnt/app/cfg"
 prlimit --pid "$daemon_pid" --nofile=3:3
 if [ -z "$pg" ]; then
