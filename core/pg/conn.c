@@ -57,6 +57,13 @@ int pgb_is_db(const char *db)
 	if ((n == 6 && !strncmp(p, "schema", 6)) ||
 	    (n == 4 && !strncmp(p, "pool", 4)))
 		return 1;
+	/* (without libpq no keyword can be told from a path's name: the
+	 * string is taken for a connection string, whose open then says
+	 * that libpq is missing) */
+	if (pq_load() != SFS_OK) {
+		sfs_err_clear();
+		return 1;
+	}
 	opts = PQconndefaults();
 	for (PQconninfoOption *o = opts; o && o->keyword; o++)
 		if (strlen(o->keyword) == n && !strncmp(o->keyword, p, n))
@@ -341,6 +348,8 @@ int pgb_target_parse(const char *db, pgb_target *t)
 	              !strncmp(db, "postgres://", 11);
 
 	memset(t, 0, sizeof(*t));
+	if ((st = pq_load()) != SFS_OK)
+		return st;
 	st = uri ? strip_uri(db, t, &cs) : strip_kv(db, t, &cs);
 	if (st != SFS_OK)
 		goto fail;

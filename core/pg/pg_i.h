@@ -48,13 +48,13 @@
 #ifndef STATEFS_PGB_I_H
 #define STATEFS_PGB_I_H
 
-#include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "backend_i.h"
 #include "err_i.h"
 #include "list_i.h"
+#include "pq_i.h"
 
 /* The version of the statefs schema on PostgreSQL (its own numbering):
  * 2 bounds the id sequences at SFS_ID_MAX (schema.c, migrate). */
