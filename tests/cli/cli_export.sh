@@ -34,9 +34,9 @@ expect_eq "$(tail -n1 "$T/e1")" "{\"end\":\"statefs-export\",\"rows\":$(($(wc -l
 # every line after the header is one JSON object with a known family
 rows "$T/e1" | jq -e -s 'all(.[]; .family | IN("kv","counter","log","queue","dir","claim","inflight","dead","policy","seq"))' >/dev/null ||
 	fail "rows with families"
+fams=$'\n'$(rows "$T/e1" | jq -r -s '[.[].family] | unique | .[]')$'\n'
 for fam in kv counter log queue dir claim inflight dead policy; do
-	rows "$T/e1" | jq -e -s "any(.[]; .family == \"$fam\")" >/dev/null ||
-		fail "the export has no $fam row"
+	[[ $fams == *$'\n'$fam$'\n'* ]] || fail "the export has no $fam row"
 done
 # the all-bytes value is base64 and decodes to 0x00..0xff
 rows "$T/e1" | jq -r -s '.[] | select(.family == "kv" and .ns == "ns") | .value_b64' |
@@ -240,7 +240,10 @@ grep -q 'line 1: unknown field "date" in the header' "$T/.err" || fail "header f
 # One line of 1 GiB: refused once it is longer than any row can be (about
 # 385 MiB: a 64 MiB value of \u00XX escapes, and three 64 KiB names), in
 # that much memory, never the whole line (it took 60 s and 2.9 GB).
-got=$(head -c 1073741824 /dev/zero | tr '\0' a | { echo '{"format":"statefs-export","version":1}'; cat; } |
+# (the line from one process, perl's, into the pipe: head, tr and cat
+# copied each of its bytes three times more)
+got=$({ echo '{"format":"statefs-export","version":1}'
+	perl -e '$b = "a" x 1048576; print $b for 1 .. 1024'; } |
 	"$HELPER" maxrss "$STATECTL" --db "$DB2" "${opts2[@]}" import - 2>"$T/.err") || true
 read -r status rss <<<"$got"
 expect_eq "$status" 8 "a 1 GiB line exits 8 ($(cat "$T/.err"))"
@@ -362,7 +365,7 @@ if [ -z "$pg" ]; then
 	"$STATECTL" --db "$DB4" "${opts4[@]}" init >/dev/null
 	"$STATECTL" --db "$DB5" "${opts5[@]}" init >/dev/null
 	big=$((64 * 1024 * 1024 + 1))
-	head -c "$big" /dev/zero | tr '\0' a |
+	perl -e 'print "a" x $ARGV[0]' "$big" |
 		"$STATECTL" --db "$DB4" "${opts4[@]}" --max-value 65M put s n big -
 	"$STATECTL" --db "$DB4" "${opts4[@]}" export "$T/bigexport"
 	expect_exit 8 "$STATECTL" --db "$DB5" "${opts5[@]}" import "$T/bigexport"

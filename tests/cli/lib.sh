@@ -124,7 +124,9 @@ expect_exit() {
 	local want=$1 got=0
 	shift
 	"$@" >"$T/.out" 2>"$T/.err" || got=$?
-	out=$(cat "$T/.out") err=$(cat "$T/.err")
+	# $(<FILE), not $(cat FILE): the same text, without two processes
+	# per check (a tenth of the admin script's time)
+	out=$(<"$T/.out") err=$(<"$T/.err")
 	if [ "$got" -ne "$want" ]; then
 		echo "command: $*" >&2
 		echo "stdout: $out" >&2
@@ -147,7 +149,7 @@ expect_exit_into() { # N FILE CMD...
 	else
 		"$@" >"$into" 2>"$T/.err" || got=$?
 	fi
-	out= err=$(cat "$T/.err")
+	out= err=$(<"$T/.err")
 	if [ "$got" -ne "$want" ]; then
 		echo "command: $* > $into" >&2
 		echo "stderr: $err" >&2
