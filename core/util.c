@@ -57,19 +57,25 @@ int sfs_clock_is_set(void)
 	return atomic_load(&clock_fn) != NULL;
 }
 
-int util_mkparents(const char *path, unsigned mode)
+int util_mkparents(const char *path, unsigned mode, size_t *made)
 {
 	char *p = strdup(path);
 	char *slash;
 
+	*made = 0;
 	if (!p)
 		return sfs_err(SFS_NOMEM, "copying a path");
 	for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
-		if (mkdir(p, mode) != 0 && errno != EEXIST) {
+		if (mkdir(p, mode) == 0) {
+			if (!*made)
+				*made = (size_t)(slash - p);
+		} else if (errno != EEXIST) {
 			int e = errno, len = (int)(slash - p);
 
 			free(p);
+			util_rmparents(path, *made);
+			*made = 0;
 			return sfs_err(SFS_IO, "mkdir %.*s: %s", len, path,
 			               strerror(e));
 		}
@@ -77,6 +83,25 @@ int util_mkparents(const char *path, unsigned mode)
 	}
 	free(p);
 	return SFS_OK;
+}
+
+void util_rmparents(const char *path, size_t made)
+{
+	char *p, *slash;
+	int saverr = errno;
+
+	if (!made || !(p = strdup(path)))
+		return;
+	/* deepest first (one that is not there, past a mkdir that failed,
+	 * is skipped); a directory that is not empty (another process put
+	 * something in it) stops the walk: it and those above it stay */
+	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) >= made) {
+		*slash = '\0';
+		if (rmdir(p) != 0 && errno != ENOENT)
+			break;
+	}
+	free(p);
+	errno = saverr;
 }
 
 static int fsync_path(const char *path, int flags)

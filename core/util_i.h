@@ -25,8 +25,15 @@ int sfs_clock_is_set(void);
 int64_t sfs_clock_mtime_ns(void);
 
 /* Creates the missing parent directories of path with mode. SFS_OK or
- * SFS_IO with the detail set. */
-int util_mkparents(const char *path, unsigned mode);
+ * SFS_IO with the detail set (what it made by then is removed again).
+ * *made: the length of the prefix of path that names the shallowest
+ * directory it made (0: it made none), for util_rmparents. */
+int util_mkparents(const char *path, unsigned mode, size_t *made);
+
+/* Undoes util_mkparents(path, ..., &made) after a creation that failed:
+ * removes the directories it made, deepest first, each only if it is
+ * still empty (rmdir), and stops at the first that is not. errno is kept. */
+void util_rmparents(const char *path, size_t made);
 
 /* *out = path made absolute, malloc'd: a relative path is resolved
  * against the working directory now, so that a process that changes it

@@ -35,6 +35,43 @@ static int exists(const char *path)
 	return lstat(path, &sb) == 0;
 }
 
+/* The length of the prefix of path that names its shallowest parent
+ * directory missing now (0: every one is there): what writing a file at
+ * path will make, for remove_made_parents once that file is gone. */
+static size_t missing_parents(const char *path)
+{
+	char *p = cli_xstrdup(path);
+	size_t made = 0;
+	struct stat sb;
+
+	for (char *slash = strchr(p + 1, '/'); slash && !made;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (stat(p, &sb) != 0 && errno == ENOENT)
+			made = (size_t)(slash - p);
+		*slash = '/';
+	}
+	free(p);
+	return made;
+}
+
+/* Removes path's parent directories down to the one missing_parents
+ * found missing, deepest first, each only if it is empty. */
+static void remove_made_parents(const char *path, size_t made)
+{
+	char *p, *slash;
+
+	if (!made)
+		return;
+	p = cli_xstrdup(path);
+	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) >= made) {
+		*slash = '\0';
+		if (rmdir(p) != 0 && errno != ENOENT)
+			break;
+	}
+	free(p);
+}
+
 /* init */
 int cmd_init(cli *c, cli_args *a)
 {
@@ -44,6 +81,7 @@ int cmd_init(cli *c, cli_args *a)
 	char *path = NULL, *name = NULL, *kpath = NULL;
 	const char *ksrc = NULL;
 	int rc = CLI_EXIT_OK, st, wrote = 0;
+	size_t kmade = 0;
 	json_t *j;
 
 	(void)a;
@@ -81,6 +119,9 @@ int cmd_init(cli *c, cli_args *a)
 			rc = cli_fail_status(c, st, "cannot generate a key");
 			goto out;
 		}
+		/* the directories the key file's writing makes go with
+		 * it if the store cannot be made */
+		kmade = missing_parents(kpath);
 		if ((st = sfs_key_write_file(key, kpath)) != SFS_OK) {
 			rc = cli_fail_status(c, st, "cannot write the key file %s",
 			                     kpath);
@@ -126,6 +167,8 @@ out:
 	if (wrote && unlink(kpath) < 0)
 		fprintf(stderr, "statectl: could not remove the unused key file "
 		        "%s: %s\n", kpath, strerror(errno));
+	else if (wrote)
+		remove_made_parents(kpath, kmade);
 	sfs_store_close(s);
 	sfs_key_destroy(key);
 	sfs_key_destroy(found);

@@ -32,6 +32,7 @@
 
 #include "crypt_i.h"
 #include "err_i.h"
+#include "util_i.h"
 
 #define KEY_BYTES 32
 #define SALT_BYTES CRYPT_SALT_BYTES
@@ -361,30 +362,6 @@ int sfs_key_to_text(const sfs_key *key, char *out, size_t outlen)
 	return SFS_OK;
 }
 
-/* mkdir -p for the parents of path, creating missing ones with 0700. */
-static int key_make_parents(const char *path)
-{
-	char dir[PATH_MAX];
-	size_t n = strlen(path);
-	int saverr;
-
-	if (n >= sizeof(dir))
-		return sfs_err(SFS_INVALID, "key file path is too long");
-	memcpy(dir, path, n + 1);
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-			saverr = errno;
-			return sfs_err(SFS_IO, "cannot create directory %s: %s",
-			               dir, strerror(saverr));
-		}
-		*p = '/';
-	}
-	return SFS_OK;
-}
-
 static int fsync_parent(const char *path)
 {
 	char dir[PATH_MAX];
@@ -411,8 +388,8 @@ int sfs_key_write_file(const sfs_key *key, const char *path)
 	char tmp[PATH_MAX];
 	char text[sodium_base64_ENCODED_LEN(KEY_BYTES,
 	                                    sodium_base64_VARIANT_ORIGINAL)];
-	size_t len, off = 0;
-	int fd, rc = SFS_OK, saverr;
+	size_t len, off = 0, made = 0;
+	int fd = -1, rc = SFS_OK, saverr;
 
 	if (!key || !path || !*path)
 		return sfs_err(SFS_INVALID, "sfs_key_write_file: NULL argument");
@@ -422,16 +399,18 @@ int sfs_key_write_file(const sfs_key *key, const char *path)
 	if (access(path, F_OK) == 0)
 		return sfs_err(SFS_EXISTS, "key file %s already exists; it is "
 		               "never overwritten", path);
-	rc = key_make_parents(path);
-	if (rc)
-		return rc;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%08x", path,
 	                     randombytes_random()) >= sizeof(tmp))
 		return sfs_err(SFS_INVALID, "key file path is too long");
+	/* its missing directories, 0700; removed again if it fails */
+	rc = util_mkparents(path, 0700, &made);
+	if (rc)
+		return rc;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	          0600);
 	if (fd < 0) {
 		saverr = errno;
+		util_rmparents(path, made);
 		return sfs_err(SFS_IO, "cannot create key file %s: %s", tmp,
 		               strerror(saverr));
 	}
@@ -487,6 +466,7 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+	util_rmparents(path, made);
 	return rc;
 }
 

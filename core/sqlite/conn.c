@@ -721,13 +721,15 @@ static int make_private(const char *path)
  * unless its write-ahead log holds something: SQLite writes page 1 before
  * the first frame, so that log belongs to a store whose file was cut, and
  * making a new store would overwrite it. */
-static int prepare_file(const sfs_backend_cfg *cfg, int *created)
+static int prepare_file(const sfs_backend_cfg *cfg, int *created,
+                        size_t *made)
 {
 	char wal[4096];
 	struct stat sb, wb;
 	int fd, rc;
 
 	*created = 0;
+	*made = 0;
 	if (stat(cfg->db, &sb) == 0) {
 		if (!S_ISREG(sb.st_mode))
 			return sfs_err(SFS_FORMAT, "%s is not a regular file",
@@ -752,16 +754,20 @@ static int prepare_file(const sfs_backend_cfg *cfg, int *created)
 		return sfs_err(SFS_IO, "stat %s: %s", cfg->db, strerror(errno));
 	if (!(cfg->flags & SFS_OPEN_CREATE))
 		return sfs_err(SFS_NOTFOUND, "%s does not exist", cfg->db);
-	rc = util_mkparents(cfg->db, 0700);
+	rc = util_mkparents(cfg->db, 0700, made);
 	if (rc != SFS_OK)
 		return rc;
 	fd = open(cfg->db, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
+		int saverr = errno;
+
+		util_rmparents(cfg->db, *made);
+		*made = 0;
 		/* Another process created it between our stat and open. */
-		if (errno == EEXIST && !(cfg->flags & SFS_OPEN_EXCL))
+		if (saverr == EEXIST && !(cfg->flags & SFS_OPEN_EXCL))
 			return SFS_OK;
-		return sfs_err(errno == EEXIST ? SFS_EXISTS : SFS_IO,
-		               "create %s: %s", cfg->db, strerror(errno));
+		return sfs_err(saverr == EEXIST ? SFS_EXISTS : SFS_IO,
+		               "create %s: %s", cfg->db, strerror(saverr));
 	}
 	close(fd);
 	*created = 1;
@@ -1083,6 +1089,7 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	const char *vfsname = NULL;
 	crypt_kind kind;
 	int flags, rc, status, created = 0, freed = 0, rofs = 0;
+	size_t made = 0; /* the directories prepare_file made (util_i.h) */
 	char *uri = NULL;
 	int excl = (given->flags & SFS_OPEN_CREATE) &&
 	           (given->flags & SFS_OPEN_EXCL);
@@ -1106,7 +1113,7 @@ static int sqlb_open_once(const sfs_backend_cfg *given, sfs_backend **out)
 	}
 	abs.db = b->path;
 	if (!b->memory) {
-		status = prepare_file(cfg, &created);
+		status = prepare_file(cfg, &created, &made);
 		if (status != SFS_OK)
 			goto fail;
 		if (cfg->key) {
@@ -1212,11 +1219,12 @@ fail:
 			status = sfs_err(SFS_EXISTS, "%s was made a store by "
 			                 "another process meanwhile", cfg->db);
 	}
-	/* A file this call created and could not make a store of goes. One
-	 * it made a store of (its tables committed) stays, although a later
-	 * step failed (the switch to WAL past the busy timeout): other
-	 * processes may have opened it since, and the next open finishes
-	 * the job. */
+	/* A file this call created and could not make a store of goes, and
+	 * so do the directories made for it, deepest first, each while it
+	 * is empty: the file system is left as it was found. One it made a
+	 * store of (its tables committed) stays, although a later step
+	 * failed (the switch to WAL past the busy timeout): other processes
+	 * may have opened it since, and the next open finishes the job. */
 	if (created && !b->made_schema) {
 		char aux[4096];
 
@@ -1225,6 +1233,9 @@ fail:
 		unlink(aux);
 		snprintf(aux, sizeof(aux), "%s-shm", cfg->db);
 		unlink(aux);
+		snprintf(aux, sizeof(aux), "%s-journal", cfg->db);
+		unlink(aux);
+		util_rmparents(cfg->db, made);
 	}
 	sqlb_close(b); /* frees b->path, which cfg->db is */
 	return status;

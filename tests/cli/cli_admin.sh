@@ -46,7 +46,16 @@ if [ -z "$pg" ]; then
 	longdb=$T/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})/$(printf 'f%.0s' {1..200})/x.db
 	expect_exit 9 "$STATECTL" --db "$longdb" --plaintext init
 	expect_match "$err" "the store's path is ${#longdb} bytes long, and SQLite opens paths shorter than 512 bytes: give the store a shorter one" "a store path too long"
-	rm -rf "${T:?}/ddd"*
+	# A creation that fails leaves the file system as it found it: the
+	# directories made for the store, and for a new key file, go again,
+	# deepest first; one that was there stays (they stayed, empty)
+	[ ! -e "${longdb%%/eee*}" ] || fail "a failed init left the store's directories"
+	mkdir "$T/there"
+	expect_exit 9 "$STATECTL" --db "$T/there/${longdb#"$T/"}" --key-file "$T/kdir/a/k" init
+	[ ! -e "$T/kdir" ] || fail "a failed init left its key file's directories"
+	[ -d "$T/there" ] && [ -z "$(ls -A "$T/there")" ] ||
+		fail "a failed init removed a directory it did not make, or left what it made"
+	rmdir "$T/there"
 fi
 expect_exit 2 "$STATECTL"
 expect_exit 2 "$STATECTL" frobnicate
