@@ -35,6 +35,128 @@ static int exists(const char *path)
 	return lstat(path, &sb) == 0;
 }
 
+/* The files a SQLite store has beside it, by the suffix of their names:
+ * SQLite's write-ahead log and its index, its rollback journal (a new
+ * store's first transaction, a rekey's copy), statefs's reserve for a
+ * full disk (core/sqlite/conn.c) and a rekey's copy (core/sqlite/rekey.c).
+ * A key file written to one of those names is read, or removed, as the
+ * store's (a -journal is rolled back into the store). */
+static const struct {
+	const char *sfx, *what;
+} store_files[] = {
+	{ "-wal", "its write-ahead log" },
+	{ "-shm", "its write-ahead log's index" },
+	{ "-journal", "its rollback journal" },
+	{ "-reserve", "the space it keeps for deletes on a full disk" },
+	{ ".rekey", "a rekey's copy of it" },
+	{ ".rekey-journal", "the journal of a rekey's copy of it" },
+};
+
+/* path with its directory resolved (realpath) and its last name as
+ * given, malloc'd; NULL when the directory cannot be resolved. */
+static char *canon_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *real, *out = NULL;
+
+	if (!slash)
+		dir = cli_xstrdup(".");
+	else if (slash == path)
+		dir = cli_xstrdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (dir && (real = realpath(dir, NULL)) != NULL) {
+		if (asprintf(&out, "%s/%s", real, slash ? slash + 1 : path) < 0)
+			out = NULL;
+		free(real);
+	}
+	free(dir);
+	return out;
+}
+
+/* Whether a and b name one file: the same inode when both exist, else
+ * the same name in the same directory. */
+static int same_name(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0, same;
+	char *ca, *cb;
+
+	if (ea && eb)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	if (ea != eb)
+		return 0;
+	ca = canon_name(a);
+	cb = canon_name(b);
+	same = ca && cb && strcmp(ca, cb) == 0;
+	free(ca);
+	free(cb);
+	return same;
+}
+
+/* Refuses (exit 2) a key file at file when it is a store's own file: the
+ * store itself (store, or any store there) or one of the files SQLite or
+ * statefs keeps beside a store (store's, or an existing store's whose
+ * name it ends in). opt: the option or command that named it. 0 when
+ * file is none of those. */
+static int refuse_store_file(const cli *c, const char *opt,
+                             const char *store, const char *file)
+{
+	size_t n = strlen(file), k;
+	char *hf = NULL, *hs = NULL, *owner = NULL;
+	const char *what = NULL;
+	int rc;
+
+	if (store && same_name(store, file)) {
+		what = "the store itself";
+		owner = cli_xstrdup(store);
+	}
+	for (size_t i = 0; !what && i < sizeof(store_files) /
+	                                 sizeof(store_files[0]); i++) {
+		char *cand = NULL;
+
+		k = strlen(store_files[i].sfx);
+		if (store && asprintf(&cand, "%s%s", store,
+		                      store_files[i].sfx) >= 0 &&
+		    same_name(cand, file)) {
+			what = store_files[i].what;
+			owner = cli_xstrdup(store);
+		} else if (n > k && !strcmp(file + n - k, store_files[i].sfx)) {
+			owner = strndup(file, n - k);
+			if (owner && sfs_store_exists(owner) == SFS_OK)
+				what = store_files[i].what;
+			else {
+				free(owner);
+				owner = NULL;
+			}
+		}
+		free(cand);
+	}
+	if (!what && sfs_store_exists(file) == SFS_OK) {
+		what = "a store";
+		owner = NULL;
+	}
+	if (!what)
+		return 0;
+	hf = cli_human(file);
+	hs = owner ? cli_human(owner) : NULL;
+	if (hs && !strcmp(what, "the store itself"))
+		rc = cli_usage(c, "%s %s is the store itself, not a key file: "
+		               "give the key a path of its own (nothing was "
+		               "changed)", opt, hf);
+	else if (hs)
+		rc = cli_usage(c, "%s %s is a file the store %s keeps beside it "
+		               "(%s), not a key file: give the key a path of "
+		               "its own (nothing was changed)", opt, hf, hs, what);
+	else
+		rc = cli_usage(c, "%s %s is a store, not a key file: give the key "
+		               "a path of its own (nothing was changed)", opt, hf);
+	free(hf);
+	free(hs);
+	free(owner);
+	return rc;
+}
+
 /* The length of the prefix of path that names its shallowest parent
  * directory missing now (0: every one is there): what writing a file at
  * path will make, for remove_made_parents once that file is gone. */
@@ -119,6 +241,8 @@ int cmd_init(cli *c, cli_args *a)
 			rc = cli_fail_status(c, st, "cannot generate a key");
 			goto out;
 		}
+		if ((rc = refuse_store_file(c, "--key-file", path, kpath)))
+			goto out;
 		/* the directories the key file's writing makes go with
 		 * it if the store cannot be made */
 		kmade = missing_parents(kpath);
@@ -190,6 +314,9 @@ int cmd_keygen(cli *c, cli_args *a)
 	if (!to_file && isatty(STDOUT_FILENO))
 		return cli_usage(c, "keygen will not print a key to a terminal: "
 		                    "give a PATH, or pipe it");
+	if (to_file && (rc = refuse_store_file(c, "keygen:", c->db,
+	                                         a->pos[0])))
+		return rc;
 	if ((st = sfs_key_generate(&key)) != SFS_OK)
 		return cli_fail_status(c, st, "cannot generate a key");
 	if (to_file) {
@@ -474,6 +601,10 @@ int cmd_rekey(cli *c, cli_args *a)
 		     : cli_fail_status(c, st, "cannot rekey the store");
 		goto out;
 	}
+	if (a->new_key_file &&
+	    (rc = refuse_store_file(c, "--new-key-file", path,
+	                            a->new_key_file)))
+		goto out;
 	if (oldsrc && a->new_key_file && same_file(oldsrc, a->new_key_file)) {
 		rc = cli_usage(c, "--new-key-file names the key file the store "
 		               "opens with now (%s): give the path of a new key",

@@ -318,6 +318,19 @@ jqe "$out" ".path == \"$T/k3\""
 # terminal (it said "to a pipe", where a redirection to a file works too)
 expect_exit 0 "$STATECTL" keygen --help
 expect_match "$out" "never to a terminal" "keygen --help"
+# a key file where a store keeps its own files is refused, exit 2, and
+# nothing is written: the store itself, its -wal, -shm, -journal,
+# -reserve and .rekey (SQLite takes a key file there for its own file)
+expect_exit 2 "$STATECTL" keygen "$DB-journal"
+expect_match "$err" "^statectl: keygen: $DB-journal is a file the store $DB keeps beside it \(its rollback journal\), not a key file" "keygen to a store's -journal"
+expect_exit 2 "$STATECTL" keygen "$DB.rekey"
+expect_exit 2 "$STATECTL" --db "$T/own.db" --key-file "$T/own.db-journal" init
+expect_match "$err" "^statectl: --key-file $T/own.db-journal is a file the store $T/own.db keeps beside it" "init --key-file STORE-journal"
+expect_exit 2 "$STATECTL" --db "$T/own.db" --key-file "$T/own.db" init
+expect_match "$err" "^statectl: --key-file $T/own.db is the store itself, not a key file" "init --key-file STORE"
+for f in "$DB-journal" "$DB.rekey" "$T/own.db" "$T/own.db-journal"; do
+	[ ! -e "$f" ] || fail "a refused key file was written: $f"
+done
 
 # --- progress: quiet when piped, a bar with --progress, none with --no-progress
 expect_exit 0 sc verify
@@ -515,6 +528,22 @@ if [ "$mode" = encrypted ]; then
 	expect_exit 2 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey --new-key-file "$T/k4"
 	expect_match "$err" "names the key file the store opens with now" "rekey to its own key file"
 	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a rekey to the same key file changes nothing"
+	# nor is the store or a file beside it a new key file: refused,
+	# exit 2, store and key unchanged (a key generated into the
+	# -journal was taken for a hot journal and deleted by the next open,
+	# leaving the store under a key nobody had: exit 0)
+	cp "$T/k4" "$T/k4.before"
+	for f in "" -wal -shm -journal -reserve .rekey; do
+		for g in "" --generate; do
+			# shellcheck disable=SC2086 # g: one word or none
+			expect_exit 2 "$STATECTL" --db "$DB" --key-file "$T/k4" rekey $g --new-key-file "$DB$f"
+			expect_match "$err" "^statectl: --new-key-file $DB$f is (the store itself|a file the store $DB keeps beside it \\(.*\\)), not a key file" "rekey $g --new-key-file STORE$f"
+		done
+	done
+	[ ! -e "$DB-journal" ] && [ ! -e "$DB.rekey" ] || fail "a refused rekey wrote a key beside the store"
+	cmp -s "$T/k4" "$T/k4.before" || fail "a refused rekey changed the key file"
+	rm "$T/k4.before"
+	expect_eq "$("$STATECTL" --db "$DB" --key-file "$T/k4" get s n k)" v "a rekey to a store's own file changes nothing"
 	# busy: another process has the store open
 	: "${HELPER:?HELPER must name the test helper}"
 	"$HELPER" writer "$DB" "$T/k4" 9 "$T/stop-busy" >/dev/null &
