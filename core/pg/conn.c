@@ -28,6 +28,25 @@
 #define DEFAULT_SCHEMA "statefs"
 #define MAX_POOL 100
 
+/* libpq's connection keywords (PQconndefaults of PostgreSQL 18's libpq),
+ * for telling a connection string from a path when libpq is not there. */
+static const char *const libpq_keywords[] = {
+	"service", "user", "password", "passfile", "channel_binding",
+	"connect_timeout", "dbname", "host", "hostaddr", "port",
+	"client_encoding", "options", "application_name",
+	"fallback_application_name", "keepalives", "keepalives_idle",
+	"keepalives_interval", "keepalives_count", "tcp_user_timeout",
+	"sslmode", "sslnegotiation", "sslcompression", "sslcert", "sslkey",
+	"sslkeylogfile", "sslcertmode", "sslpassword", "sslrootcert",
+	"sslcrl", "sslcrldir", "sslsni", "requirepeer", "require_auth",
+	"min_protocol_version", "max_protocol_version",
+	"ssl_min_protocol_version", "ssl_max_protocol_version", "gssencmode",
+	"krbsrvname", "gsslib", "gssdelegation", "scram_client_key",
+	"scram_server_key", "oauth_issuer", "oauth_client_id",
+	"oauth_client_secret", "oauth_scope", "replication",
+	"target_session_attrs", "load_balance_hosts",
+};
+
 int pgb_is_db(const char *db)
 {
 	const char *p = db;
@@ -57,12 +76,18 @@ int pgb_is_db(const char *db)
 	if ((n == 6 && !strncmp(p, "schema", 6)) ||
 	    (n == 4 && !strncmp(p, "pool", 4)))
 		return 1;
-	/* (without libpq no keyword can be told from a path's name: the
-	 * string is taken for a connection string, whose open then says
-	 * that libpq is missing) */
+	/* Without libpq, its keywords as of PostgreSQL 18: a string that
+	 * starts with one is a connection string, whose open then says that
+	 * libpq is missing; any other name is a path, as it is with libpq
+	 * (a file named a=b.db was refused for want of libpq). */
 	if (pq_load() != SFS_OK) {
 		sfs_err_clear();
-		return 1;
+		for (size_t i = 0; i < sizeof(libpq_keywords) /
+		     sizeof(libpq_keywords[0]); i++)
+			if (strlen(libpq_keywords[i]) == n &&
+			    !strncmp(libpq_keywords[i], p, n))
+				return 1;
+		return 0;
 	}
 	opts = PQconndefaults();
 	for (PQconninfoOption *o = opts; o && o->keyword; o++)

@@ -213,6 +213,35 @@ for f in "$XDG_STATE_HOME/statefs/state.db"?*; do
 done
 expect_eq "$(STATEFS_DB=$DB "$STATECTL" "${modeopts[@]}" queue len none)" 0 "STATEFS_DB"
 
+# --- without libpq (a machine without PostgreSQL's client library), which
+# libstatefs loads only for a PostgreSQL store (core/pg/pq.c): a
+# libpq.so.5 that is no library, first on the loader's path, stands for
+# it. A store in a file works as ever, whatever its name: a relative path
+# named a=b.db, whose first word is no libpq keyword, was taken for a
+# connection string there and refused for want of libpq (exit 8), though
+# with libpq it is a file. A connection string says what is missing.
+mkdir "$T/nolibpq"
+: >"$T/nolibpq/libpq.so.5"
+(
+	cd "$T"
+	export LD_LIBRARY_PATH=$T/nolibpq${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	abopts=("${modeopts[@]}")
+	[ "$mode" = plain ] || abopts=(--key-file "$T/ab.key")
+	expect_exit 0 "$STATECTL" --db a=b.db "${abopts[@]}" init
+	expect_exit 0 "$STATECTL" --db a=b.db "${abopts[@]}" put s n k v
+	[ -f "$T/a=b.db" ] || fail "without libpq, a=b.db is no file"
+	expect_exit 0 "$STATECTL" --db a=b.db "${abopts[@]}" get s n k
+	expect_eq "$out" v "without libpq, a store in a file named a=b.db"
+	for db in 'host=/nonexistent dbname=x' 'schema=x' \
+		postgresql:///x postgres://h/x; do
+		expect_exit 8 "$STATECTL" --db "$db" "${modeopts[@]}" info
+		expect_match "$err" "PostgreSQL stores need libpq, and libpq.so.5 could not be loaded: $T/nolibpq/libpq.so.5: file too short \\(install PostgreSQL's client library\\)" \
+			"without libpq: $db"
+	done
+	[ ! -e "$T/host=/nonexistent dbname=x" ] && [ ! -e "$T/schema=x" ] ||
+		fail "without libpq, a connection string made a file"
+)
+
 # --- statectl(1)'s first EXAMPLES (up to "Move state"), as a user copies
 # them, on a fresh default store: each command prints what the page
 # shows under it (where it shows something)
