@@ -42,7 +42,9 @@ typedef struct pq_api {
 } pq_api;
 
 /* Loads libpq once per process (thread-safe): SFS_OK, or SFS_UNSUPPORTED
- * with a sentence naming the library and dlerror()'s reason. */
+ * with a sentence naming the library and dlerror()'s reason. A child
+ * forked while another thread was loading it never loads it (pq.c):
+ * SFS_UNSUPPORTED, saying so. */
 int pq_load(void);
 
 /* The table, loaded (aborts when libpq cannot be loaded; see above). */

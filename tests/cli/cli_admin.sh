@@ -242,6 +242,22 @@ mkdir "$T/nolibpq"
 		fail "without libpq, a connection string made a file"
 )
 
+# A process that forks while another of its threads loads libpq (its first
+# PostgreSQL open): the child's open of a PostgreSQL store ends with an
+# answer, never in the dynamic loader's half-done state (its dlopen there
+# died of SIGSEGV or "Inconsistency detected by ld.so", or failed on
+# "undefined symbol: GSS_C_NT_HOSTBASED_SERVICE"). The forks land at
+# different moments of the load; whatever the moment, the child either
+# loaded libpq (and found no server) or says why it cannot. (Not under
+# the sanitizers, whose allocator is not fork-safe: docs/postgres.md.)
+if [ "$STATEFS_TEST_ASAN" != 1 ]; then
+	for us in $(seq 0 100 4000); do
+		expect_exit 0 "$HELPER" forkopen 'host=/nonexistent dbname=x' "$us"
+		expect_match "$out" "^child (9 cannot connect to dbname=x host=/nonexistent|20 PostgreSQL stores need libpq, and libpq.so.5 could not be loaded: this process was forked from process [0-9]+ while another of its threads was loading it)" \
+			"a child forked while libpq was loading (fork after ${us} us)"
+	done
+fi
+
 # --- statectl(1)'s first EXAMPLES (up to "Move state"), as a user copies
 # them, on a fresh default store: each command prints what the page
 # shows under it (where it shows something)

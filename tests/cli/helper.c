@@ -16,12 +16,20 @@
  *       moment of the store therefore has, per writer, Q <= C <= L <= Q + 1
  *       (L log entries, C the counter, Q queue items), entries and items
  *       numbered 1..L and 1..Q. Prints the rounds it made.
+ *   helper forkopen DB USEC
+ *       a thread opens DB (a PostgreSQL store, plaintext, the first of the
+ *       process: libpq is loaded then) while the main thread forks USEC
+ *       microseconds after starting it; the child opens DB too and prints
+ *       "child STATUS DETAIL". Exit 0 when the child ended on its own (1
+ *       when a signal ended it, its alarm after 60 s included).
  *   helper maxrss COMMAND [ARG...]
  *       runs COMMAND and prints "STATUS MAXRSS_KIB" (its exit status, or
  *       128 + the signal, and its peak resident memory) on stdout.
  * KEYFILE "-" opens the store in plaintext. Exit: 0, or 1 with a message.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +180,53 @@ static int writer(sfs_store *s, const char *id, const char *stopfile)
 	return 0;
 }
 
+static int open_pg(const char *db)
+{
+	sfs_config cfg;
+	sfs_store *s = NULL;
+	int st;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.db = db;
+	cfg.flags = SFS_OPEN_PLAINTEXT;
+	st = sfs_store_open(&cfg, &s, NULL);
+	sfs_store_close(s);
+	return st;
+}
+
+static void *open_pg_thread(void *db)
+{
+	open_pg(db);
+	return NULL;
+}
+
+static int forkopen(const char *db, const char *usec)
+{
+	pthread_t t;
+	pid_t pid;
+	int st;
+
+	if (pthread_create(&t, NULL, open_pg_thread, (void *)db))
+		return 1;
+	usleep((useconds_t)atoi(usec));
+	pid = fork();
+	if (pid == 0) {
+		alarm(60);
+		st = open_pg(db);
+		printf("child %d %s\n", st, sfs_errdetail());
+		fflush(stdout);
+		_exit(0);
+	}
+	pthread_join(t, NULL);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 1;
+	if (!WIFEXITED(st)) {
+		printf("child killed by signal %d\n", WTERMSIG(st));
+		return 1;
+	}
+	return 0;
+}
+
 static int maxrss(char **argv)
 {
 	struct rusage ru;
@@ -198,6 +253,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 3 && strcmp(argv[1], "maxrss") == 0)
 		return maxrss(argv + 2);
+	if (argc >= 4 && strcmp(argv[1], "forkopen") == 0)
+		return forkopen(argv[2], argv[3]);
 	if (argc >= 4 && strcmp(argv[1], "fill") == 0) {
 		s = open_store(argv[2], argv[3]);
 		rc = fill(s);
@@ -207,6 +264,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "usage: helper fill DB KEYFILE|-\n"
 		                "       helper writer DB KEYFILE|- ID STOPFILE\n"
+		                "       helper forkopen DB USEC\n"
 		                "       helper maxrss COMMAND [ARG...]\n");
 		return 2;
 	}
