@@ -63,6 +63,8 @@ static void load(void)
 	h = dlopen(PQ_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		goto fail;
+	/* (one that is there but lacks a function is older than the
+	 * pipeline mode statefs uses: PostgreSQL 14) */
 #define PQ_SYM(f) \
 	if (!(*(void **)&api.f = dlsym(h, #f))) \
 		goto fail;
@@ -72,8 +74,9 @@ static void load(void)
 	return;
 fail:
 	e = dlerror();
-	snprintf(why, sizeof(why), "%s (install PostgreSQL's client "
-	         "library)", e ? e : "unknown reason");
+	snprintf(why, sizeof(why), "%s (%s)", e ? e : "unknown reason",
+	         h ? "statefs needs the libpq of PostgreSQL 14 or later"
+	           : "install PostgreSQL's client library");
 	if (h)
 		dlclose(h);
 	atomic_store_explicit(&state, 3, memory_order_release);

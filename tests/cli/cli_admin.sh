@@ -241,6 +241,17 @@ mkdir "$T/nolibpq"
 	[ ! -e "$T/host=/nonexistent dbname=x" ] && [ ! -e "$T/schema=x" ] ||
 		fail "without libpq, a connection string made a file"
 )
+# A library by that name that lacks libpq's functions (an old libpq, before
+# the pipeline mode of PostgreSQL 14) is not "install the client library"
+sodium=$(ldd "$STATECTL" | awk '/libsodium/ { print $3 }')
+[ -f "$sodium" ] || fail "no libsodium in ldd $STATECTL"
+cp "$sodium" "$T/nolibpq/libpq.so.5"
+(
+	export LD_LIBRARY_PATH=$T/nolibpq${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	expect_exit 8 "$STATECTL" --db postgres://h/x "${modeopts[@]}" info
+	expect_match "$err" "libpq.so.5 could not be loaded: .*undefined symbol: PQ[a-zA-Z]* \\(statefs needs the libpq of PostgreSQL 14 or later\\)" \
+		"a libpq without its functions"
+)
 
 # A process that forks while another of its threads loads libpq (its first
 # PostgreSQL open): the child's open of a PostgreSQL store ends with an
