@@ -150,6 +150,14 @@ static void count_link(fs_aliases *t, fs_aproc *p)
 	t->by_count[p->n] = p;
 }
 
+/* p's count of aliases changed by d: it moves to that count's list. */
+static void count_add(fs_aliases *t, fs_aproc *p, int d)
+{
+	count_unlink(t, p);
+	p->n += (unsigned)d;
+	count_link(t, p);
+}
+
 static void lru_unlink(fs_aliases *t, fs_aproc *p)
 {
 	if (p->lprev)
@@ -203,9 +211,7 @@ static void alias_free(fs *f, fs_alias *a, int unref)
 		a->next->prev = a->prev;
 	else
 		p->last = a->prev;
-	count_unlink(t, p);
-	p->n--;
-	count_link(t, p);
+	count_add(t, p, -1);
 	if (!p->n)
 		proc_free(t, p);
 	t->used--;
@@ -406,6 +412,16 @@ static void trim(fs *f, fs_aproc *p)
 	}
 }
 
+/* The alias of node n, or NULL. Lock held. */
+static fs_alias *alias_of_node(fs_aliases *t, const fs_node *n)
+{
+	fs_alias *a = t->by_node[node_hash(n)];
+
+	while (a && a->node != n)
+		a = a->node_next;
+	return a;
+}
+
 void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 {
 	fs_aliases *t = f->aliases;
@@ -417,11 +433,8 @@ void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 	pthread_mutex_lock(&t->lock);
 	if (!h->made_as) {
 		/* Written again through its alias: it names the newest. */
-		for (a = t->by_node[node_hash(h->node)]; a; a = a->node_next)
-			if (a->node == h->node) {
-				a->id = id;
-				break;
-			}
+		if ((a = alias_of_node(t, h->node)))
+			a->id = id;
 		pthread_mutex_unlock(&t->lock);
 		return; /* or its alias was pushed out or dropped */
 	}
@@ -453,9 +466,7 @@ void fs_alias_commit(fs *f, fs_file *h, int64_t id)
 	else
 		p->first = a;
 	p->last = a;
-	count_unlink(t, p);
-	p->n++;
-	count_link(t, p);
+	count_add(t, p, 1);
 	t->used++;
 	if (old)
 		alias_free(f, old, 1);
@@ -526,16 +537,6 @@ int fs_alias_find(fs *f, fs_node *dn, const char *name, pid_t tid,
 	*id = a->id;
 	pthread_mutex_unlock(&f->aliases->lock);
 	return 1;
-}
-
-/* The alias of node n, or NULL. Lock held. */
-static fs_alias *alias_of_node(fs_aliases *t, const fs_node *n)
-{
-	fs_alias *a = t->by_node[node_hash(n)];
-
-	while (a && a->node != n)
-		a = a->node_next;
-	return a;
 }
 
 int fs_alias_of_node(fs *f, fs_node *n, int64_t *id)
